@@ -1,0 +1,35 @@
+package sink
+
+import (
+	"context"
+
+	"github.com/svcexport/collector/internal/record"
+)
+
+// Sink delivers batches of envelopes downstream.
+//
+// Lifecycle: Start once, then any number of concurrent Write calls, then
+// Shutdown. Shutdown is safe to call twice or without Start.
+type Sink interface {
+	// Start connects and prepares the destination (directories, topics,
+	// tables). It returns an error when the destination cannot be used at
+	// all; it does not start goroutines that outlive Shutdown.
+	Start(ctx context.Context) error
+
+	// Write delivers b and returns nil only when every record of b is
+	// durable downstream (fsynced, acknowledged by the broker, inserted).
+	// On an error nothing of b may be taken as delivered: the caller will
+	// call Write again with the same batch after a backoff, and the record
+	// ids make the repeat harmless. A record that can never be delivered
+	// (too large for the broker) is the sink's to dead-letter, not an error.
+	// Write is safe for concurrent use; it honours ctx's deadline.
+	Write(ctx context.Context, b *record.Batch) error
+
+	// Ready reports whether the sink can deliver now (for /readyz and
+	// "collector check"); nil means ready.
+	Ready(ctx context.Context) error
+
+	// Shutdown flushes what is buffered, releases connections and files,
+	// and returns when the sink's goroutines are gone or ctx ends.
+	Shutdown(ctx context.Context) error
+}
