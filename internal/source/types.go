@@ -30,6 +30,9 @@ type Chain struct {
 type Cursor struct {
 	Watermark time.Time
 	InFlight  *Chain
+	// Density is the observed rows per hour of the stream, so that window
+	// sizing survives a restart; 0 when unknown.
+	Density float64
 }
 
 // Page is one page of a result set turned into envelopes, with the cursor

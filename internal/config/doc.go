@@ -1,0 +1,7 @@
+// Package config loads the collector's configuration: defaults, then a YAML
+// file, then environment variables (COLLECTOR_ + the key path in upper case
+// with __ between levels, e.g. COLLECTOR_API__SECRET), then one validation
+// whose every message names the key that is wrong. Each package owns its own
+// section (its Config type, defaults and Validate); this package composes
+// them and is imported by cmd/ only.
+package config

@@ -1,0 +1,336 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink"
+	"github.com/svcexport/collector/internal/source"
+)
+
+// Store is what the pipeline needs of the checkpoint.
+type Store interface {
+	All(ctx context.Context) (map[checkpoint.Key]checkpoint.State, error)
+	CommitMany(ctx context.Context, states map[checkpoint.Key]checkpoint.State) error
+}
+
+// Poller pulls one stream. Run returns nil when the poller is done (once
+// mode, caught up) and ctx's error when stopped.
+type Poller interface {
+	Key() checkpoint.Key
+	Run(ctx context.Context, from source.Cursor, emit source.Emit) error
+}
+
+// Pipeline moves pages from pollers through a bounded buffer to a sink and
+// commits each stream's progress after its pages are acknowledged.
+type Pipeline struct {
+	cfg     Config
+	store   Store
+	sink    sink.Sink
+	pollers []Poller
+	log     *slog.Logger
+	m       *metrics
+	now     func() time.Time
+
+	slots   *slots
+	queue   chan *item
+	tracker *tracker
+	ackErrs atomic.Int64
+	commitE atomic.Value // last commit error (error or nil wrapper)
+}
+
+type item struct {
+	key     checkpoint.Key
+	seq     uint64
+	batch   *record.Batch
+	after   source.Cursor
+	revisit bool
+	held    int // slots held
+	handed  time.Time
+}
+
+// New builds a pipeline. reg receives the pipeline's metrics; now may be nil
+// for time.Now.
+func New(cfg Config, store Store, s sink.Sink, pollers []Poller, reg prometheus.Registerer, log *slog.Logger, now func() time.Time) *Pipeline {
+	if now == nil {
+		now = time.Now
+	}
+	p := &Pipeline{cfg: cfg, store: store, sink: s, pollers: pollers, log: log, m: newMetrics(reg), now: now,
+		slots: newSlots(cfg.BufferRecords), queue: make(chan *item, 1024)}
+	p.m.capacity.Set(float64(cfg.BufferRecords))
+	return p
+}
+
+// Run loads the checkpoint, runs every poller and the sink workers, and
+// returns when ctx is cancelled (a stop) or every poller returned (once
+// mode). Either way it stops the pollers first, drains what was fetched into
+// the sink (for at most StopTimeout after a stop), commits, and returns. The
+// sink must be started; Run does not shut it down.
+func (p *Pipeline) Run(ctx context.Context) error {
+	initial, err := p.store.All(ctx)
+	if err != nil {
+		return fmt.Errorf("load checkpoint: %w", err)
+	}
+	p.tracker = newTracker(initial)
+	for k, st := range initial {
+		p.observe(k, st)
+	}
+
+	// The sink workers and the committer outlive a stop by up to
+	// StopTimeout, so they get their own context.
+	workCtx, cancelWork := context.WithCancel(context.Background())
+	defer cancelWork()
+	var workers sync.WaitGroup
+	for i := 0; i < p.cfg.SinkWorkers; i++ {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			p.work(workCtx)
+		}()
+	}
+	commitDone := make(chan struct{})
+	commitStop := make(chan struct{})
+	go func() {
+		defer close(commitDone)
+		p.commitLoop(workCtx, commitStop)
+	}()
+
+	pollErrs := p.runPollers(ctx, initial)
+
+	// Pollers are gone: nobody sends any more; drain.
+	close(p.queue)
+	drained := make(chan struct{})
+	go func() { workers.Wait(); close(drained) }()
+	if ctx.Err() != nil {
+		p.log.Info("stopping: draining fetched pages into the sink", "buffered_records", p.slots.inUse(), "deadline", p.cfg.StopTimeout)
+		select {
+		case <-drained:
+		case <-time.After(p.cfg.StopTimeout):
+			p.log.Warn("stop deadline reached: pages not yet written will be fetched again after restart", "buffered_records", p.slots.inUse())
+			cancelWork()
+			<-drained
+		}
+	} else {
+		<-drained
+	}
+	close(commitStop)
+	<-commitDone
+	// Final commit of whatever the last acknowledgements moved.
+	finalCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cerr := p.commit(finalCtx)
+	if cerr != nil {
+		cerr = fmt.Errorf("final checkpoint commit: %w", cerr)
+	}
+	return errors.Join(pollErrs, cerr)
+}
+
+func (p *Pipeline) runPollers(ctx context.Context, initial map[checkpoint.Key]checkpoint.State) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for _, pl := range p.pollers {
+		wg.Add(1)
+		p.m.pollersRunning.Inc()
+		go func() {
+			defer wg.Done()
+			defer p.m.pollersRunning.Dec()
+			k := pl.Key()
+			err := pl.Run(ctx, cursorOf(initial[k]), p.emitFor(k))
+			if err != nil && !errors.Is(err, context.Canceled) {
+				p.log.Error("poller ended", "source", k.Source, "account", k.Account, "err", err)
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("poller %s: %w", k, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// emitFor returns the Emit function of one stream's poller. It blocks while
+// the buffer is full: that is the backpressure that keeps memory flat.
+func (p *Pipeline) emitFor(k checkpoint.Key) source.Emit {
+	return func(ctx context.Context, pg source.Page) error {
+		held, err := p.slots.acquire(ctx, len(pg.Envelopes))
+		if err != nil {
+			return err
+		}
+		p.m.buffered.Set(float64(p.slots.inUse()))
+		it := &item{key: k, seq: p.tracker.next(k), after: pg.After, revisit: pg.Revisit, held: held}
+		if len(pg.Envelopes) > 0 {
+			it.batch = &record.Batch{
+				Source: pg.Source, Account: pg.Account,
+				WindowStart: pg.Window.Start, WindowEnd: pg.Window.End,
+				Page: pg.Index, Seq: it.seq, Envelopes: pg.Envelopes,
+			}
+		}
+		it.handed = p.now()
+		select {
+		case p.queue <- it:
+			return nil
+		case <-ctx.Done():
+			// The page is dropped before the sink saw it; its seq must still
+			// be acknowledged or the stream's run would stall. It is never
+			// committed past: the poller stops and the next run refetches.
+			p.slots.release(held)
+			return ctx.Err()
+		}
+	}
+}
+
+// work writes batches until the queue is closed and empty or ctx ends.
+func (p *Pipeline) work(ctx context.Context) {
+	for it := range p.queue {
+		if ctx.Err() != nil {
+			p.slots.release(it.held)
+			continue
+		}
+		if it.batch != nil {
+			if err := p.write(ctx, it.batch); err != nil {
+				// Only a stop deadline ends the retries: the page is not
+				// acknowledged and comes again after the restart.
+				p.slots.release(it.held)
+				continue
+			}
+		}
+		rows := 0
+		if it.batch != nil {
+			rows = len(it.batch.Envelopes)
+			p.m.delivered.WithLabelValues(it.key.Source, it.key.Account).Add(float64(rows))
+		}
+		p.m.batchDuration.Observe(p.now().Sub(it.handed).Seconds())
+		p.m.lastAckUnixTime.Set(float64(p.now().UnixNano()) / 1e9)
+		p.tracker.ack(it.key, it.seq, ackedPage{after: it.after, revisit: it.revisit, rows: rows}, p.now())
+		p.slots.release(it.held)
+		p.m.buffered.Set(float64(p.slots.inUse()))
+	}
+}
+
+// write hands b to the sink until it is acknowledged; it gives up only when
+// ctx ends.
+func (p *Pipeline) write(ctx context.Context, b *record.Batch) error {
+	backoff := p.cfg.RetryInitial
+	for attempt := 1; ; attempt++ {
+		wctx, cancel := context.WithTimeout(ctx, p.cfg.SinkTimeout)
+		err := p.sink.Write(wctx, b)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		p.m.sinkErrors.Inc()
+		wait := time.Duration(rand.Int64N(int64(backoff))) + backoff/2
+		p.log.Warn("sink write failed; retrying", "source", b.Source, "account", b.Account, "page", b.Page,
+			"records", len(b.Envelopes), "attempt", attempt, "retry_in", wait.Round(time.Millisecond), "err", err)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		backoff = min(backoff*2, p.cfg.RetryMax)
+	}
+}
+
+// commitLoop commits dirty stream states as acknowledgements move them,
+// one transaction at a time (so commits coalesce under load), until stop.
+func (p *Pipeline) commitLoop(ctx context.Context, stop <-chan struct{}) {
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-p.tracker.signal:
+		case <-tick.C:
+			p.observeAll()
+		}
+		if err := p.commit(ctx); err != nil {
+			// Keep the states dirty and try again; readiness reports it.
+			select {
+			case <-time.After(time.Second):
+			case <-stop:
+				return
+			}
+			select {
+			case p.tracker.signal <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func (p *Pipeline) commit(ctx context.Context) error {
+	dirty := p.tracker.takeDirty()
+	if len(dirty) == 0 {
+		return nil
+	}
+	start := p.now()
+	err := p.store.CommitMany(ctx, dirty)
+	p.m.commitDuration.Observe(p.now().Sub(start).Seconds())
+	if err != nil {
+		p.tracker.putBack(dirty)
+		p.m.commitErrors.Inc()
+		p.commitE.Store(errBox{err})
+		p.log.Error("checkpoint commit failed; will retry", "streams", len(dirty), "err", err)
+		return err
+	}
+	p.commitE.Store(errBox{})
+	p.m.commits.Inc()
+	for k, st := range dirty {
+		p.observe(k, st)
+	}
+	return nil
+}
+
+type errBox struct{ err error }
+
+// CommitError returns the last checkpoint commit error, nil after a
+// successful commit (for /readyz).
+func (p *Pipeline) CommitError() error {
+	if v, ok := p.commitE.Load().(errBox); ok {
+		return v.err
+	}
+	return nil
+}
+
+func (p *Pipeline) observe(k checkpoint.Key, st checkpoint.State) {
+	if st.Watermark.IsZero() {
+		return
+	}
+	p.m.watermark.WithLabelValues(k.Source, k.Account).Set(float64(st.Watermark.UnixMilli()) / 1e3)
+	p.m.lag.WithLabelValues(k.Source, k.Account).Set(p.now().Sub(st.Watermark).Seconds())
+}
+
+func (p *Pipeline) observeAll() {
+	if p.tracker == nil {
+		return
+	}
+	for k, st := range p.tracker.states() {
+		p.observe(k, st)
+	}
+}
+
+// States returns every stream's acknowledged state (what is committed or
+// about to be), for the live state endpoint.
+func (p *Pipeline) States() map[checkpoint.Key]checkpoint.State {
+	if p.tracker == nil {
+		return nil
+	}
+	return p.tracker.states()
+}

@@ -1,0 +1,154 @@
+package pipeline
+
+import (
+	"sync"
+	"time"
+
+	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/source"
+)
+
+// tracker turns acknowledgements, which arrive in any order from concurrent
+// sink workers, into checkpoint states that only ever cover a contiguous run
+// of acknowledged pages of each stream (DESIGN item 7, STYLE item 4).
+type tracker struct {
+	mu      sync.Mutex
+	streams map[checkpoint.Key]*stream
+	dirty   map[checkpoint.Key]struct{}
+	signal  chan struct{} // capacity 1: "something is dirty"
+}
+
+type stream struct {
+	nextSeq    uint64 // seq of the next emitted page
+	nextCommit uint64 // seq of the oldest page not yet acknowledged
+	acked      map[uint64]ackedPage
+	state      checkpoint.State // as of the contiguous acknowledged run
+}
+
+type ackedPage struct {
+	after   source.Cursor
+	revisit bool
+	rows    int
+}
+
+func newTracker(initial map[checkpoint.Key]checkpoint.State) *tracker {
+	t := &tracker{streams: map[checkpoint.Key]*stream{}, dirty: map[checkpoint.Key]struct{}{}, signal: make(chan struct{}, 1)}
+	for k, st := range initial {
+		t.streams[k] = &stream{acked: map[uint64]ackedPage{}, state: st}
+	}
+	return t
+}
+
+func (t *tracker) streamLocked(k checkpoint.Key) *stream {
+	s, ok := t.streams[k]
+	if !ok {
+		s = &stream{acked: map[uint64]ackedPage{}}
+		t.streams[k] = s
+	}
+	return s
+}
+
+// next assigns the sequence number of a stream's next page.
+func (t *tracker) next(k checkpoint.Key) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.streamLocked(k)
+	seq := s.nextSeq
+	s.nextSeq++
+	return seq
+}
+
+// ack records that page seq of stream k is delivered. The stream's state
+// moves over every page that is now contiguous with the acknowledged run.
+// It reports the rows that became part of the run.
+func (t *tracker) ack(k checkpoint.Key, seq uint64, p ackedPage, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.streamLocked(k)
+	s.acked[seq] = p
+	moved := false
+	for {
+		a, ok := s.acked[s.nextCommit]
+		if !ok {
+			break
+		}
+		delete(s.acked, s.nextCommit)
+		s.nextCommit++
+		s.state.Delivered += int64(a.rows)
+		if !a.revisit {
+			s.state.Watermark = a.after.Watermark
+			s.state.InFlight = inFlightOf(a.after.InFlight)
+			if a.after.Density > 0 {
+				s.state.Density = a.after.Density
+			}
+		}
+		moved = true
+	}
+	if !moved {
+		return
+	}
+	s.state.Updated = now
+	t.dirty[k] = struct{}{}
+	select {
+	case t.signal <- struct{}{}:
+	default:
+	}
+}
+
+// takeDirty returns the states changed since the last call and forgets
+// them; putBack returns them after a failed commit.
+func (t *tracker) takeDirty() map[checkpoint.Key]checkpoint.State {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.dirty) == 0 {
+		return nil
+	}
+	out := make(map[checkpoint.Key]checkpoint.State, len(t.dirty))
+	for k := range t.dirty {
+		out[k] = t.streams[k].state
+		delete(t.dirty, k)
+	}
+	return out
+}
+
+func (t *tracker) putBack(states map[checkpoint.Key]checkpoint.State) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k := range states {
+		t.dirty[k] = struct{}{}
+	}
+}
+
+// states returns a copy of every stream's acknowledged state.
+func (t *tracker) states() map[checkpoint.Key]checkpoint.State {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[checkpoint.Key]checkpoint.State, len(t.streams))
+	for k, s := range t.streams {
+		out[k] = s.state
+	}
+	return out
+}
+
+func inFlightOf(c *source.Chain) *checkpoint.InFlight {
+	if c == nil {
+		return nil
+	}
+	return &checkpoint.InFlight{
+		Start: c.Window.Start, End: c.Window.End,
+		NextURL: c.NextURL, ChainStarted: c.Started,
+		Pages: c.Pages, Rows: c.Rows,
+	}
+}
+
+// cursorOf is the inverse of inFlightOf: the cursor a poller resumes from.
+func cursorOf(st checkpoint.State) source.Cursor {
+	c := source.Cursor{Watermark: st.Watermark, Density: st.Density}
+	if f := st.InFlight; f != nil {
+		c.InFlight = &source.Chain{
+			NextURL: f.NextURL, Started: f.ChainStarted, Pages: f.Pages, Rows: f.Rows,
+		}
+		c.InFlight.Window.Start, c.InFlight.Window.End = f.Start, f.End
+	}
+	return c
+}

@@ -1,0 +1,179 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Check reports a problem as an error, nil when all is well. It must return
+// quickly; the server gives it a deadline of CheckTimeout.
+type Check func(ctx context.Context) error
+
+// CheckTimeout bounds every readiness and liveness check.
+const CheckTimeout = 5 * time.Second
+
+// Server serves /metrics, /healthz and /readyz. The zero value is not
+// usable; build it with New. Its methods are safe for concurrent use.
+type Server struct {
+	addr string
+	reg  *prometheus.Registry
+	log  *slog.Logger
+
+	mu        sync.Mutex
+	readiness map[string]Check
+	liveness  map[string]Check
+	srv       *http.Server
+	ln        net.Listener
+	done      chan struct{}
+}
+
+// NewRegistry returns a registry with the Go runtime and process collectors
+// and a collector_build_info gauge carrying version and commit.
+func NewRegistry(version, commit string) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	bi := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "collector_build_info",
+		Help: "Build of the running collector; always 1.",
+	}, []string{"version", "commit"})
+	bi.WithLabelValues(version, commit).Set(1)
+	reg.MustRegister(bi)
+	return reg
+}
+
+// New returns a server that will listen on addr (host:port; port 0 picks a
+// free one) and serve the metrics of reg.
+func New(addr string, reg *prometheus.Registry, log *slog.Logger) *Server {
+	return &Server{addr: addr, reg: reg, log: log, readiness: map[string]Check{}, liveness: map[string]Check{}}
+}
+
+// AddReadiness registers a named readiness check (a sink that cannot reach its
+// server, a checkpoint that cannot be written). /readyz fails while any fails.
+func (s *Server) AddReadiness(name string, c Check) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.readiness[name] = c
+}
+
+// AddLiveness registers a named liveness check (a pipeline that stopped
+// making progress). /healthz fails while any fails, which makes an
+// orchestrator restart the process.
+func (s *Server) AddLiveness(name string, c Check) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.liveness[name] = c
+}
+
+// Handler returns the HTTP handler of the three endpoints.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { s.serveChecks(w, r, s.checks(true)) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { s.serveChecks(w, r, s.checks(false)) })
+	return mux
+}
+
+func (s *Server) checks(live bool) map[string]Check {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	src := s.readiness
+	if live {
+		src = s.liveness
+	}
+	out := make(map[string]Check, len(src))
+	for k, v := range src {
+		out[k] = v
+	}
+	return out
+}
+
+func (s *Server) serveChecks(w http.ResponseWriter, r *http.Request, checks map[string]Check) {
+	ctx, cancel := context.WithTimeout(r.Context(), CheckTimeout)
+	defer cancel()
+	names := make([]string, 0, len(checks))
+	for n := range checks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	result := map[string]string{}
+	ok := true
+	for _, n := range names {
+		if err := checks[n](ctx); err != nil {
+			ok = false
+			result[n] = err.Error()
+		} else {
+			result[n] = "ok"
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if !ok {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	status := "ok"
+	if !ok {
+		status = "failing"
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "checks": result})
+}
+
+// Start listens and serves in the background. It returns an error when the
+// address cannot be bound (another process holds the port).
+func (s *Server) Start(ctx context.Context) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("metrics listen on %s: %w", s.addr, err)
+	}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.srv, s.ln, s.done = srv, ln, done
+	s.mu.Unlock()
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("metrics server stopped", "err", err)
+		}
+	}()
+	s.log.Info("serving metrics and health", "addr", ln.Addr().String())
+	return nil
+}
+
+// Addr returns the address the server listens on, empty before Start.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// Shutdown stops the server; safe twice or without Start.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	srv, done := s.srv, s.done
+	s.srv = nil
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	err := srv.Shutdown(ctx)
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	return err
+}
