@@ -1,0 +1,149 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// stateVersion is the version of the encoding of a State value. A change of
+// meaning bumps it; a reader refuses a version it does not know.
+const stateVersion = 1
+
+// keySep separates source and account in a stored key. A source never holds
+// it (validateKey), so the first one splits the key.
+const keySep = "\x00"
+
+// wireState is the stored form of a State: JSON with a version field. It is
+// separate from State so that a change of State never silently changes the
+// file format.
+type wireState struct {
+	V         int           `json:"v"`
+	Watermark time.Time     `json:"watermark"`
+	InFlight  *wireInFlight `json:"in_flight,omitempty"`
+	Delivered int64         `json:"delivered"`
+	Density   float64       `json:"density"`
+	Updated   time.Time     `json:"updated"`
+}
+
+type wireInFlight struct {
+	Start        time.Time `json:"start"`
+	End          time.Time `json:"end"`
+	NextURL      string    `json:"next_url,omitempty"`
+	ChainStarted time.Time `json:"chain_started"`
+	Pages        int       `json:"pages"`
+	Rows         int64     `json:"rows"`
+}
+
+func validateKey(k Key) error {
+	if k.Source == "" {
+		return fmt.Errorf("key %q: empty source: %w", k.String(), ErrInvalidKey)
+	}
+	if strings.Contains(k.Source, keySep) {
+		return fmt.Errorf("key %q: source holds a NUL byte: %w", k.String(), ErrInvalidKey)
+	}
+	return nil
+}
+
+func encodeKey(k Key) []byte {
+	b := make([]byte, 0, len(k.Source)+len(keySep)+len(k.Account))
+	b = append(b, k.Source...)
+	b = append(b, keySep...)
+	return append(b, k.Account...)
+}
+
+// sourcePrefix is the prefix of every stored key of source.
+func sourcePrefix(source string) []byte { return []byte(source + keySep) }
+
+func decodeKey(b []byte) (Key, error) {
+	source, account, ok := bytes.Cut(b, []byte(keySep))
+	if !ok || len(source) == 0 {
+		return Key{}, fmt.Errorf("stored key %q: %w", b, ErrCorrupt)
+	}
+	return Key{Source: string(source), Account: string(account)}, nil
+}
+
+// utc drops the location and the monotonic reading; the zero time stays zero.
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+func encodeState(s State) ([]byte, error) {
+	w := wireState{
+		V:         stateVersion,
+		Watermark: utc(s.Watermark),
+		Delivered: s.Delivered,
+		Density:   s.Density,
+		Updated:   utc(s.Updated),
+	}
+	// Density is only a sizing hint: a value JSON cannot hold must not stop
+	// a stream from committing, so it is stored as unknown.
+	if math.IsNaN(w.Density) || math.IsInf(w.Density, 0) || w.Density < 0 {
+		w.Density = 0
+	}
+	if f := s.InFlight; f != nil {
+		w.InFlight = &wireInFlight{
+			Start:        utc(f.Start),
+			End:          utc(f.End),
+			NextURL:      f.NextURL,
+			ChainStarted: utc(f.ChainStarted),
+			Pages:        f.Pages,
+			Rows:         f.Rows,
+		}
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return nil, fmt.Errorf("encode state: %w", err)
+	}
+	return b, nil
+}
+
+// decodeState decodes a stored value. It never returns a zero State for a
+// value it cannot read: it returns an error wrapping ErrCorrupt or
+// ErrUnknownVersion.
+func decodeState(b []byte) (State, error) {
+	var head struct {
+		V *int `json:"v"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return State{}, fmt.Errorf("undecodable value (%d bytes): %w: %w", len(b), ErrCorrupt, err)
+	}
+	if head.V == nil {
+		return State{}, fmt.Errorf("value has no version field: %w", ErrCorrupt)
+	}
+	if *head.V != stateVersion {
+		return State{}, fmt.Errorf("value has version %d, this collector reads version %d: %w", *head.V, stateVersion, ErrUnknownVersion)
+	}
+	var w wireState
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return State{}, fmt.Errorf("undecodable version %d value: %w: %w", stateVersion, ErrCorrupt, err)
+	}
+	if dec.More() {
+		return State{}, fmt.Errorf("trailing data after the value: %w", ErrCorrupt)
+	}
+	s := State{
+		Watermark: utc(w.Watermark),
+		Delivered: w.Delivered,
+		Density:   w.Density,
+		Updated:   utc(w.Updated),
+	}
+	if f := w.InFlight; f != nil {
+		s.InFlight = &InFlight{
+			Start:        utc(f.Start),
+			End:          utc(f.End),
+			NextURL:      f.NextURL,
+			ChainStarted: utc(f.ChainStarted),
+			Pages:        f.Pages,
+			Rows:         f.Rows,
+		}
+	}
+	return s, nil
+}

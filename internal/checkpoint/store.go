@@ -1,0 +1,50 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+)
+
+// Store keeps one State per Key. The pipeline is its only writer: it commits
+// a State only after every page the State covers was acknowledged by the sink
+// (DESIGN item 7), so what a Store holds never runs ahead of what was
+// delivered.
+//
+// Implementations are safe for concurrent use. A method called after Close
+// returns an error wrapping ErrClosed.
+type Store interface {
+	// Load returns the state of k and whether there is one. A state that
+	// cannot be decoded is an error (wrapping ErrCorrupt or
+	// ErrUnknownVersion), never a missing state: a stream must not restart
+	// from scratch because its checkpoint was unreadable.
+	Load(ctx context.Context, k Key) (State, bool, error)
+	// Commit durably stores s as the state of k before it returns.
+	Commit(ctx context.Context, k Key, s State) error
+	// CommitMany durably stores every state of m in one transaction: either
+	// all of them are stored or none. An empty m does nothing.
+	CommitMany(ctx context.Context, m map[Key]State) error
+	// All returns every stored state.
+	All(ctx context.Context) (map[Key]State, error)
+	// Reset removes the state of one account of source, or of every account
+	// of source when account is "", and returns how many states it removed.
+	// The next run starts those streams from their configured start.
+	Reset(ctx context.Context, source, account string) (n int, err error)
+	// Close releases the store. It is safe to call more than once.
+	Close() error
+}
+
+// Errors a Store returns, wrapped with the file and key concerned; test them
+// with errors.Is.
+var (
+	// ErrLocked: another process holds the checkpoint file.
+	ErrLocked = errors.New("checkpoint file locked")
+	// ErrCorrupt: the file or a stored value cannot be read.
+	ErrCorrupt = errors.New("checkpoint corrupt")
+	// ErrUnknownVersion: the file or a value was written by a newer (or an
+	// unknown) version of the collector.
+	ErrUnknownVersion = errors.New("unknown checkpoint version")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("checkpoint store closed")
+	// ErrInvalidKey: a key has an empty source or a source with a NUL byte.
+	ErrInvalidKey = errors.New("invalid checkpoint key")
+)
