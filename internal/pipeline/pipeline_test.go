@@ -1,0 +1,312 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+
+	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/window"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var t0 = time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+
+// scriptedPoller emits pages of n records for consecutive one-hour windows,
+// as a source poller would, then returns (once mode) or waits for ctx.
+type scriptedPoller struct {
+	key     checkpoint.Key
+	windows int
+	pages   int // pages per window
+	rows    int // rows per page
+	tail    bool
+	started chan source.Cursor
+	emitted atomic.Int64
+}
+
+func (s *scriptedPoller) Key() checkpoint.Key { return s.key }
+
+func (s *scriptedPoller) Run(ctx context.Context, from source.Cursor, emit source.Emit) error {
+	if s.started != nil {
+		s.started <- from
+	}
+	wm := from.Watermark
+	if wm.IsZero() {
+		wm = t0
+	}
+	for w := 0; w < s.windows; w++ {
+		win := window.Window{Start: wm, End: wm.Add(time.Hour)}
+		for p := 0; p < s.pages; p++ {
+			pg := source.Page{Source: s.key.Source, Account: s.key.Account, Window: win, Index: p, FetchedAt: t0}
+			for r := 0; r < s.rows; r++ {
+				raw := fmt.Sprintf(`{"createdTime":%q,"n":%d}`, win.Start.Format(time.RFC3339), int(s.emitted.Load()))
+				id, _ := record.ID(s.key.Source, []byte(raw))
+				pg.Envelopes = append(pg.Envelopes, record.Envelope{ID: id, Source: s.key.Source, Account: s.key.Account, Time: win.Start, Record: []byte(raw)})
+				s.emitted.Add(1)
+			}
+			if p == s.pages-1 {
+				pg.After = source.Cursor{Watermark: win.End}
+			} else {
+				pg.After = source.Cursor{Watermark: wm, InFlight: &source.Chain{Window: win, NextURL: fmt.Sprintf("next-%d", p+1), Pages: p + 1}}
+			}
+			if err := emit(ctx, pg); err != nil {
+				return err
+			}
+		}
+		wm = win.End
+	}
+	if s.tail {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return nil
+}
+
+// testSink records what it is given and can fail or hold writes.
+type testSink struct {
+	mu      sync.Mutex
+	ids     map[string]int
+	writes  int
+	failN   int           // fail this many writes first
+	hold    chan struct{} // when not nil, every write waits on it
+	holding atomic.Int64
+	delay   func(b *record.Batch) time.Duration
+}
+
+func (s *testSink) Start(context.Context) error { return nil }
+func (s *testSink) Ready(context.Context) error { return nil }
+func (s *testSink) Shutdown(context.Context) error {
+	return nil
+}
+func (s *testSink) Write(ctx context.Context, b *record.Batch) error {
+	if s.hold != nil {
+		s.holding.Add(1)
+		select {
+		case <-s.hold:
+		case <-ctx.Done():
+			s.holding.Add(-1)
+			return ctx.Err()
+		}
+		s.holding.Add(-1)
+	}
+	if s.delay != nil {
+		select {
+		case <-time.After(s.delay(b)):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes++
+	if s.failN > 0 {
+		s.failN--
+		return errors.New("sink unavailable")
+	}
+	if s.ids == nil {
+		s.ids = map[string]int{}
+	}
+	for _, e := range b.Envelopes {
+		s.ids[e.ID]++
+	}
+	return nil
+}
+
+func openStore(t *testing.T) *checkpoint.DB {
+	t.Helper()
+	db, err := checkpoint.Open(filepath.Join(t.TempDir(), "cp.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func testConfig() Config {
+	c := DefaultConfig()
+	c.RetryInitial = time.Millisecond
+	c.RetryMax = 5 * time.Millisecond
+	c.StopTimeout = 5 * time.Second
+	return c
+}
+
+func TestOnceDeliversEverythingAndCommitsTheLastWatermark(t *testing.T) {
+	db := openStore(t)
+	s := &testSink{failN: 3}
+	pollers := []Poller{
+		&scriptedPoller{key: checkpoint.Key{Source: "dns", Account: "acme"}, windows: 5, pages: 3, rows: 100},
+		&scriptedPoller{key: checkpoint.Key{Source: "dns", Account: "acme-dev"}, windows: 4, pages: 1, rows: 0},
+	}
+	p := New(testConfig(), db, s, pollers, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.ids) != 1500 {
+		t.Fatalf("delivered %d distinct records, want 1500", len(s.ids))
+	}
+	st, ok, err := db.Load(context.Background(), checkpoint.Key{Source: "dns", Account: "acme"})
+	if err != nil || !ok || !st.Watermark.Equal(t0.Add(5*time.Hour)) || st.InFlight != nil || st.Delivered != 1500 {
+		t.Fatalf("acme state %+v ok=%v err=%v", st, ok, err)
+	}
+	st, _, _ = db.Load(context.Background(), checkpoint.Key{Source: "dns", Account: "acme-dev"})
+	if !st.Watermark.Equal(t0.Add(4 * time.Hour)) {
+		t.Fatalf("empty windows must advance the watermark too: %+v", st)
+	}
+}
+
+func TestCheckpointNeverPassesAnUnacknowledgedPage(t *testing.T) {
+	db := openStore(t)
+	// The stream's first page is held in the sink while every later page is
+	// acknowledged; the committed state must not move past it.
+	release := make(chan struct{})
+	s := &testSink{delay: func(b *record.Batch) time.Duration {
+		if b.Page == 0 && b.WindowStart.Equal(t0) {
+			<-release
+		}
+		return 0
+	}}
+	key := checkpoint.Key{Source: "dns", Account: "acme"}
+	cfg := testConfig()
+	cfg.SinkWorkers = 4
+	pl := &scriptedPoller{key: key, windows: 3, pages: 2, rows: 10, tail: true}
+	p := New(cfg, db, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+
+	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.ids) == 50 })
+	time.Sleep(50 * time.Millisecond) // give a wrong commit the time to happen
+	if st, ok, _ := db.Load(context.Background(), key); ok {
+		t.Fatalf("state committed while page 0 was unacknowledged: %+v", st)
+	}
+	close(release)
+	waitFor(t, func() bool {
+		st, ok, _ := db.Load(context.Background(), key)
+		return ok && st.Watermark.Equal(t0.Add(3*time.Hour)) && st.Delivered == 60
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestAStalledSinkBoundsTheBufferAndHoldsTheCheckpoint(t *testing.T) {
+	db := openStore(t)
+	s := &testSink{hold: make(chan struct{})}
+	key := checkpoint.Key{Source: "connections", Account: "acme"}
+	cfg := testConfig()
+	cfg.BufferRecords = 250
+	cfg.SinkWorkers = 2
+	pl := &scriptedPoller{key: key, windows: 50, pages: 4, rows: 50}
+	p := New(cfg, db, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+
+	// Wait until the poller is blocked: it can have emitted the records in
+	// the buffer plus one page waiting for room, never more.
+	time.Sleep(300 * time.Millisecond)
+	emitted := pl.emitted.Load()
+	if emitted > int64(cfg.BufferRecords)+50 {
+		t.Fatalf("poller emitted %d records past a stalled sink; the buffer holds %d", emitted, cfg.BufferRecords)
+	}
+	if n := p.slots.inUse(); n > cfg.BufferRecords {
+		t.Fatalf("buffer holds %d > %d", n, cfg.BufferRecords)
+	}
+	if _, ok, _ := db.Load(context.Background(), key); ok {
+		t.Fatal("checkpoint moved while nothing was acknowledged")
+	}
+	close(s.hold) // the sink recovers
+	// Let the rest flow, then stop.
+	deadline := time.Now().Add(10 * time.Second)
+	for pl.emitted.Load() < 50*4*50 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	err := <-done // once mode: the poller returns by itself
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.ids) != 50*4*50 {
+		t.Fatalf("delivered %d, want %d", len(s.ids), 50*4*50)
+	}
+}
+
+func TestStopDrainsWhatWasFetchedAndResumesFromTheCheckpoint(t *testing.T) {
+	db := openStore(t)
+	s := &testSink{}
+	key := checkpoint.Key{Source: "dns", Account: "acme"}
+	pl := &scriptedPoller{key: key, windows: 2, pages: 2, rows: 10, tail: true}
+	p := New(testConfig(), db, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	for pl.emitted.Load() < 40 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// A second run resumes where the first stopped.
+	started := make(chan source.Cursor, 1)
+	pl2 := &scriptedPoller{key: key, windows: 1, pages: 1, rows: 1, started: started}
+	p2 := New(testConfig(), db, s, []Poller{pl2}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+	if err := p2.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c := <-started; !c.Watermark.Equal(t0.Add(2*time.Hour)) || c.InFlight != nil {
+		t.Fatalf("resumed from %+v", c)
+	}
+}
+
+func TestStopDeadlineAbandonsUnwrittenPagesWithoutCommittingThem(t *testing.T) {
+	db := openStore(t)
+	s := &testSink{hold: make(chan struct{})} // never released
+	key := checkpoint.Key{Source: "dns", Account: "acme"}
+	cfg := testConfig()
+	cfg.StopTimeout = 100 * time.Millisecond
+	pl := &scriptedPoller{key: key, windows: 3, pages: 1, rows: 5, tail: true}
+	p := New(cfg, db, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	for s.holding.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not honour the stop deadline")
+	}
+	if _, ok, _ := db.Load(context.Background(), key); ok {
+		t.Fatal("pages the sink never acknowledged were committed")
+	}
+}
