@@ -1,0 +1,79 @@
+package file
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	kfile "github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/v2"
+)
+
+// loadConfig applies testdata/name over the defaults the way the collector's
+// config loader does (koanf, YAML, key sink.file).
+func loadConfig(t *testing.T, name string) Config {
+	t.Helper()
+	k := koanf.New(".")
+	if err := k.Load(kfile.Provider("testdata/"+name), yaml.Parser()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	if err := k.Unmarshal("sink.file", &cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestConfigFromYAML(t *testing.T) {
+	tests := []struct {
+		file string
+		want Config
+	}{
+		{"full.yaml", Config{Dir: "/var/lib/collector/out", MaxBytes: 1 << 20, MaxAge: 15 * time.Minute, Gzip: true, FileMode: 0o644, Fsync: false}},
+		{"partial.yaml", Config{Dir: "./out", MaxBytes: 256 << 20, MaxAge: time.Hour, Gzip: true, FileMode: 0o640, Fsync: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			got := loadConfig(t, tt.file)
+			if got != tt.want {
+				t.Errorf("got %+v\nwant %+v", got, tt.want)
+			}
+			if err := got.Validate(); err != nil {
+				t.Errorf("Validate: %v", err)
+			}
+		})
+	}
+}
+
+func TestInvalidConfigNamesEveryBadKey(t *testing.T) {
+	tests := []struct {
+		file string
+		want []string
+	}{
+		{"bad.yaml", []string{"sink.file.dir: must not be empty", "sink.file.max_bytes: must be > 0", "sink.file.max_age: must be >= 0", "sink.file.file_mode: 01200 has bits outside 0777"}},
+		{"readonly_mode.yaml", []string{"sink.file.file_mode: 0440 must let the owner read and write"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			err := loadConfig(t, tt.file).Validate()
+			if err == nil {
+				t.Fatal("Validate accepted it")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDefaultConfigIsValid(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{}, nil, nil); err == nil {
+		t.Fatal("New accepted the zero Config")
+	}
+}

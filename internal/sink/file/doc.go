@@ -1,0 +1,60 @@
+// Package file is the embedded sink that needs no server: it writes every
+// envelope (CONTRACT C7) as one line of NDJSON to local files that a
+// shipper (Filebeat, Vector, Fluent Bit) or a batch job reads.
+//
+// It owns DIR and everything below it; it knows envelopes and batches, never
+// the API, the windows or the checkpoint.
+//
+// # Layout
+//
+//	DIR/.lock                                    flock: one collector per DIR
+//	DIR/SOURCE/ACCOUNT/SOURCE-ACCOUNT-20261122T153000.123Z-000001.ndjson
+//	DIR/SOURCE/ACCOUNT/SOURCE-ACCOUNT-20261122T153000.123Z-000002.ndjson.gz
+//	DIR/SOURCE/ACCOUNT/SOURCE-ACCOUNT-20261122T154512.004Z-000003.ndjson.gz.part
+//
+// Directories are 0750, files Config.FileMode (0640). Source and account
+// names are escaped (bytes outside [A-Za-z0-9_.-] and a leading dot become
+// %XX), so no name can leave its directory. The stamp is when the file was
+// begun (UTC, milliseconds, never earlier than the stream's previous file);
+// the number grows by one per file of a stream across restarts: within a
+// stream, names sort in writing order. Every run begins new files; files of
+// earlier runs are never appended to.
+//
+// # Durability
+//
+// Write returns nil only after the batch's bytes and, for a new file, its
+// directory entry are fsynced (Config.Fsync, on by default). Concurrent
+// Writes to one stream share an fsync (group commit); streams proceed in
+// parallel. A failed Write is cut off the file (truncated to where it
+// began), so a retry neither duplicates a half batch nor tears a line.
+// Delivery is at least once: a batch written again after a crash or a
+// cancelled Write appears twice, with the same C7 ids.
+//
+// # Plain files: written in place
+//
+// Shippers tail files, so a plain file is written under its final name. A
+// file is closed when the next batch would take it past Config.MaxBytes or
+// when it is Config.MaxAge old (1h; checked at the stream's next write, and
+// for quiet streams by one goroutine that Start starts and Shutdown stops);
+// a batch is never split across files. A crash
+// can leave the newest file of a stream with a torn last line (or, on some
+// file systems, a tail of zero bytes): Start cuts it after the last complete
+// line before any such damage. Those bytes were never acknowledged, so the
+// collector sends them again. A tailer that read the torn line before the
+// repair sees it once; shippers emit a line only at its newline, so most
+// never do.
+//
+// # Gzip files: one member per batch, renamed when complete
+//
+// With Config.Gzip every batch is one complete gzip member (RFC 1952
+// allows a file of several members; gzip, zcat, Go's compress/gzip and the
+// shippers read them as one stream), so every acknowledged batch is whole on
+// disk. Readers take a .gz file as a whole, never tail it, so a file being
+// written is named *.ndjson.gz.part and renamed to *.ndjson.gz when it is
+// full or at Shutdown: a reader that picks up *.ndjson.gz only ever sees
+// complete files, at most MaxAge after their first batch. Each member records its own length in a header extra
+// field (as BGZF does), so after a crash Start walks a .part file's members
+// without inflating it, checks the CRC of the last one, cuts a torn last
+// member off and renames the file. Readers must not read *.part files; if
+// they do, they must tolerate a truncated last member.
+package file

@@ -1,0 +1,395 @@
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// segment is the file a stream appends to: an *os.File, or in tests a
+// wrapper that injects faults.
+type segment interface {
+	Write(p []byte) (int, error)
+	Sync() error
+	Truncate(size int64) error
+	Close() error
+}
+
+type openFunc func(path string, flag int, perm os.FileMode) (segment, error)
+
+// openOS opens path and gives it exactly perm, whatever the umask.
+func openOS(path string, flag int, perm os.FileMode) (segment, error) {
+	f, err := os.OpenFile(path, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(perm); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+type streamKey struct{ source, account string }
+
+// stream is the files of one (source, account). Writers queue their encoded
+// batches; whoever holds sem is the leader: it takes the whole queue, appends
+// it, fsyncs once and wakes the others (group commit). Only the leader
+// touches the file fields.
+type stream struct {
+	s      *Sink
+	name   string // "source/account", for messages
+	src    string // escaped source, a directory name
+	acct   string // escaped account, a directory name
+	dir    string // DIR/SOURCE/ACCOUNT
+	prefix string // "SOURCE-ACCOUNT-"
+
+	sem   chan struct{} // leadership, capacity 1
+	queue chanQueue
+
+	// Owned by the holder of sem.
+	f          segment
+	path       string    // current file, "" when none
+	cur        fileName  // its name
+	opened     time.Time // when it was created, by Sink.now
+	size       int64     // bytes in f, all durable
+	last       fileName  // newest name of the stream, for the next one
+	scanned    bool      // last was read from the directory
+	dirsSynced bool      // DIR and DIR/SOURCE entries fsynced in this run
+	torn       bool      // f holds bytes past size that could not be truncated
+}
+
+func (s *Sink) newStream(k streamKey) *stream {
+	src, acct := escapeName(k.source), escapeName(k.account)
+	return &stream{
+		s:      s,
+		name:   k.source + "/" + k.account,
+		src:    src,
+		acct:   acct,
+		dir:    filepath.Join(s.dir, src, acct),
+		prefix: src + "-" + acct + "-",
+		sem:    make(chan struct{}, 1),
+	}
+}
+
+// pending is one Write's encoded batch waiting for its group commit.
+type pending struct {
+	ctx   context.Context
+	buf   *[]byte       // owned by the stream once queued
+	done  chan struct{} // closed when err is set
+	err   error
+	taken bool // a leader took it from the queue (under queue.mu)
+}
+
+// commit appends p and waits until it is durable or failed. It returns
+// early with ctx's error when the caller's ctx ends first.
+func (st *stream) commit(p *pending) error {
+	st.queue.push(p)
+	select {
+	case st.sem <- struct{}{}:
+		group := st.queue.take()
+		if len(group) > 0 {
+			st.flush(group)
+		}
+		<-st.sem
+		// p was in this group or an earlier one: done is closed.
+		<-p.done
+		return p.err
+	case <-p.done:
+		return p.err
+	case <-p.ctx.Done():
+		if st.queue.remove(p) {
+			st.s.putBuf(p.buf)
+		}
+		// Otherwise a leader has it and may still make it durable: the
+		// caller's retry may then duplicate it (C7 allows), never tear it.
+		return &writeError{kindCanceled, fmt.Errorf("file sink: write %s: %w", st.name, p.ctx.Err())}
+	}
+}
+
+// flush writes one group as the leader and completes every member.
+func (st *stream) flush(group []*pending) {
+	live := group[:0]
+	var n int64
+	for _, p := range group {
+		if err := p.ctx.Err(); err != nil {
+			st.finish(p, &writeError{kindCanceled, fmt.Errorf("file sink: write %s: %w", st.name, err)})
+			continue
+		}
+		live = append(live, p)
+		n += int64(len(*p.buf))
+	}
+	if len(live) == 0 {
+		return
+	}
+	err := st.append(live, n)
+	for _, p := range live {
+		st.finish(p, err)
+	}
+}
+
+func (st *stream) finish(p *pending, err error) {
+	st.s.putBuf(p.buf)
+	p.buf = nil
+	p.err = err
+	close(p.done)
+}
+
+// append writes the group's n bytes to the current file, rotating first
+// when they would take it past MaxBytes, and fsyncs. On failure it cuts the
+// file back to where the group began and closes it.
+func (st *stream) append(group []*pending, n int64) error {
+	if err := st.clearTorn(); err != nil {
+		return err
+	}
+	if st.f != nil && st.size > 0 && (st.size+n > st.s.cfg.MaxBytes || st.tooOld()) {
+		old, size := st.path, st.size
+		if err := st.closeFile(); err != nil {
+			// The old file is complete and durable; only its rename or
+			// close failed. Go on with a new file and say so.
+			st.s.log.Error("file sink: closing a full file", "stream", st.name, "path", old, "err", err)
+		}
+		st.s.rotated.Inc()
+		st.s.log.Info("file sink: rotated", "stream", st.name, "path", old, "bytes", size)
+	}
+	if st.f == nil {
+		if err := st.openFile(); err != nil {
+			return err
+		}
+	}
+	start := st.size
+	var err error
+	for _, p := range group {
+		if _, werr := st.f.Write(*p.buf); werr != nil {
+			err = &writeError{kindWrite, wrapPath("append to", st.path, werr)}
+			break
+		}
+	}
+	if err == nil && st.s.cfg.Fsync {
+		if serr := st.f.Sync(); serr != nil {
+			err = &writeError{kindSync, wrapPath("fsync", st.path, serr)}
+		}
+	}
+	if err == nil {
+		st.size = start + n
+		return nil
+	}
+	st.abandon(start)
+	return err
+}
+
+// abandon cuts the current file back to good bytes after a failed append
+// and closes it, so the next group starts a fresh file on a fresh handle
+// (after a failed fsync the kernel's view of the old one is not to be
+// trusted). When the cut fails, the file stays open and marked torn: no
+// later group writes anywhere before the cut succeeds.
+func (st *stream) abandon(good int64) {
+	path := st.path
+	if err := st.f.Truncate(good); err != nil {
+		st.torn = true
+		st.s.log.Error("file sink: cannot cut a failed batch off; the stream waits until it can", "stream", st.name, "path", path, "bytes", good, "err", err)
+		return
+	}
+	if st.s.cfg.Fsync {
+		_ = st.f.Sync() // best effort: Start repairs a tail a crash brings back
+	}
+	if err := st.closeFile(); err != nil {
+		st.s.log.Warn("file sink: closing a file after a failed write", "stream", st.name, "path", path, "err", err)
+	}
+}
+
+// clearTorn retries the cut of a torn tail left by abandon.
+func (st *stream) clearTorn() error {
+	if !st.torn {
+		return nil
+	}
+	if err := st.f.Truncate(st.size); err != nil {
+		return &writeError{kindTruncate, fmt.Errorf("file sink: %s keeps the torn tail of a failed write past %d bytes: %w", st.path, st.size, err)}
+	}
+	st.torn = false
+	path := st.path
+	st.s.log.Info("file sink: torn tail cut", "stream", st.name, "path", path, "bytes", st.size)
+	if st.s.cfg.Fsync {
+		_ = st.f.Sync()
+	}
+	if err := st.closeFile(); err != nil {
+		st.s.log.Warn("file sink: closing a file after a failed write", "stream", st.name, "path", path, "err", err)
+	}
+	return nil
+}
+
+// openFile creates the stream's next file (and its directories) and makes
+// its directory entry durable.
+func (st *stream) openFile() error {
+	if err := st.mkdirs(); err != nil {
+		return &writeError{kindOpen, fmt.Errorf("file sink: %w", err)}
+	}
+	if !st.scanned {
+		last, err := lastFileName(st.dir, st.prefix)
+		if err != nil {
+			return &writeError{kindOpen, fmt.Errorf("file sink: %w", err)}
+		}
+		st.last, st.scanned = last, true
+	}
+	stamp := st.s.now().UTC().Truncate(time.Millisecond)
+	if stamp.Before(st.last.stamp) { // the clock went back: keep names sorted
+		stamp = st.last.stamp
+	}
+	name := fileName{stamp: stamp, seq: st.last.seq + 1, gzip: st.s.cfg.Gzip, part: st.s.cfg.Gzip}
+	var (
+		f    segment
+		path string
+		err  error
+	)
+	for range 3 {
+		path = filepath.Join(st.dir, name.format(st.prefix))
+		f, err = st.s.open(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, st.s.cfg.FileMode)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+		name.seq++ // a name we did not see: never overwrite it
+	}
+	if err != nil {
+		return &writeError{kindOpen, wrapPath("create", path, err)}
+	}
+	st.last = name
+	if st.s.cfg.Fsync {
+		if err := syncDir(st.dir); err != nil {
+			_ = f.Close()
+			_ = os.Remove(path)
+			return &writeError{kindSync, fmt.Errorf("file sink: %w", err)}
+		}
+	}
+	st.f, st.path, st.cur, st.size, st.opened = f, path, name, 0, st.s.now()
+	st.s.log.Debug("file sink: new file", "stream", st.name, "path", path)
+	return nil
+}
+
+// mkdirs creates DIR/SOURCE/ACCOUNT (0750) and, once per run, fsyncs the
+// directories whose entries it depends on.
+func (st *stream) mkdirs() error {
+	parent := st.s.dir
+	for _, part := range []string{st.src, st.acct} {
+		dir := filepath.Join(parent, part)
+		err := os.Mkdir(dir, 0o750)
+		if errors.Is(err, fs.ErrExist) {
+			var fi os.FileInfo
+			if fi, err = os.Stat(dir); err == nil && !fi.IsDir() {
+				err = &fs.PathError{Op: "mkdir", Path: dir, Err: errors.New("exists and is not a directory")}
+			}
+		}
+		if err != nil {
+			return err
+		}
+		parent = dir
+	}
+	if st.s.cfg.Fsync && !st.dirsSynced {
+		for _, d := range []string{st.s.dir, filepath.Join(st.s.dir, st.src)} {
+			if err := syncDir(d); err != nil {
+				return err
+			}
+		}
+		st.dirsSynced = true
+	}
+	return nil
+}
+
+// tooOld reports whether the current file has been open for MaxAge.
+func (st *stream) tooOld() bool {
+	return st.s.cfg.MaxAge > 0 && st.s.now().Sub(st.opened) >= st.s.cfg.MaxAge
+}
+
+// closeIfOld closes the stream's file when it is too old and no Write is
+// using the stream; it never waits for one.
+func (st *stream) closeIfOld() {
+	select {
+	case st.sem <- struct{}{}:
+	default:
+		return // a leader is writing: it checks the age itself
+	}
+	defer func() { <-st.sem }()
+	if st.f == nil || st.torn || !st.tooOld() {
+		return
+	}
+	path, size := st.path, st.size
+	if err := st.closeFile(); err != nil {
+		st.s.log.Error("file sink: closing an old file", "stream", st.name, "path", path, "err", err)
+		return
+	}
+	if size > 0 {
+		st.s.rotated.Inc()
+		st.s.log.Info("file sink: rotated", "stream", st.name, "path", path, "bytes", size, "reason", "max_age")
+	}
+}
+
+// closeFile closes the current file: an empty one is removed, a gzip one
+// gets its final name. Without Fsync it syncs the data first, so that a
+// clean shutdown leaves everything on disk.
+func (st *stream) closeFile() error {
+	f, path, size, cur := st.f, st.path, st.size, st.cur
+	st.f, st.path, st.size = nil, "", 0
+	var errs []error
+	if !st.s.cfg.Fsync && size > 0 {
+		errs = append(errs, f.Sync())
+	}
+	if err := f.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	switch {
+	case size == 0:
+		errs = append(errs, os.Remove(path))
+	case cur.part:
+		errs = append(errs, os.Rename(path, strings.TrimSuffix(path, extPart)))
+	default:
+		return errors.Join(errs...)
+	}
+	if st.s.cfg.Fsync {
+		errs = append(errs, syncDir(st.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// lastFileName returns the newest of our file names in dir, zero when none.
+func lastFileName(dir, prefix string) (fileName, error) {
+	var last fileName
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return last, err
+	}
+	for _, e := range entries {
+		if n, ok := parseFileName(prefix, e.Name()); ok && last.less(n) {
+			last = n
+		}
+	}
+	return last, nil
+}
+
+// syncDir fsyncs a directory, making its entries durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// wrapPath says what was done to which file, without repeating a path the
+// error already names.
+func wrapPath(op, path string, err error) error {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Path == path {
+		return fmt.Errorf("file sink: %w", err)
+	}
+	return fmt.Errorf("file sink: %s %s: %w", op, path, err)
+}
