@@ -1,0 +1,50 @@
+// Package apisim is the project's simulator of the platform's core API v2
+// and edge API (CONTRACT C1-C8). Every test, the demo and every benchmark of
+// the collector talks to it, so it is strict where the real API is strict.
+//
+// What it owns:
+//   - the endpoints: POST /api/v2/access/tokens (C1); the seven searches of
+//     C3 (POST .../search and GET /api/v2/CloudActivities) with their
+//     next-page URLs (GET {search path}/pages/{token}); the edge API under
+//     /edge (GET /edge/api/v1/audit_events and /edge/api/v1/alerts, C6);
+//     and, without authentication, GET /_truth and GET /_stats (C8);
+//   - synthetic, deterministic data: each (source, account) stream holds a
+//     number of records per minute that is a pure function of (seed,
+//     stream, minute), with a daily wave and bursts; any window's size is
+//     arithmetic, any page is generated alone, in constant memory;
+//   - every limit of the seed and the contract, and the faults of C1, C3
+//     and C5 (5xx, noisy neighbour, token revocation, slow and cut-off
+//     responses, late data), each switchable in Config.
+//
+// Ids: the ground truth hashes each record's canonical form with
+// record.IDOfCanonical; records are served in a non-canonical form (keys in
+// the seed's order, some \u escapes) whose record.ID is the same id.
+//
+// Order of checks on a core data request: route (404, 405), bearer (401),
+// rate bucket (429; from here on the request spent a token and carries
+// RateLimit-* headers), revocation fault (401), Org-Access and Account-Name
+// (400, 403), Content-Type, body size and body (400), injected 5xx, then
+// the answer (slow or cut off when those faults hit).
+//
+// Next-page tokens are stateless: HMAC-signed, they carry the query, the
+// chain's snapshot time (the first page's time: the chain sees the data as
+// of then, and its URLs expire next_page_ttl after it), the scan cursor in
+// the window's permutation and the true totalRows.
+//
+// GET /_stats answers the Stats type as JSON:
+//
+//	{"counters": [{"user": "sim-admin", "functionality": "dns",
+//	  "requests": 12, "rate_limited": 0, "rows_served": 55000, "pages": 11,
+//	  "next_page_404": 0, "unauthorized": 1, "server_errors": 0,
+//	  "noisy_tokens": 0}, ...]}
+//
+// one entry per (user, functionality) seen, sorted; functionality is a
+// source name of C3, "token" (token endpoint) or "edge" (user "edge");
+// user is "" for requests whose bearer could not be attributed.
+//
+// GET /_truth?source=S&account=A&start=T&end=T (T in RFC 3339) answers
+// {"count": N, "xor": "<64 hex>"}; organization-level audit logs are
+// account "org".
+//
+// The package must not import other internal packages but internal/record.
+package apisim

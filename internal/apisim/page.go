@@ -1,0 +1,129 @@
+package apisim
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Serving a window: the window's records are indexed in time order by a
+// plan, shuffled by a permutation, and page k scans the permutation from
+// the chain's cursor. Only the rows a page needs are generated.
+
+// lateDelay is a record's ingestion delay in [0, late] ms (C3: late data).
+func lateDelay(key uint64, late int64) int64 {
+	if late <= 0 {
+		return 0
+	}
+	return int64(mix64(key^saltLate) % uint64(late+1))
+}
+
+// visible reports whether a record of time t exists and has been ingested
+// at asOf: records with time >= asOf do not exist yet, and a record becomes
+// visible only at t plus its delay.
+func visible(key uint64, t, asOf, late int64) bool {
+	return t < asOf && t+lateDelay(key, late) <= asOf
+}
+
+// permKey keys the permutation of one window of one stream.
+func permKey(st *stream, start, end int64) uint64 {
+	return mix64(st.key^saltPerm^mix64(uint64(start))) ^ mix64(uint64(end)*golden)
+}
+
+func (s *Server) lateMs() int64 { return s.cfg.LateMax.Milliseconds() }
+
+// fillPage appends to wk.rows, comma-separated, up to limit records of the
+// window in permutation order starting at position from, skipping records
+// not visible at asOf and records the filters reject. It returns the rows
+// written and the position after the last one scanned.
+func (s *Server) fillPage(wk *worker, pl *plan, pm *perm, from, asOf int64, fs []filter, keep []string, limit int64) (rows, next int64) {
+	late := s.lateMs()
+	j := from
+	for rows < limit && j < pl.n {
+		m, i := pl.locate(int64(pm.at(uint64(j))))
+		j++
+		key := recKey(pl.st.minuteBase(m), i)
+		t := recTime(m, key)
+		if late > 0 && !visible(key, t, asOf, late) {
+			continue
+		}
+		s.gen.generate(&wk.r, pl.st, key, t, asOf)
+		if len(fs) > 0 && !match(&wk.r, fs) {
+			continue
+		}
+		if rows > 0 {
+			wk.rows = append(wk.rows, ',')
+		}
+		wk.rows = wk.r.appendServed(wk.rows, keep)
+		rows++
+	}
+	return rows, j
+}
+
+// total is the true size of a result set (C3: totalRows is true even over
+// the cap): arithmetic when nothing is filtered and no record of the window
+// can still be in flight, else a scan of what is needed.
+func (s *Server) total(ctx context.Context, pl *plan, asOf int64, fs []filter) (int64, error) {
+	late := s.lateMs()
+	if len(fs) == 0 {
+		if late == 0 || pl.end+late <= asOf {
+			return pl.n, nil
+		}
+		var hidden int64
+		pl.each(floorDiv(asOf-late, 60000), pl.m1, func(_ int64, _ uint32, key uint64, t int64) bool {
+			if !visible(key, t, asOf, late) {
+				hidden++
+			}
+			return true
+		})
+		return pl.n - hidden, nil
+	}
+	counts := make([]int64, runtime.GOMAXPROCS(0))
+	err := s.parallelMinutes(ctx, pl.m0, pl.m1, len(counts), func(g int, wk *worker, from, to int64) {
+		pl.each(from, to, func(_ int64, _ uint32, key uint64, t int64) bool {
+			if late > 0 && !visible(key, t, asOf, late) {
+				return true
+			}
+			s.gen.generate(&wk.r, pl.st, key, t, asOf)
+			if match(&wk.r, fs) {
+				counts[g]++
+			}
+			return true
+		})
+	})
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	return n, err
+}
+
+// parallelMinutes runs fn over hour-sized chunks of the minutes [m0, m1) on
+// up to workers goroutines; g identifies the goroutine (for per-goroutine
+// results). It stops early, with ctx's error, when ctx ends.
+func (s *Server) parallelMinutes(ctx context.Context, m0, m1 int64, workers int, fn func(g int, wk *worker, from, to int64)) error {
+	const chunk = 60
+	chunks := (m1 - m0 + chunk - 1) / chunk
+	workers = int(min(int64(workers), max(chunks, 1)))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wk := s.pool.Get().(*worker)
+			defer s.pool.Put(wk)
+			for ctx.Err() == nil {
+				k := next.Add(1) - 1
+				if k >= chunks {
+					return
+				}
+				from := m0 + k*chunk
+				fn(g, wk, from, min(from+chunk, m1))
+			}
+		}()
+	}
+	wg.Wait()
+	return ctx.Err()
+}
