@@ -64,6 +64,13 @@ func (s Secret) GoString() string { return `secret.Secret("` + s.String() + `")`
 // LogValue implements slog.LogValuer.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
+// UnmarshalText implements encoding.TextUnmarshaler, so a configuration
+// loader can fill a Secret from YAML or the environment.
+func (s *Secret) UnmarshalText(b []byte) error {
+	s.value = string(b)
+	return nil
+}
+
 // MarshalText implements encoding.TextMarshaler with the redacted form, so
 // JSON and YAML dumps of a configuration never hold the value.
 func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
