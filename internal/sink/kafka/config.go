@@ -1,0 +1,349 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/svcexport/collector/internal/secret"
+)
+
+// Values of Config.Format.
+const (
+	// FormatEnvelope writes the C7 envelope as one JSON object per value.
+	FormatEnvelope = "envelope"
+	// FormatRecord writes the raw record as the value and the envelope's
+	// other fields as headers only.
+	FormatRecord = "record"
+)
+
+// Values of Config.Partitioner.
+const (
+	// PartitionByKey hashes the record id (the key) like Kafka's Java
+	// client (murmur2), spreading every stream over all partitions.
+	PartitionByKey = "key"
+	// PartitionByAccount hashes the account name, so that all records of
+	// one account land in one partition of each topic (per-account order
+	// for consumers, at the cost of balance).
+	PartitionByAccount = "account"
+)
+
+// Defaults of Config. The producer tunables come from BenchmarkWrite
+// (bench_test.go): four writers of 5,000-envelope pages, about 900 bytes per
+// envelope, on a 2-core machine shared with other work.
+const (
+	DefaultClientID           = "svc-collector"
+	DefaultTopic              = "svc.{source}"
+	DefaultCompression        = "zstd"
+	DefaultLinger             = 10 * time.Millisecond
+	DefaultBatchMaxBytes      = 1_000_012 // Kafka's max.message.bytes default and franz-go's
+	DefaultMaxBufferedRecords = 50_000
+	DefaultMaxBufferedBytes   = 128 << 20
+	DefaultRequestTimeout     = 10 * time.Second
+	DefaultDeliveryTimeout    = time.Minute
+	DefaultPartitions         = 3
+	DefaultReplicationFactor  = -1
+)
+
+// Password is a SASL password that the configuration loader can fill from
+// text. It prints, logs and marshals redacted like the secret.Secret it
+// embeds. The zero value is the unset password.
+type Password struct{ secret.Secret }
+
+// NewPassword wraps value.
+func NewPassword(value string) Password { return Password{secret.New(value)} }
+
+// UnmarshalText implements encoding.TextUnmarshaler so that koanf can set
+// the password from the environment or a file.
+func (p *Password) UnmarshalText(b []byte) error {
+	p.Secret = secret.New(string(b))
+	return nil
+}
+
+// Config is the configuration of the Kafka sink (keys under sink.kafka).
+// Build it with DefaultConfig and override; the zero value is not valid.
+type Config struct {
+	// Brokers are the seed brokers, host:port each. Required.
+	Brokers []string `koanf:"brokers"`
+	// ClientID is the Kafka client id (broker logs, quotas). Default
+	// "svc-collector".
+	ClientID string `koanf:"client_id"`
+	// Topic is the topic name template: {source} and {account} are
+	// replaced by the stream's source and account; characters a topic name
+	// cannot hold (anything but ASCII letters, digits, '.', '_' and '-')
+	// become '_'. Default "svc.{source}" (one topic per source; the account
+	// is in a header).
+	Topic string `koanf:"topic"`
+	// Format is what a record's value holds: "envelope" (the C7 envelope
+	// JSON, default) or "record" (the raw record as the API sent it; the
+	// other envelope fields are in the headers either way).
+	Format string `koanf:"format"`
+	// Compression is the batch codec: zstd (default, at its fastest level),
+	// lz4, snappy, gzip or none. In BenchmarkWrite (bytes on the wire per
+	// envelope, producer CPU-seconds per million envelopes): zstd 127 B and
+	// 3.4 s, gzip 136 B and 5.4 s, lz4 212 B and 3.3-3.6 s, snappy 227 B
+	// and 2.3 s, none 920 B and 2.0 s. zstd keeps a broker's disk and
+	// network at a seventh of the raw size for about 1.4 s of CPU per
+	// million records; every consumer since Kafka 2.1 (and kcat) reads it.
+	Compression string `koanf:"compression"`
+	// Acks is the acknowledgement the producer waits for. Only "all" is
+	// accepted: the idempotent producer, which the sink never turns off
+	// (stable delivery order and no duplicates from its own retries),
+	// requires it. Default "all".
+	Acks string `koanf:"acks"`
+	// Linger is how long a partition waits for more records before a
+	// request is sent. Write stops lingering for its partitions once the
+	// whole batch is buffered (franz-go ProduceSync), so a linger only lets
+	// one page fill its record batches before they leave and adds no
+	// latency. 0, 10ms and 50ms were within noise of each other over
+	// loopback; 10ms keeps a page in full batches where round trips are
+	// real. Default 10ms.
+	Linger time.Duration `koanf:"linger"`
+	// BatchMaxBytes bounds one record batch before compression (Kafka's
+	// max.message.bytes). The sink lowers it per topic to the topic's
+	// max.message.bytes when the broker tells it (a conservative cap: the
+	// broker compares the compressed size). A record that alone does not
+	// fit goes to the dead-letter file. 256 KiB, 1 MB and 4 MB batches ran
+	// alike in BenchmarkWrite; the default is Kafka's own. Default
+	// 1,000,012.
+	BatchMaxBytes int `koanf:"batch_max_bytes"`
+	// MaxBufferedRecords bounds the records the producer holds unacknowledged;
+	// Write blocks (within its context) when it is reached. Default 50,000.
+	MaxBufferedRecords int `koanf:"max_buffered_records"`
+	// MaxBufferedBytes bounds the bytes (keys, values, headers) the producer
+	// holds unacknowledged; 0 means no byte bound. It must be at least
+	// BatchMaxBytes. Default 128 MiB.
+	MaxBufferedBytes int `koanf:"max_buffered_bytes"`
+	// RequestTimeout is how long a broker has to answer a produce request
+	// (and the connection deadline added on top for every request).
+	// Default 10s.
+	RequestTimeout time.Duration `koanf:"request_timeout"`
+	// DeliveryTimeout bounds how long a record may wait in the producer
+	// before it fails (franz-go RecordDeliveryTimeout; only enforced when
+	// failing cannot break idempotency). The failed Write is retried by the
+	// pipeline. 0 means no bound. Default 1m, under the pipeline's
+	// sink_timeout, so an unreachable cluster surfaces as a produce error.
+	DeliveryTimeout time.Duration `koanf:"delivery_timeout"`
+	// Partitioner is "key" (default: hash of the record id) or "account"
+	// (hash of the account: one account, one partition).
+	Partitioner string `koanf:"partitioner"`
+	// CreateTopics makes Start create the missing topics of the configured
+	// streams with Partitions and ReplicationFactor. Default false: a
+	// missing topic is an error at Start.
+	CreateTopics bool `koanf:"create_topics"`
+	// Partitions of created topics; -1 takes the broker's num.partitions.
+	// Default 3.
+	Partitions int `koanf:"partitions"`
+	// ReplicationFactor of created topics; -1 takes the broker's
+	// default.replication.factor. Default -1.
+	ReplicationFactor int `koanf:"replication_factor"`
+	// TLS configures encryption to the brokers.
+	TLS TLSConfig `koanf:"tls"`
+	// SASL configures authentication to the brokers.
+	SASL SASLConfig `koanf:"sasl"`
+}
+
+// TLSConfig configures TLS to the brokers (keys under sink.kafka.tls).
+type TLSConfig struct {
+	// Enabled turns TLS on. Default false.
+	Enabled bool `koanf:"enabled"`
+	// CAFile is a PEM bundle of the CAs that sign the brokers'
+	// certificates; empty means the system roots.
+	CAFile string `koanf:"ca_file"`
+	// CertFile and KeyFile are a PEM client certificate and key for mutual
+	// TLS; both or neither.
+	CertFile string `koanf:"cert_file"`
+	KeyFile  string `koanf:"key_file"`
+	// ServerName overrides the name checked in the brokers' certificates;
+	// empty means the host of each broker address.
+	ServerName string `koanf:"server_name"`
+	// InsecureSkipVerify accepts any broker certificate. Only for tests;
+	// the sink logs a warning when it is set.
+	InsecureSkipVerify bool `koanf:"insecure_skip_verify"`
+}
+
+// SASLConfig configures SASL authentication (keys under sink.kafka.sasl).
+type SASLConfig struct {
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; empty turns SASL
+	// off. Default empty.
+	Mechanism string `koanf:"mechanism"`
+	// Username is the SASL user; required with a mechanism.
+	Username string `koanf:"username"`
+	// Password is the SASL password, usually from the environment
+	// (COLLECTOR_SINK__KAFKA__SASL__PASSWORD). It wins over PasswordFile.
+	Password Password `koanf:"password"`
+	// PasswordFile is a file holding the password (one trailing newline
+	// is ignored).
+	PasswordFile string `koanf:"password_file"`
+}
+
+// DefaultConfig returns the documented defaults. Brokers is empty and must
+// be set.
+func DefaultConfig() Config {
+	return Config{
+		ClientID:           DefaultClientID,
+		Topic:              DefaultTopic,
+		Format:             FormatEnvelope,
+		Compression:        DefaultCompression,
+		Acks:               "all",
+		Linger:             DefaultLinger,
+		BatchMaxBytes:      DefaultBatchMaxBytes,
+		MaxBufferedRecords: DefaultMaxBufferedRecords,
+		MaxBufferedBytes:   DefaultMaxBufferedBytes,
+		RequestTimeout:     DefaultRequestTimeout,
+		DeliveryTimeout:    DefaultDeliveryTimeout,
+		Partitioner:        PartitionByKey,
+		Partitions:         DefaultPartitions,
+		ReplicationFactor:  DefaultReplicationFactor,
+	}
+}
+
+// codecNames lists the accepted compression names in the order error
+// messages show them.
+var codecNames = []string{"zstd", "lz4", "snappy", "gzip", "none"}
+
+// prefix is the configuration path of this section.
+const prefix = "sink.kafka"
+
+// Validate reports every invalid key, naming it
+// (sink.kafka.compression: unknown codec "zip" (zstd, lz4, snappy, gzip,
+// none)), joined with errors.Join; nil when c is usable.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s.%s: %s", prefix, key, fmt.Sprintf(format, args...)))
+	}
+	if len(c.Brokers) == 0 {
+		add("brokers", "must list at least one broker (host:port)")
+	}
+	for i, b := range c.Brokers {
+		if err := checkHostPort(b); err != nil {
+			add("brokers", "entry %d: %v", i, err)
+		}
+	}
+	if c.ClientID == "" {
+		add("client_id", "must not be empty")
+	}
+	if _, err := parseTopicTemplate(c.Topic); err != nil {
+		add("topic", "%v", err)
+	}
+	switch c.Format {
+	case FormatEnvelope, FormatRecord:
+	default:
+		add("format", "unknown format %q (%s, %s)", c.Format, FormatEnvelope, FormatRecord)
+	}
+	if _, ok := codec(c.Compression); !ok {
+		add("compression", "unknown codec %q (%s)", c.Compression, strings.Join(codecNames, ", "))
+	}
+	if c.Acks != "all" {
+		add("acks", "%q is not supported: the idempotent producer, which this sink never disables, needs acks=all (the only accepted value is \"all\")", c.Acks)
+	}
+	if c.Linger < 0 || c.Linger > time.Minute {
+		add("linger", "must be between 0 and 1m, got %v", c.Linger)
+	}
+	if c.BatchMaxBytes < 1024 || c.BatchMaxBytes > math.MaxInt32 {
+		add("batch_max_bytes", "must be between 1024 and %d, got %d", math.MaxInt32, c.BatchMaxBytes)
+	}
+	if c.MaxBufferedRecords < 1 {
+		add("max_buffered_records", "must be at least 1, got %d", c.MaxBufferedRecords)
+	}
+	if c.MaxBufferedBytes < 0 {
+		add("max_buffered_bytes", "must be 0 (no bound) or positive, got %d", c.MaxBufferedBytes)
+	} else if c.MaxBufferedBytes > 0 && c.MaxBufferedBytes < c.BatchMaxBytes {
+		add("max_buffered_bytes", "%d is below %s.batch_max_bytes (%d): a record that fits a batch could never be buffered", c.MaxBufferedBytes, prefix, c.BatchMaxBytes)
+	}
+	if c.RequestTimeout <= 0 {
+		add("request_timeout", "must be positive, got %v", c.RequestTimeout)
+	}
+	if c.DeliveryTimeout < 0 {
+		add("delivery_timeout", "must be 0 (no bound) or positive, got %v", c.DeliveryTimeout)
+	}
+	switch c.Partitioner {
+	case PartitionByKey, PartitionByAccount:
+	default:
+		add("partitioner", "unknown partitioner %q (%s, %s)", c.Partitioner, PartitionByKey, PartitionByAccount)
+	}
+	if c.Partitions != -1 && (c.Partitions < 1 || c.Partitions > math.MaxInt32) {
+		add("partitions", "must be -1 (broker default) or at least 1, got %d", c.Partitions)
+	}
+	if c.ReplicationFactor != -1 && (c.ReplicationFactor < 1 || c.ReplicationFactor > math.MaxInt16) {
+		add("replication_factor", "must be -1 (broker default) or between 1 and %d, got %d", math.MaxInt16, c.ReplicationFactor)
+	}
+	errs = append(errs, c.TLS.validate(prefix+".tls")...)
+	errs = append(errs, c.SASL.validate(prefix+".sasl")...)
+	return errors.Join(errs...)
+}
+
+func (c TLSConfig) validate(p string) []error {
+	var errs []error
+	add := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s.%s: %s", p, key, fmt.Sprintf(format, args...)))
+	}
+	if !c.Enabled {
+		for key, v := range map[string]string{"ca_file": c.CAFile, "cert_file": c.CertFile, "key_file": c.KeyFile, "server_name": c.ServerName} {
+			if v != "" {
+				add(key, "is set but %s.enabled is false", p)
+			}
+		}
+		if c.InsecureSkipVerify {
+			add("insecure_skip_verify", "is set but %s.enabled is false", p)
+		}
+		return errs
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		if c.CertFile == "" {
+			add("cert_file", "must be set together with %s.key_file", p)
+		} else {
+			add("key_file", "must be set together with %s.cert_file", p)
+		}
+	}
+	return errs
+}
+
+func (c SASLConfig) validate(p string) []error {
+	var errs []error
+	add := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s.%s: %s", p, key, fmt.Sprintf(format, args...)))
+	}
+	switch c.Mechanism {
+	case "":
+		if c.Username != "" || c.Password.IsSet() || c.PasswordFile != "" {
+			add("mechanism", "must be set (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) when a username or password is given")
+		}
+		return errs
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+	default:
+		add("mechanism", "unknown mechanism %q (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", c.Mechanism)
+	}
+	if c.Username == "" {
+		add("username", "must be set with %s.mechanism %s", p, c.Mechanism)
+	}
+	if !c.Password.IsSet() && c.PasswordFile == "" {
+		add("password", "must be set (or %s.password_file) with %s.mechanism %s", p, p, c.Mechanism)
+	}
+	return errs
+}
+
+// checkHostPort accepts host:port with a non-empty host and a port in
+// 1..65535.
+func checkHostPort(s string) error {
+	if s == "" {
+		return errors.New("empty broker address (write host:port)")
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (write e.g. kafka-1:9092)", s)
+	}
+	if host == "" {
+		return fmt.Errorf("%q has no host", s)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%q has an invalid port %q", s, port)
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package kafka
+
+import (
+	"encoding/binary"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/svcexport/collector/internal/record"
+)
+
+// Header keys every record carries, in this order. Times are RFC 3339 with
+// milliseconds, UTC (CONTRACT C7).
+const (
+	HeaderSource      = "source"
+	HeaderAccount     = "account"
+	HeaderTime        = "time"
+	HeaderWindowStart = "window_start"
+	HeaderWindowEnd   = "window_end"
+	HeaderFetchedAt   = "fetched_at"
+	HeaderContentType = "content-type"
+)
+
+// ContentType is the value of the content-type header: both formats carry
+// JSON.
+const ContentType = "application/json"
+
+const numHeaders = 7
+
+// batchOverhead is the size of an empty record batch on the wire (franz-go's
+// recordBatchOverhead). A record fits a batch of its
+// own when batchOverhead plus its encoded size is at most the batch limit.
+const batchOverhead = 65
+
+// tooLargeSlack widens the "this record alone is too large" test for a record
+// the producer already refused: franz-go's own size arithmetic may count a
+// few bytes more than standaloneSize, and such a record must not be retried
+// forever.
+const tooLargeSlack = 512
+
+// encoder turns the envelopes of one batch into Kafka records. Keys, values
+// and header values of a batch share one byte slab and one header slab: the
+// records are handed to the producer and never modified, so sharing is
+// safe, and a batch costs a few allocations instead of ten per record.
+type encoder struct {
+	format      string
+	contentType []byte
+}
+
+// encode returns one record per envelope; topics[i] is the topic of
+// envs[i].
+func (e *encoder) encode(envs []record.Envelope, topics []string) []kgo.Record {
+	n := len(envs)
+	size := 0
+	for i := range envs {
+		size += envs[i].Size() + 4*len(record.TimeLayout) + len(envs[i].Source) + len(envs[i].Account)
+	}
+	slab := make([]byte, 0, size)
+	hdrs := make([]kgo.RecordHeader, n*numHeaders)
+	recs := make([]kgo.Record, n)
+
+	// Pages share their window and fetch time: format each distinct time once.
+	var last [3]time.Time
+	var lastVal [3][]byte
+	timeVal := func(slot int, t time.Time) []byte {
+		if lastVal[slot] != nil && last[slot].Equal(t) {
+			return lastVal[slot]
+		}
+		start := len(slab)
+		slab = record.AppendTime(slab, t)
+		v := slab[start:len(slab):len(slab)]
+		last[slot], lastVal[slot] = t, v
+		return v
+	}
+	put := func(s string) []byte {
+		start := len(slab)
+		slab = append(slab, s...)
+		return slab[start:len(slab):len(slab)]
+	}
+	var lastSource, lastAccount string
+	var srcVal, accVal []byte
+
+	for i := range envs {
+		env := &envs[i]
+		r := &recs[i]
+		r.Topic = topics[i]
+		r.Key = put(env.ID)
+		switch e.format {
+		case FormatRecord:
+			// The envelope does not own Record, but nobody modifies a
+			// page's bytes after decoding (record.Envelope), so the
+			// producer may hold it until the promise.
+			r.Value = env.Record
+		default:
+			start := len(slab)
+			slab = env.AppendJSON(slab)
+			r.Value = slab[start:len(slab):len(slab)]
+		}
+		if srcVal == nil || env.Source != lastSource {
+			lastSource, srcVal = env.Source, put(env.Source)
+		}
+		if accVal == nil || env.Account != lastAccount {
+			lastAccount, accVal = env.Account, put(env.Account)
+		}
+		h := hdrs[i*numHeaders : (i+1)*numHeaders : (i+1)*numHeaders]
+		h[0] = kgo.RecordHeader{Key: HeaderSource, Value: srcVal}
+		h[1] = kgo.RecordHeader{Key: HeaderAccount, Value: accVal}
+		start := len(slab)
+		slab = record.AppendTime(slab, env.Time)
+		h[2] = kgo.RecordHeader{Key: HeaderTime, Value: slab[start:len(slab):len(slab)]}
+		h[3] = kgo.RecordHeader{Key: HeaderWindowStart, Value: timeVal(0, env.WindowStart)}
+		h[4] = kgo.RecordHeader{Key: HeaderWindowEnd, Value: timeVal(1, env.WindowEnd)}
+		h[5] = kgo.RecordHeader{Key: HeaderFetchedAt, Value: timeVal(2, env.FetchedAt)}
+		h[6] = kgo.RecordHeader{Key: HeaderContentType, Value: e.contentType}
+		r.Headers = h
+	}
+	return recs
+}
+
+// standaloneSize is the wire size of a record batch holding r alone,
+// before compression: what the batch limit is compared against.
+func standaloneSize(r *kgo.Record) int {
+	l := 1 + // attributes
+		1 + // timestamp delta 0
+		1 + // offset delta 0
+		varintLen(len(r.Key)) + len(r.Key) +
+		varintLen(len(r.Value)) + len(r.Value) +
+		varintLen(len(r.Headers))
+	for _, h := range r.Headers {
+		l += varintLen(len(h.Key)) + len(h.Key) + varintLen(len(h.Value)) + len(h.Value)
+	}
+	return batchOverhead + varintLen(l) + l
+}
+
+// varintLen is the length of n as a zigzag varint.
+func varintLen(n int) int {
+	var buf [binary.MaxVarintLen64]byte
+	return binary.PutVarint(buf[:], int64(n))
+}
