@@ -726,12 +726,12 @@ func TestCheckReportsClusterAndTopics(t *testing.T) {
 }
 
 // TestKcatReadsWhatTheSinkWrote checks the records with another client
-// family: Debian's kcat (librdkafka), as CI does. It is skipped when kcat is
+// family: Debian's kcat (librdkafka), as CI does. It fails when kcat is
 // not installed.
 func TestKcatReadsWhatTheSinkWrote(t *testing.T) {
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
-		t.Skip("kcat not installed (apt-get install kcat)")
+		t.Fatal("kcat not installed: scripts/test.sh installs it (apt-get install -y kcat)")
 	}
 	c := kafkatest.NewCluster(t, kfake.SeedTopics(2, "svc.dns"))
 	s, _ := startSink(t, testConfig(c), []kafka.Stream{{Source: "dns", Account: "acme"}}, nil)
