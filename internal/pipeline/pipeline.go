@@ -45,7 +45,7 @@ type Pipeline struct {
 	slots   *slots
 	queue   chan *item
 	tracker *tracker
-	ackErrs atomic.Int64
+	rows    atomic.Int64 // records acknowledged by this run
 	commitE atomic.Value // last commit error (error or nil wrapper)
 }
 
@@ -209,6 +209,7 @@ func (p *Pipeline) work(ctx context.Context) {
 		if it.batch != nil {
 			rows = len(it.batch.Envelopes)
 			p.m.delivered.WithLabelValues(it.key.Source, it.key.Account).Add(float64(rows))
+			p.rows.Add(int64(rows))
 		}
 		p.m.batchDuration.Observe(p.now().Sub(it.handed).Seconds())
 		p.m.lastAckUnixTime.Set(float64(p.now().UnixNano()) / 1e9)
@@ -325,6 +326,9 @@ func (p *Pipeline) observeAll() {
 		p.observe(k, st)
 	}
 }
+
+// Delivered returns the records the sink acknowledged since Run began.
+func (p *Pipeline) Delivered() int64 { return p.rows.Load() }
 
 // States returns every stream's acknowledged state (what is committed or
 // about to be), for the live state endpoint.

@@ -34,6 +34,7 @@ type Server struct {
 	mu        sync.Mutex
 	readiness map[string]Check
 	liveness  map[string]Check
+	handlers  map[string]http.Handler
 	srv       *http.Server
 	ln        net.Listener
 	done      chan struct{}
@@ -76,9 +77,30 @@ func (s *Server) AddLiveness(name string, c Check) {
 	s.liveness[name] = c
 }
 
-// Handler returns the HTTP handler of the three endpoints.
+// AddHandler serves h at path (GET) beside the three endpoints, e.g. the
+// collector's live /state. It may be called before or after Start.
+func (s *Server) AddHandler(path string, h http.Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.handlers == nil {
+		s.handlers = map[string]http.Handler{}
+	}
+	s.handlers[path] = h
+}
+
+// Handler returns the HTTP handler of the endpoints.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		h := s.handlers[r.URL.Path]
+		s.mu.Unlock()
+		if h == nil {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { s.serveChecks(w, r, s.checks(true)) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { s.serveChecks(w, r, s.checks(false)) })

@@ -71,3 +71,18 @@ func TestStartFailsWhenThePortIsTaken(t *testing.T) {
 		t.Fatal("second listener on the same port must fail")
 	}
 }
+
+func TestHandlersAddedAfterStartAreServed(t *testing.T) {
+	s := New("127.0.0.1:0", NewRegistry("x", "y"), slog.New(slog.DiscardHandler))
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	if code, _ := get(t, "http://"+s.Addr()+"/state"); code != 404 {
+		t.Fatalf("unknown path: %d", code)
+	}
+	s.AddHandler("/state", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "live") }))
+	if code, body := get(t, "http://"+s.Addr()+"/state"); code != 200 || body != "live" {
+		t.Fatalf("/state: %d %q", code, body)
+	}
+}

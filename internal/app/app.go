@@ -1,0 +1,224 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/config"
+	"github.com/svcexport/collector/internal/pipeline"
+	"github.com/svcexport/collector/internal/sink"
+	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/telemetry"
+)
+
+// Options are the process-level inputs of the commands.
+type Options struct {
+	// Log receives every log line; nil discards.
+	Log *slog.Logger
+	// Stdout is where the stdout sink and command output go.
+	Stdout io.Writer
+	// Version and Commit stamp collector_build_info.
+	Version, Commit string
+}
+
+func (o Options) withDefaults() Options {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	return o
+}
+
+// poller adapts a source poller to the pipeline's interface.
+type poller struct{ *source.Poller }
+
+func (p poller) Key() checkpoint.Key {
+	return checkpoint.Key{Source: p.Source(), Account: p.Account()}
+}
+
+// Run runs the daemon until ctx ends (a stop) or, with once, until every
+// stream caught up with now - lag. It returns nil after a clean stop.
+func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
+	o = o.withDefaults()
+	log := o.Log
+
+	srcCfg, sim, err := resolveSource(cfg, log)
+	if err != nil {
+		return err
+	}
+	if sim != nil {
+		defer sim.Close()
+	}
+
+	reg := telemetry.NewRegistry(o.Version, o.Commit)
+	var tel *telemetry.Server
+	if cfg.Metrics.Listen != "" {
+		tel = telemetry.New(cfg.Metrics.Listen, reg, log)
+		if err := tel.Start(ctx); err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = tel.Shutdown(sctx)
+		}()
+	}
+
+	store, err := checkpoint.Open(cfg.Checkpoint.Path, checkpoint.WithOpenTimeout(cfg.Checkpoint.OpenTimeout))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	srcMetrics, err := source.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	set, err := source.Build(srcCfg, nil, source.Options{Logger: log, Metrics: srcMetrics}, once)
+	if err != nil {
+		return err
+	}
+
+	snk, err := newSink(cfg, streamsOf(set), filepath.Dir(cfg.Checkpoint.Path), reg, log, o.Stdout)
+	if err != nil {
+		return err
+	}
+	sinkReady := &readiness{}
+	if tel != nil {
+		tel.AddReadiness("sink", func(ctx context.Context) error {
+			if err := sinkReady.get(); err != nil {
+				return err
+			}
+			return snk.Ready(ctx)
+		})
+	}
+	if err := startSink(ctx, snk, sinkReady, log); err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.Pipeline.StopTimeout)
+		defer cancel()
+		if err := snk.Shutdown(sctx); err != nil {
+			log.Error("sink shutdown", "err", err)
+		}
+	}()
+
+	pollers := make([]pipeline.Poller, len(set.Pollers))
+	for i, p := range set.Pollers {
+		pollers[i] = poller{p}
+	}
+	pl := pipeline.New(cfg.Pipeline, store, snk, pollers, reg, log, nil)
+	prog := newProgress(cfg, set, pl, reg, log)
+	if tel != nil {
+		tel.AddReadiness("checkpoint", func(context.Context) error { return pl.CommitError() })
+		tel.AddHandler("/state", prog.stateHandler())
+	}
+
+	log.Info("collector started", "streams", len(set.Pollers), "sink", cfg.Sink.Type, "once", once,
+		"checkpoint", cfg.Checkpoint.Path, "buffer_records", cfg.Pipeline.BufferRecords)
+	progCtx, stopProg := context.WithCancel(context.Background())
+	progDone := make(chan struct{})
+	go func() { defer close(progDone); prog.run(progCtx, cfg.Log.Progress) }()
+
+	runErr := pl.Run(ctx)
+	stopProg()
+	<-progDone
+	prog.summary()
+	if runErr != nil {
+		return runErr
+	}
+	if once && ctx.Err() != nil {
+		return fmt.Errorf("stopped before every source caught up: %w", ctx.Err())
+	}
+	return nil
+}
+
+// resolveSource returns the pollers' configuration, with the in-process
+// simulator's addresses and credentials filled in when it is enabled.
+func resolveSource(cfg config.Config, log *slog.Logger) (source.Config, *apisim.Server, error) {
+	sc := cfg.SourceConfig()
+	if !cfg.Simulator.Enabled {
+		return sc, nil, nil
+	}
+	simCfg, err := cfg.SimulatorSettings()
+	if err != nil {
+		return sc, nil, err
+	}
+	sim, err := apisim.New(simCfg)
+	if err != nil {
+		return sc, nil, fmt.Errorf("simulator: %w", err)
+	}
+	if err := sim.Start(cfg.Simulator.Listen); err != nil {
+		sim.Close()
+		return sc, nil, fmt.Errorf("simulator: %w", err)
+	}
+	log.Info("API simulator started in-process (simulator.enabled)", "core", sim.URL(), "edge", sim.EdgeURL())
+	return config.SimulatorCredentials(sim.URL()).Apply(sc), sim, nil
+}
+
+func streamsOf(set *source.Set) []checkpoint.Key {
+	out := make([]checkpoint.Key, len(set.Pollers))
+	for i, p := range set.Pollers {
+		out[i] = checkpoint.Key{Source: p.Source(), Account: p.Account()}
+	}
+	return out
+}
+
+// startSink starts the sink, retrying with backoff while the destination is
+// unreachable: a collector that starts before its Kafka or ClickHouse must
+// wait for it, not exit. Readiness reports the last error meanwhile.
+func startSink(ctx context.Context, s sink.Sink, ready *readiness, log *slog.Logger) error {
+	backoff := time.Second
+	for attempt := 1; ; attempt++ {
+		err := s.Start(ctx)
+		ready.set(err)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("start sink: %w", err)
+		}
+		var cfgErr *config.KeyError
+		if errors.As(err, &cfgErr) {
+			return fmt.Errorf("start sink: %w", err)
+		}
+		wait := backoff/2 + time.Duration(rand.Int64N(int64(backoff)))
+		log.Warn("sink not ready; retrying", "attempt", attempt, "retry_in", wait.Round(time.Millisecond), "err", err)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return fmt.Errorf("start sink: %w", err)
+		}
+		backoff = min(backoff*2, time.Minute)
+	}
+}
+
+// readiness holds the last error of something that is retried.
+type readiness struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (r *readiness) set(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.err = err
+}
+
+func (r *readiness) get() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}

@@ -1,0 +1,207 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"encoding/json"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/config"
+	"github.com/svcexport/collector/internal/sink/kafka"
+	"github.com/svcexport/collector/internal/source"
+)
+
+// ErrCheckFailed is returned by Check when a check did not pass; the report
+// says which.
+var ErrCheckFailed = errors.New("check failed")
+
+// Check validates the configuration (already done by loading it), prints the
+// effective configuration with secrets redacted, asks the core API for one
+// token, and checks the sink can be reached, without moving any data.
+func Check(ctx context.Context, cfg config.Config, o Options) error {
+	o = o.withDefaults()
+	w := o.Stdout
+	dump, err := cfg.Dump()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "# effective configuration (secrets redacted)")
+	w.Write(dump)
+	fmt.Fprintln(w)
+
+	srcCfg, sim, err := resolveSource(cfg, o.Log)
+	if err != nil {
+		return err
+	}
+	if sim != nil {
+		defer sim.Close()
+	}
+	failed := false
+	report := func(what string, err error) {
+		if err != nil {
+			failed = true
+			fmt.Fprintf(w, "FAIL  %s: %v\n", what, err)
+			return
+		}
+		fmt.Fprintf(w, "ok    %s\n", what)
+	}
+	set, err := source.Build(srcCfg, nil, source.Options{Logger: o.Log}, true)
+	if err != nil {
+		report("sources", err)
+		return ErrCheckFailed
+	}
+	fmt.Fprintf(w, "ok    %d streams configured\n", len(set.Pollers))
+	if set.Core != nil {
+		cctx, cancel := context.WithTimeout(ctx, cfg.API.Timeout)
+		report("core API token from "+srcCfg.API.BaseURL, set.Core.Check(cctx))
+		cancel()
+	}
+	if set.Edge != nil {
+		fmt.Fprintf(w, "ok    edge API at %s (token set; the edge API has no token endpoint to test it without spending a request)\n", srcCfg.Edge.BaseURL)
+	}
+	report("sink "+cfg.Sink.Type, checkSink(ctx, cfg, set, o))
+	if failed {
+		return ErrCheckFailed
+	}
+	return nil
+}
+
+func checkSink(ctx context.Context, cfg config.Config, set *source.Set, o Options) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	streams := streamsOf(set)
+	switch cfg.Sink.Type {
+	case config.SinkKafka:
+		ks := make([]kafka.Stream, len(streams))
+		for i, k := range streams {
+			ks[i] = kafka.Stream{Source: k.Source, Account: k.Account}
+		}
+		rep, err := kafka.Check(ctx, cfg.Sink.Kafka, ks)
+		fmt.Fprint(o.Stdout, rep.String())
+		return err
+	default:
+		s, err := newSink(cfg, streams, cfg.Checkpoint.Path, prometheus.NewRegistry(), o.Log, io.Discard)
+		if err != nil {
+			return err
+		}
+		return s.Ready(ctx)
+	}
+}
+
+// StateOptions select what the state command does.
+type StateOptions struct {
+	// Reset forgets the progress of SOURCE or SOURCE/ACCOUNT; the next run
+	// starts that stream from its configured start.
+	Reset string
+	// JSON prints JSON instead of a table.
+	JSON bool
+}
+
+// State prints, per stream, the watermark, lag, window in flight, rows
+// delivered, windows left and an estimated time to catch up. It asks a
+// running collector (its /state endpoint on metrics.listen) first and reads
+// the checkpoint file when none answers.
+func State(ctx context.Context, cfg config.Config, o Options, so StateOptions) error {
+	o = o.withDefaults()
+	if so.Reset != "" {
+		return reset(ctx, cfg, o, so.Reset)
+	}
+	if states, err := liveStates(ctx, cfg); err == nil {
+		fmt.Fprintf(o.Stdout, "# live, from the running collector at %s\n", cfg.Metrics.Listen)
+		return printStates(o.Stdout, states, so.JSON)
+	}
+	keys, err := configuredStreams(cfg)
+	if err != nil {
+		return err
+	}
+	stored := map[checkpoint.Key]checkpoint.State{}
+	if _, err := os.Stat(cfg.Checkpoint.Path); err == nil {
+		db, err := checkpoint.Open(cfg.Checkpoint.Path, checkpoint.WithOpenTimeout(cfg.Checkpoint.OpenTimeout))
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		if stored, err = db.All(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Stdout, "# from the checkpoint %s\n", cfg.Checkpoint.Path)
+	} else {
+		fmt.Fprintf(o.Stdout, "# no checkpoint at %s yet: nothing collected\n", cfg.Checkpoint.Path)
+	}
+	return printStates(o.Stdout, statesFromCheckpoint(cfg, stored, keys, time.Now()), so.JSON)
+}
+
+func liveStates(ctx context.Context, cfg config.Config) ([]StreamState, error) {
+	if cfg.Metrics.Listen == "" {
+		return nil, errors.New("no metrics.listen")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+cfg.Metrics.Listen+"/state", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	var states []StreamState
+	if err := json.NewDecoder(resp.Body).Decode(&states); err != nil {
+		return nil, err
+	}
+	return states, nil
+}
+
+// configuredStreams lists the streams the configuration defines. It needs
+// no credentials: state and reset work with the secrets absent.
+func configuredStreams(cfg config.Config) ([]checkpoint.Key, error) {
+	sc := cfg.SourceConfig()
+	cr := config.SimulatorCredentials("http://127.0.0.1:1")
+	cr.KeyID, cr.Secret, cr.EdgeToken = "state", "state-needs-no-secret", "state-needs-no-token"
+	if cfg.Simulator.Enabled {
+		sc = cr.Apply(sc)
+	} else {
+		edge := sc.Edge.BaseURL
+		sc = cr.Apply(sc)
+		sc.Edge.BaseURL = edge
+	}
+	set, err := source.Build(sc, nil, source.Options{}, true)
+	if err != nil {
+		return nil, err
+	}
+	return streamsOf(set), nil
+}
+
+func reset(ctx context.Context, cfg config.Config, o Options, what string) error {
+	src, account, _ := strings.Cut(what, "/")
+	if _, ok := source.LookupSpec(src); !ok {
+		return fmt.Errorf("--reset %s: unknown source %q (%s)", what, src, strings.Join(source.SpecNames(), ", "))
+	}
+	if _, err := os.Stat(cfg.Checkpoint.Path); err != nil {
+		return fmt.Errorf("--reset: no checkpoint at %s: %w", cfg.Checkpoint.Path, err)
+	}
+	db, err := checkpoint.Open(cfg.Checkpoint.Path, checkpoint.WithOpenTimeout(cfg.Checkpoint.OpenTimeout))
+	if err != nil {
+		return fmt.Errorf("--reset needs the collector stopped: %w", err)
+	}
+	defer db.Close()
+	n, err := db.Reset(ctx, src, account)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Stdout, "reset %d stream(s) of %s; they start again from sources.%s.start on the next run\n", n, what, src)
+	return nil
+}

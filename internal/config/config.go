@@ -1,0 +1,256 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/pipeline"
+	"github.com/svcexport/collector/internal/sink/clickhouse"
+	"github.com/svcexport/collector/internal/sink/file"
+	"github.com/svcexport/collector/internal/sink/kafka"
+	"github.com/svcexport/collector/internal/sink/stdout"
+	"github.com/svcexport/collector/internal/source"
+)
+
+// Config is the whole configuration of the collector. Every section is
+// owned by the package that uses it; see configs/collector.yaml for every
+// key with its comment and default.
+type Config struct {
+	API          source.APIConfig     `koanf:"api"`
+	Accounts     []string             `koanf:"accounts"`
+	OrgAuditLogs bool                 `koanf:"org_audit_logs"`
+	Edge         source.EdgeConfig    `koanf:"edge"`
+	Sources      source.SourcesConfig `koanf:"sources"`
+	Checkpoint   CheckpointConfig     `koanf:"checkpoint"`
+	Pipeline     pipeline.Config      `koanf:"pipeline"`
+	Sink         SinkConfig           `koanf:"sink"`
+	Metrics      MetricsConfig        `koanf:"metrics"`
+	Log          LogConfig            `koanf:"log"`
+	Simulator    SimulatorConfig      `koanf:"simulator"`
+}
+
+// CheckpointConfig locates the checkpoint file (key "checkpoint").
+type CheckpointConfig struct {
+	// Path of the bbolt file; its directory also holds dead letters.
+	// Default "./data/checkpoint.db".
+	Path string `koanf:"path"`
+	// OpenTimeout is how long to wait for the file lock held by another
+	// collector before giving up. Default 1s.
+	OpenTimeout time.Duration `koanf:"open_timeout"`
+}
+
+// SinkConfig selects and configures the sink (key "sink").
+type SinkConfig struct {
+	// Type is file (default), stdout, kafka or clickhouse.
+	Type       string            `koanf:"type"`
+	File       file.Config       `koanf:"file"`
+	Stdout     stdout.Config     `koanf:"stdout"`
+	Kafka      kafka.Config      `koanf:"kafka"`
+	ClickHouse clickhouse.Config `koanf:"clickhouse"`
+}
+
+// Sink types.
+const (
+	SinkFile       = "file"
+	SinkStdout     = "stdout"
+	SinkKafka      = "kafka"
+	SinkClickHouse = "clickhouse"
+)
+
+// MetricsConfig places the telemetry server (key "metrics").
+type MetricsConfig struct {
+	// Listen is host:port of /metrics, /healthz, /readyz and /state.
+	// Default 127.0.0.1:9464; "" turns the server off.
+	Listen string `koanf:"listen"`
+}
+
+// LogConfig shapes the logs (key "log").
+type LogConfig struct {
+	// Level is debug, info (default), warn or error.
+	Level string `koanf:"level"`
+	// Format is text (default) or json.
+	Format string `koanf:"format"`
+	// Progress is how often a progress line is logged; 0 turns it off.
+	// Default 30s.
+	Progress time.Duration `koanf:"progress"`
+}
+
+// SimulatorConfig runs the project's API simulator inside the collector, for
+// the demo and tests (key "simulator"). When enabled, api.base_url,
+// edge.base_url and the credentials default to the simulator's.
+type SimulatorConfig struct {
+	Enabled bool `koanf:"enabled"`
+	// Listen is the simulator's address. Default 127.0.0.1:0 (a free port).
+	Listen string `koanf:"listen"`
+	// Settings are the simulator's own keys (see apisim.Config and
+	// `apisim --help`): rates, limits, faults.
+	Settings map[string]any `koanf:"settings"`
+}
+
+// Default returns the configuration before any file or environment.
+func Default() Config {
+	src := source.DefaultConfig()
+	return Config{
+		API:        src.API,
+		Edge:       src.Edge,
+		Sources:    src.Sources,
+		Checkpoint: CheckpointConfig{Path: filepath.Join("data", "checkpoint.db"), OpenTimeout: time.Second},
+		Pipeline:   pipeline.DefaultConfig(),
+		Sink: SinkConfig{
+			Type:       SinkFile,
+			File:       file.DefaultConfig(),
+			Kafka:      kafka.DefaultConfig(),
+			ClickHouse: clickhouse.DefaultConfig(),
+		},
+		Metrics:   MetricsConfig{Listen: "127.0.0.1:9464"},
+		Log:       LogConfig{Level: "info", Format: "text", Progress: 30 * time.Second},
+		Simulator: SimulatorConfig{Listen: "127.0.0.1:0"},
+	}
+}
+
+// Load returns the configuration of the file at path (may be empty: defaults
+// only) with environ (KEY=VALUE, usually os.Environ()) applied on top, and
+// validated. Every error names the key.
+func Load(path string, environ []string) (Config, error) {
+	cfg := Default()
+	if err := load(path, environ, &cfg); err != nil {
+		return Config{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// SourceConfig returns the part of the configuration the pollers use.
+func (c Config) SourceConfig() source.Config {
+	return source.Config{API: c.API, Accounts: c.Accounts, OrgAuditLogs: c.OrgAuditLogs, Edge: c.Edge, Sources: c.Sources}
+}
+
+// SimulatorSettings decodes simulator.settings into the simulator's config,
+// strictly: an unknown key is an error naming it.
+func (c Config) SimulatorSettings() (apisim.Config, error) {
+	sc := apisim.DefaultConfig()
+	if len(c.Simulator.Settings) == 0 {
+		return sc, nil
+	}
+	b, err := yaml.Marshal(c.Simulator.Settings)
+	if err != nil {
+		return sc, &KeyError{Key: "simulator.settings", Msg: err.Error()}
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&sc); err != nil {
+		return sc, &KeyError{Key: "simulator.settings", Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	if err := sc.Validate(); err != nil {
+		return sc, &KeyError{Key: "simulator.settings", Msg: err.Error()}
+	}
+	return sc, nil
+}
+
+// Validate checks every section; each message names its key.
+func (c Config) Validate() error {
+	var errs []error
+	errs = append(errs, c.validateSource())
+	switch c.Sink.Type {
+	case SinkFile:
+		errs = append(errs, c.Sink.File.Validate())
+	case SinkStdout:
+	case SinkKafka:
+		errs = append(errs, c.Sink.Kafka.Validate())
+	case SinkClickHouse:
+		errs = append(errs, c.Sink.ClickHouse.Validate())
+	default:
+		errs = append(errs, &KeyError{Key: "sink.type", Msg: fmt.Sprintf("unknown sink %q (file, stdout, kafka, clickhouse)", c.Sink.Type)})
+	}
+	errs = append(errs, c.Pipeline.Validate())
+	if c.Checkpoint.Path == "" {
+		errs = append(errs, &KeyError{Key: "checkpoint.path", Msg: "must be set"})
+	}
+	if c.Checkpoint.OpenTimeout <= 0 {
+		errs = append(errs, &KeyError{Key: "checkpoint.open_timeout", Msg: "must be positive"})
+	}
+	switch strings.ToLower(c.Log.Level) {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, &KeyError{Key: "log.level", Msg: fmt.Sprintf("unknown level %q (debug, info, warn, error)", c.Log.Level)})
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		errs = append(errs, &KeyError{Key: "log.format", Msg: fmt.Sprintf("unknown format %q (text, json)", c.Log.Format)})
+	}
+	if c.Log.Progress < 0 {
+		errs = append(errs, &KeyError{Key: "log.progress", Msg: "must not be negative"})
+	}
+	if c.Simulator.Enabled {
+		if _, err := c.SimulatorSettings(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// validateSource validates the pollers' part. With the simulator on, the
+// API location and credentials come from it, so they may be missing here.
+func (c Config) validateSource() error {
+	sc := c.SourceConfig()
+	if c.Simulator.Enabled {
+		sim := SimulatorCredentials("http://127.0.0.1:1")
+		sc = sim.Apply(sc)
+	}
+	return sc.Validate()
+}
+
+// Credentials is what an in-process simulator hands the collector.
+type Credentials struct {
+	BaseURL, EdgeURL, KeyID, Secret, EdgeToken string
+}
+
+// SimulatorCredentials returns the simulator's default credentials for a
+// simulator listening at base.
+func SimulatorCredentials(base string) Credentials {
+	return Credentials{BaseURL: base, EdgeURL: base + "/edge", KeyID: "sim-key", Secret: "sim-secret", EdgeToken: "sim-edge-token"}
+}
+
+// Apply fills what the configuration leaves unset from cr; what the user set
+// stays.
+func (cr Credentials) Apply(sc source.Config) source.Config {
+	if sc.API.BaseURL == "" {
+		sc.API.BaseURL = cr.BaseURL
+	}
+	if sc.API.KeyID == "" {
+		sc.API.KeyID = cr.KeyID
+	}
+	if !sc.API.Secret.IsSet() && sc.API.SecretFile == "" {
+		sc.API.Secret = source.NewCredential(cr.Secret)
+	}
+	if sc.Edge.BaseURL == "" {
+		sc.Edge.BaseURL = cr.EdgeURL
+	}
+	if !sc.Edge.Token.IsSet() && sc.Edge.TokenFile == "" {
+		sc.Edge.Token = source.NewCredential(cr.EdgeToken)
+	}
+	return sc
+}
+
+// Dump writes the effective configuration as YAML with every secret
+// redacted, for "collector check".
+func (c Config) Dump() ([]byte, error) {
+	m, err := toMap(c)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(m)
+}
+
+// Environ returns os.Environ; a seam for tests.
+func Environ() []string { return os.Environ() }
