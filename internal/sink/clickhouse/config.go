@@ -1,0 +1,237 @@
+package clickhouse
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/svcexport/collector/internal/secret"
+)
+
+// Protocols and compression codecs Config accepts.
+const (
+	ProtocolNative = "native"
+	ProtocolHTTP   = "http"
+
+	CompressionLZ4  = "lz4"
+	CompressionZSTD = "zstd"
+	CompressionNone = "none"
+)
+
+// Defaults of Config.
+const (
+	DefaultDatabase       = "svc"
+	DefaultUsername       = "default"
+	DefaultBatchRows      = 50_000
+	DefaultFlushInterval  = time.Second
+	DefaultDialTimeout    = 10 * time.Second
+	DefaultQueryTimeout   = time.Minute
+	DefaultMaxOpenConns   = 8
+	DefaultInsertAttempts = 3
+
+	// MaxBatchRows bounds batch_rows: ClickHouse advises 10,000 to 100,000
+	// rows an insert; a million rows of a few KB each is already gigabytes
+	// held in memory.
+	MaxBatchRows = 1_000_000
+)
+
+// Password is a credential that the configuration loader can fill from text
+// (YAML, environment). It prints, logs and marshals redacted like the
+// secret.Secret it embeds; the zero value is the empty password.
+type Password struct{ secret.Secret }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (p *Password) UnmarshalText(b []byte) error {
+	p.Secret = secret.New(string(b))
+	return nil
+}
+
+// TLSConfig is the TLS part of Config (keys under sink.clickhouse.tls).
+// The zero value is TLS off.
+type TLSConfig struct {
+	// Enabled turns TLS on. Default false.
+	Enabled bool `koanf:"enabled"`
+	// CAFile is a PEM bundle of the CAs trusted for the server's
+	// certificate; empty means the system pool.
+	CAFile string `koanf:"ca_file"`
+	// CertFile and KeyFile are a PEM client certificate and its key, for
+	// servers that require one; both or neither.
+	CertFile string `koanf:"cert_file"`
+	KeyFile  string `koanf:"key_file"`
+	// ServerName overrides the name checked in the server's certificate
+	// (default: the host of the address dialled).
+	ServerName string `koanf:"server_name"`
+	// InsecureSkipVerify accepts any server certificate. For tests only:
+	// New logs a warning when it is on.
+	InsecureSkipVerify bool `koanf:"insecure_skip_verify"`
+}
+
+// Config is the configuration of the ClickHouse sink (keys under
+// sink.clickhouse). Build it with DefaultConfig and override; the zero value
+// is not valid.
+type Config struct {
+	// Addr lists the servers as host:port, tried in order. Empty means
+	// 127.0.0.1 at the protocol's default port (native 9000, or 9440 with
+	// TLS; http 8123, or 8443 with TLS).
+	Addr []string `koanf:"addr"`
+	// Protocol is "native" (default) or "http".
+	Protocol string `koanf:"protocol"`
+	// Database holds the tables; Start creates it when missing. Default
+	// "svc".
+	Database string `koanf:"database"`
+	// Username and Password authenticate; Password wins over PasswordFile
+	// (a file holding the password, one trailing newline trimmed). Default
+	// user "default", no password.
+	Username     string   `koanf:"username"`
+	Password     Password `koanf:"password"`
+	PasswordFile string   `koanf:"password_file"`
+	// TablePrefix is put before every table and view name (e.g. "svc_"
+	// gives svc_dns). Default "".
+	TablePrefix string `koanf:"table_prefix"`
+	// TLS configures an encrypted connection. Default off.
+	TLS TLSConfig `koanf:"tls"`
+	// Compression of the data on the wire: "lz4" (default), "zstd" or
+	// "none".
+	Compression string `koanf:"compression"`
+	// BatchRows is the most rows one insert gathers from the batches handed
+	// to Write (a single batch larger than that is inserted alone, never
+	// split). ClickHouse advises 10,000 to 100,000 rows an insert; 50,000
+	// is where the benchmark of this package stops gaining (see doc.go).
+	BatchRows int `koanf:"batch_rows"`
+	// FlushInterval is the longest a row waits for more rows before its
+	// insert is sent: about one insert a second per table at most, as
+	// ClickHouse advises. Default 1s.
+	FlushInterval time.Duration `koanf:"flush_interval"`
+	// DialTimeout bounds connecting to a server. Default 10s.
+	DialTimeout time.Duration `koanf:"dial_timeout"`
+	// QueryTimeout bounds every call to the server (a DDL statement, one
+	// attempt of an insert, a ping), on top of the caller's context.
+	// Default 1m.
+	QueryTimeout time.Duration `koanf:"query_timeout"`
+	// MaxOpenConns bounds the connections to the servers. Default 8.
+	MaxOpenConns int `koanf:"max_open_conns"`
+	// AsyncInsert sends inserts with async_insert=1 and
+	// wait_for_async_insert=1 (a Write still returns only once the server
+	// stored the rows) and async_insert_deduplicate=1. Default false: the
+	// sink already batches.
+	AsyncInsert bool `koanf:"async_insert"`
+	// InsertAttempts is how often one insert is sent, with the same
+	// content and the same insert_deduplication_token, before the Writes
+	// whose rows it holds fail. Repeating the identical insert is what the
+	// token makes safe; after a failed Write the pipeline may group the rows
+	// differently, and only ReplacingMergeTree removes those duplicates (at
+	// merge or with FINAL). Default 3.
+	InsertAttempts int `koanf:"insert_attempts"`
+}
+
+// DefaultConfig returns the defaults documented on Config.
+func DefaultConfig() Config {
+	return Config{
+		Protocol:       ProtocolNative,
+		Database:       DefaultDatabase,
+		Username:       DefaultUsername,
+		Compression:    CompressionLZ4,
+		BatchRows:      DefaultBatchRows,
+		FlushInterval:  DefaultFlushInterval,
+		DialTimeout:    DefaultDialTimeout,
+		QueryTimeout:   DefaultQueryTimeout,
+		MaxOpenConns:   DefaultMaxOpenConns,
+		InsertAttempts: DefaultInsertAttempts,
+	}
+}
+
+// isIdent reports whether s is a plain identifier ([A-Za-z_][A-Za-z0-9_]*):
+// Database and TablePrefix become parts of identifiers in DDL, so nothing
+// that would need quoting is allowed.
+func isIdent(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Validate reports every invalid key, naming it
+// (sink.clickhouse.protocol: must be native or http), joined with
+// errors.Join; nil when c is usable. It reads no file.
+func (c Config) Validate() error {
+	const p = "sink.clickhouse."
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf(p+key+": "+format, args...))
+	}
+	for i, a := range c.Addr {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil || host == "" {
+			bad("addr", "entry %d %q must be host:port", i, a)
+			continue
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			bad("addr", "entry %d %q has no valid port", i, a)
+		}
+	}
+	if c.Protocol != ProtocolNative && c.Protocol != ProtocolHTTP {
+		bad("protocol", "must be native or http, got %q", c.Protocol)
+	}
+	if !isIdent(c.Database) {
+		bad("database", "must be a plain identifier ([A-Za-z_][A-Za-z0-9_]*), got %q", c.Database)
+	}
+	if c.Username == "" {
+		bad("username", "must not be empty")
+	}
+	if c.TablePrefix != "" && !isIdent(c.TablePrefix) {
+		bad("table_prefix", "must be empty or a plain identifier ([A-Za-z_][A-Za-z0-9_]*), got %q", c.TablePrefix)
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		bad("tls.cert_file", "sink.clickhouse.tls.cert_file and sink.clickhouse.tls.key_file must be set together")
+	}
+	if !c.TLS.Enabled && (c.TLS.CAFile != "" || c.TLS.CertFile != "" || c.TLS.ServerName != "" || c.TLS.InsecureSkipVerify) {
+		bad("tls.enabled", "must be true when other sink.clickhouse.tls keys are set")
+	}
+	switch c.Compression {
+	case CompressionLZ4, CompressionZSTD, CompressionNone:
+	default:
+		bad("compression", "must be lz4, zstd or none, got %q", c.Compression)
+	}
+	if c.BatchRows < 1 || c.BatchRows > MaxBatchRows {
+		bad("batch_rows", "must be between 1 and %d, got %d", MaxBatchRows, c.BatchRows)
+	}
+	if c.FlushInterval < time.Millisecond {
+		bad("flush_interval", "must be at least 1ms, got %s", c.FlushInterval)
+	}
+	if c.DialTimeout <= 0 {
+		bad("dial_timeout", "must be positive, got %s", c.DialTimeout)
+	}
+	if c.QueryTimeout <= 0 {
+		bad("query_timeout", "must be positive, got %s", c.QueryTimeout)
+	}
+	if c.MaxOpenConns < 1 {
+		bad("max_open_conns", "must be at least 1, got %d", c.MaxOpenConns)
+	}
+	if c.InsertAttempts < 1 || c.InsertAttempts > 100 {
+		bad("insert_attempts", "must be between 1 and 100, got %d", c.InsertAttempts)
+	}
+	return errors.Join(errs...)
+}
+
+// addrs returns Addr, or the default address of the protocol.
+func (c Config) addrs() []string {
+	if len(c.Addr) > 0 {
+		return c.Addr
+	}
+	port := map[[2]bool]string{
+		{false, false}: "9000", {false, true}: "9440",
+		{true, false}: "8123", {true, true}: "8443",
+	}[[2]bool{c.Protocol == ProtocolHTTP, c.TLS.Enabled}]
+	return []string{net.JoinHostPort("127.0.0.1", port)}
+}

@@ -1,0 +1,76 @@
+package clickhouse
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Names of the metrics this sink has besides the shared collector_sink_*
+// ones (package sinkmetrics).
+const (
+	MetricRowsInserted    = "collector_clickhouse_rows_inserted_total"
+	MetricBytesInserted   = "collector_clickhouse_bytes_inserted_total"
+	MetricInserts         = "collector_clickhouse_inserts_total"
+	MetricInsertDuration  = "collector_clickhouse_insert_duration_seconds"
+	MetricInsertErrors    = "collector_clickhouse_insert_errors_total"
+	MetricRowsPerInsert   = "collector_clickhouse_rows_per_insert"
+	metricsLabelTableName = "table"
+)
+
+// metrics are the ClickHouse sink's own series. All label values are table
+// names: nine of them.
+type metrics struct {
+	rows      *prometheus.CounterVec
+	bytes     *prometheus.CounterVec
+	inserts   *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	errors    *prometheus.CounterVec
+	rowsPerIn prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	l := []string{metricsLabelTableName}
+	m := &metrics{
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricRowsInserted,
+			Help: "Rows ClickHouse confirmed, by table (a retried insert counts once).",
+		}, l),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricBytesInserted,
+			Help: "Uncompressed bytes of the rows ClickHouse confirmed (raw records, strings, 8 bytes a number or time), by table.",
+		}, l),
+		inserts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricInserts,
+			Help: "Inserts ClickHouse confirmed, by table.",
+		}, l),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    MetricInsertDuration,
+			Help:    "Duration of one insert attempt (prepare, send, confirmation), failed ones included, by table.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, l),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricInsertErrors,
+			Help: "Failed insert attempts, by table (each retry of the same insert counts).",
+		}, l),
+		rowsPerIn: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    MetricRowsPerInsert,
+			Help:    "Rows in each confirmed insert.",
+			Buckets: []float64{10, 100, 1000, 5000, 10_000, 25_000, 50_000, 100_000, 250_000, 1_000_000},
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.rows, m.bytes, m.inserts, m.duration, m.errors, m.rowsPerIn} {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				return nil, fmt.Errorf("register clickhouse sink metrics: a second ClickHouse sink on one registry: %w", err)
+			}
+			return nil, fmt.Errorf("register clickhouse sink metrics: %w", err)
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,159 @@
+package clickhouse
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+
+	"github.com/svcexport/collector/internal/record"
+)
+
+// chunk is the rows of one Write call in columns, ready to be appended to an
+// insert. It is built by the Write goroutine (extraction runs in parallel
+// across writers) and read by the table's insert loop; nobody changes it
+// after build.
+type chunk struct {
+	rows  int
+	bytes int // uncompressed estimate, for metrics
+
+	ids      []string
+	accounts []string
+	millis   [4][]int64 // time, window_start, window_end, fetched_at as epoch ms
+	records  [][]byte
+	strs     [][]string // typed columns by slot
+	ints     [][]int64
+	times    [][]int64 // epoch ms
+
+	layout *layout
+	row    int // the row extraction is filling
+
+	arrived time.Time
+	done    chan error // buffered 1: the insert's outcome
+}
+
+// layout maps a table's typed fields to the slices of a chunk.
+type layout struct {
+	spec  tableSpec
+	ext   *extractor
+	slot  []int // field -> index in strs, ints or times
+	nStr  int
+	nInt  int
+	nTime int
+}
+
+func newLayout(spec tableSpec) *layout {
+	l := &layout{spec: spec, ext: newExtractor(spec.Fields), slot: make([]int, len(spec.Fields))}
+	for i, f := range spec.Fields {
+		switch f.kind {
+		case kindString:
+			l.slot[i], l.nStr = l.nStr, l.nStr+1
+		case kindInt64:
+			l.slot[i], l.nInt = l.nInt, l.nInt+1
+		case kindTime:
+			l.slot[i], l.nTime = l.nTime, l.nTime+1
+		}
+	}
+	return l
+}
+
+// newChunk converts the envelopes of b, in order.
+func (l *layout) newChunk(b *record.Batch) *chunk {
+	n := len(b.Envelopes)
+	c := &chunk{rows: n, layout: l, done: make(chan error, 1)}
+	c.ids = make([]string, n)
+	c.accounts = make([]string, n)
+	for i := range c.millis {
+		c.millis[i] = make([]int64, n)
+	}
+	c.records = make([][]byte, n)
+	c.strs = make([][]string, l.nStr)
+	for i := range c.strs {
+		c.strs[i] = make([]string, n)
+	}
+	c.ints = make([][]int64, l.nInt)
+	for i := range c.ints {
+		c.ints[i] = make([]int64, n)
+	}
+	c.times = make([][]int64, l.nTime)
+	for i := range c.times {
+		c.times[i] = make([]int64, n) // 0: 1970-01-01, the default
+	}
+	size := 0
+	for i := range b.Envelopes {
+		e := &b.Envelopes[i]
+		c.ids[i] = e.ID
+		c.accounts[i] = e.Account
+		c.millis[0][i] = clampTime(e.Time).UnixMilli()
+		c.millis[1][i] = clampTime(e.WindowStart).UnixMilli()
+		c.millis[2][i] = clampTime(e.WindowEnd).UnixMilli()
+		c.millis[3][i] = clampTime(e.FetchedAt).UnixMilli()
+		c.records[i] = e.Record
+		c.row = i
+		l.ext.extract(e.Record, c)
+		size += len(e.ID) + len(e.Account) + len(e.Record) + 4*8
+	}
+	for _, col := range c.strs {
+		for _, s := range col {
+			size += len(s)
+		}
+	}
+	size += 8 * n * (l.nInt + l.nTime)
+	c.bytes = size
+	return c
+}
+
+func (c *chunk) setString(f int, v string)  { c.strs[c.layout.slot[f]][c.row] = v }
+func (c *chunk) setInt(f int, v int64)      { c.ints[c.layout.slot[f]][c.row] = v }
+func (c *chunk) setTime(f int, v time.Time) { c.times[c.layout.slot[f]][c.row] = v.UnixMilli() }
+
+// column returns the values of column i (in tableSpec.columns order) as the
+// slice the driver's column Append takes.
+func (c *chunk) column(i int) any {
+	switch i {
+	case colID:
+		return c.ids
+	case colAccount:
+		return c.accounts
+	case colTime:
+		return c.millis[0]
+	case colWindowStart:
+		return c.millis[1]
+	case colWindowEnd:
+		return c.millis[2]
+	case colFetchedAt:
+		return c.millis[3]
+	case colRecord:
+		return c.records
+	}
+	f := i - numCommon
+	s := c.layout.slot[f]
+	switch c.layout.spec.Fields[f].kind {
+	case kindString:
+		return c.strs[s]
+	case kindInt64:
+		return c.ints[s]
+	default:
+		return c.times[s]
+	}
+}
+
+// dedupToken is the insert_deduplication_token of an insert of chunks: the
+// SHA-256 of the table name and the ids in order. A repeat of the same
+// insert has the same token and ClickHouse stores it once; any other
+// content has another token.
+func dedupToken(table string, chunks []*chunk) string {
+	h := sha256.New()
+	buf := make([]byte, 0, 8192)
+	buf = append(append(buf, table...), '\n')
+	for _, c := range chunks {
+		for _, id := range c.ids {
+			if len(buf)+len(id)+1 > cap(buf) {
+				h.Write(buf)
+				buf = buf[:0]
+			}
+			buf = append(append(buf, id...), '\n')
+		}
+	}
+	h.Write(buf)
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,311 @@
+package clickhouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// errShutdown is what a Write gets once Shutdown began.
+var errShutdown = errors.New("clickhouse sink is shut down")
+
+// tableWriter gathers the chunks of one table into inserts and sends them,
+// one insert at a time, from its own goroutine (run). Chunks keep the order
+// in which Writes handed them in; an insert takes whole chunks from the
+// front until the next would pass batch_rows, so the same sequence of
+// Writes gives the same inserts.
+type tableWriter struct {
+	s      *Sink
+	table  string // table name (prefix included): metric label and token salt
+	layout *layout
+	cols   []colDef
+	query  string
+	// httpCols are the insert's columns with the types the server has, so
+	// that an HTTP insert needs no DESCRIBE round trip.
+	httpCols []ch.ColumnNameAndType
+
+	mu      sync.Mutex
+	pending []*chunk
+	rows    int
+	closed  bool
+
+	wake chan struct{} // capacity 1
+	done chan struct{} // closed when run returns
+}
+
+func newTableWriter(s *Sink, spec tableSpec) *tableWriter {
+	return &tableWriter{
+		s:      s,
+		table:  s.names.table(spec.Source),
+		layout: newLayout(spec),
+		cols:   spec.columns(),
+		query:  insertSQL(s.names, spec),
+		wake:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
+	}
+}
+
+func (w *tableWriter) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// enqueue hands c to the next insert.
+func (w *tableWriter) enqueue(c *chunk) error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return errShutdown
+	}
+	c.arrived = time.Now()
+	w.pending = append(w.pending, c)
+	w.rows += c.rows
+	wake := len(w.pending) == 1 || w.rows >= w.s.cfg.BatchRows
+	w.mu.Unlock()
+	if wake {
+		w.poke()
+	}
+	return nil
+}
+
+// withdraw takes c back when no insert took it yet (its Write gave up), so
+// that rows nobody waits for are not inserted. It reports whether it did.
+func (w *tableWriter) withdraw(c *chunk) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, p := range w.pending {
+		if p == c {
+			w.pending = append(w.pending[:i], w.pending[i+1:]...)
+			w.rows -= c.rows
+			return true
+		}
+	}
+	return false
+}
+
+// close stops taking chunks; run then sends what is pending at once and
+// returns.
+func (w *tableWriter) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.poke()
+}
+
+// run sends inserts until close was called and nothing is pending. ctx is
+// cancelled only when a Shutdown runs out of time: attempts in flight end,
+// and every chunk still pending fails.
+func (w *tableWriter) run(ctx context.Context) {
+	defer close(w.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		w.mu.Lock()
+		group, wait := w.takeLocked(time.Now())
+		closed := w.closed
+		w.mu.Unlock()
+		if group != nil {
+			w.insert(ctx, group)
+			continue
+		}
+		if wait < 0 && closed {
+			return
+		}
+		if wait > 0 {
+			timer.Reset(wait)
+		}
+		select {
+		case <-w.wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// takeLocked returns the chunks of the next insert when one is due (enough
+// rows, the oldest chunk waited flush_interval, or closing), else nil and
+// how long until the oldest chunk is due (-1 when nothing is pending).
+func (w *tableWriter) takeLocked(now time.Time) ([]*chunk, time.Duration) {
+	if len(w.pending) == 0 {
+		return nil, -1
+	}
+	limit := w.s.cfg.BatchRows
+	due := w.pending[0].arrived.Add(w.s.cfg.FlushInterval)
+	if !w.closed && w.rows < limit && now.Before(due) {
+		return nil, due.Sub(now)
+	}
+	n, rows := 0, 0
+	for n < len(w.pending) && (n == 0 || rows+w.pending[n].rows <= limit) {
+		rows += w.pending[n].rows
+		n++
+	}
+	group := make([]*chunk, n)
+	copy(group, w.pending)
+	rest := copy(w.pending, w.pending[n:])
+	clear(w.pending[rest:])
+	w.pending = w.pending[:rest]
+	w.rows -= rows
+	return group, 0
+}
+
+// insert sends the rows of group as one insert, repeating the identical
+// insert (same rows, same order, same insert_deduplication_token) up to
+// insert_attempts times, and tells every chunk the outcome.
+func (w *tableWriter) insert(ctx context.Context, group []*chunk) {
+	rows, size := 0, 0
+	for _, c := range group {
+		rows += c.rows
+		size += c.bytes
+	}
+	token := dedupToken(w.table, group)
+	var err error
+	attempts := 0
+	for attempts < w.s.cfg.InsertAttempts && ctx.Err() == nil {
+		if attempts > 0 {
+			w.s.log.Warn("clickhouse insert failed; repeating the same insert",
+				slog.String("table", w.table), slog.Int("rows", rows), slog.Int("attempt", attempts+1), slog.Any("error", err))
+			if !sleepCtx(ctx, retryDelay(attempts)) {
+				break
+			}
+		}
+		attempts++
+		err = w.send(ctx, group, token)
+		if err == nil {
+			m := w.s.m
+			m.rows.WithLabelValues(w.table).Add(float64(rows))
+			m.bytes.WithLabelValues(w.table).Add(float64(size))
+			m.inserts.WithLabelValues(w.table).Inc()
+			m.rowsPerIn.Observe(float64(rows))
+			break
+		}
+		w.s.m.errors.WithLabelValues(w.table).Inc()
+		if permanent(err) {
+			break
+		}
+	}
+	if err == nil && attempts == 0 {
+		err = ctx.Err()
+	}
+	if err != nil {
+		err = fmt.Errorf("insert %d rows into %s (attempt %d of %d, insert_deduplication_token %s): %w",
+			rows, w.s.names.qualified(w.layout.spec.Source), attempts, w.s.cfg.InsertAttempts, token, err)
+		w.s.log.Error("clickhouse insert failed", slog.String("table", w.table), slog.Int("rows", rows), slog.Any("error", err))
+	}
+	for _, c := range group {
+		c.done <- err
+	}
+}
+
+// send makes one attempt at the insert.
+func (w *tableWriter) send(ctx context.Context, group []*chunk, token string) (err error) {
+	start := time.Now()
+	defer func() { w.s.m.duration.WithLabelValues(w.table).Observe(time.Since(start).Seconds()) }()
+	ctx, cancel := context.WithTimeout(ctx, w.s.cfg.QueryTimeout)
+	defer cancel()
+	settings := ch.Settings{
+		"insert_deduplicate":         1,
+		"insert_deduplication_token": token,
+		// Rows of one insert come from windows of at most a few months;
+		// a wild record time must not make an insert fail for good
+		// (the default limit is 100 partitions an insert).
+		"max_partitions_per_insert_block": 0,
+	}
+	if w.s.cfg.AsyncInsert {
+		settings["async_insert"] = 1
+		settings["wait_for_async_insert"] = 1
+		settings["async_insert_deduplicate"] = 1
+	}
+	opts := []ch.QueryOption{ch.WithSettings(settings)}
+	if w.s.cfg.Protocol == ProtocolHTTP && len(w.httpCols) > 0 {
+		opts = append(opts, ch.WithColumnNamesAndTypes(w.httpCols))
+	}
+	batch, err := w.s.conn.PrepareBatch(ch.Context(ctx, opts...), w.query)
+	if err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	defer func() {
+		if !batch.IsSent() {
+			_ = batch.Abort()
+		}
+	}()
+	if err := appendColumns(batch, w.cols, group); err != nil {
+		return err
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	return nil
+}
+
+// appendColumns appends the chunks' columns to batch, column by column.
+func appendColumns(batch driver.Batch, cols []colDef, group []*chunk) error {
+	for i, c := range cols {
+		col := batch.Column(i)
+		for _, ck := range group {
+			if err := col.Append(ck.column(i)); err != nil {
+				return fmt.Errorf("append column %s: %w", c.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// retryDelay is the pause before attempt n+1 of an insert: 250ms, 500ms,
+// 1s, ... capped at 5s.
+func retryDelay(n int) time.Duration {
+	d := 250 * time.Millisecond << min(n-1, 5)
+	return min(d, 5*time.Second)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// permanent reports whether repeating the same insert cannot help: the
+// server refused the statement or the data itself (no such table or column,
+// wrong type, access), as opposed to time-outs, lost connections and
+// overload.
+func permanent(err error) bool {
+	var ex *ch.Exception
+	if !errors.As(err, &ex) {
+		var conv *column.ColumnConverterError
+		return errors.As(err, &conv)
+	}
+	switch ex.Code {
+	case 6, // CANNOT_PARSE_TEXT
+		16,  // NO_SUCH_COLUMN_IN_TABLE
+		27,  // CANNOT_PARSE_INPUT_ASSERTION_FAILED
+		36,  // BAD_ARGUMENTS
+		47,  // UNKNOWN_IDENTIFIER
+		53,  // TYPE_MISMATCH
+		60,  // UNKNOWN_TABLE
+		62,  // SYNTAX_ERROR
+		70,  // CANNOT_CONVERT_TYPE
+		81,  // UNKNOWN_DATABASE
+		115, // UNKNOWN_SETTING
+		117, // INCORRECT_DATA
+		192, // UNKNOWN_USER
+		193, // WRONG_PASSWORD
+		497, // ACCESS_DENIED
+		516: // AUTHENTICATION_FAILED
+		return true
+	}
+	return false
+}
