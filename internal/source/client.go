@@ -1,0 +1,411 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/svcexport/collector/internal/secret"
+)
+
+// Options are the injected dependencies of a Client. Every field may be
+// left zero: HTTPClient defaults to a new http.Client without timeout (the
+// Client sets one per request), Clock to SystemClock, Logger to a discarding
+// logger, Metrics to none.
+type Options struct {
+	HTTPClient *http.Client
+	Clock      Clock
+	Logger     *slog.Logger
+	Metrics    *Metrics
+}
+
+func (o Options) withDefaults() Options {
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{}
+	}
+	if o.Clock == nil {
+		o.Clock = SystemClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Client talks to the core API or to the edge API: bearer token, account
+// headers, per-request timeout, bounded bodies, rate budget and the one
+// layer of retries of the collector (CONTRACT C1, C2, C4, C5). It is safe
+// for concurrent use; all accounts of one credential share one Client.
+type Client struct {
+	api     string // "core" or "edge"
+	base    *url.URL
+	http    *http.Client
+	clk     Clock
+	log     *slog.Logger
+	m       *Metrics
+	budget  *Budget
+	user    string
+	rate    RateConfig
+	timeout time.Duration
+	maxBody int64
+	retry   RetryConfig
+	tokens  tokenSource
+	secrets []secret.Secret // scrubbed from every error text
+	rnd     func(int64) int64
+	edge    EdgeConfig
+	core    APIConfig
+}
+
+// NewClient returns the core API client of cfg. The secret comes from
+// cfg.Secret or else cfg.SecretFile. budget is the process-wide budget.
+func NewClient(cfg APIConfig, budget *Budget, o Options) (*Client, error) {
+	if errs := cfg.validate("api"); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	s, err := secret.Resolve(cfg.Secret.Reveal(), cfg.SecretFile)
+	if err != nil {
+		return nil, fmt.Errorf("api.secret_file: %w", err)
+	}
+	if !s.IsSet() {
+		return nil, errors.New("api.secret: empty")
+	}
+	c, err := newClient("core", cfg.BaseURL, budget, o)
+	if err != nil {
+		return nil, fmt.Errorf("api.base_url: %w", err)
+	}
+	c.user = cfg.User
+	if c.user == "" {
+		c.user = cfg.KeyID
+	}
+	c.rate, c.timeout, c.maxBody, c.retry, c.core = cfg.Rate, cfg.Timeout, cfg.MaxBodyBytes, cfg.Retry, cfg
+	c.secrets = []secret.Secret{s}
+	c.tokens = &coreTokens{c: c, keyID: cfg.KeyID, secret: s, header: cfg.SecretHeader, ttl: cfg.TokenTTL}
+	c.budget.Bucket(c.user, FunctionalityToken, cfg.Rate)
+	return c, nil
+}
+
+// NewEdgeClient returns the edge API client of cfg (CONTRACT C6); retries
+// and the body limit come from api (api.retry, api.max_body_bytes).
+func NewEdgeClient(cfg EdgeConfig, api APIConfig, budget *Budget, o Options) (*Client, error) {
+	if errs := cfg.validate("edge"); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	s, err := secret.Resolve(cfg.Token.Reveal(), cfg.TokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("edge.token_file: %w", err)
+	}
+	if !s.IsSet() {
+		return nil, errors.New("edge.token: empty")
+	}
+	c, err := newClient("edge", cfg.BaseURL, budget, o)
+	if err != nil {
+		return nil, fmt.Errorf("edge.base_url: %w", err)
+	}
+	c.user = "edge"
+	c.rate, c.timeout, c.maxBody, c.retry, c.edge, c.core = cfg.Rate, cfg.Timeout, api.MaxBodyBytes, api.Retry, cfg, api
+	if c.maxBody <= 0 {
+		c.maxBody = DefaultAPIConfig().MaxBodyBytes
+	}
+	if c.retry.Initial <= 0 {
+		c.retry = DefaultAPIConfig().Retry
+	}
+	c.secrets = []secret.Secret{s}
+	c.tokens = staticToken{s}
+	return c, nil
+}
+
+func newClient(api, base string, budget *Budget, o Options) (*Client, error) {
+	o = o.withDefaults()
+	u, err := url.Parse(strings.TrimRight(base, "/"))
+	if err != nil || u.Host == "" {
+		return nil, errors.New("not an absolute URL")
+	}
+	if budget == nil {
+		budget = NewBudget(o.Clock, o.Metrics)
+	}
+	return &Client{
+		api: api, base: u, http: o.HTTPClient, clk: o.Clock, log: o.Logger.With("api", api),
+		m: o.Metrics, budget: budget, rnd: jitterRand,
+	}, nil
+}
+
+// API returns "core" or "edge".
+func (c *Client) API() string { return c.api }
+
+// Budget returns the budget the client spends.
+func (c *Client) Budget() *Budget { return c.budget }
+
+// Check obtains a token (core) without reading data: for `collector check`.
+func (c *Client) Check(ctx context.Context) error {
+	_, err := c.tokens.token(ctx)
+	return err
+}
+
+// Request is one API request as the client retries it.
+type Request struct {
+	// Method and URL; a relative URL is resolved against the base URL,
+	// an absolute one is used verbatim (C3 next-page URLs).
+	Method, URL string
+	// Body is sent as JSON; nil for none.
+	Body []byte
+	// Account is sent as Account-Name when not empty (C2).
+	Account string
+	// OrgAccess sends Org-Access: true (C2, audit logs only).
+	OrgAccess bool
+	// Functionality is the rate bucket spent (C4).
+	Functionality string
+	// Priority orders the request among waiters for the bucket.
+	Priority Priority
+	// NextPage marks a next-page GET: its 404 means an expired chain (C3).
+	NextPage bool
+	// What says what is being done, for errors and logs, e.g.
+	// "fetch page 3 of dns/acme [start, end)".
+	What string
+	// Decode reads a 2xx body (nil for 204); an error makes the answer a
+	// cut-off or non-JSON body, which is retried (C5).
+	Decode func(status int, body []byte) error
+}
+
+// Response is a successful answer.
+type Response struct {
+	Status   int
+	Header   http.Header
+	Body     []byte
+	Received time.Time
+}
+
+// Do sends req with bearer authentication, retrying transient failures
+// (C5) and renewing the token once on 401 (C1). Its errors wrap a
+// *StatusError, a *PermanentError or ctx's error, and never hold a
+// credential.
+func (c *Client) Do(ctx context.Context, req Request) (*Response, error) {
+	return c.do(ctx, req, nil)
+}
+
+// do runs the retry loop. auth, when not nil, sets the credential headers
+// instead of the bearer token (the token request itself).
+func (c *Client) do(ctx context.Context, req Request, auth func(http.Header)) (*Response, error) {
+	bucket := c.budget.Bucket(c.user, req.Functionality, c.rate)
+	renewed := false
+	for attempt := 0; ; attempt++ {
+		var tok string
+		if auth == nil {
+			var err error
+			if tok, err = c.tokens.token(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil, fmt.Errorf("%s: %w", req.What, ctx.Err())
+				}
+				return nil, fmt.Errorf("%s: %w", req.What, err)
+			}
+		}
+		if err := bucket.Acquire(ctx, req.Priority); err != nil {
+			return nil, fmt.Errorf("%s: %w", req.What, err)
+		}
+		resp, status, err := c.once(ctx, req, tok, auth, bucket)
+		if err == nil {
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", req.What, ctx.Err())
+		}
+		var te *transientError
+		if !errors.As(err, &te) {
+			if status == http.StatusUnauthorized && auth == nil && !renewed && c.tokens.invalidate(tok) {
+				// C1: a token can die before expiresAt; renew once and
+				// repeat the request once.
+				renewed = true
+				c.m.retry(req.Functionality, "401")
+				c.log.Info("token refused, renewing", "what", req.What)
+				attempt--
+				continue
+			}
+			return nil, fmt.Errorf("%s: %w", req.What, err)
+		}
+		if c.retry.MaxAttempts > 0 && attempt+1 >= c.retry.MaxAttempts {
+			return nil, fmt.Errorf("%s: giving up after %d attempts: %w", req.What, attempt+1, err)
+		}
+		wait := backoff(c.retry.Initial, c.retry.Max, attempt, c.rnd)
+		if status == http.StatusTooManyRequests {
+			// C4/C5: the server's reset sets the minimum wait; a little
+			// jitter keeps waiters from arriving together.
+			h := ParseRateHeaders(resp.Header)
+			if h.HasReset {
+				wait = h.Reset + time.Duration(c.rnd(int64(min(h.Reset/10, time.Second))+1))
+			}
+		}
+		c.m.retry(req.Functionality, te.reason)
+		lvl := slog.LevelDebug
+		if attempt >= 2 {
+			lvl = slog.LevelWarn
+		}
+		c.log.Log(ctx, lvl, "request failed, retrying", "what", req.What, "reason", te.reason,
+			"attempt", attempt+1, "wait", wait.String(), "err", c.scrub(err.Error()))
+		if err := sleep(ctx, c.clk, wait); err != nil {
+			return nil, fmt.Errorf("%s: %w", req.What, err)
+		}
+	}
+}
+
+// once sends one attempt. It returns the response (also for a 429, for its
+// headers), the status (0 without answer) and the attempt's error, which
+// wraps *transientError when the attempt may be repeated.
+func (c *Client) once(ctx context.Context, req Request, tok string, auth func(http.Header), bucket *Bucket) (*Response, int, error) {
+	start := c.clk.Now()
+	rctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	u, err := c.resolve(req.URL)
+	if err != nil {
+		bucket.Done(RateHeaders{}, 0)
+		return nil, 0, &PermanentError{err}
+	}
+	var body io.Reader
+	if req.Body != nil {
+		body = bytes.NewReader(req.Body)
+	}
+	hr, err := http.NewRequestWithContext(rctx, req.Method, u, body)
+	if err != nil {
+		bucket.Done(RateHeaders{}, 0)
+		return nil, 0, &PermanentError{fmt.Errorf("build request: %w", err)}
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "application/json")
+	if auth != nil {
+		auth(hr.Header)
+	} else {
+		hr.Header.Set("Authorization", "Bearer "+tok)
+	}
+	if req.OrgAccess {
+		hr.Header.Set("Org-Access", "true")
+	} else if req.Account != "" {
+		hr.Header.Set("Account-Name", req.Account)
+	}
+	res, err := c.http.Do(hr)
+	if err != nil {
+		bucket.Done(RateHeaders{}, 0)
+		c.m.request(req.Functionality, "error", c.clk.Now().Sub(start).Seconds())
+		reason := "network"
+		if errors.Is(err, context.DeadlineExceeded) {
+			reason = "timeout"
+		}
+		return nil, 0, &transientError{reason, errors.New(c.scrub(err.Error()))}
+	}
+	b, rerr := io.ReadAll(io.LimitReader(res.Body, c.maxBody+1))
+	res.Body.Close()
+	h := ParseRateHeaders(res.Header)
+	bucket.Done(h, res.StatusCode)
+	now := c.clk.Now()
+	c.m.request(req.Functionality, strconv.Itoa(res.StatusCode), now.Sub(start).Seconds())
+	resp := &Response{Status: res.StatusCode, Header: res.Header, Body: b, Received: now}
+	if res.StatusCode == http.StatusTooManyRequests {
+		c.m.rateLimitedInc(req.Functionality)
+		return resp, res.StatusCode, &transientError{"429", &StatusError{Status: 429, Message: c.message(b)}}
+	}
+	if rerr != nil {
+		reason := "body"
+		if errors.Is(rerr, context.DeadlineExceeded) {
+			reason = "timeout"
+		}
+		return nil, res.StatusCode, &transientError{reason, fmt.Errorf("read body (HTTP %d): %s", res.StatusCode, c.scrub(rerr.Error()))}
+	}
+	if int64(len(b)) > c.maxBody {
+		return nil, res.StatusCode, &PermanentError{fmt.Errorf("HTTP %d body over %d bytes (api.max_body_bytes)", res.StatusCode, c.maxBody)}
+	}
+	switch {
+	case res.StatusCode >= 500:
+		return nil, res.StatusCode, &transientError{"5xx", &StatusError{Status: res.StatusCode, Message: c.message(b)}}
+	case res.StatusCode >= 400:
+		se := &StatusError{Status: res.StatusCode, Message: c.message(b), NextPage: req.NextPage}
+		return nil, res.StatusCode, &PermanentError{se}
+	case res.StatusCode < 200 || res.StatusCode >= 300:
+		return nil, res.StatusCode, &transientError{"status", fmt.Errorf("unexpected HTTP %d", res.StatusCode)}
+	}
+	if res.StatusCode == http.StatusNoContent {
+		resp.Body = nil
+	}
+	if req.Decode != nil {
+		if err := req.Decode(res.StatusCode, resp.Body); err != nil {
+			return nil, res.StatusCode, &transientError{"body", fmt.Errorf("HTTP %d body: %s", res.StatusCode, c.scrub(err.Error()))}
+		}
+	}
+	return resp, res.StatusCode, nil
+}
+
+func (c *Client) resolve(ref string) (string, error) {
+	u, err := url.Parse(ref)
+	if err != nil {
+		return "", fmt.Errorf("bad URL: %w", err)
+	}
+	if u.IsAbs() {
+		return ref, nil // C3: next-page URLs are opaque, used verbatim
+	}
+	if strings.HasPrefix(ref, "/") {
+		// Paths of the specs are relative to the base URL, which may
+		// itself carry a path prefix.
+		b := *c.base
+		p, q, _ := strings.Cut(ref, "?")
+		b.Path = strings.TrimRight(b.Path, "/") + p
+		b.RawPath = ""
+		b.RawQuery = q
+		return b.String(), nil
+	}
+	return c.base.ResolveReference(u).String(), nil
+}
+
+// message returns the API's error message (C5: {"message": ...}),
+// shortened and scrubbed of credentials.
+func (c *Client) message(b []byte) string {
+	var m struct {
+		Message string `json:"message"`
+	}
+	s := ""
+	if json.Unmarshal(b, &m) == nil && m.Message != "" {
+		s = m.Message
+	} else {
+		s = strings.TrimSpace(string(b))
+	}
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return c.scrub(s)
+}
+
+// scrub removes every credential the client knows from s, in case a server
+// or a transport error echoes one.
+func (c *Client) scrub(s string) string {
+	for _, sec := range c.secrets {
+		if v := sec.Reveal(); v != "" {
+			s = strings.ReplaceAll(s, v, secret.Redacted)
+		}
+	}
+	if ct, ok := c.tokens.(*coreTokens); ok {
+		ct.mu.Lock()
+		tok := ct.tok
+		ct.mu.Unlock()
+		if tok != "" {
+			s = strings.ReplaceAll(s, tok, secret.Redacted)
+		}
+	}
+	return s
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, clk Clock, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	select {
+	case <-clk.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

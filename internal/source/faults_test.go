@@ -1,0 +1,78 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svcexport/collector/internal/apisim"
+)
+
+// C1, C3, C5: with 5% 5xx, 5% cut-off bodies, token revocation every 50
+// requests and late data, a tailing poller with lag + overlap >= late_max is
+// complete per truth up to its watermark minus the overlap. The simulator
+// and the collector share a clock 600 times faster than the wall clock, so
+// a few seconds are hours of API time.
+func TestPoller_C1_C3_C5_FaultsTogetherAreComplete(t *testing.T) {
+	clk := newSimClock(600)
+	srv := startSim(t, func(c *apisim.Config) {
+		c.Now = clk.Now
+		c.ErrorRate, c.CutRate, c.RevokeEvery = 0.05, 0.05, 50
+		c.LateMax = 40 * time.Minute
+		c.Rates[apisim.SourceDNS] = 2000
+		c.PageSize = 500
+	})
+	cfg := simConfig(srv)
+	cfg.API.PageRows = 500
+	lag, overlap, interval := 10*time.Minute, 30*time.Minute, 5*time.Minute
+	cfg.Sources["dns"] = SourceOverride{Start: ptr("6h"), Lag: &lag, Overlap: &overlap, Interval: &interval}
+	e := newEnv(t, cfg, clk)
+	p := e.poller(SourceDNS, "acme", false)
+	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Second) // one hour of API time
+	defer cancel()
+	var col collector
+	if err := p.Run(ctx, Cursor{}, col.emit); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("tailing run ended with %v", err)
+	}
+	pages := col.snapshot()
+	from, wm := firstStart(pages), col.last().Watermark
+	if wm.Sub(from) < 6*time.Hour {
+		t.Fatalf("watermark moved only %v in an hour of API time", wm.Sub(from))
+	}
+	checkTruth(t, srv, SourceDNS, "acme", pages, from, wm.Add(-overlap))
+	st := srv.Stats().Get("sim-admin", SourceDNS)
+	t.Logf("stats %+v", st)
+	if st.Unauthorized == 0 || st.ServerErrors == 0 || testutilValue(e.metrics.retries.WithLabelValues(SourceDNS, "body")) == 0 {
+		t.Fatalf("faults did not happen: %+v", st)
+	}
+	if testutilValue(e.metrics.tokenRenewals.WithLabelValues("core")) < 2 {
+		t.Fatal("token never renewed")
+	}
+	if strings.Contains(e.logs.String(), "sim-secret") || strings.Contains(e.logs.String(), "Bearer") {
+		t.Fatal("a credential appears in the logs")
+	}
+}
+
+// C1: a wrong secret fails the run loudly; neither the error nor the logs
+// hold the secret.
+func TestPoller_C1_WrongSecretNeverAppearsInLogsOrErrors(t *testing.T) {
+	srv := startSim(t, nil)
+	cfg := simConfig(srv)
+	cfg.API.Secret = NewCredential("wrong-secret-Zq9")
+	e := newEnv(t, cfg, nil)
+	err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, (&collector{}).emit)
+	var se *StatusError
+	if !errors.As(err, &se) || se.Status != 401 {
+		t.Fatalf("err = %v, want a 401", err)
+	}
+	for _, s := range []string{err.Error(), e.logs.String(), fmtAll(e.cfg)} {
+		if strings.Contains(s, "wrong-secret-Zq9") {
+			t.Fatalf("secret leaked: %s", s)
+		}
+	}
+	if got := testutilValue(e.metrics.pollErrors.WithLabelValues(SourceDNS, "acme", "auth")); got != 1 {
+		t.Fatalf("poll errors = %v", got)
+	}
+}

@@ -1,0 +1,537 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/window"
+)
+
+// PollerConfig configures one poller: one source of one account.
+type PollerConfig struct {
+	// Spec is the source.
+	Spec Spec
+	// Account is the envelope account: the sub-account, "org" or
+	// "default" (C7).
+	Account string
+	// AccountHeader is sent as Account-Name; empty sends none (C2).
+	AccountHeader string
+	// OrgAccess sends Org-Access: true (C2: organization audit logs).
+	OrgAccess bool
+	// Settings are the resolved source settings.
+	Settings SourceSettings
+	// API holds the paging limits (page_rows, result_cap, max_pages,
+	// next_page_ttl, max_history) and the retry backoff.
+	API APIConfig
+	// Edge holds max_rows, the alert status filter and lookback (C6).
+	Edge EdgeConfig
+	// Once makes Run return once the stream caught up with now - lag as of
+	// the start of Run.
+	Once bool
+	// Planner plans the windows; nil builds one with NewPlanner.
+	Planner *window.Planner
+	// Logger and Metrics may be nil.
+	Logger  *slog.Logger
+	Metrics *Metrics
+}
+
+// Poller pulls one source of one account, window after window, and hands
+// each page to Emit with the cursor that holds once it is delivered (DESIGN
+// item 2). Run is not safe for concurrent use; Snapshot is.
+type Poller struct {
+	c       *Client
+	cfg     PollerConfig
+	plan    window.Planner
+	clk     Clock
+	log     *slog.Logger
+	m       *Metrics
+	eb      envelopeBuilder
+	splitAt int64
+	alerts  *alertTracker
+
+	mu   sync.Mutex
+	snap Snapshot
+}
+
+// NewPoller returns the poller of cfg that fetches through c.
+func NewPoller(c *Client, cfg PollerConfig) (*Poller, error) {
+	if c == nil {
+		return nil, errors.New("poller: nil client")
+	}
+	if cfg.Spec.Edge != (c.api == "edge") {
+		return nil, fmt.Errorf("poller %s: source needs the %s client", cfg.Spec.Name, map[bool]string{true: "edge", false: "core"}[cfg.Spec.Edge])
+	}
+	if cfg.Account == "" {
+		cfg.Account = DefaultAccount
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = c.log
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = c.m
+	}
+	if cfg.API.MaxPages <= 0 || cfg.API.PageRows <= 0 || cfg.API.ResultCap <= 0 || cfg.API.NextPageTTL <= 0 {
+		return nil, fmt.Errorf("poller %s/%s: api paging limits not set", cfg.Spec.Name, cfg.Account)
+	}
+	if cfg.Spec.Edge && cfg.Edge.MaxRows <= 0 {
+		return nil, fmt.Errorf("poller %s/%s: edge.max_rows not set", cfg.Spec.Name, cfg.Account)
+	}
+	if cfg.Settings.Interval <= 0 {
+		return nil, fmt.Errorf("poller %s/%s: interval not set", cfg.Spec.Name, cfg.Account)
+	}
+	plan := NewPlanner(cfg.Spec, cfg.Settings, cfg.API, cfg.Edge)
+	if cfg.Planner != nil {
+		plan = *cfg.Planner
+	}
+	if err := plan.Validate(); err != nil {
+		return nil, fmt.Errorf("poller %s/%s planner: %w", cfg.Spec.Name, cfg.Account, err)
+	}
+	p := &Poller{
+		c: c, cfg: cfg, plan: plan, clk: c.clk, m: cfg.Metrics,
+		log: cfg.Logger.With("source", cfg.Spec.Name, "account", cfg.Account),
+		// C3: a result set stops at result_cap rows or max_pages pages,
+		// whichever comes first; a window that may hold more is split.
+		splitAt: resultCap(cfg.API),
+	}
+	p.eb = envelopeBuilder{source: cfg.Spec.Name, account: cfg.Account, timeField: cfg.Spec.TimeField, log: p.log, m: p.m}
+	if cfg.Spec.Name == SourceEdgeAlerts && cfg.Edge.AlertUpdateLookback > 0 {
+		p.alerts = newAlertTracker(cfg.Edge.AlertUpdateLookback)
+	}
+	p.snap = Snapshot{Source: cfg.Spec.Name, Account: cfg.Account}
+	return p, nil
+}
+
+// DefaultAccount is the envelope account when no account is configured:
+// the token's own account (C2).
+const DefaultAccount = "default"
+
+// Source returns the source name.
+func (p *Poller) Source() string { return p.cfg.Spec.Name }
+
+// Account returns the envelope account.
+func (p *Poller) Account() string { return p.cfg.Account }
+
+// errCaughtUp ends a Once run.
+var errCaughtUp = errors.New("caught up")
+
+// Run pulls the stream from cursor on and hands every page to emit, in
+// order, each with the cursor that holds once it is delivered. A zero
+// cursor starts at the source's configured start; a cursor with a chain in
+// flight continues it (C3). Transient failures are retried and never end
+// Run; a permanent failure is logged, counted and retried after a backoff
+// (in Once mode it ends Run with the error, so a batch run fails loudly
+// instead of hanging). Run returns ctx's error when ctx ends, an error of
+// emit (wrapped) when the pipeline refuses a page, or nil in Once mode once
+// the stream caught up with now - lag as of when Run started. Run must not
+// be called concurrently on one Poller; a Poller may be run again after
+// Run returned (it keeps its learned density and alert tracker).
+func (p *Poller) Run(ctx context.Context, cursor Cursor, emit Emit) error {
+	started := p.clk.Now()
+	if cursor.Watermark.IsZero() {
+		st, clamped, err := p.plan.Start(p.cfg.Settings.Start, started)
+		if err != nil {
+			return fmt.Errorf("%s/%s start: %w", p.cfg.Spec.Name, p.cfg.Account, err)
+		}
+		if clamped {
+			p.log.Warn("configured start is older than the API reaches; starting at the oldest reachable time",
+				"start", p.cfg.Settings.Start, "watermark", record.FormatTime(st))
+		}
+		cursor.Watermark = st
+		if p.alerts != nil {
+			// A new stream has seen nothing before its start: re-asks
+			// begin there too. A resumed stream re-asks its whole
+			// lookback, as it may have missed updates while down.
+			p.alerts.from = st
+		}
+	}
+	if cursor.Density > 0 && p.density() == 0 {
+		p.setDensity(cursor.Density)
+	}
+	r := &run{p: p, cur: cursor, emit: emit, started: started}
+	p.begin(started, cursor)
+	if !p.cfg.Once {
+		// A small deterministic offset per stream, so that pollers do
+		// not all start at once (STYLE item 5).
+		if err := sleep(ctx, p.clk, p.startOffset()); err != nil {
+			return err
+		}
+	}
+	failures := 0
+	for {
+		err := r.step(ctx)
+		switch {
+		case err == nil:
+			failures = 0
+			continue
+		case errors.Is(err, errCaughtUp):
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.As(err, new(*emitError)):
+			// The pipeline refused a page: retrying cannot help.
+			return err
+		}
+		kind := errorKind(err)
+		p.m.pollError(p.cfg.Spec.Name, p.cfg.Account, kind)
+		p.noteError(err)
+		failures++
+		wait := p.failureWait(failures)
+		p.log.Error("poll failed", "kind", kind, "window_start", windowStart(r.cur), "retry_in", wait.String(), "err", err.Error())
+		if p.cfg.Once && IsPermanent(err) {
+			return err
+		}
+		if err := sleep(ctx, p.clk, wait); err != nil {
+			return err
+		}
+	}
+}
+
+func windowStart(c Cursor) string {
+	if c.InFlight != nil {
+		return record.FormatTime(c.InFlight.Window.Start)
+	}
+	return record.FormatTime(c.Watermark)
+}
+
+// failureWait is the backoff after n failed polls in a row: exponential from
+// retry.initial up to max(retry.max, interval), with equal jitter so it is
+// never near zero.
+func (p *Poller) failureWait(n int) time.Duration {
+	d := p.cfg.API.Retry.Initial
+	limit := max(p.cfg.API.Retry.Max, p.cfg.Settings.Interval)
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	d = max(min(d, limit), time.Millisecond)
+	return d/2 + time.Duration(jitterRand(int64(d/2)+1))
+}
+
+func (p *Poller) startOffset() time.Duration {
+	h := fnv.New64a()
+	h.Write([]byte(p.cfg.Spec.Name + "/" + p.cfg.Account))
+	span := min(p.cfg.Settings.Interval/2, 15*time.Second)
+	if span <= 0 {
+		return 0
+	}
+	return time.Duration(h.Sum64() % uint64(span))
+}
+
+// errorKind is the kind label of collector_poll_errors_total.
+func errorKind(err error) string {
+	var se *StatusError
+	switch {
+	case errors.As(err, &se) && se.Status == 401:
+		return "auth"
+	case errors.As(err, &se) && se.Status == 403:
+		return "forbidden"
+	case errors.As(err, &se) && se.Status == 400:
+		return "bad_request"
+	case IsNextPageExpired(err):
+		return "nextpage_expired"
+	case IsPermanent(err):
+		return "permanent"
+	default:
+		return "transient"
+	}
+}
+
+// run is the state of one Run call.
+type run struct {
+	p                 *Poller
+	cur               Cursor
+	emit              Emit
+	started           time.Time
+	warnedUnreachable bool
+}
+
+// step does one unit of work: resume the chain in flight, process the next
+// window, or, when caught up, re-ask alert updates and wait one interval.
+func (r *run) step(ctx context.Context) error {
+	p := r.p
+	if r.cur.InFlight != nil {
+		return r.resume(ctx)
+	}
+	now := p.clk.Now()
+	planNow := now
+	if p.cfg.Once {
+		planNow = r.started
+	}
+	if u, ok := p.plan.Unreachable(r.cur.Watermark, planNow); ok && !r.warnedUnreachable {
+		// C3 max_history: the API no longer serves this time. Never
+		// silent: logged and counted once per run.
+		r.warnedUnreachable = true
+		p.m.pollError(p.cfg.Spec.Name, p.cfg.Account, "unreachable")
+		p.log.Error("time older than max_history is no longer served and is skipped",
+			"window_start", record.FormatTime(u.Start), "window_end", record.FormatTime(u.End))
+	}
+	w, ok := p.plan.Next(r.cur.Watermark, planNow, p.density())
+	if ok {
+		return r.window(ctx, w)
+	}
+	p.caughtUp(true)
+	if p.alerts != nil {
+		if err := r.revisitAlerts(ctx); err != nil {
+			return err
+		}
+	}
+	if p.cfg.Once {
+		return errCaughtUp
+	}
+	return sleep(ctx, p.clk, p.cfg.Settings.Interval)
+}
+
+// maxRestarts bounds the next-page restarts of one window in a row; past it
+// the poll fails (counted, logged) and is retried after a backoff.
+const maxRestarts = 5
+
+// window fetches window w completely: its first page, a split when the
+// result set may be truncated (C3, C6), then its next-page chain.
+func (r *run) window(ctx context.Context, w window.Window) error {
+	p := r.p
+	for restarts := 0; ; restarts++ {
+		first, err := r.fetch(ctx, w, "", 0)
+		if err != nil {
+			return err
+		}
+		rows := int64(len(first.body.Records))
+		if first.body.HasPaging {
+			rows = max(rows, first.body.TotalRows)
+		}
+		p.setDensity(window.Density(p.density(), rows, w.Duration()))
+		if parts, ok := r.splitIfFull(w, first); ok {
+			for _, part := range parts {
+				if err := r.window(ctx, part); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		err = r.walk(ctx, w, first, Chain{Window: w, Started: first.received}, 0)
+		var re *restartError
+		if !errors.As(err, &re) {
+			return err
+		}
+		p.m.restart(p.cfg.Spec.Name, p.cfg.Account)
+		// C3: the chain's URL expired (or the server forgot it): ask
+		// the window again from its first page. When the walk itself
+		// outlived the URLs, the same walk would expire again: split
+		// the window so that its chains are shorter.
+		if re.age >= p.cfg.API.NextPageTTL/2 {
+			if parts, err := p.plan.SplitFull(w); err == nil && len(parts) > 1 {
+				p.m.split(p.cfg.Spec.Name, p.cfg.Account)
+				p.log.Warn("next-page URL expired during a long walk; splitting the window", "window_start", record.FormatTime(w.Start),
+					"window_end", record.FormatTime(w.End), "chain_age", re.age.String())
+				for _, part := range parts {
+					if err := r.window(ctx, part); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+		}
+		if restarts >= maxRestarts {
+			return fmt.Errorf("%s/%s %s: restarted %d times: %w", p.cfg.Spec.Name, p.cfg.Account, w, restarts+1, re.err)
+		}
+		p.log.Warn("next-page URL expired; restarting the window", "window_start", record.FormatTime(w.Start),
+			"window_end", record.FormatTime(w.End), "chain_age", re.age.String())
+	}
+}
+
+// splitIfFull returns the parts of w when its first page says the result
+// set may be truncated: totalRows at the cap (C3) or an edge answer with
+// max_rows rows (C6). A window that cannot be split further is walked as
+// it is, and the possible loss is logged and counted, never silent.
+func (r *run) splitIfFull(w window.Window, first *fetched) ([]window.Window, bool) {
+	p := r.p
+	var parts []window.Window
+	var err error
+	switch {
+	case p.cfg.Spec.Edge && len(first.body.Records) >= p.cfg.Edge.MaxRows:
+		parts, err = p.plan.SplitFull(w)
+	case !p.cfg.Spec.Edge && first.body.HasPaging && first.body.TotalRows >= p.splitAt:
+		parts, err = p.plan.Split(w, first.body.TotalRows)
+	default:
+		return nil, false
+	}
+	if err == nil && len(parts) == 0 {
+		return nil, false // under the planner's cap: nothing to split
+	}
+	if err == nil && len(parts) > 1 {
+		p.m.split(p.cfg.Spec.Name, p.cfg.Account)
+		p.log.Info("window too large, split", "window_start", record.FormatTime(w.Start), "window_end", record.FormatTime(w.End),
+			"total_rows", first.body.TotalRows, "rows", len(first.body.Records), "parts", len(parts))
+		return parts, true
+	}
+	p.m.pollError(p.cfg.Spec.Name, p.cfg.Account, "truncated")
+	p.log.Error("window cannot be split further; its result set may be truncated", "window_start", record.FormatTime(w.Start),
+		"window_end", record.FormatTime(w.End), "total_rows", first.body.TotalRows, "rows", len(first.body.Records))
+	return nil, false
+}
+
+// emitError is an error of Emit; it ends Run.
+type emitError struct{ err error }
+
+func (e *emitError) Error() string { return "emit: " + e.err.Error() }
+func (e *emitError) Unwrap() error { return e.err }
+
+// restartError reports a next-page 404 during a walk (C3).
+type restartError struct {
+	age time.Duration // how old the chain was
+	err error
+}
+
+func (e *restartError) Error() string { return e.err.Error() }
+func (e *restartError) Unwrap() error { return e.err }
+
+type fetched struct {
+	body     pageBody
+	received time.Time
+}
+
+type fetchResult struct {
+	f   *fetched
+	err error
+}
+
+// walk delivers the page pg (index idx of w's chain) and every page after
+// it. It fetches page k+1 while page k is being delivered, never more than
+// one page ahead, so that emit's blocking is the backpressure (DESIGN
+// item 2).
+func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain Chain, idx int) error {
+	p := r.p
+	for {
+		next := pg.body.Next
+		capped := idx+1 >= p.cfg.API.MaxPages
+		var pre chan fetchResult
+		stop := func() {}
+		if next != "" && !capped {
+			pctx, cancel := context.WithCancel(ctx)
+			pre = make(chan fetchResult, 1)
+			go func() {
+				f, err := r.fetch(pctx, w, next, idx+1)
+				pre <- fetchResult{f, err}
+			}()
+			stop = func() { cancel(); <-pre }
+		}
+		envs, err := p.eb.build(pg.body.Records, w, pg.received)
+		if err != nil {
+			stop()
+			return &PermanentError{fmt.Errorf("%s/%s page %d of %s: %w", p.cfg.Spec.Name, p.cfg.Account, idx+1, w, err)}
+		}
+		if p.alerts != nil {
+			for _, rec := range pg.body.Records {
+				p.alerts.observe(rec) // later re-asks emit only what changed
+			}
+		}
+		chain.Pages++
+		chain.Rows += int64(len(envs))
+		last := next == "" || capped
+		after := Cursor{Watermark: w.End, Density: p.density()}
+		if !last {
+			c := chain
+			c.NextURL = next
+			after = Cursor{Watermark: r.cur.Watermark, InFlight: &c, Density: p.density()}
+		}
+		page := Page{
+			Source: p.cfg.Spec.Name, Account: p.cfg.Account, Window: w, Index: idx,
+			Envelopes: envs, After: after, FetchedAt: pg.received,
+		}
+		if err := r.emit(ctx, page); err != nil {
+			stop()
+			return &emitError{err}
+		}
+		r.cur = after
+		p.delivered(after, len(envs))
+		if last {
+			if capped && next != "" {
+				p.m.pollError(p.cfg.Spec.Name, p.cfg.Account, "page_cap")
+				p.log.Error("page cap reached with a next page left; the rest of the window is not fetched",
+					"window_start", record.FormatTime(w.Start), "window_end", record.FormatTime(w.End), "max_pages", p.cfg.API.MaxPages)
+			}
+			return nil
+		}
+		res := <-pre
+		stop = func() {}
+		if res.err != nil {
+			if IsNextPageExpired(res.err) {
+				return &restartError{age: p.clk.Now().Sub(chain.Started), err: res.err}
+			}
+			return res.err
+		}
+		pg = res.f
+		idx++
+	}
+}
+
+// resume continues the chain in flight of the cursor: from its NextURL
+// while that is younger than next_page_ttl (the records before it were
+// delivered), else from the window's first page (C3).
+func (r *run) resume(ctx context.Context) error {
+	p := r.p
+	ch := *r.cur.InFlight
+	w := ch.Window
+	age := p.clk.Now().Sub(ch.Started)
+	if ch.NextURL != "" && age < p.cfg.API.NextPageTTL {
+		f, err := r.fetch(ctx, w, ch.NextURL, ch.Pages)
+		if err == nil {
+			err = r.walk(ctx, w, f, ch, ch.Pages)
+			var re *restartError
+			if !errors.As(err, &re) {
+				return err
+			}
+		} else if !IsNextPageExpired(err) {
+			return err
+		}
+	}
+	if ch.NextURL != "" {
+		p.m.restart(p.cfg.Spec.Name, p.cfg.Account)
+		p.log.Info("chain in flight cannot continue; restarting its window", "window_start", record.FormatTime(w.Start),
+			"window_end", record.FormatTime(w.End), "chain_age", age.String())
+	}
+	return r.window(ctx, w)
+}
+
+// fetch fetches page idx of w: the first page when next is empty, else the
+// next-page URL next.
+func (r *run) fetch(ctx context.Context, w window.Window, next string, idx int) (*fetched, error) {
+	p := r.p
+	spec := p.cfg.Spec
+	req := Request{
+		Method: "GET", URL: next, Account: p.cfg.AccountHeader, OrgAccess: p.cfg.OrgAccess,
+		Functionality: spec.Functionality, Priority: r.priority(w), NextPage: next != "",
+		What: fmt.Sprintf("fetch page %d of %s/%s %s", idx+1, spec.Name, p.cfg.Account, w),
+	}
+	if next == "" {
+		u, body, err := firstPageURL(spec, w, p.cfg.Settings, p.cfg.Edge)
+		if err != nil {
+			return nil, &PermanentError{err}
+		}
+		req.Method, req.URL, req.Body = spec.Method, u, body
+	}
+	var pb pageBody
+	req.Decode = func(_ int, b []byte) error {
+		var err error
+		pb, err = parsePage(b, spec.DataKey)
+		return err
+	}
+	resp, err := p.c.Do(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	p.m.fetched(spec.Name, p.cfg.Account, len(pb.Records))
+	return &fetched{body: pb, received: resp.Received}, nil
+}
+
+// priority ranks a request for w: fresh when w ends within one interval of
+// now - lag (DESIGN item 3).
+func (r *run) priority(w window.Window) Priority {
+	p := r.p
+	edge := p.clk.Now().Add(-p.cfg.Settings.Lag - p.cfg.Settings.Interval)
+	return Priority{Account: p.cfg.Account, WindowEnd: w.End, Fresh: !w.End.Before(edge)}
+}

@@ -1,0 +1,254 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/record"
+)
+
+// startSim starts the API simulator on loopback with DefaultConfig changed
+// by mut, and closes it when the test ends.
+func startSim(t *testing.T, mut func(*apisim.Config)) *apisim.Server {
+	t.Helper()
+	cfg := apisim.DefaultConfig()
+	cfg.WaveAmplitude, cfg.BurstProbability = 0, 0
+	if mut != nil {
+		mut(&cfg)
+	}
+	srv, err := apisim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv
+}
+
+// simConfig is the collector configuration for srv: the simulator's
+// default credentials, fast retries.
+func simConfig(srv *apisim.Server) Config {
+	cfg := DefaultConfig()
+	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = srv.URL(), "sim-key", NewCredential("sim-secret")
+	cfg.API.Retry = RetryConfig{Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond}
+	cfg.API.Timeout = 10 * time.Second
+	cfg.Edge.BaseURL, cfg.Edge.Token = srv.EdgeURL(), NewCredential("sim-edge-token")
+	cfg.Edge.Timeout = 10 * time.Second
+	return cfg
+}
+
+// env is what a test builds from a configuration: one budget, metrics on
+// a private registry, and logs captured in a buffer.
+type env struct {
+	t       *testing.T
+	cfg     Config
+	clk     Clock
+	budget  *Budget
+	metrics *Metrics
+	logs    *syncBuffer
+	log     *slog.Logger
+	core    *Client
+	edge    *Client
+}
+
+func newEnv(t *testing.T, cfg Config, clk Clock) *env {
+	t.Helper()
+	if clk == nil {
+		clk = SystemClock{}
+	}
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, cfg: cfg, clk: clk, metrics: m, logs: &syncBuffer{}}
+	e.log = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e.budget = NewBudget(clk, m)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", tail(e.logs.String(), 4000))
+		}
+	})
+	o := Options{Clock: clk, Logger: e.log, Metrics: m}
+	if e.core, err = NewClient(cfg.API, e.budget, o); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Edge.BaseURL != "" {
+		if e.edge, err = NewEdgeClient(cfg.Edge, cfg.API, e.budget, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// poller builds the poller of source for account (the Account-Name sent).
+func (e *env) poller(source, account string, once bool) *Poller {
+	e.t.Helper()
+	spec, ok := LookupSpec(source)
+	if !ok {
+		e.t.Fatalf("no source %s", source)
+	}
+	c := e.core
+	if spec.Edge {
+		c = e.edge
+	}
+	pc := PollerConfig{Spec: spec, Account: account, AccountHeader: account, Settings: e.cfg.Sources.Resolve(source),
+		API: e.cfg.API, Edge: e.cfg.Edge, Once: once}
+	if account == OrgAccountName {
+		pc.AccountHeader, pc.OrgAccess = "", true
+	}
+	p, err := NewPoller(c, pc)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+// collector records what a poller emits.
+type collector struct {
+	mu    sync.Mutex
+	pages []Page
+	delay time.Duration // per page, to slow the pipeline down
+}
+
+func (c *collector) emit(ctx context.Context, p Page) error {
+	if c.delay > 0 {
+		select {
+		case <-time.After(c.delay):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	c.mu.Lock()
+	c.pages = append(c.pages, p)
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *collector) snapshot() []Page {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Page(nil), c.pages...)
+}
+
+// last returns the cursor after the last page.
+func (c *collector) last() Cursor {
+	ps := c.snapshot()
+	if len(ps) == 0 {
+		return Cursor{}
+	}
+	return ps[len(ps)-1].After
+}
+
+// checkTruth compares the deduplicated ids of the envelopes emitted with a
+// record time in [from, to) with the simulator's ground truth, one day at a
+// time (CONTRACT C8).
+func checkTruth(t *testing.T, srv *apisim.Server, source, account string, pages []Page, from, to time.Time) int64 {
+	t.Helper()
+	if !from.Before(to) {
+		t.Fatalf("empty range [%s, %s)", from, to)
+	}
+	seen := map[string]time.Time{}
+	for _, p := range pages {
+		for _, e := range p.Envelopes {
+			if e.Source != source || e.Account != account {
+				t.Fatalf("envelope of %s/%s in a %s/%s stream", e.Source, e.Account, source, account)
+			}
+			seen[e.ID] = e.Time
+		}
+	}
+	var total int64
+	for ds := from; ds.Before(to); ds = ds.Add(24 * time.Hour) {
+		de := ds.Add(24 * time.Hour)
+		if de.After(to) {
+			de = to
+		}
+		var d record.Digest
+		for id, tm := range seen {
+			if !tm.Before(ds) && tm.Before(de) {
+				if err := d.Add(id); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		n, x := srv.Truth(source, account, ds, de)
+		if n != d.Count || x != d.Hex() {
+			t.Errorf("%s/%s [%s, %s): got %d records (xor %.8s), truth %d (xor %.8s)",
+				source, account, record.FormatTime(ds), record.FormatTime(de), d.Count, d.Hex(), n, x)
+		}
+		total += d.Count
+	}
+	return total
+}
+
+// firstStart returns the start of the first non-revisit window emitted.
+func firstStart(pages []Page) time.Time {
+	for _, p := range pages {
+		if !p.Revisit {
+			return p.Window.Start
+		}
+	}
+	return time.Time{}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// simClock runs speed times faster than the wall clock, from the wall
+// clock's now, plus a jump the test may add; the simulator and the
+// collector share it, so that hours of API time pass in seconds.
+type simClock struct {
+	base  time.Time
+	speed float64
+	mu    sync.Mutex
+	jump  time.Duration
+}
+
+func newSimClock(speed float64) *simClock { return &simClock{base: time.Now(), speed: speed} }
+
+func (c *simClock) Now() time.Time {
+	c.mu.Lock()
+	j := c.jump
+	c.mu.Unlock()
+	el := time.Since(c.base)
+	return c.base.Add(time.Duration(float64(el)*c.speed) + j)
+}
+
+func (c *simClock) After(d time.Duration) <-chan time.Time {
+	return time.After(time.Duration(float64(d) / c.speed))
+}
+
+func (c *simClock) Jump(d time.Duration) {
+	c.mu.Lock()
+	c.jump += d
+	c.mu.Unlock()
+}

@@ -1,0 +1,109 @@
+package source
+
+import (
+	"time"
+
+	"github.com/svcexport/collector/internal/window"
+)
+
+// Snapshot is a poller's progress, cheap to take at any time, for the
+// state command, logs and an ETA.
+type Snapshot struct {
+	Source, Account string
+	// Watermark is the cursor's watermark as last emitted (not
+	// necessarily acknowledged downstream).
+	Watermark time.Time
+	// InFlight is the chain being walked, nil between windows.
+	InFlight *Chain
+	// Density is the learned rows per hour, 0 when unknown.
+	Density float64
+	// Backlog estimates the windows, rows and requests left.
+	Backlog window.Backlog
+	// CaughtUp is set while the stream has nothing to ask before now - lag.
+	CaughtUp bool
+	// Started is when Run began, StartWatermark the watermark then.
+	Started, StartWatermark time.Time
+	// Pages and Rows count what Run emitted.
+	Pages, Rows int64
+	// Errors counts failed polls; LastError is the latest, scrubbed of
+	// credentials like every error of the package.
+	Errors      int64
+	LastError   string
+	LastErrorAt time.Time
+}
+
+// ETA estimates the time until the stream catches up, from how fast its
+// watermark moved since Run started. It returns false while no progress
+// was seen yet.
+func (s Snapshot) ETA(now time.Time) (time.Duration, bool) {
+	if s.CaughtUp {
+		return 0, true
+	}
+	moved := s.Watermark.Sub(s.StartWatermark)
+	el := now.Sub(s.Started)
+	if moved <= 0 || el <= 0 {
+		return 0, false
+	}
+	return time.Duration(float64(s.Backlog.Behind) / float64(moved) * float64(el)), true
+}
+
+// Snapshot returns the poller's progress. It is safe to call while Run
+// runs.
+func (p *Poller) Snapshot() Snapshot {
+	p.mu.Lock()
+	s := p.snap
+	if s.InFlight != nil {
+		c := *s.InFlight
+		s.InFlight = &c
+	}
+	p.mu.Unlock()
+	s.Backlog = p.plan.Remaining(s.Watermark, p.clk.Now(), s.Density)
+	return s
+}
+
+func (p *Poller) begin(now time.Time, c Cursor) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.snap.Started, p.snap.StartWatermark = now, c.Watermark
+	p.snap.Watermark, p.snap.InFlight = c.Watermark, c.InFlight
+	p.snap.CaughtUp = false
+}
+
+func (p *Poller) delivered(c Cursor, rows int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.snap.Watermark, p.snap.InFlight = c.Watermark, c.InFlight
+	p.snap.Pages++
+	p.snap.Rows += int64(rows)
+	p.snap.CaughtUp = false
+}
+
+func (p *Poller) caughtUp(v bool) {
+	p.mu.Lock()
+	p.snap.CaughtUp = v
+	p.mu.Unlock()
+}
+
+func (p *Poller) noteError(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.snap.Errors++
+	p.snap.LastError = err.Error()
+	p.snap.LastErrorAt = p.clk.Now()
+}
+
+func (p *Poller) density() float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.snap.Density
+}
+
+func (p *Poller) setDensity(d float64) {
+	p.mu.Lock()
+	p.snap.Density = d
+	p.mu.Unlock()
+}
+
+// SetDensity seeds the learned density (rows per hour), e.g. from the
+// checkpoint after a restart, so the first windows are sized well.
+func (p *Poller) SetDensity(d float64) { p.setDensity(d) }
