@@ -68,6 +68,7 @@ func load(path string, environ []string, dst any) error {
 			ErrorUnused:      true,
 			DecodeHook: mapstructure.ComposeDecodeHookFunc(
 				durationHook,
+				timeToStringHook,
 				mapstructure.TextUnmarshallerHookFunc(),
 				mapstructure.StringToSliceHookFunc(","),
 			),
@@ -113,6 +114,15 @@ func durationHook(from, to reflect.Type, data any) (any, error) {
 			return time.Duration(0), nil
 		}
 		return nil, fmt.Errorf("duration %v has no unit (write e.g. 30s, 5m, 2h, 7d)", v)
+	}
+	return data, nil
+}
+
+// timeToStringHook keeps a YAML timestamp (start: 2026-11-20T00:00:00Z,
+// which the YAML parser reads as a time) usable for a string key.
+func timeToStringHook(from, to reflect.Type, data any) (any, error) {
+	if t, ok := data.(time.Time); ok && to.Kind() == reflect.String {
+		return t.Format(time.RFC3339Nano), nil
 	}
 	return data, nil
 }

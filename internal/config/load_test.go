@@ -83,3 +83,13 @@ func TestParseDurationAcceptsDays(t *testing.T) {
 		t.Error("7 days must be refused")
 	}
 }
+
+func TestLoadKeepsAYAMLTimestampForAStringKey(t *testing.T) {
+	var cfg testConfig
+	if err := load(writeFile(t, "api:\n  name: 2026-11-20T10:00:00Z\n"), nil, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.API.Name != "2026-11-20T10:00:00Z" {
+		t.Fatalf("got %q", cfg.API.Name)
+	}
+}

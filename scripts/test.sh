@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run calls this). On a fresh Debian
+# machine it installs what the tests need, starts the servers, runs every
+# test with the race detector, fuzzes the parsers briefly, and stops the
+# servers again, whatever happens.
+#
+#   Kafka-protocol broker: franz-go's kfake, in-process or as our own
+#                          cmd/kafkabroker (the tests start it themselves)
+#   Kafka consumer:        Debian's kcat (librdkafka), read-back in the tests
+#   ClickHouse:            a 26.x engine from the npm package @chdb/lib-linux-x64-gnu,
+#                          served by our cmd/chserver (scripts/clickhouse.sh)
+#
+# Options: FUZZTIME (default 10s per target), GOTESTFLAGS (extra go test flags).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+sudo_if_needed() { if [[ "$(id -u)" == 0 ]]; then "$@"; else sudo "$@"; fi; }
+
+step "tools"
+if ! command -v kcat >/dev/null; then
+	sudo_if_needed apt-get update -qq
+	sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat
+fi
+kcat -V | head -n1
+go version
+
+step "ClickHouse server (npm @chdb/lib-linux-x64-gnu, cmd/chserver)"
+scripts/clickhouse.sh install
+scripts/clickhouse.sh start
+trap 'scripts/clickhouse.sh stop || true' EXIT
+eval "$(scripts/clickhouse.sh env)"
+
+step "gofmt and go vet"
+unformatted=$(gofmt -l $(git ls-files '*.go') 2>/dev/null || true)
+if [[ -n "$unformatted" ]]; then
+	echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+go vet ./...
+
+step "tests (race detector)"
+# shellcheck disable=SC2086
+go test -race -count=1 -timeout 40m ${GOTESTFLAGS:-} ./...
+
+step "fuzz targets (${FUZZTIME:-10s} each)"
+fuzz() { go test -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-10s}" "$1"; }
+fuzz ./internal/record FuzzCanonical
+for f in $(grep -ho 'func Fuzz[A-Za-z0-9_]*' internal/apisim/*_test.go | sed 's/func //'); do fuzz ./internal/apisim "$f"; done
+for f in $(grep -ho 'func Fuzz[A-Za-z0-9_]*' internal/source/*_test.go | sed 's/func //'); do fuzz ./internal/source "$f"; done
+for f in $(grep -ho 'func Fuzz[A-Za-z0-9_]*' internal/window/*_test.go | sed 's/func //'); do fuzz ./internal/window "$f"; done
+for f in $(grep -ho 'func Fuzz[A-Za-z0-9_]*' internal/sink/clickhouse/*_test.go | sed 's/func //'); do fuzz ./internal/sink/clickhouse "$f"; done
+
+step "all tests passed"
