@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
+	"github.com/svcexport/collector/internal/sink/clickhouse"
 	"github.com/svcexport/collector/internal/sink/kafka"
 	"github.com/svcexport/collector/internal/source"
 )
@@ -88,13 +88,31 @@ func checkSink(ctx context.Context, cfg config.Config, set *source.Set, o Option
 		rep, err := kafka.Check(ctx, cfg.Sink.Kafka, ks)
 		fmt.Fprint(o.Stdout, rep.String())
 		return err
-	default:
-		s, err := newSink(cfg, streams, cfg.Checkpoint.Path, prometheus.NewRegistry(), o.Log, io.Discard)
+	case config.SinkClickHouse:
+		s, err := clickhouse.New(cfg.Sink.ClickHouse, prometheus.NewRegistry(), o.Log)
 		if err != nil {
 			return err
 		}
-		return s.Ready(ctx)
+		return s.Check(ctx)
+	case config.SinkFile:
+		return checkWritableDir(cfg.Sink.File.Dir)
 	}
+	return nil
+}
+
+// checkWritableDir makes sure dir exists (creating it) and a file can be
+// written there, without touching the files a running collector owns.
+func checkWritableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".collector-check-*")
+	if err != nil {
+		return fmt.Errorf("directory %s is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 // StateOptions select what the state command does.

@@ -51,9 +51,11 @@ func load(path string, environ []string, dst any) error {
 		return fmt.Errorf("environment: %w", err)
 	}
 	var errs []error
+	reported := map[string]bool{}
 	for _, key := range k.Keys() {
-		if msg := checkKey(reflect.TypeOf(dst).Elem(), strings.Split(key, ".")); msg != "" {
-			errs = append(errs, &KeyError{Key: key, Msg: msg})
+		if at, msg := checkKey(reflect.TypeOf(dst).Elem(), strings.Split(key, ".")); msg != "" && !reported[at] {
+			reported[at] = true
+			errs = append(errs, &KeyError{Key: at, Msg: msg})
 		}
 	}
 	if len(errs) > 0 {
@@ -159,9 +161,11 @@ func ParseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// checkKey reports why the dotted key path is not a key of t, or "" when it
-// is one. A map consumes one segment (its key), a struct one per field.
-func checkKey(t reflect.Type, path []string) string {
+// checkKey reports why the dotted key path is not a key of t: the prefix of
+// the path that is wrong and what is wrong, or "" when it is a key. A map
+// consumes one segment (its key), a struct one per field.
+func checkKey(t reflect.Type, path []string) (string, string) {
+	at := func(i int) string { return strings.Join(path[:i+1], ".") }
 	for i := 0; i < len(path); i++ {
 		for t.Kind() == reflect.Pointer {
 			t = t.Elem()
@@ -169,25 +173,25 @@ func checkKey(t reflect.Type, path []string) string {
 		switch t.Kind() {
 		case reflect.Struct:
 			if t == durationType {
-				return "is a value, not a section"
+				return at(i - 1), "is a value, not a section"
 			}
 			f, ok := fieldByTag(t, path[i])
 			if !ok {
-				return "unknown key" + suggest(t, path[i])
+				return at(i), "unknown key" + suggest(t, path[i])
 			}
 			t = f.Type
 		case reflect.Map:
 			if t.Elem().Kind() == reflect.Interface {
-				return ""
+				return "", ""
 			}
 			t = t.Elem()
 		case reflect.Slice, reflect.Interface:
-			return "" // lists are checked when decoded
+			return "", "" // lists are checked when decoded
 		default:
-			return "is a value, not a section"
+			return at(i - 1), "is a value, not a section"
 		}
 	}
-	return ""
+	return "", ""
 }
 
 func fieldByTag(t reflect.Type, name string) (reflect.StructField, bool) {
@@ -246,6 +250,7 @@ var (
 	expectRe   = regexp.MustCompile(`'([^']*)' (expected .*)`)
 	cannotRe   = regexp.MustCompile(`'([^']*)' (cannot parse .*)`)
 	quotedRe   = regexp.MustCompile(`^'([^']*)' (.*)$`)
+	indexRe    = regexp.MustCompile(`\[([^\]]*)\]`) // sources[dns] -> sources.dns
 )
 
 // decodeErrors turns mapstructure's multi-line report into KeyErrors.
@@ -258,7 +263,7 @@ func decodeErrors(err error) error {
 		}
 		for _, re := range []*regexp.Regexp{decodingRe, expectRe, cannotRe, quotedRe} {
 			if m := re.FindStringSubmatch(line); m != nil {
-				out = append(out, &KeyError{Key: m[1], Msg: m[2]})
+				out = append(out, &KeyError{Key: indexRe.ReplaceAllString(m[1], ".$1"), Msg: m[2]})
 				line = ""
 				break
 			}

@@ -1,0 +1,301 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/svcexport/collector/internal/apisim"
+)
+
+// Next-page URLs that expire before a chain is walked (C3): the collector
+// restarts the window, splits it when it keeps expiring, and is complete.
+func TestNextPageExpiryShorterThanAChainWalkStaysComplete(t *testing.T) {
+	sim := startSim(t, func(c *apisim.Config) {
+		c.Rates = map[string]float64{"connections": 3000}
+		c.PageSize = 500
+		c.NextPageTTL = 2 * time.Second
+		c.SlowRate = 1
+		c.SlowDelay = 150 * time.Millisecond
+	})
+	start := time.Now().UTC().Add(-12 * time.Hour).Truncate(time.Minute)
+	s := newSetup(t, sim, start, fmt.Sprintf(`api:
+  page_rows: 500
+  next_page_ttl: 2s
+sources:
+  default:
+    enabled: false
+    start: %s
+    lag: 2m
+  connections:
+    enabled: true
+`, start.Format(time.RFC3339)))
+	s.extra = strings.Replace(s.extra, "api:\n", "", 1)
+	s.extra = strings.Replace(s.extra, "  page_rows: 500\n  next_page_ttl: 2s\n", "", 1)
+	s.env = append(s.env, "COLLECTOR_API__PAGE_ROWS=500", "COLLECTOR_API__NEXT_PAGE_TTL=2s", "COLLECTOR_ACCOUNTS=[acme]")
+	s.write(t)
+	s.runOnce(t, 5*time.Minute)
+
+	k := streamKey{"connections", "acme"}
+	out := readFileSink(t, s.outDir())
+	n := compareWithTruth(t, sim, out, []streamKey{k}, start, watermarks(t, s.checkpointPath()))
+	st := sim.Stats().Get("sim-admin", "connections")
+	if st.NextPage404 == 0 {
+		t.Fatalf("no next-page URL expired: the test did not exercise expiry (%d records)", n)
+	}
+	t.Logf("%d records, %d expired next pages", n, st.NextPage404)
+}
+
+// With a short rate period (60 tokens per 5 s) a two-account backfill sees
+// zero 429 (C4): the budget paces the requests.
+func TestBudgetedBackfillSeesNo429(t *testing.T) {
+	sim := startSim(t, func(c *apisim.Config) {
+		c.RateLimit = 60
+		c.RatePeriod = 5 * time.Second
+		c.PageSize = 500
+		c.Rates["connections"] = 2500
+		c.Rates["dns"] = 2000
+	})
+	start := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Minute)
+	s := newSetup(t, sim, start, "")
+	s.env = append(s.env,
+		"COLLECTOR_API__PAGE_ROWS=500",
+		"COLLECTOR_API__RATE__LIMIT=60", "COLLECTOR_API__RATE__PERIOD=5s",
+		"COLLECTOR_EDGE__RATE__LIMIT=60", "COLLECTOR_EDGE__RATE__PERIOD=5s")
+	began := time.Now()
+	s.runOnce(t, 5*time.Minute)
+	out := readFileSink(t, s.outDir())
+	compareWithTruth(t, sim, out, allStreams(), start, watermarks(t, s.checkpointPath()))
+	var requests int64
+	for _, c := range sim.Stats().Counters {
+		requests += c.Requests
+		if c.RateLimited != 0 {
+			t.Errorf("%s/%s: %d answers were 429", c.User, c.Functionality, c.RateLimited)
+		}
+	}
+	conn := sim.Stats().Get("sim-admin", "connections")
+	if conn.Requests <= 60 {
+		t.Fatalf("connections needed only %d requests: the bucket was never the limit", conn.Requests)
+	}
+	t.Logf("%d requests in %v; connections: %d requests", requests, time.Since(began).Round(time.Millisecond), conn.Requests)
+}
+
+// A noisy neighbour of the same user spends half of every bucket: 429s are
+// few and nothing is lost (C4: the headers are the truth).
+func TestNoisyNeighbourCostsFew429AndNoRecords(t *testing.T) {
+	sim := startSim(t, func(c *apisim.Config) {
+		c.RateLimit = 60
+		c.RatePeriod = 5 * time.Second
+		c.PageSize = 500
+		c.NoisyFraction = 0.5
+		c.Rates["connections"] = 2500
+		c.Rates["dns"] = 2000
+	})
+	start := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Minute)
+	s := newSetup(t, sim, start, "")
+	s.env = append(s.env,
+		"COLLECTOR_API__PAGE_ROWS=500",
+		"COLLECTOR_API__RATE__LIMIT=60", "COLLECTOR_API__RATE__PERIOD=5s",
+		"COLLECTOR_EDGE__RATE__LIMIT=60", "COLLECTOR_EDGE__RATE__PERIOD=5s")
+	s.runOnce(t, 5*time.Minute)
+	out := readFileSink(t, s.outDir())
+	compareWithTruth(t, sim, out, allStreams(), start, watermarks(t, s.checkpointPath()))
+	var requests, limited int64
+	for _, c := range sim.Stats().Counters {
+		requests += c.Requests
+		limited += c.RateLimited
+	}
+	if conn := sim.Stats().Get("sim-admin", "connections"); conn.Requests <= 60 {
+		t.Fatalf("connections needed only %d requests: the bucket was never the limit", conn.Requests)
+	}
+	if limited*20 > requests {
+		t.Errorf("%d of %d requests were 429: more than 5%%", limited, requests)
+	}
+	t.Logf("%d requests, %d answered 429", requests, limited)
+}
+
+// 5% 503, 5% cut-off bodies, token revocation every 50 requests and late
+// data, while tailing with an overlap as large as the ingestion delay minus
+// the lag: complete per truth (C1, C3, C5).
+func TestFaultsTogetherLoseNothing(t *testing.T) {
+	const lateMax = 20 * time.Second
+	sim := startSim(t, func(c *apisim.Config) {
+		c.ErrorRate = 0.05
+		c.CutRate = 0.05
+		c.RevokeEvery = 50
+		c.LateMax = lateMax
+		c.RateLimit = 100_000
+		c.Rates = map[string]float64{"dns": 3000, "connections": 2000, "audit_logs": 300, "edge_audit_events": 500}
+	})
+	start := time.Now().UTC().Add(-6 * time.Hour).Truncate(time.Minute)
+	s := newSetup(t, sim, start, fmt.Sprintf(`sources:
+  default:
+    enabled: false
+    start: %s
+    lag: 5s
+    overlap: 20s
+    interval: 1s
+  dns: {enabled: true}
+  connections: {enabled: true}
+  audit_logs: {enabled: true}
+  edge_audit_events: {enabled: true}
+`, start.Format(time.RFC3339)))
+	s.env = append(s.env, "COLLECTOR_API__RATE__LIMIT=100000", "COLLECTOR_EDGE__RATE__LIMIT=100000",
+		"COLLECTOR_API__RETRY__INITIAL=50ms", "COLLECTOR_API__RETRY__MAX=500ms")
+	p := s.startCollector(t)
+	// Let it catch up and tail past the late-data horizon, then stop it.
+	time.Sleep(12*time.Second + lateMax)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.wait(t, time.Minute); err != nil {
+		t.Fatalf("collector exited with %v after SIGTERM\n%s", err, tail(p.logs.String(), 30))
+	}
+	wms := watermarks(t, s.checkpointPath())
+	// Records up to (watermark - overlap) were asked again after they all
+	// became visible; compare exactly that far.
+	for k, st := range wms {
+		st.Watermark = st.Watermark.Add(-lateMax)
+		wms[k] = st
+	}
+	var streams []streamKey
+	for _, src := range []string{"dns", "connections", "audit_logs", "edge_audit_events"} {
+		for _, a := range accounts {
+			streams = append(streams, streamKey{src, a})
+		}
+	}
+	out := readFileSink(t, s.outDir())
+	n := compareWithTruth(t, sim, out, streams, start, wms)
+	var e5, cut401 int64
+	for _, c := range sim.Stats().Counters {
+		e5 += c.ServerErrors
+		cut401 += c.Unauthorized
+	}
+	if e5 == 0 || cut401 == 0 {
+		t.Fatalf("faults did not fire: %d 5xx, %d 401", e5, cut401)
+	}
+	t.Logf("%d records; %d 5xx and %d 401 survived", n, e5, cut401)
+}
+
+// SIGKILL at random moments of a backfill, 20 times, restarting each time:
+// finally complete per truth; duplicates only from pages in flight.
+func TestCrashesAtRandomMomentsLoseNothing(t *testing.T) {
+	sim := startSim(t, nil)
+	start := time.Now().UTC().Add(-48 * time.Hour).Truncate(time.Minute)
+	s := newSetup(t, sim, start, "")
+	const buffer = 10_000
+	s.env = append(s.env, fmt.Sprintf("COLLECTOR_PIPELINE__BUFFER_RECORDS=%d", buffer))
+	rng := rand.New(rand.NewPCG(7, 7))
+	kills := 0
+	for i := 0; i < 20; i++ {
+		p := s.startCollector(t, "--once")
+		select {
+		case err := <-p.done:
+			t.Fatalf("run %d ended by itself before the kill (%v): backfill too small for the test\n%s", i, err, tail(p.logs.String(), 20))
+		case <-time.After(time.Duration(150+rng.IntN(500)) * time.Millisecond):
+		}
+		p.kill()
+		kills++
+	}
+	s.runOnce(t, 5*time.Minute)
+	out := readFileSink(t, s.outDir())
+	n := compareWithTruth(t, sim, out, allStreams(), start, watermarks(t, s.checkpointPath()))
+	dup := out.duplicates()
+	// Each kill can repeat what was fetched and not yet committed: at most
+	// the buffer plus the pages being written.
+	if limit := kills * 2 * buffer; dup > limit {
+		t.Errorf("%d duplicates after %d kills: more than pages in flight (%d)", dup, kills, limit)
+	}
+	t.Logf("%d records complete after %d SIGKILLs; %d duplicates", n, kills, dup)
+}
+
+// A stalled sink (stdout into a pipe nobody reads) keeps memory bounded and
+// the checkpoint still, however large the backlog (DESIGN: bounded channel).
+func TestAStalledSinkKeepsMemoryBoundedAndTheCheckpointStill(t *testing.T) {
+	sim := startSim(t, func(c *apisim.Config) { c.Rates = map[string]float64{"dns": 40_000, "connections": 40_000} })
+	start := time.Now().UTC().Add(-72 * time.Hour).Truncate(time.Minute)
+	s := newSetup(t, sim, start, "sink:\n  type: stdout\n")
+	s.metrics = freeAddr(t)
+	s.env = append(s.env, "COLLECTOR_PIPELINE__BUFFER_RECORDS=5000")
+	s.write(t)
+	cmd := s.command(context.Background(), "run")
+	stdout, err := cmd.StdoutPipe() // never read: the sink stalls once the pipe is full
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdout.Close()
+	logs := &syncBuffer{}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+
+	state := func() map[string]int64 {
+		resp, err := http.Get("http://" + s.metrics + "/state")
+		if err != nil {
+			return nil
+		}
+		defer resp.Body.Close()
+		var st []struct {
+			Source    string `json:"source"`
+			Account   string `json:"account"`
+			Delivered int64  `json:"rows_delivered"`
+		}
+		if json.NewDecoder(resp.Body).Decode(&st) != nil {
+			return nil
+		}
+		out := map[string]int64{}
+		for _, x := range st {
+			out[x.Source+"/"+x.Account] = x.Delivered
+		}
+		return out
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for state() == nil && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(3 * time.Second) // the pipe and the buffer fill
+	first, rss1 := state(), rssKB(t, cmd.Process.Pid)
+	time.Sleep(4 * time.Second)
+	second, rss2 := state(), rssKB(t, cmd.Process.Pid)
+	if first == nil || second == nil {
+		t.Fatalf("no /state\n%s", tail(logs.String(), 20))
+	}
+	for k, v := range first {
+		if second[k] != v {
+			t.Errorf("%s: delivered moved from %d to %d while the sink was stalled", k, v, second[k])
+		}
+	}
+	// 5,000 buffered records of ~700 bytes plus one page per poller in
+	// flight: tens of MB. The backlog (millions of records) must not show.
+	if rss2 > 400_000 {
+		t.Errorf("RSS %d kB with a stalled sink: memory is not bounded", rss2)
+	}
+	if rss2 > rss1+50_000 {
+		t.Errorf("RSS grew from %d to %d kB while stalled", rss1, rss2)
+	}
+	t.Logf("RSS %d kB then %d kB while stalled", rss1, rss2)
+}
+
+func rssKB(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(l, "VmRSS:")), "%d", &kb)
+			return kb
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
