@@ -1,0 +1,419 @@
+package deploytest
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svcexport/collector/internal/config"
+	"github.com/svcexport/collector/internal/telemetry"
+)
+
+const k8sDir = "deploy/kubernetes"
+
+// k8sObjects returns every object of the YAML files in deploy/kubernetes by
+// file name.
+func k8sObjects(t *testing.T) map[string][]map[string]any {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root(t), k8sDir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no YAML in %s: %v", k8sDir, err)
+	}
+	out := map[string][]map[string]any{}
+	for _, f := range files {
+		rel := k8sDir + "/" + filepath.Base(f)
+		out[filepath.Base(f)] = yamlDocs(t, rel, read(t, rel))
+	}
+	return out
+}
+
+// k8sBase is the kustomize base as the cluster would get it.
+type k8sBase struct {
+	sts, svc, cm, secret map[string]any
+	container            map[string]any
+	cfg                  config.Config
+	cfgPath              string // the --config the container runs with
+}
+
+// builtinGroups are the API groups a plain cluster serves without CRDs.
+var builtinGroups = map[string]bool{"v1": true, "apps/v1": true, "batch/v1": true, "policy/v1": true,
+	"networking.k8s.io/v1": true, "rbac.authorization.k8s.io/v1": true, "autoscaling/v2": true}
+
+func loadK8s(t *testing.T) k8sBase {
+	t.Helper()
+	objs := k8sObjects(t)
+	kust := objs["kustomization.yaml"]
+	if len(kust) != 1 || str(kust[0], "kind") != "Kustomization" {
+		t.Fatalf("kustomization.yaml is not one Kustomization")
+	}
+	var b k8sBase
+	listed := map[string]bool{}
+	for _, r := range list(kust[0], "resources") {
+		name, _ := r.(string)
+		listed[name] = true
+		docs, ok := objs[name]
+		if !ok {
+			t.Errorf("kustomization.yaml lists %q, which is not a file in %s", name, k8sDir)
+			continue
+		}
+		for _, o := range docs {
+			if av := str(o, "apiVersion"); !builtinGroups[av] {
+				t.Errorf("kustomization.yaml lists %s, whose %s %s needs a CRD: keep it out of the default resources", name, av, str(o, "kind"))
+			}
+			switch str(o, "kind") {
+			case "StatefulSet":
+				b.sts = o
+			case "Service":
+				b.svc = o
+			case "ConfigMap":
+				b.cm = o
+			case "Secret":
+				b.secret = o
+			}
+		}
+	}
+	for name, docs := range objs {
+		for _, o := range docs {
+			if str(o, "apiVersion") == "" || str(o, "kind") == "" {
+				t.Errorf("%s: a document without apiVersion and kind", name)
+			}
+		}
+		if name != "kustomization.yaml" && !listed[name] && name != "servicemonitor.yaml" {
+			t.Errorf("%s is neither listed in kustomization.yaml nor a known optional file", name)
+		}
+	}
+	if b.sts == nil || b.svc == nil || b.cm == nil || b.secret == nil {
+		t.Fatalf("the base needs a StatefulSet, a Service, a ConfigMap and a Secret among its resources")
+	}
+	for _, c := range list(b.sts, "spec.template.spec.containers") {
+		if str(c, "name") == "collector" {
+			b.container, _ = c.(map[string]any)
+		}
+	}
+	if b.container == nil {
+		t.Fatal("statefulset.yaml: no container named collector")
+	}
+
+	// The command: the image's entrypoint unless the manifest overrides it.
+	args := wantEntrypoint
+	if cmd := list(b.container, "command"); cmd != nil {
+		args = nil
+		for _, a := range append(cmd, list(b.container, "args")...) {
+			args = append(args, str(a, ""))
+		}
+	} else if extra := list(b.container, "args"); extra != nil {
+		for _, a := range extra {
+			args = append(args, str(a, ""))
+		}
+	}
+	b.cfgPath = checkRunArgs(t, "statefulset.yaml container collector", args[1:])
+
+	// The configuration file the container finds at cfgPath.
+	text := ""
+	for _, vm := range list(b.container, "volumeMounts") {
+		mp := str(vm, "mountPath")
+		if !underDir(b.cfgPath, mp) {
+			continue
+		}
+		vol := volume(b.sts, str(vm, "name"))
+		cmName := str(vol, "configMap.name")
+		if cmName == "" {
+			t.Fatalf("statefulset.yaml: %s is mounted from volume %s, not a ConfigMap", b.cfgPath, str(vm, "name"))
+		}
+		if cmName != str(b.cm, "metadata.name") {
+			t.Fatalf("statefulset.yaml: volume %s uses ConfigMap %q, the base has %q", str(vm, "name"), cmName, str(b.cm, "metadata.name"))
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(b.cfgPath, mp), "/")
+		key := rel
+		for _, it := range list(vol, "configMap.items") {
+			if str(it, "path") == rel {
+				key = str(it, "key")
+			}
+		}
+		if v, ok := mapAt(b.cm, "data")[key]; ok {
+			text, _ = v.(string)
+		}
+		if text == "" {
+			t.Fatalf("ConfigMap %s has no key %q for %s", cmName, key, b.cfgPath)
+		}
+	}
+	if text == "" {
+		t.Fatalf("statefulset.yaml: nothing is mounted at the config path %s", b.cfgPath)
+	}
+	b.cfg = mustLoad(t, "configmap collector.yaml", []byte(text), k8sEnv(t, b))
+	return b
+}
+
+func volume(sts map[string]any, name string) map[string]any {
+	for _, v := range list(sts, "spec.template.spec.volumes") {
+		if str(v, "name") == name {
+			m, _ := v.(map[string]any)
+			return m
+		}
+	}
+	return nil
+}
+
+// k8sEnv is the environment the container gets: literal values, and values
+// from the Secret and the ConfigMap of the base, each reference checked.
+func k8sEnv(t *testing.T, b k8sBase) map[string]string {
+	t.Helper()
+	env := map[string]string{}
+	lookupKey := func(obj map[string]any, kind, name, key string) (string, bool) {
+		if name != str(obj, "metadata.name") {
+			return "", false
+		}
+		for _, field := range []string{"data", "stringData"} {
+			if v, ok := mapAt(obj, field)[key]; ok {
+				return str(v, ""), true
+			}
+		}
+		return "", false
+	}
+	for _, e := range list(b.container, "env") {
+		name := str(e, "name")
+		switch {
+		case get(e, "valueFrom.secretKeyRef") != nil:
+			ref := mapAt(e, "valueFrom.secretKeyRef")
+			v, ok := lookupKey(b.secret, "Secret", str(ref, "name"), str(ref, "key"))
+			if !ok {
+				t.Errorf("statefulset.yaml: env %s refers to Secret %s key %s, which secret.yaml does not have", name, str(ref, "name"), str(ref, "key"))
+				continue
+			}
+			env[name] = v
+		case get(e, "valueFrom.configMapKeyRef") != nil:
+			ref := mapAt(e, "valueFrom.configMapKeyRef")
+			v, ok := lookupKey(b.cm, "ConfigMap", str(ref, "name"), str(ref, "key"))
+			if !ok {
+				t.Errorf("statefulset.yaml: env %s refers to ConfigMap %s key %s, which configmap.yaml does not have", name, str(ref, "name"), str(ref, "key"))
+				continue
+			}
+			env[name] = v
+		case get(e, "valueFrom") != nil:
+			t.Errorf("statefulset.yaml: env %s: only secretKeyRef and configMapKeyRef are checked", name)
+		default:
+			env[name] = str(e, "value")
+		}
+	}
+	for _, ef := range list(b.container, "envFrom") {
+		t.Errorf("statefulset.yaml: envFrom %v: list the variables one by one so they can be checked", ef)
+	}
+	return env
+}
+
+func TestKubernetesBaseLoadsItsConfigWithItsSecrets(t *testing.T) {
+	b := loadK8s(t) // fails when the mounted configuration does not load
+	for k := range mapAt(b.secret, "stringData") {
+		used := false
+		for _, e := range list(b.container, "env") {
+			used = used || str(e, "valueFrom.secretKeyRef.key") == k
+		}
+		if !used {
+			t.Errorf("secret.yaml key %s is not used by the StatefulSet", k)
+		}
+	}
+}
+
+func TestKubernetesStatefulSetRunsOneCollectorWithItsCheckpointOnAVolume(t *testing.T) {
+	b := loadK8s(t)
+	if r, ok := get(b.sts, "spec.replicas").(int); !ok || r != 1 {
+		t.Errorf("statefulset.yaml: replicas = %v, want 1 (bbolt has one writer; the budget is per user)", get(b.sts, "spec.replicas"))
+	}
+	if str(b.sts, "spec.serviceName") != str(b.svc, "metadata.name") {
+		t.Errorf("statefulset.yaml: serviceName %q is not the Service %q", str(b.sts, "spec.serviceName"), str(b.svc, "metadata.name"))
+	}
+	podLabels := mapAt(b.sts, "spec.template.metadata.labels")
+	for k, v := range mapAt(b.sts, "spec.selector.matchLabels") {
+		if podLabels[k] != v {
+			t.Errorf("statefulset.yaml: selector %s=%v does not match the pod labels", k, v)
+		}
+	}
+	// The checkpoint (and anything the sink writes locally) on the claim.
+	claims := map[string]bool{}
+	for _, c := range list(b.sts, "spec.volumeClaimTemplates") {
+		claims[str(c, "metadata.name")] = true
+		if str(c, "spec.resources.requests.storage") == "" {
+			t.Errorf("statefulset.yaml: volumeClaimTemplate %s requests no storage", str(c, "metadata.name"))
+		}
+	}
+	writable := func(p string) bool {
+		for _, vm := range list(b.container, "volumeMounts") {
+			if underDir(p, str(vm, "mountPath")) && claims[str(vm, "name")] {
+				return true
+			}
+		}
+		return false
+	}
+	if !writable(b.cfg.Checkpoint.Path) {
+		t.Errorf("checkpoint.path %s is not on a volumeClaimTemplate mount", b.cfg.Checkpoint.Path)
+	}
+	if b.cfg.Sink.Type == config.SinkFile && !writable(b.cfg.Sink.File.Dir) {
+		t.Errorf("sink.file.dir %s is not on a volumeClaimTemplate mount", b.cfg.Sink.File.Dir)
+	}
+	// A stop may take stop_timeout to drain, then again stop_timeout to shut
+	// the sink down (app.Run), then 5s for the telemetry server.
+	grace, _ := get(b.sts, "spec.template.spec.terminationGracePeriodSeconds").(int)
+	need := 2*b.cfg.Pipeline.StopTimeout + 5*time.Second
+	if time.Duration(grace)*time.Second <= need {
+		t.Errorf("terminationGracePeriodSeconds %d must exceed 2 x pipeline.stop_timeout (%s) + 5s = %s", grace, b.cfg.Pipeline.StopTimeout, need)
+	}
+}
+
+func TestKubernetesProbesAndPortsMatchTheMetricsServer(t *testing.T) {
+	b := loadK8s(t)
+	host, port, err := net.SplitHostPort(b.cfg.Metrics.Listen)
+	if err != nil {
+		t.Fatalf("metrics.listen %q: %v", b.cfg.Metrics.Listen, err)
+	}
+	if host != "" && host != "0.0.0.0" && host != "::" {
+		t.Errorf("metrics.listen %q: the kubelet and Prometheus cannot reach %s; listen on 0.0.0.0", b.cfg.Metrics.Listen, host)
+	}
+	ports := map[string]string{} // name -> number
+	for _, p := range list(b.container, "ports") {
+		ports[str(p, "name")] = str(p, "containerPort")
+	}
+	if ports["metrics"] != port {
+		t.Errorf("container port \"metrics\" = %q, metrics.listen port = %s", ports["metrics"], port)
+	}
+	resolve := func(v string) string {
+		if n, ok := ports[v]; ok {
+			return n
+		}
+		return v
+	}
+	srv := telemetry.New("127.0.0.1:0", telemetry.NewRegistry("v", "c"), slog.New(slog.DiscardHandler))
+	for probe, want := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
+		p := mapAt(b.container, probe)
+		if p == nil {
+			t.Errorf("statefulset.yaml: no %s", probe)
+			continue
+		}
+		if got := str(p, "httpGet.path"); got != want {
+			t.Errorf("%s path %q, want %s", probe, got, want)
+		}
+		if got := resolve(str(p, "httpGet.port")); got != port {
+			t.Errorf("%s port %q is not the metrics port %s", probe, str(p, "httpGet.port"), port)
+		}
+		// The collector's own handler serves the path.
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, httptest.NewRequestWithContext(context.Background(), http.MethodGet, str(p, "httpGet.path"), nil))
+		if rec.Code != http.StatusOK {
+			t.Errorf("%s: the telemetry server answers %s with %d", probe, str(p, "httpGet.path"), rec.Code)
+		}
+	}
+	// The Service reaches the metrics port of these pods.
+	podLabels := mapAt(b.sts, "spec.template.metadata.labels")
+	for k, v := range mapAt(b.svc, "spec.selector") {
+		if podLabels[k] != v {
+			t.Errorf("service.yaml: selector %s=%v does not match the pod labels", k, v)
+		}
+	}
+	var svcPort map[string]any
+	for _, p := range list(b.svc, "spec.ports") {
+		if resolve(str(p, "targetPort")) == port {
+			svcPort, _ = p.(map[string]any)
+		}
+	}
+	if svcPort == nil {
+		t.Errorf("service.yaml: no port targets the metrics port %s", port)
+	}
+	// The ServiceMonitor example selects that Service and port.
+	objs := k8sObjects(t)
+	for _, sm := range objs["servicemonitor.yaml"] {
+		for k, v := range mapAt(sm, "spec.selector.matchLabels") {
+			if mapAt(b.svc, "metadata.labels")[k] != v {
+				t.Errorf("servicemonitor.yaml: selector %s=%v does not match the Service's labels", k, v)
+			}
+		}
+		for _, ep := range list(sm, "spec.endpoints") {
+			if svcPort != nil && str(ep, "port") != str(svcPort, "name") {
+				t.Errorf("servicemonitor.yaml: endpoint port %q is not the Service's metrics port %q", str(ep, "port"), str(svcPort, "name"))
+			}
+			if p := str(ep, "path"); p != "" && p != "/metrics" {
+				t.Errorf("servicemonitor.yaml: path %q, want /metrics", p)
+			}
+		}
+	}
+}
+
+func TestKubernetesPodIsLockedDownAndBounded(t *testing.T) {
+	b := loadK8s(t)
+	pod := mapAt(b.sts, "spec.template.spec.securityContext")
+	ctr := mapAt(b.container, "securityContext")
+	either := func(key string) any {
+		if v := get(ctr, key); v != nil {
+			return v
+		}
+		return get(pod, key)
+	}
+	for key, want := range map[string]any{
+		"readOnlyRootFilesystem":   true,
+		"allowPrivilegeEscalation": false,
+	} {
+		if get(ctr, key) != want {
+			t.Errorf("container securityContext.%s = %v, want %v", key, get(ctr, key), want)
+		}
+	}
+	if either("runAsNonRoot") != true {
+		t.Errorf("securityContext.runAsNonRoot is not true")
+	}
+	if str(either("seccompProfile"), "type") != "RuntimeDefault" {
+		t.Errorf("securityContext.seccompProfile.type is not RuntimeDefault")
+	}
+	if !slices.Contains(list(ctr, "capabilities.drop"), any("ALL")) {
+		t.Errorf("container securityContext.capabilities.drop does not contain ALL")
+	}
+	if uid, ok := either("runAsUser").(int); ok && uid == 0 {
+		t.Errorf("runAsUser 0")
+	}
+	for _, kind := range []string{"requests", "limits"} {
+		for _, res := range []string{"cpu", "memory"} {
+			if str(b.container, "resources."+kind+"."+res) == "" {
+				t.Errorf("container resources.%s.%s is not set", kind, res)
+			}
+		}
+	}
+	limit := quantity(t, str(b.container, "resources.limits.memory"))
+	request := quantity(t, str(b.container, "resources.requests.memory"))
+	if request > limit {
+		t.Errorf("memory request %d > limit %d", request, limit)
+	}
+	// The Go heap limit must leave room below the container's limit.
+	for _, e := range list(b.container, "env") {
+		if str(e, "name") == "GOMEMLIMIT" {
+			if gl := quantity(t, strings.TrimSuffix(str(e, "value"), "B")); gl >= limit {
+				t.Errorf("GOMEMLIMIT %s is not below limits.memory %s", str(e, "value"), str(b.container, "resources.limits.memory"))
+			}
+		}
+	}
+	// A read-only root: everything written must be on a volume.
+	mounts := map[string]bool{}
+	for _, vm := range list(b.container, "volumeMounts") {
+		mounts[path.Clean(str(vm, "mountPath"))] = true
+	}
+	if !mounts[path.Dir(b.cfg.Checkpoint.Path)] {
+		t.Errorf("the checkpoint directory %s is not a mount", path.Dir(b.cfg.Checkpoint.Path))
+	}
+}
+
+// quantity parses a Kubernetes memory quantity (Ki, Mi, Gi, k, M, G or bytes).
+func quantity(t *testing.T, q string) int64 {
+	t.Helper()
+	m := regexp.MustCompile(`^(\d+)(Ki|Mi|Gi|Ti|k|M|G|T)?$`).FindStringSubmatch(q)
+	if m == nil {
+		t.Fatalf("memory quantity %q", q)
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	mult := map[string]int64{"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[m[2]]
+	return n * mult
+}
