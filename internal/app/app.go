@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/svcexport/collector/internal/apisim"
@@ -107,8 +108,16 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	if err := startSink(ctx, snk, sinkReady, log); err != nil {
 		return err
 	}
+	// One stop deadline for everything: the drain (in the pipeline) and the
+	// sink's shutdown share pipeline.stop_timeout from the stop signal on.
+	var stopAt atomic.Int64
+	context.AfterFunc(ctx, func() { stopAt.Store(time.Now().UnixNano()) })
 	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), cfg.Pipeline.StopTimeout)
+		left := cfg.Pipeline.StopTimeout
+		if at := stopAt.Load(); at != 0 {
+			left -= time.Since(time.Unix(0, at))
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), max(left, 5*time.Second))
 		defer cancel()
 		if err := snk.Shutdown(sctx); err != nil {
 			log.Error("sink shutdown", "err", err)
@@ -123,6 +132,16 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	prog := newProgress(cfg, set, pl, reg, log)
 	if tel != nil {
 		tel.AddReadiness("checkpoint", func(context.Context) error { return pl.CommitError() })
+		// Liveness fails only for a wedged process: records wait, nothing is
+		// acknowledged, and yet the sink says it is reachable. A sink that
+		// is down shows in /readyz; restarting would not bring it back.
+		tel.AddLiveness("pipeline", func(ctx context.Context) error {
+			err := pl.Stalled()
+			if err == nil || snk.Ready(ctx) != nil {
+				return nil
+			}
+			return err
+		})
 		tel.AddHandler("/state", prog.stateHandler())
 	}
 

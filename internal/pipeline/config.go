@@ -24,6 +24,10 @@ type Config struct {
 	// fetched into the sink and committing. Pages not written by then come
 	// again after the restart. Default 30s.
 	StopTimeout time.Duration `koanf:"stop_timeout"`
+	// StallTimeout makes /healthz fail when records have waited this long
+	// without the sink acknowledging any batch while it reports ready, so
+	// that an orchestrator restarts a wedged process. Default 15m.
+	StallTimeout time.Duration `koanf:"stall_timeout"`
 }
 
 // DefaultConfig returns the defaults documented on Config.
@@ -35,6 +39,7 @@ func DefaultConfig() Config {
 		RetryInitial:  500 * time.Millisecond,
 		RetryMax:      30 * time.Second,
 		StopTimeout:   30 * time.Second,
+		StallTimeout:  15 * time.Minute,
 	}
 }
 
@@ -58,6 +63,9 @@ func (c Config) Validate() error {
 	}
 	if c.StopTimeout <= 0 {
 		errs = append(errs, errors.New("pipeline.stop_timeout: must be positive"))
+	}
+	if c.StallTimeout < time.Minute {
+		errs = append(errs, errors.New("pipeline.stall_timeout: must be at least 1m"))
 	}
 	return errors.Join(errs...)
 }

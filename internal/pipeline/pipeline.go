@@ -46,6 +46,8 @@ type Pipeline struct {
 	queue   chan *item
 	tracker *tracker
 	rows    atomic.Int64 // records acknowledged by this run
+	lastAck atomic.Int64 // unix nanoseconds of the last acknowledgement
+	busy    atomic.Int64 // unix nanoseconds since when records wait, 0 when none
 	commitE atomic.Value // last commit error (error or nil wrapper)
 }
 
@@ -167,6 +169,7 @@ func (p *Pipeline) emitFor(k checkpoint.Key) source.Emit {
 		if err != nil {
 			return err
 		}
+		p.busy.CompareAndSwap(0, p.now().UnixNano())
 		p.m.buffered.Set(float64(p.slots.inUse()))
 		it := &item{key: k, seq: p.tracker.next(k), after: pg.After, revisit: pg.Revisit, held: held}
 		if len(pg.Envelopes) > 0 {
@@ -212,11 +215,33 @@ func (p *Pipeline) work(ctx context.Context) {
 			p.rows.Add(int64(rows))
 		}
 		p.m.batchDuration.Observe(p.now().Sub(it.handed).Seconds())
-		p.m.lastAckUnixTime.Set(float64(p.now().UnixNano()) / 1e9)
+		now := p.now()
+		p.m.lastAckUnixTime.Set(float64(now.UnixNano()) / 1e9)
+		p.lastAck.Store(now.UnixNano())
 		p.tracker.ack(it.key, it.seq, ackedPage{after: it.after, revisit: it.revisit, rows: rows}, p.now())
 		p.slots.release(it.held)
-		p.m.buffered.Set(float64(p.slots.inUse()))
+		inUse := p.slots.inUse()
+		p.m.buffered.Set(float64(inUse))
+		if inUse == 0 {
+			p.busy.Store(0)
+		} else {
+			p.busy.Store(now.UnixNano())
+		}
 	}
+}
+
+// Stalled returns an error when records have waited longer than
+// StallTimeout without any acknowledgement: the sink or a worker is wedged.
+// A pipeline with nothing to write is never stalled.
+func (p *Pipeline) Stalled() error {
+	since := p.busy.Load()
+	if since == 0 || p.slots.inUse() == 0 {
+		return nil
+	}
+	if waited := p.now().Sub(time.Unix(0, since)); waited > p.cfg.StallTimeout {
+		return fmt.Errorf("no batch acknowledged for %v while %d records wait", waited.Round(time.Second), p.slots.inUse())
+	}
+	return nil
 }
 
 // write hands b to the sink until it is acknowledged; it gives up only when

@@ -310,3 +310,36 @@ func TestStopDeadlineAbandonsUnwrittenPagesWithoutCommittingThem(t *testing.T) {
 		t.Fatal("pages the sink never acknowledged were committed")
 	}
 }
+
+func TestStalledReportsAWedgedSinkOnlyWhileRecordsWait(t *testing.T) {
+	db := openStore(t)
+	s := &testSink{hold: make(chan struct{})}
+	clock := time.Now()
+	var mu sync.Mutex
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	cfg := testConfig()
+	cfg.StallTimeout = time.Minute
+	pl := &scriptedPoller{key: checkpoint.Key{Source: "dns", Account: "acme"}, windows: 1, pages: 1, rows: 10}
+	p := New(cfg, db, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), now)
+	if err := p.Stalled(); err != nil {
+		t.Fatalf("an idle pipeline is not stalled: %v", err)
+	}
+	done := make(chan error)
+	go func() { done <- p.Run(context.Background()) }()
+	waitFor(t, func() bool { return s.holding.Load() == 1 })
+	if err := p.Stalled(); err != nil {
+		t.Fatalf("stalled right away: %v", err)
+	}
+	advance(2 * time.Minute)
+	if err := p.Stalled(); err == nil {
+		t.Fatal("records waited 2m past a 1m stall timeout without being reported")
+	}
+	close(s.hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Stalled(); err != nil {
+		t.Fatalf("stalled after everything was written: %v", err)
+	}
+}

@@ -180,3 +180,17 @@ func (m *Metrics) pollError(source, account, kind string) {
 		m.pollErrors.WithLabelValues(source, account, kind).Inc()
 	}
 }
+
+// initStream creates the series of one stream and its functionality at
+// zero, so that dashboards and alerts (increase() over a counter) see them
+// before their first event.
+func (m *Metrics) initStream(spec Spec, account string) {
+	if m == nil {
+		return
+	}
+	for _, v := range []*prometheus.CounterVec{m.rows, m.pages, m.splits, m.restarts, m.badRecords} {
+		v.WithLabelValues(spec.Name, account)
+	}
+	m.rateLimited.WithLabelValues(spec.Functionality)
+	m.rateWait.WithLabelValues(spec.Functionality)
+}

@@ -85,6 +85,7 @@ func NewPoller(c *Client, cfg PollerConfig) (*Poller, error) {
 	if cfg.Settings.Interval <= 0 {
 		return nil, fmt.Errorf("poller %s/%s: interval not set", cfg.Spec.Name, cfg.Account)
 	}
+	cfg.Metrics.initStream(cfg.Spec, cfg.Account)
 	plan := NewPlanner(cfg.Spec, cfg.Settings, cfg.API, cfg.Edge)
 	if cfg.Planner != nil {
 		plan = *cfg.Planner
