@@ -17,8 +17,8 @@
 #   CHSERVER_TCP_PORT   native port on 127.0.0.1        (default 19000)
 #   CHSERVER_HTTP_PORT  HTTP port on 127.0.0.1          (default 18123)
 #
-# Tests find the server through COLLECTOR_TEST_CLICKHOUSE_NATIVE and
-# COLLECTOR_TEST_CLICKHOUSE_HTTP (see "env"); without them the test helper
+# Tests find the server through CHTEST_CLICKHOUSE_NATIVE and
+# CHTEST_CLICKHOUSE_HTTP (see "env"); without them the test helper
 # internal/testinfra/chtest starts a private server from the installed library.
 set -euo pipefail
 
@@ -132,8 +132,8 @@ cmd_status() {
 }
 
 cmd_env() {
-	echo "export COLLECTOR_TEST_CLICKHOUSE_NATIVE=127.0.0.1:$tcp_port"
-	echo "export COLLECTOR_TEST_CLICKHOUSE_HTTP=127.0.0.1:$http_port"
+	echo "export CHTEST_CLICKHOUSE_NATIVE=127.0.0.1:$tcp_port"
+	echo "export CHTEST_CLICKHOUSE_HTTP=127.0.0.1:$http_port"
 	echo "export CHDB_LIB=$lib"
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/testinfra/chtest"
 )
 
 // collectorBin is the collector binary built for this test run.
@@ -43,6 +44,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	// The ClickHouse server chtest may have started for this binary stops
+	// before the leak check (its goroutines and HTTP connections).
+	chtest.StopShared()
 	os.RemoveAll(dir)
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

@@ -3,7 +3,7 @@
 //
 // Where the server comes from, in order:
 //
-//  1. COLLECTOR_TEST_CLICKHOUSE_NATIVE and COLLECTOR_TEST_CLICKHOUSE_HTTP
+//  1. CHTEST_CLICKHOUSE_NATIVE and CHTEST_CLICKHOUSE_HTTP
 //     (host:port each, both set): a server somebody started, e.g. CI with
 //     "scripts/clickhouse.sh start" and "eval $(scripts/clickhouse.sh env)".
 //  2. Otherwise a private server for the test binary's lifetime, started
@@ -47,8 +47,8 @@ import (
 
 // Environment variables read by this package.
 const (
-	EnvNative = "COLLECTOR_TEST_CLICKHOUSE_NATIVE"
-	EnvHTTP   = "COLLECTOR_TEST_CLICKHOUSE_HTTP"
+	EnvNative = "CHTEST_CLICKHOUSE_NATIVE"
+	EnvHTTP   = "CHTEST_CLICKHOUSE_HTTP"
 	EnvLib    = "CHDB_LIB"
 )
 
