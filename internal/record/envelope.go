@@ -35,6 +35,7 @@ const OrgAccount = "org"
 // ready to use; a Builder is not safe for concurrent use.
 type Builder struct {
 	buf []byte
+	c   canon
 }
 
 // Build makes the envelope of raw, a record of source fetched for account in
@@ -46,7 +47,7 @@ func (b *Builder) Build(source, account, timeField string, start, end, fetchedAt
 	b.buf = append(b.buf, '\n')
 	var fieldRaw []byte
 	var err error
-	b.buf, fieldRaw, err = AppendCanonicalField(b.buf, raw, timeField)
+	b.buf, fieldRaw, err = b.c.run(b.buf, raw, timeField)
 	if err != nil {
 		return Envelope{}, fmt.Errorf("%s record: %w", source, err)
 	}

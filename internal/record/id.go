@@ -34,6 +34,7 @@ func IDOfCanonical(source string, canonical []byte) string {
 // goroutine its own.
 type Hasher struct {
 	buf []byte
+	c   canon
 }
 
 // ID is like the package-level ID but reuses the Hasher's buffers.
@@ -41,7 +42,7 @@ func (h *Hasher) ID(source string, raw []byte) (string, error) {
 	h.buf = append(h.buf[:0], source...)
 	h.buf = append(h.buf, '\n')
 	var err error
-	h.buf, err = AppendCanonical(h.buf, raw)
+	h.buf, _, err = h.c.run(h.buf, raw, "")
 	if err != nil {
 		return "", fmt.Errorf("record id for %s: %w", source, err)
 	}

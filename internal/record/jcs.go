@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -25,16 +26,9 @@ const maxDepth = 256
 // whitespace is removed. Trailing non-space bytes after the value are an
 // error.
 func AppendCanonical(dst, src []byte) ([]byte, error) {
-	c := canon{src: src}
-	out, err := c.value(dst, 0)
-	if err != nil {
-		return dst, err
-	}
-	c.skipSpace()
-	if c.pos != len(c.src) {
-		return dst, c.errorf("unexpected data after the value")
-	}
-	return out, nil
+	var c canon
+	out, _, err := c.run(dst, src, "")
+	return out, err
 }
 
 // AppendCanonicalField is AppendCanonical that also returns the raw bytes (a
@@ -42,7 +36,19 @@ func AppendCanonical(dst, src []byte) ([]byte, error) {
 // is not an object or has no such member. The collector finds a record's time
 // this way without decoding the record twice.
 func AppendCanonicalField(dst, src []byte, field string) (out, fieldRaw []byte, err error) {
-	c := canon{src: src, field: field}
+	var c canon
+	return c.run(dst, src, field)
+}
+
+// Canonical returns the RFC 8785 canonical form of the JSON value in src.
+func Canonical(src []byte) ([]byte, error) {
+	return AppendCanonical(make([]byte, 0, len(src)), src)
+}
+
+// run canonicalizes src onto dst, reusing c's working buffers.
+func (c *canon) run(dst, src []byte, field string) (out, fieldRaw []byte, err error) {
+	c.src, c.pos, c.field, c.fieldRaw = src, 0, field, nil
+	c.members = c.members[:0]
 	out, err = c.value(dst, 0)
 	if err != nil {
 		return dst, nil, err
@@ -51,12 +57,12 @@ func AppendCanonicalField(dst, src []byte, field string) (out, fieldRaw []byte, 
 	if c.pos != len(c.src) {
 		return dst, nil, c.errorf("unexpected data after the value")
 	}
-	return out, c.fieldRaw, nil
-}
-
-// Canonical returns the RFC 8785 canonical form of the JSON value in src.
-func Canonical(src []byte) ([]byte, error) {
-	return AppendCanonical(make([]byte, 0, len(src)), src)
+	fieldRaw = c.fieldRaw
+	// Drop the references into src so a reused canon does not keep the
+	// last page alive.
+	c.src, c.fieldRaw = nil, nil
+	clear(c.members[:cap(c.members)])
+	return out, fieldRaw, nil
 }
 
 type canon struct {
@@ -74,7 +80,7 @@ type canon struct {
 }
 
 type member struct {
-	key        string // decoded name, for sorting
+	key        []byte // decoded name, for sorting
 	start, end int    // canonical "name":value in the output buffer
 }
 
@@ -196,7 +202,7 @@ func (c *canon) object(dst []byte, depth int) ([]byte, error) {
 		if dst, err = c.value(dst, depth+1); err != nil {
 			return dst, err
 		}
-		if depth == 0 && c.field != "" && key == c.field {
+		if depth == 0 && c.field != "" && string(key) == c.field {
 			c.fieldRaw = c.src[vstart:c.pos]
 		}
 		c.members = append(c.members, member{key: key, start: start, end: len(dst)})
@@ -226,7 +232,7 @@ func (c *canon) object(dst []byte, depth int) ([]byte, error) {
 	dst = append(dst[:base], '{')
 	first := true
 	for i, m := range ms {
-		if i+1 < len(ms) && ms[i+1].key == m.key {
+		if i+1 < len(ms) && bytes.Equal(ms[i+1].key, m.key) {
 			continue
 		}
 		if !first {
@@ -243,7 +249,7 @@ func (c *canon) object(dst []byte, depth int) ([]byte, error) {
 // compareUTF16 orders strings by their UTF-16 code units, as RFC 8785 section
 // 3.2.3 requires. For strings without characters above U+FFFF this is the
 // same as byte order, which is the fast path.
-func compareUTF16(a, b string) int {
+func compareUTF16(a, b []byte) int {
 	for i := 0; i < len(a) && i < len(b); i++ {
 		if a[i] == b[i] {
 			continue
@@ -261,9 +267,9 @@ func compareUTF16(a, b string) int {
 	return len(a) - len(b)
 }
 
-func compareUTF16Slow(a, b string) int {
-	ua := utf16.Encode([]rune(a))
-	ub := utf16.Encode([]rune(b))
+func compareUTF16Slow(a, b []byte) int {
+	ua := utf16.Encode([]rune(string(a)))
+	ub := utf16.Encode([]rune(string(b)))
 	for i := 0; i < len(ua) && i < len(ub); i++ {
 		if ua[i] != ub[i] {
 			if ua[i] < ub[i] {
@@ -276,7 +282,9 @@ func compareUTF16Slow(a, b string) int {
 }
 
 // str decodes the string at c.pos and leaves c.pos after its closing quote.
-func (c *canon) str() (string, error) {
+// Without escapes the result is a sub-slice of the input; otherwise a new
+// buffer. Callers must not modify it.
+func (c *canon) str() ([]byte, error) {
 	c.pos++ // opening quote
 	start := c.pos
 	// Fast path: no escapes, valid UTF-8, no control characters.
@@ -285,10 +293,10 @@ func (c *canon) str() (string, error) {
 		if b == '"' {
 			s := c.src[start:c.pos]
 			c.pos++
-			if !utf8.Valid(s) {
-				return "", c.errorf("invalid UTF-8 in string")
+			if !isASCII(s) && !utf8.Valid(s) {
+				return nil, c.errorf("invalid UTF-8 in string")
 			}
-			return string(s), nil
+			return s, nil
 		}
 		if b == '\\' || b < 0x20 {
 			break
@@ -303,11 +311,11 @@ func (c *canon) str() (string, error) {
 		case b == '"':
 			c.pos++
 			if !utf8.Valid(buf) {
-				return "", c.errorf("invalid UTF-8 in string")
+				return nil, c.errorf("invalid UTF-8 in string")
 			}
-			return string(buf), nil
+			return buf, nil
 		case b < 0x20:
-			return "", c.errorf("control character in string")
+			return nil, c.errorf("control character in string")
 		case b != '\\':
 			buf = append(buf, b)
 			c.pos++
@@ -315,7 +323,7 @@ func (c *canon) str() (string, error) {
 		}
 		// escape
 		if c.pos+1 >= len(c.src) {
-			return "", c.errorf("unterminated escape")
+			return nil, c.errorf("unterminated escape")
 		}
 		e := c.src[c.pos+1]
 		c.pos += 2
@@ -335,7 +343,7 @@ func (c *canon) str() (string, error) {
 		case 'u':
 			r, err := c.hex4()
 			if err != nil {
-				return "", err
+				return nil, err
 			}
 			if utf16.IsSurrogate(r) {
 				// A high surrogate must be followed by an escaped low one;
@@ -346,7 +354,7 @@ func (c *canon) str() (string, error) {
 					c.pos += 2
 					r2, err := c.hex4()
 					if err != nil {
-						return "", err
+						return nil, err
 					}
 					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
 						r = d
@@ -360,10 +368,10 @@ func (c *canon) str() (string, error) {
 			}
 			buf = utf8.AppendRune(buf, r)
 		default:
-			return "", c.errorf("invalid escape \\%c", e)
+			return nil, c.errorf("invalid escape \\%c", e)
 		}
 	}
-	return "", c.errorf("unterminated string")
+	return nil, c.errorf("unterminated string")
 }
 
 func (c *canon) hex4() (rune, error) {
@@ -390,10 +398,19 @@ func (c *canon) hex4() (rune, error) {
 
 const hexDigits = "0123456789abcdef"
 
+func isASCII(s []byte) bool {
+	for _, b := range s {
+		if b >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 // appendJCSString writes s as a JSON string with the escapes of RFC 8785
 // section 3.2.2.2: only the quote, the backslash and control characters are
 // escaped, with the short forms where JSON has them.
-func appendJCSString(dst []byte, s string) []byte {
+func appendJCSString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {

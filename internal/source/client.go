@@ -298,7 +298,7 @@ func (c *Client) once(ctx context.Context, req Request, tok string, auth func(ht
 		}
 		return nil, 0, &transientError{reason, errors.New(c.scrub(err.Error()))}
 	}
-	b, rerr := io.ReadAll(io.LimitReader(res.Body, c.maxBody+1))
+	b, rerr := readBody(res, c.maxBody)
 	res.Body.Close()
 	h := ParseRateHeaders(res.Header)
 	bucket.Done(h, res.StatusCode)
@@ -408,4 +408,17 @@ func sleep(ctx context.Context, clk Clock, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// readBody reads at most limit+1 bytes of the body, into one buffer of the
+// announced size when there is one (a page is megabytes: growing a buffer by
+// doubling would copy it several times and keep twice its size).
+func readBody(res *http.Response, limit int64) ([]byte, error) {
+	r := io.LimitReader(res.Body, limit+1)
+	if n := res.ContentLength; n > 0 && n <= limit {
+		buf := bytes.NewBuffer(make([]byte, 0, n+bytes.MinRead))
+		_, err := buf.ReadFrom(r)
+		return buf.Bytes(), err
+	}
+	return io.ReadAll(r)
 }

@@ -1,11 +1,8 @@
 package source
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"strconv"
 	"time"
@@ -31,68 +28,6 @@ type pagingJSON struct {
 	Urls      *struct {
 		NextPage *string `json:"nextPage"`
 	} `json:"urls"`
-}
-
-// parsePage decodes a page body: the records under dataKey and, when
-// present, the paging member (C3). Unknown members are skipped (seed:
-// responses gain fields without notice). A nil body (204) is an empty page.
-// A body that is not one complete JSON object is an error, so that a cut-off
-// answer is retried rather than half-delivered (C5).
-func parsePage(body []byte, dataKey string) (pageBody, error) {
-	var p pageBody
-	if len(bytes.TrimSpace(body)) == 0 {
-		return p, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	tok, err := dec.Token()
-	if err != nil {
-		return p, fmt.Errorf("page: %w", err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return p, errors.New("page: not a JSON object")
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return p, fmt.Errorf("page: %w", err)
-		}
-		key, _ := tok.(string)
-		switch key {
-		case dataKey:
-			if err := dec.Decode(&p.Records); err != nil {
-				return p, fmt.Errorf("page member %s: %w", dataKey, err)
-			}
-		case "paging":
-			var pg *pagingJSON
-			if err := dec.Decode(&pg); err != nil {
-				return p, fmt.Errorf("page member paging: %w", err)
-			}
-			if pg != nil {
-				p.HasPaging = true
-				p.Rows, p.TotalRows = pg.Rows, pg.TotalRows
-				if pg.Urls != nil && pg.Urls.NextPage != nil {
-					p.Next = *pg.Urls.NextPage
-				}
-			}
-		default:
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return p, fmt.Errorf("page member %s: %w", key, err)
-			}
-		}
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return p, fmt.Errorf("page: %w", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return p, errors.New("page: data after the JSON object")
-	}
-	for i, r := range p.Records {
-		if len(r) == 0 || r[0] != '{' {
-			return p, fmt.Errorf("page: record %d is not a JSON object", i)
-		}
-	}
-	return p, nil
 }
 
 // apiTimeLayout is the milliseconds form of the core API (seed, C3).

@@ -1,6 +1,8 @@
 package source
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +69,26 @@ func FuzzParsePage(f *testing.F) {
 				if len(r) == 0 || r[0] != '{' {
 					t.Fatalf("record %q accepted", r)
 				}
+			}
+		}
+		// Whatever encoding/json reads as a page, the scanner reads the
+		// same way: same records, byte for byte after compaction.
+		var ref struct {
+			Data []map[string]json.RawMessage `json:"data"`
+		}
+		if json.Valid(b) && json.Unmarshal(b, &ref) == nil && bytes.Count(b, []byte(`"data"`)) == 1 {
+			if err != nil {
+				t.Fatalf("valid page %q refused: %v", b, err)
+			}
+			if len(p.Records) != len(ref.Data) {
+				t.Fatalf("%q: %d records, encoding/json %d", b, len(p.Records), len(ref.Data))
+			}
+		}
+		// A page cut anywhere before its end is never accepted (C5).
+		if err == nil && len(b) > 1 && bytes.HasSuffix(bytes.TrimSpace(b), []byte("}")) {
+			cut := bytes.TrimSpace(b)
+			if _, err := parsePage(cut[:len(cut)-1], "data"); err == nil {
+				t.Fatalf("cut page %q accepted", cut[:len(cut)-1])
 			}
 		}
 	})

@@ -395,34 +395,18 @@ type fetched struct {
 	received time.Time
 }
 
-type fetchResult struct {
-	f   *fetched
-	err error
-}
-
 // walk delivers the page pg (index idx of w's chain) and every page after
-// it. It fetches page k+1 while page k is being delivered, never more than
-// one page ahead, so that emit's blocking is the backpressure (DESIGN
-// item 2).
+// it. The next page is fetched once this one is handed to the pipeline:
+// emit returns as soon as the page is buffered, so fetching page k+1 still
+// overlaps with writing page k, while a poller never holds more than one
+// page outside the pipeline's bounded buffer (DESIGN items 2 and 5).
 func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain Chain, idx int) error {
 	p := r.p
 	for {
 		next := pg.body.Next
 		capped := idx+1 >= p.cfg.API.MaxPages
-		var pre chan fetchResult
-		stop := func() {}
-		if next != "" && !capped {
-			pctx, cancel := context.WithCancel(ctx)
-			pre = make(chan fetchResult, 1)
-			go func() {
-				f, err := r.fetch(pctx, w, next, idx+1)
-				pre <- fetchResult{f, err}
-			}()
-			stop = func() { cancel(); <-pre }
-		}
 		envs, err := p.eb.build(pg.body.Records, w, pg.received)
 		if err != nil {
-			stop()
 			return &PermanentError{fmt.Errorf("%s/%s page %d of %s: %w", p.cfg.Spec.Name, p.cfg.Account, idx+1, w, err)}
 		}
 		if p.alerts != nil {
@@ -443,8 +427,8 @@ func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain Chai
 			Source: p.cfg.Spec.Name, Account: p.cfg.Account, Window: w, Index: idx,
 			Envelopes: envs, After: after, FetchedAt: pg.received,
 		}
+		pg = nil // the envelopes keep what they need of the body
 		if err := r.emit(ctx, page); err != nil {
-			stop()
 			return &emitError{err}
 		}
 		r.cur = after
@@ -457,15 +441,14 @@ func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain Chai
 			}
 			return nil
 		}
-		res := <-pre
-		stop = func() {}
-		if res.err != nil {
-			if IsNextPageExpired(res.err) {
-				return &restartError{age: p.clk.Now().Sub(chain.Started), err: res.err}
+		f, err := r.fetch(ctx, w, next, idx+1)
+		if err != nil {
+			if IsNextPageExpired(err) {
+				return &restartError{age: p.clk.Now().Sub(chain.Started), err: err}
 			}
-			return res.err
+			return err
 		}
-		pg = res.f
+		pg = f
 		idx++
 	}
 }
