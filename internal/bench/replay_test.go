@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/svcexport/collector/internal/secret"
 	"io"
 	"log/slog"
 	"net/http"
@@ -190,8 +191,8 @@ func recordCorpus() (*corpus, error) {
 // 2m, and a budget too large to ever wait.
 func inProcessSourceConfig(sim *apisim.Server) source.Config {
 	cfg := source.DefaultConfig()
-	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = sim.URL(), "sim-key", source.NewCredential("sim-secret")
-	cfg.Edge.BaseURL, cfg.Edge.Token = sim.EdgeURL(), source.NewCredential("sim-edge-token")
+	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = sim.URL(), "sim-key", secret.New("sim-secret")
+	cfg.Edge.BaseURL, cfg.Edge.Token = sim.EdgeURL(), secret.New("sim-edge-token")
 	generous := source.RateConfig{Limit: 1 << 30, Period: time.Hour, Reserve: 0.1}
 	cfg.API.Rate, cfg.Edge.Rate = generous, generous
 	cfg.Accounts = twoAccounts

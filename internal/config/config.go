@@ -12,6 +12,7 @@ import (
 
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/pipeline"
+	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink/clickhouse"
 	"github.com/svcexport/collector/internal/sink/file"
 	"github.com/svcexport/collector/internal/sink/kafka"
@@ -231,13 +232,13 @@ func (cr Credentials) Apply(sc source.Config) source.Config {
 		sc.API.KeyID = cr.KeyID
 	}
 	if !sc.API.Secret.IsSet() && sc.API.SecretFile == "" {
-		sc.API.Secret = source.NewCredential(cr.Secret)
+		sc.API.Secret = secret.New(cr.Secret)
 	}
 	if sc.Edge.BaseURL == "" {
 		sc.Edge.BaseURL = cr.EdgeURL
 	}
 	if !sc.Edge.Token.IsSet() && sc.Edge.TokenFile == "" {
-		sc.Edge.Token = source.NewCredential(cr.EdgeToken)
+		sc.Edge.Token = secret.New(cr.EdgeToken)
 	}
 	return sc
 }

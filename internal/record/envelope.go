@@ -90,6 +90,24 @@ func (e *Envelope) AppendJSON(dst []byte) []byte {
 	return append(dst, '}')
 }
 
+// AppendNDJSON appends the envelope as one NDJSON line, newline included.
+// The record is embedded verbatim except that CR and LF become spaces:
+// outside strings they are insignificant JSON whitespace, and inside strings
+// JSON forbids them raw, so the record's meaning (and id) is unchanged while a
+// pretty-printed record can no longer break the one-envelope-per-line
+// framing.
+func (e *Envelope) AppendNDJSON(dst []byte) []byte {
+	start := len(dst)
+	dst = e.AppendJSON(dst)
+	line := dst[start:]
+	for i, c := range line {
+		if c == '\n' || c == '\r' {
+			line[i] = ' '
+		}
+	}
+	return append(dst, '\n')
+}
+
 // Size is an estimate of the envelope's encoded size in bytes, for metrics
 // and buffer sizing.
 func (e *Envelope) Size() int { return len(e.Record) + 230 + len(e.Source) + len(e.Account) }

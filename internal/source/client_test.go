@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/svcexport/collector/internal/secret"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -51,7 +52,7 @@ func testClient(t *testing.T, h http.Handler, logs *bytes.Buffer) (*Client, *Met
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	cfg := DefaultAPIConfig()
-	cfg.BaseURL, cfg.KeyID, cfg.Secret = srv.URL, "k", NewCredential("the-secret-value")
+	cfg.BaseURL, cfg.KeyID, cfg.Secret = srv.URL, "k", secret.New("the-secret-value")
 	cfg.Retry = RetryConfig{Initial: time.Millisecond, Max: 5 * time.Millisecond}
 	cfg.Timeout = 2 * time.Second
 	// The fake answers RateLimit-Limit 1000; a one-second period keeps

@@ -21,21 +21,6 @@ const MaxWindowLimit = 7 * Day
 // MaxTokenTTL is the longest bearer token life the API grants (seed: 86400 s).
 const MaxTokenTTL = 24 * time.Hour
 
-// Credential is a secret that a configuration loader (koanf, mapstructure)
-// can fill from text. It prints, logs and marshals redacted like the
-// secret.Secret it embeds. The zero value is the unset credential.
-type Credential struct{ secret.Secret }
-
-// NewCredential wraps value.
-func NewCredential(value string) Credential { return Credential{secret.New(value)} }
-
-// UnmarshalText implements encoding.TextUnmarshaler so that the loader can
-// set the credential from a string (environment, file).
-func (c *Credential) UnmarshalText(b []byte) error {
-	c.Secret = secret.New(string(b))
-	return nil
-}
-
 // Config is the configuration this package owns. The top-level loader puts
 // its parts under the keys api, accounts, org_audit_logs, edge and sources.
 type Config struct {
@@ -81,8 +66,8 @@ type APIConfig struct {
 	KeyID   string `koanf:"key_id"`
 	// Secret is the key's secret, usually from the environment. Secret wins
 	// over SecretFile.
-	Secret     Credential `koanf:"secret"`
-	SecretFile string     `koanf:"secret_file"`
+	Secret     secret.Secret `koanf:"secret"`
+	SecretFile string        `koanf:"secret_file"`
 	// SecretHeader names the header carrying the secret (C1). Default
 	// "X-SVC-UAKS".
 	SecretHeader string `koanf:"secret_header"`
@@ -114,8 +99,8 @@ type EdgeConfig struct {
 	// BaseURL of the edge API; empty turns the edge sources off.
 	BaseURL string `koanf:"base_url"`
 	// Token is the edge bearer token; it wins over TokenFile.
-	Token     Credential `koanf:"token"`
-	TokenFile string     `koanf:"token_file"`
+	Token     secret.Secret `koanf:"token"`
+	TokenFile string        `koanf:"token_file"`
 	// MaxRows is the most rows the edge API returns; a response that full is
 	// taken as truncated. Default 10000.
 	MaxRows int `koanf:"max_rows"`

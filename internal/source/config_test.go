@@ -1,6 +1,7 @@
 package source
 
 import (
+	"github.com/svcexport/collector/internal/secret"
 	"reflect"
 	"strings"
 	"testing"
@@ -30,7 +31,7 @@ func TestConfig_YAMLOverridesOnlyWhatItNames(t *testing.T) {
 		t.Fatalf("Validate: %v", err)
 	}
 	want := DefaultAPIConfig()
-	want.BaseURL, want.KeyID, want.Secret = "https://api.example.test", "KEY1", NewCredential("s3cr3t")
+	want.BaseURL, want.KeyID, want.Secret = "https://api.example.test", "KEY1", secret.New("s3cr3t")
 	want.TokenTTL, want.User = 2*time.Hour, "svc-user"
 	want.Rate = RateConfig{Limit: 240, Period: 30 * time.Minute, Reserve: 0.2}
 	want.MaxHistory = 30 * Day
@@ -45,7 +46,7 @@ func TestConfig_YAMLOverridesOnlyWhatItNames(t *testing.T) {
 		t.Errorf("accounts = %v org = %v", cfg.Accounts, cfg.OrgAuditLogs)
 	}
 	we := DefaultEdgeConfig()
-	we.BaseURL, we.Token, we.MaxRows, we.Accounts = "https://edge.example.test", NewCredential("edge-tok"), 500, []string{"acme"}
+	we.BaseURL, we.Token, we.MaxRows, we.Accounts = "https://edge.example.test", secret.New("edge-tok"), 500, []string{"acme"}
 	if !reflect.DeepEqual(cfg.Edge, we) {
 		t.Errorf("edge = %+v\nwant %+v", cfg.Edge, we)
 	}
@@ -109,8 +110,8 @@ func TestConfig_DefaultsAreTheContractsValues(t *testing.T) {
 
 func TestConfig_SecretNeverPrints(t *testing.T) {
 	c := DefaultConfig()
-	c.API.Secret = NewCredential("hunter2")
-	c.Edge.Token = NewCredential("edge-hunter2")
+	c.API.Secret = secret.New("hunter2")
+	c.Edge.Token = secret.New("edge-hunter2")
 	for _, s := range []string{
 		strings.Join([]string{c.API.Secret.String()}, ""),
 		fmtAll(c),
@@ -123,7 +124,7 @@ func TestConfig_SecretNeverPrints(t *testing.T) {
 
 func TestConfig_ReturnsMustKeepTheRecordTime_C3(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = "http://x", "k", NewCredential("s")
+	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = "http://x", "k", secret.New("s")
 	cfg.Sources["dns"] = SourceOverride{Returns: []string{"fqdn"}}
 	err := cfg.Validate()
 	if err == nil || !strings.Contains(err.Error(), "sources.dns.returns: must include createdTime") {

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"errors"
+	"github.com/svcexport/collector/internal/secret"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func TestPoller_C1_C3_C5_FaultsTogetherAreComplete(t *testing.T) {
 func TestPoller_C1_WrongSecretNeverAppearsInLogsOrErrors(t *testing.T) {
 	srv := startSim(t, nil)
 	cfg := simConfig(srv)
-	cfg.API.Secret = NewCredential("wrong-secret-Zq9")
+	cfg.API.Secret = secret.New("wrong-secret-Zq9")
 	e := newEnv(t, cfg, nil)
 	err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, (&collector{}).emit)
 	var se *StatusError

@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"context"
+	"github.com/svcexport/collector/internal/secret"
 	"log/slog"
 	"sync"
 	"testing"
@@ -38,10 +39,10 @@ func startSim(t *testing.T, mut func(*apisim.Config)) *apisim.Server {
 // default credentials, fast retries.
 func simConfig(srv *apisim.Server) Config {
 	cfg := DefaultConfig()
-	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = srv.URL(), "sim-key", NewCredential("sim-secret")
+	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = srv.URL(), "sim-key", secret.New("sim-secret")
 	cfg.API.Retry = RetryConfig{Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond}
 	cfg.API.Timeout = 10 * time.Second
-	cfg.Edge.BaseURL, cfg.Edge.Token = srv.EdgeURL(), NewCredential("sim-edge-token")
+	cfg.Edge.BaseURL, cfg.Edge.Token = srv.EdgeURL(), secret.New("sim-edge-token")
 	cfg.Edge.Timeout = 10 * time.Second
 	return cfg
 }

@@ -37,17 +37,6 @@ const (
 	MaxBatchRows = 1_000_000
 )
 
-// Password is a credential that the configuration loader can fill from text
-// (YAML, environment). It prints, logs and marshals redacted like the
-// secret.Secret it embeds; the zero value is the empty password.
-type Password struct{ secret.Secret }
-
-// UnmarshalText implements encoding.TextUnmarshaler.
-func (p *Password) UnmarshalText(b []byte) error {
-	p.Secret = secret.New(string(b))
-	return nil
-}
-
 // TLSConfig is the TLS part of Config (keys under sink.clickhouse.tls).
 // The zero value is TLS off.
 type TLSConfig struct {
@@ -84,9 +73,9 @@ type Config struct {
 	// Username and Password authenticate; Password wins over PasswordFile
 	// (a file holding the password, one trailing newline trimmed). Default
 	// user "default", no password.
-	Username     string   `koanf:"username"`
-	Password     Password `koanf:"password"`
-	PasswordFile string   `koanf:"password_file"`
+	Username     string        `koanf:"username"`
+	Password     secret.Secret `koanf:"password"`
+	PasswordFile string        `koanf:"password_file"`
 	// TablePrefix is put before every table and view name (e.g. "svc_"
 	// gives svc_dns). Default "".
 	TablePrefix string `koanf:"table_prefix"`

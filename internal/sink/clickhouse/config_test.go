@@ -85,7 +85,7 @@ func TestValidateReportsEveryBadKey(t *testing.T) {
 }
 
 func TestPasswordIsRedactedAndFileIsRead(t *testing.T) {
-	var p Password
+	var p secret.Secret
 	if err := p.UnmarshalText([]byte("hunter2")); err != nil {
 		t.Fatal(err)
 	}
@@ -105,11 +105,11 @@ func TestPasswordIsRedactedAndFileIsRead(t *testing.T) {
 	if s.opts.Auth.Password != "from-file" {
 		t.Errorf("password from file = %q", s.opts.Auth.Password)
 	}
-	cfg.Password = Password{secret.New("inline")}
+	cfg.Password = secret.New("inline")
 	if s, err = New(cfg, nil, nil); err != nil || s.opts.Auth.Password != "inline" {
 		t.Errorf("inline password must win over the file: %v %q", err, s.opts.Auth.Password)
 	}
-	cfg.Password, cfg.PasswordFile = Password{}, filepath.Join(t.TempDir(), "missing")
+	cfg.Password, cfg.PasswordFile = secret.Secret{}, filepath.Join(t.TempDir(), "missing")
 	if _, err := New(cfg, nil, nil); err == nil || !strings.Contains(err.Error(), "sink.clickhouse.password_file") {
 		t.Errorf("missing password file: %v", err)
 	}

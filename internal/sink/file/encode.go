@@ -2,7 +2,6 @@ package file
 
 import (
 	"bufio"
-	"bytes"
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
@@ -12,25 +11,8 @@ import (
 	"github.com/svcexport/collector/internal/record"
 )
 
-// appendLine appends e as one NDJSON line. The record is embedded verbatim
-// except that CR and LF become spaces: outside strings they are insignificant
-// JSON whitespace, and inside strings JSON forbids them raw, so the record's
-// meaning is unchanged while a pretty-printed record can no longer break the
-// one-envelope-per-line framing.
-func appendLine(dst []byte, e *record.Envelope) []byte {
-	start := len(dst)
-	dst = e.AppendJSON(dst)
-	line := dst[start:]
-	for {
-		i := bytes.IndexAny(line, "\r\n")
-		if i < 0 {
-			break
-		}
-		line[i] = ' '
-		line = line[i+1:]
-	}
-	return append(dst, '\n')
-}
+// appendLine appends e as one NDJSON line (record.Envelope.AppendNDJSON).
+func appendLine(dst []byte, e *record.Envelope) []byte { return e.AppendNDJSON(dst) }
 
 // Each gzip member carries its own total length in an FEXTRA subfield, the
 // way BGZF (samtools) does, so that Start can walk the members of a file

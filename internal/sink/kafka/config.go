@@ -49,21 +49,6 @@ const (
 	DefaultReplicationFactor  = -1
 )
 
-// Password is a SASL password that the configuration loader can fill from
-// text. It prints, logs and marshals redacted like the secret.Secret it
-// embeds. The zero value is the unset password.
-type Password struct{ secret.Secret }
-
-// NewPassword wraps value.
-func NewPassword(value string) Password { return Password{secret.New(value)} }
-
-// UnmarshalText implements encoding.TextUnmarshaler so that koanf can set
-// the password from the environment or a file.
-func (p *Password) UnmarshalText(b []byte) error {
-	p.Secret = secret.New(string(b))
-	return nil
-}
-
 // Config is the configuration of the Kafka sink (keys under sink.kafka).
 // Build it with DefaultConfig and override; the zero value is not valid.
 type Config struct {
@@ -175,7 +160,7 @@ type SASLConfig struct {
 	Username string `koanf:"username"`
 	// Password is the SASL password, usually from the environment
 	// (COLLECTOR_SINK__KAFKA__SASL__PASSWORD). It wins over PasswordFile.
-	Password Password `koanf:"password"`
+	Password secret.Secret `koanf:"password"`
 	// PasswordFile is a file holding the password (one trailing newline
 	// is ignored).
 	PasswordFile string `koanf:"password_file"`

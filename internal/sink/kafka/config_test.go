@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"fmt"
+	"github.com/svcexport/collector/internal/secret"
 	"reflect"
 	"strings"
 	"testing"
@@ -53,7 +54,7 @@ func TestConfigFromYAML(t *testing.T) {
 			Enabled: true, CAFile: "/etc/collector/kafka-ca.pem", CertFile: "/etc/collector/client.pem",
 			KeyFile: "/etc/collector/client-key.pem", ServerName: "kafka.internal",
 		},
-		SASL: kafka.SASLConfig{Mechanism: "SCRAM-SHA-512", Username: "collector", Password: kafka.NewPassword("hunter2")},
+		SASL: kafka.SASLConfig{Mechanism: "SCRAM-SHA-512", Username: "collector", Password: secret.New("hunter2")},
 	}
 	partial := kafka.DefaultConfig()
 	partial.Brokers = []string{"127.0.0.1:19092"}
@@ -128,12 +129,12 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 			c.SASL = kafka.SASLConfig{Mechanism: "SCRAM-SHA-256", Username: "u"}
 		}, "sink.kafka.sasl.password: must be set (or sink.kafka.sasl.password_file)"},
 		{"a mechanism without user", func(c *kafka.Config) {
-			c.SASL = kafka.SASLConfig{Mechanism: "PLAIN", Password: kafka.NewPassword("p")}
+			c.SASL = kafka.SASLConfig{Mechanism: "PLAIN", Password: secret.New("p")}
 		}, "sink.kafka.sasl.username: must be set"},
 		{"an unknown mechanism", func(c *kafka.Config) {
-			c.SASL = kafka.SASLConfig{Mechanism: "GSSAPI", Username: "u", Password: kafka.NewPassword("p")}
+			c.SASL = kafka.SASLConfig{Mechanism: "GSSAPI", Username: "u", Password: secret.New("p")}
 		}, `sink.kafka.sasl.mechanism: unknown mechanism "GSSAPI"`},
-		{"a password without mechanism", func(c *kafka.Config) { c.SASL.Password = kafka.NewPassword("p") }, "sink.kafka.sasl.mechanism: must be set"},
+		{"a password without mechanism", func(c *kafka.Config) { c.SASL.Password = secret.New("p") }, "sink.kafka.sasl.mechanism: must be set"},
 		{"a ca file with tls off", func(c *kafka.Config) { c.TLS.CAFile = "/ca.pem" }, "sink.kafka.tls.ca_file: is set but sink.kafka.tls.enabled is false"},
 		{"a cert without key", func(c *kafka.Config) { c.TLS = kafka.TLSConfig{Enabled: true, CertFile: "/c.pem"} }, "sink.kafka.tls.key_file: must be set together with sink.kafka.tls.cert_file"},
 		{"a negative linger", func(c *kafka.Config) { c.Linger = -time.Millisecond }, "sink.kafka.linger: must be between 0 and 1m"},

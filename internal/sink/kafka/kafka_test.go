@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"github.com/svcexport/collector/internal/secret"
 	"io"
 	"os"
 	"os/exec"
@@ -524,9 +525,9 @@ func TestSASL(t *testing.T) {
 		name string
 		sasl kafka.SASLConfig
 	}{
-		{"SCRAM-SHA-256", kafka.SASLConfig{Mechanism: "SCRAM-SHA-256", Username: "collector", Password: kafka.NewPassword("s3cret-256")}},
+		{"SCRAM-SHA-256", kafka.SASLConfig{Mechanism: "SCRAM-SHA-256", Username: "collector", Password: secret.New("s3cret-256")}},
 		{"SCRAM-SHA-512 from a file", kafka.SASLConfig{Mechanism: "SCRAM-SHA-512", Username: "collector512", PasswordFile: pwFile}},
-		{"PLAIN", kafka.SASLConfig{Mechanism: "PLAIN", Username: "plainuser", Password: kafka.NewPassword("s3cret-plain")}},
+		{"PLAIN", kafka.SASLConfig{Mechanism: "PLAIN", Username: "plainuser", Password: secret.New("s3cret-plain")}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig(c)
@@ -548,7 +549,7 @@ func TestSASL(t *testing.T) {
 	for _, mech := range []string{"SCRAM-SHA-256", "SCRAM-SHA-512"} {
 		t.Run("wrong password "+mech, func(t *testing.T) {
 			cfg := testConfig(c)
-			cfg.SASL = kafka.SASLConfig{Mechanism: mech, Username: "collector", Password: kafka.NewPassword("wrong")}
+			cfg.SASL = kafka.SASLConfig{Mechanism: mech, Username: "collector", Password: secret.New("wrong")}
 			s, err := kafka.New(cfg, streams, t.TempDir(), nil, nil)
 			if err != nil {
 				t.Fatal(err)

@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -52,38 +51,38 @@ func newMetrics(reg prometheus.Registerer, client *atomic.Pointer[kgo.Client]) (
 		return nil, fmt.Errorf("kafka sink metrics: %w", err)
 	}
 	m := &metrics{shared: shared}
-	if m.produced, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	if m.produced, err = sinkmetrics.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "collector_kafka_records_produced_total",
 		Help: "Records the brokers acknowledged, by topic (topics are sources x accounts at most).",
 	}, []string{"topic"})); err != nil {
 		return nil, err
 	}
-	if m.bytesProduced, err = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+	if m.bytesProduced, err = sinkmetrics.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "collector_kafka_bytes_produced_total",
 		Help: "Bytes of acknowledged record batches as sent (after compression).",
 	})); err != nil {
 		return nil, err
 	}
-	if m.uncompressed, err = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+	if m.uncompressed, err = sinkmetrics.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "collector_kafka_uncompressed_bytes_produced_total",
 		Help: "Bytes of acknowledged record batches before compression (with collector_kafka_bytes_produced_total: the compression ratio).",
 	})); err != nil {
 		return nil, err
 	}
-	if m.produceErrors, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	if m.produceErrors, err = sinkmetrics.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "collector_kafka_produce_errors_total",
 		Help: "Records the producer failed, by kind: too_large, timeout, canceled, auth, unknown_topic, broker, closed, other. Their batch is retried, or for a record too large on its own dead-lettered; records dead-lettered before producing are not counted here.",
 	}, []string{"kind"})); err != nil {
 		return nil, err
 	}
-	if m.produceLatency, err = register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+	if m.produceLatency, err = sinkmetrics.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "collector_kafka_produce_latency_seconds",
 		Help:    "Time from the first record of a batch handed to the producer until the last one was acknowledged, for batches acknowledged in full.",
 		Buckets: sinkmetrics.WriteDurationBuckets,
 	})); err != nil {
 		return nil, err
 	}
-	dl, err := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	dl, err := sinkmetrics.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "collector_dead_letters_total",
 		Help: "Records written to a dead-letter file instead of their destination, by sink and reason.",
 	}, []string{"sink", "reason"}))
@@ -132,25 +131,4 @@ func (m *metrics) OnProduceBatchWritten(_ kgo.BrokerMetadata, topic string, _ in
 	m.bytesProduced.Add(float64(bm.CompressedBytes))
 	m.uncompressed.Add(float64(bm.UncompressedBytes))
 	m.shared.Bytes.Add(float64(bm.CompressedBytes))
-}
-
-// register registers c with reg or returns the equal collector registered
-// before (another sink instance on the same registry); nil reg registers
-// nothing.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if reg == nil {
-		return c, nil
-	}
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	var zero C
-	return zero, fmt.Errorf("kafka sink metrics: register: %w", err)
 }

@@ -44,21 +44,21 @@ func New(reg prometheus.Registerer, sink string) (*Metrics, error) {
 	if sink == "" {
 		return nil, errors.New("sinkmetrics: empty sink name")
 	}
-	records, err := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	records, err := Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: RecordsTotal,
 		Help: "Envelopes a sink acknowledged as durable downstream.",
 	}, []string{"sink"}))
 	if err != nil {
 		return nil, err
 	}
-	bytes, err := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	bytes, err := Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: BytesTotal,
 		Help: "Bytes of acknowledged batches as written downstream (after encoding and compression).",
 	}, []string{"sink"}))
 	if err != nil {
 		return nil, err
 	}
-	dur, err := register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	dur, err := Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    WriteDurationSeconds,
 		Help:    "Duration of sink Write calls, failed ones included.",
 		Buckets: WriteDurationBuckets,
@@ -66,7 +66,7 @@ func New(reg prometheus.Registerer, sink string) (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	errs, err := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	errs, err := Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: ErrorsTotal,
 		Help: "Failed sink Write calls by sink and kind of failure.",
 	}, []string{"sink", "kind"}))
@@ -91,10 +91,11 @@ func New(reg prometheus.Registerer, sink string) (*Metrics, error) {
 // message: label values must stay few.
 func (m *Metrics) Error(kind string) { m.errors.WithLabelValues(kind).Inc() }
 
-// register registers c with reg and returns it, or returns the collector of
+// Register registers c with reg and returns it, or returns the collector of
 // the same description already registered there, so that each family exists
-// once per Registerer without any global bookkeeping.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+// once per Registerer without any global bookkeeping. A nil reg registers
+// nothing.
+func Register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
 	if reg == nil {
 		return c, nil
 	}

@@ -207,16 +207,7 @@ func (s *Sink) encode(dst []byte, e *record.Envelope) []byte {
 		}
 		return append(dst, '\n')
 	}
-	line := dst[start:]
-	for {
-		i := bytes.IndexAny(line, "\r\n")
-		if i < 0 {
-			break
-		}
-		line[i] = ' '
-		line = line[i+1:]
-	}
-	return append(dst, '\n')
+	return e.AppendNDJSON(dst[:start])
 }
 
 // usable returns nil between Start and Shutdown.
