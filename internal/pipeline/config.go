@@ -9,7 +9,9 @@ import (
 type Config struct {
 	// BufferRecords bounds the records between the pollers and the sink,
 	// those being written included. Memory is about this many records times
-	// their size, whatever the backlog. Default 50,000 (ten full pages).
+	// their size, plus at most one page per stream being fetched or waiting
+	// for room (about 3 MB at 5,000 rows), whatever the backlog. Default
+	// 50,000 (ten full pages).
 	BufferRecords int `koanf:"buffer_records"`
 	// SinkWorkers is how many batches are written concurrently. Default 4.
 	SinkWorkers int `koanf:"sink_workers"`
