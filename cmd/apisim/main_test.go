@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/testinfra/simtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -88,7 +89,7 @@ func TestBadConfigsAreRejected(t *testing.T) {
 // The command prints its URLs and credentials and stops when its context ends.
 func TestRunServesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
+	var out simtest.SyncBuffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"--listen", "127.0.0.1:0"}, &out, io.Discard) }()
 	deadline := time.Now().Add(5 * time.Second)

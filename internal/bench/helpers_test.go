@@ -22,6 +22,7 @@ import (
 
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/testinfra/simtest"
 )
 
 // collectorBin is the collector binary built by TestMain when benchmarks
@@ -69,20 +70,7 @@ var (
 // (DefaultConfig: production rates and limits, no faults).
 func startSim(tb testing.TB, mut func(*apisim.Config)) *apisim.Server {
 	tb.Helper()
-	cfg := apisim.DefaultConfig()
-	if mut != nil {
-		mut(&cfg)
-	}
-	srv, err := apisim.New(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := srv.Start("127.0.0.1:0"); err != nil {
-		srv.Close()
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { srv.Close() })
-	return srv
+	return simtest.Start(tb, mut)
 }
 
 // runSpec describes one `collector run --once` against a simulator.

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/testinfra/chtest"
+	"github.com/svcexport/collector/internal/testinfra/simtest"
 )
 
 // The collector binary against the simulator into a real ClickHouse (26.x,
@@ -416,17 +416,7 @@ type chBenchResult struct {
 // chBenchOnce runs one backfill.
 func chBenchOnce(b *testing.B, srv *chtest.Server, proto string, batchRows int) chBenchResult {
 	b.StopTimer()
-	cfg := apisim.DefaultConfig()
-	cfg.Rates = map[string]float64{"connections": 60_000, "dns": 50_000, "changed_files": 40_000}
-	cfg.WaveAmplitude, cfg.BurstProbability = 0, 0
-	cfg.RateLimit = 100_000
-	sim, err := apisim.New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := sim.Start("127.0.0.1:0"); err != nil {
-		b.Fatal(err)
-	}
+	sim := simtest.Start(b, benchSimConfig)
 	defer sim.Close()
 	db := srv.NewDatabase(b)
 	dir := b.TempDir()
@@ -470,7 +460,7 @@ sources:
 	m0, _ := chCPUTicks(os.Getpid())
 	b.StartTimer()
 	t0 := time.Now()
-	err = cmd.Run()
+	err := cmd.Run()
 	wall := time.Since(t0)
 	b.StopTimer()
 	s1, _ := chCPUTicks(pid)

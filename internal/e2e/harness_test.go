@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/testinfra/chtest"
+	"github.com/svcexport/collector/internal/testinfra/simtest"
 )
 
 // collectorBin is the collector binary built for this test run.
@@ -79,16 +79,7 @@ func startSim(t *testing.T, mut func(*apisim.Config)) *apisim.Server {
 	if mut != nil {
 		mut(&cfg)
 	}
-	srv, err := apisim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start("127.0.0.1:0"); err != nil {
-		srv.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
+	return simtest.Start(t, func(c *apisim.Config) { *c = cfg })
 }
 
 // setup describes one collector configuration written for a test.
@@ -378,32 +369,15 @@ func freeAddr(t *testing.T) string {
 // process is a collector started in the background.
 type process struct {
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *simtest.SyncBuffer
 	done chan error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startCollector starts "collector run" (plus args) in the background.
 func (s *setup) startCollector(t *testing.T, args ...string) *process {
 	t.Helper()
 	cmd := s.command(context.Background(), append([]string{"run"}, args...)...)
-	p := &process{cmd: cmd, logs: &syncBuffer{}, done: make(chan error, 1)}
+	p := &process{cmd: cmd, logs: &simtest.SyncBuffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = p.logs, p.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -436,4 +410,12 @@ func (p *process) wait(t *testing.T, d time.Duration) error {
 		t.Fatalf("collector did not exit within %v\n%s", d, tail(p.logs.String(), 40))
 		return nil
 	}
+}
+
+// benchSimConfig is the simulator of the sink benchmarks: a dense, steady
+// backlog of three sources and a budget that never limits.
+func benchSimConfig(cfg *apisim.Config) {
+	cfg.Rates = map[string]float64{"connections": 60_000, "dns": 50_000, "changed_files": 40_000}
+	cfg.WaveAmplitude, cfg.BurstProbability = 0, 0
+	cfg.RateLimit = 100_000
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/testinfra/simtest"
 )
 
 // The Kafka end-to-end tests run the collector binary against the project's
@@ -72,7 +73,7 @@ func kcatBin(t testing.TB) string {
 type kafkaBroker struct {
 	cmd  *exec.Cmd
 	addr string // host:port of its one broker
-	logs *syncBuffer
+	logs *simtest.SyncBuffer
 	done chan error
 }
 
@@ -84,7 +85,7 @@ func startKafkaBroker(t testing.TB, port int, args ...string) *kafkaBroker {
 	bin := kafkaBrokerBin(t)
 	args = append([]string{"--listen", "127.0.0.1", "--ports", fmt.Sprint(port), "--log-level", "warn"}, args...)
 	cmd := exec.Command(bin, args...)
-	stdout, logs := &syncBuffer{}, &syncBuffer{}
+	stdout, logs := &simtest.SyncBuffer{}, &simtest.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = stdout, logs
 	b := &kafkaBroker{cmd: cmd, logs: logs, done: make(chan error, 1)}
 	if err := cmd.Start(); err != nil {
@@ -342,7 +343,7 @@ func kcatConsume(t testing.TB, addr string, topics []string, fn func(m *kcatMess
 // sequence).
 func kcatTopic(ctx context.Context, kcat, addr, topic string, msgs chan<- *kcatMessage) (map[int32]int64, error) {
 	cmd := exec.CommandContext(ctx, kcat, "-C", "-b", addr, "-t", topic, "-o", "beginning", "-e", "-q", "-f", kcatFormat)
-	var stderr syncBuffer
+	var stderr simtest.SyncBuffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

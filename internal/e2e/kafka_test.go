@@ -21,6 +21,7 @@ import (
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/testinfra/simtest"
 )
 
 // kafkaHeaders are the headers every record of the Kafka sink carries
@@ -611,17 +612,7 @@ type kafkaBenchResult struct {
 // (and broker) and checks that every record of the backlog arrived.
 func kafkaBenchOnce(b *testing.B, v kafkaBenchVariant) kafkaBenchResult {
 	b.StopTimer()
-	cfg := apisim.DefaultConfig()
-	cfg.Rates = map[string]float64{"connections": 60_000, "dns": 50_000, "changed_files": 40_000}
-	cfg.WaveAmplitude, cfg.BurstProbability = 0, 0
-	cfg.RateLimit = 100_000
-	sim, err := apisim.New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := sim.Start("127.0.0.1:0"); err != nil {
-		b.Fatal(err)
-	}
+	sim := simtest.Start(b, benchSimConfig)
 	defer sim.Close()
 	sources := []string{"connections", "dns", "changed_files"}
 	dir := b.TempDir()
@@ -656,7 +647,7 @@ metrics:
 	defer cancel()
 	cmd := exec.CommandContext(ctx, collectorBin, "run", "--once", "--config", path)
 	cmd.Env = append(append(os.Environ(), "COLLECTOR_API__SECRET=sim-secret"), v.env...)
-	var logs syncBuffer
+	var logs simtest.SyncBuffer
 	cmd.Stderr = &logs
 	cmd.Stdout = &logs
 	if v.dev {
@@ -671,7 +662,7 @@ metrics:
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	b.StartTimer()
 	t0 := time.Now()
-	err = cmd.Run()
+	err := cmd.Run()
 	wall := time.Since(t0)
 	b.StopTimer()
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)

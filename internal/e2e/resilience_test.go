@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/testinfra/simtest"
 )
 
 // Next-page URLs that expire before a chain is walked (C3): the collector
@@ -229,7 +230,7 @@ func TestAStalledSinkKeepsMemoryBoundedAndTheCheckpointStill(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stdout.Close()
-	logs := &syncBuffer{}
+	logs := &simtest.SyncBuffer{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

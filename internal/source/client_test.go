@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/svcexport/collector/internal/secret"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/svcexport/collector/internal/secret"
 )
 
 // fakeAPI is a tiny handler for faults the simulator cannot make. tokens

@@ -1,7 +1,6 @@
 package source
 
 import (
-	"github.com/svcexport/collector/internal/secret"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,6 +9,8 @@ import (
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
+
+	"github.com/svcexport/collector/internal/secret"
 )
 
 func loadYAML(t *testing.T, path string) Config {

@@ -3,12 +3,12 @@ package source
 import (
 	"context"
 	"errors"
-	"github.com/svcexport/collector/internal/secret"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/secret"
 )
 
 // C1, C3, C5: with 5% 5xx, 5% cut-off bodies, token revocation every 50

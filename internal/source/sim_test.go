@@ -1,9 +1,7 @@
 package source
 
 import (
-	"bytes"
 	"context"
-	"github.com/svcexport/collector/internal/secret"
 	"log/slog"
 	"sync"
 	"testing"
@@ -13,26 +11,20 @@ import (
 
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/testinfra/simtest"
 )
 
 // startSim starts the API simulator on loopback with DefaultConfig changed
 // by mut, and closes it when the test ends.
 func startSim(t *testing.T, mut func(*apisim.Config)) *apisim.Server {
 	t.Helper()
-	cfg := apisim.DefaultConfig()
-	cfg.WaveAmplitude, cfg.BurstProbability = 0, 0
-	if mut != nil {
-		mut(&cfg)
-	}
-	srv, err := apisim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	return srv
+	return simtest.Start(t, func(cfg *apisim.Config) {
+		cfg.WaveAmplitude, cfg.BurstProbability = 0, 0
+		if mut != nil {
+			mut(cfg)
+		}
+	})
 }
 
 // simConfig is the collector configuration for srv: the simulator's
@@ -55,7 +47,7 @@ type env struct {
 	clk     Clock
 	budget  *Budget
 	metrics *Metrics
-	logs    *syncBuffer
+	logs    *simtest.SyncBuffer
 	log     *slog.Logger
 	core    *Client
 	edge    *Client
@@ -70,7 +62,7 @@ func newEnv(t *testing.T, cfg Config, clk Clock) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, cfg: cfg, clk: clk, metrics: m, logs: &syncBuffer{}}
+	e := &env{t: t, cfg: cfg, clk: clk, metrics: m, logs: &simtest.SyncBuffer{}}
 	e.log = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.budget = NewBudget(clk, m)
 	t.Cleanup(func() {
@@ -205,23 +197,6 @@ func firstStart(pages []Page) time.Time {
 		}
 	}
 	return time.Time{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // simClock runs speed times faster than the wall clock, from the wall

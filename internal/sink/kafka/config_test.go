@@ -2,7 +2,6 @@ package kafka_test
 
 import (
 	"fmt"
-	"github.com/svcexport/collector/internal/secret"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
+	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink/kafka"
 )
 
