@@ -129,6 +129,10 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		pollers[i] = poller{p}
 	}
 	pl := pipeline.New(cfg.Pipeline, store, snk, pollers, reg, log, nil)
+	for _, p := range set.Pollers {
+		// Pages count against the buffer from before they are fetched.
+		p.SetReserve(pl.ReserveFor(checkpoint.Key{Source: p.Source(), Account: p.Account()}))
+	}
 	prog := newProgress(cfg, set, pl, reg, log)
 	if tel != nil {
 		tel.AddReadiness("checkpoint", func(context.Context) error { return pl.CommitError() })

@@ -186,11 +186,21 @@ func TestFaultsTogetherLoseNothing(t *testing.T) {
 // SIGKILL at random moments of a backfill, 20 times, restarting each time:
 // finally complete per truth; duplicates only from pages in flight.
 func TestCrashesAtRandomMomentsLoseNothing(t *testing.T) {
-	sim := startSim(t, nil)
+	// A budget of 20 requests per 5 s and 500-row pages make the backfill
+	// last about 15 s however fast the collector is, so that every kill
+	// lands mid-backfill, often mid-chain.
+	sim := startSim(t, func(c *apisim.Config) {
+		c.PageSize = 500
+		c.RateLimit = 20
+		c.RatePeriod = 5 * time.Second
+	})
 	start := time.Now().UTC().Add(-48 * time.Hour).Truncate(time.Minute)
 	s := newSetup(t, sim, start, "")
 	const buffer = 10_000
-	s.env = append(s.env, fmt.Sprintf("COLLECTOR_PIPELINE__BUFFER_RECORDS=%d", buffer))
+	s.env = append(s.env, fmt.Sprintf("COLLECTOR_PIPELINE__BUFFER_RECORDS=%d", buffer),
+		"COLLECTOR_API__PAGE_ROWS=500",
+		"COLLECTOR_API__RATE__LIMIT=20", "COLLECTOR_API__RATE__PERIOD=5s",
+		"COLLECTOR_EDGE__RATE__LIMIT=20", "COLLECTOR_EDGE__RATE__PERIOD=5s")
 	rng := rand.New(rand.NewPCG(7, 7))
 	kills := 0
 	for i := 0; i < 20; i++ {

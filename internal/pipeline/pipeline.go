@@ -43,6 +43,9 @@ type Pipeline struct {
 	now     func() time.Time
 
 	slots   *slots
+	pending atomic.Int64 // records handed to the sink and not yet acknowledged
+	flowsMu sync.Mutex
+	flows   map[checkpoint.Key]*flow
 	queue   chan *item
 	tracker *tracker
 	rows    atomic.Int64 // records acknowledged by this run
@@ -68,7 +71,7 @@ func New(cfg Config, store Store, s sink.Sink, pollers []Poller, reg prometheus.
 		now = time.Now
 	}
 	p := &Pipeline{cfg: cfg, store: store, sink: s, pollers: pollers, log: log, m: newMetrics(reg), now: now,
-		slots: newSlots(cfg.BufferRecords), queue: make(chan *item, 1024)}
+		slots: newSlots(cfg.BufferRecords), flows: map[checkpoint.Key]*flow{}, queue: make(chan *item, 1024)}
 	p.m.capacity.Set(float64(cfg.BufferRecords))
 	return p
 }
@@ -114,11 +117,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	drained := make(chan struct{})
 	go func() { workers.Wait(); close(drained) }()
 	if ctx.Err() != nil {
-		p.log.Info("stopping: draining fetched pages into the sink", "buffered_records", p.slots.inUse(), "deadline", p.cfg.StopTimeout)
+		p.log.Info("stopping: draining fetched pages into the sink", "buffered_records", p.pending.Load(), "deadline", p.cfg.StopTimeout)
 		select {
 		case <-drained:
 		case <-time.After(p.cfg.StopTimeout):
-			p.log.Warn("stop deadline reached: pages not yet written will be fetched again after restart", "buffered_records", p.slots.inUse())
+			p.log.Warn("stop deadline reached: pages not yet written will be fetched again after restart", "buffered_records", p.pending.Load())
 			cancelWork()
 			<-drained
 		}
@@ -149,6 +152,7 @@ func (p *Pipeline) runPollers(ctx context.Context, initial map[checkpoint.Key]ch
 			defer p.m.pollersRunning.Dec()
 			k := pl.Key()
 			err := pl.Run(ctx, cursorOf(initial[k]), p.emitFor(k))
+			p.releaseFlow(k)
 			if err != nil && !errors.Is(err, context.Canceled) {
 				p.log.Error("poller ended", "source", k.Source, "account", k.Account, "err", err)
 				mu.Lock()
@@ -161,16 +165,66 @@ func (p *Pipeline) runPollers(ctx context.Context, initial map[checkpoint.Key]ch
 	return errors.Join(errs...)
 }
 
-// emitFor returns the Emit function of one stream's poller. It blocks while
-// the buffer is full: that is the backpressure that keeps memory flat.
-func (p *Pipeline) emitFor(k checkpoint.Key) source.Emit {
-	return func(ctx context.Context, pg source.Page) error {
-		held, err := p.slots.acquire(ctx, len(pg.Envelopes))
+// flow is the room one stream's poller reserved before fetching its next
+// page. Only that poller's goroutine uses it.
+type flow struct{ held int }
+
+func (p *Pipeline) flow(k checkpoint.Key) *flow {
+	p.flowsMu.Lock()
+	defer p.flowsMu.Unlock()
+	f := p.flows[k]
+	if f == nil {
+		f = &flow{}
+		p.flows[k] = f
+	}
+	return f
+}
+
+// ReserveFor returns the Reserve function of one stream's poller: room for
+// a page is taken from the buffer before the page is fetched, so that pages
+// being fetched count against pipeline.buffer_records too.
+func (p *Pipeline) ReserveFor(k checkpoint.Key) source.Reserve {
+	f := p.flow(k)
+	return func(ctx context.Context, rows int) error {
+		rows = p.slots.clamp(rows)
+		if f.held >= rows {
+			return nil
+		}
+		n, err := p.slots.acquire(ctx, rows-f.held)
 		if err != nil {
 			return err
 		}
+		f.held += n
+		return nil
+	}
+}
+
+// releaseFlow returns what a stopped poller still held.
+func (p *Pipeline) releaseFlow(k checkpoint.Key) {
+	f := p.flow(k)
+	p.slots.release(f.held)
+	f.held = 0
+}
+
+// emitFor returns the Emit function of one stream's poller. It blocks while
+// the buffer is full: that is the backpressure that keeps memory flat.
+func (p *Pipeline) emitFor(k checkpoint.Key) source.Emit {
+	f := p.flow(k)
+	return func(ctx context.Context, pg source.Page) error {
+		need := p.slots.clamp(len(pg.Envelopes))
+		if f.held < need {
+			n, err := p.slots.acquire(ctx, need-f.held)
+			if err != nil {
+				return err
+			}
+			f.held += n
+		}
+		held := need
+		p.slots.release(f.held - need)
+		f.held = 0
+		p.pending.Add(int64(held))
 		p.busy.CompareAndSwap(0, p.now().UnixNano())
-		p.m.buffered.Set(float64(p.slots.inUse()))
+		p.m.buffered.Set(float64(p.pending.Load()))
 		it := &item{key: k, seq: p.tracker.next(k), after: pg.After, revisit: pg.Revisit, held: held}
 		if len(pg.Envelopes) > 0 {
 			it.batch = &record.Batch{
@@ -184,10 +238,10 @@ func (p *Pipeline) emitFor(k checkpoint.Key) source.Emit {
 		case p.queue <- it:
 			return nil
 		case <-ctx.Done():
-			// The page is dropped before the sink saw it; its seq must still
-			// be acknowledged or the stream's run would stall. It is never
-			// committed past: the poller stops and the next run refetches.
+			// The page is dropped before the sink saw it; the poller stops
+			// and the next run fetches it again. Nothing is committed past it.
 			p.slots.release(held)
+			p.pending.Add(-int64(held))
 			return ctx.Err()
 		}
 	}
@@ -198,6 +252,7 @@ func (p *Pipeline) work(ctx context.Context) {
 	for it := range p.queue {
 		if ctx.Err() != nil {
 			p.slots.release(it.held)
+			p.pending.Add(-int64(it.held))
 			continue
 		}
 		if it.batch != nil {
@@ -205,6 +260,7 @@ func (p *Pipeline) work(ctx context.Context) {
 				// Only a stop deadline ends the retries: the page is not
 				// acknowledged and comes again after the restart.
 				p.slots.release(it.held)
+				p.pending.Add(-int64(it.held))
 				continue
 			}
 		}
@@ -220,7 +276,7 @@ func (p *Pipeline) work(ctx context.Context) {
 		p.lastAck.Store(now.UnixNano())
 		p.tracker.ack(it.key, it.seq, ackedPage{after: it.after, revisit: it.revisit, rows: rows}, p.now())
 		p.slots.release(it.held)
-		inUse := p.slots.inUse()
+		inUse := p.pending.Add(-int64(it.held))
 		p.m.buffered.Set(float64(inUse))
 		if inUse == 0 {
 			p.busy.Store(0)
@@ -235,11 +291,12 @@ func (p *Pipeline) work(ctx context.Context) {
 // A pipeline with nothing to write is never stalled.
 func (p *Pipeline) Stalled() error {
 	since := p.busy.Load()
-	if since == 0 || p.slots.inUse() == 0 {
+	waiting := p.pending.Load()
+	if since == 0 || waiting == 0 {
 		return nil
 	}
 	if waited := p.now().Sub(time.Unix(0, since)); waited > p.cfg.StallTimeout {
-		return fmt.Errorf("no batch acknowledged for %v while %d records wait", waited.Round(time.Second), p.slots.inUse())
+		return fmt.Errorf("no batch acknowledged for %v while %d records wait", waited.Round(time.Second), waiting)
 	}
 	return nil
 }

@@ -343,3 +343,82 @@ func TestStalledReportsAWedgedSinkOnlyWhileRecordsWait(t *testing.T) {
 		t.Fatalf("stalled after everything was written: %v", err)
 	}
 }
+
+// A poller that reserves room before each fetch never has more records in
+// flight, reserved or buffered, than the buffer holds, however many streams
+// run (DESIGN item 5).
+func TestReservationsBoundPagesBeingFetched(t *testing.T) {
+	db := openStore(t)
+	s := &testSink{hold: make(chan struct{})}
+	cfg := testConfig()
+	cfg.BufferRecords = 300
+	var pollers []Poller
+	var fetching atomic.Int64
+	var peak atomic.Int64
+	p := New(cfg, db, s, nil, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+	for i := 0; i < 20; i++ {
+		k := checkpoint.Key{Source: "dns", Account: fmt.Sprintf("a%d", i)}
+		pollers = append(pollers, &reservingPoller{key: k, reserve: p.ReserveFor(k), rows: 100, fetching: &fetching, peak: &peak})
+	}
+	p.pollers = pollers
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	time.Sleep(300 * time.Millisecond)
+	if n := p.slots.inUse(); n > cfg.BufferRecords {
+		t.Fatalf("%d slots in use > %d", n, cfg.BufferRecords)
+	}
+	// 20 pollers of 100-record pages against a 300-record buffer: at most
+	// three pages can be held at once, fetched or buffered.
+	if pk := peak.Load(); pk > 3 {
+		t.Fatalf("%d pages were being fetched at once with room for 3", pk)
+	}
+	close(s.hold)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := p.slots.inUse(); n != 0 {
+		t.Fatalf("%d slots still held after Run", n)
+	}
+}
+
+// reservingPoller reserves room, "fetches" (counts itself as fetching),
+// and emits pages until stopped.
+type reservingPoller struct {
+	key            checkpoint.Key
+	reserve        source.Reserve
+	rows           int
+	fetching, peak *atomic.Int64
+}
+
+func (r *reservingPoller) Key() checkpoint.Key { return r.key }
+
+func (r *reservingPoller) Run(ctx context.Context, from source.Cursor, emit source.Emit) error {
+	wm := t0
+	for {
+		if err := r.reserve(ctx, r.rows); err != nil {
+			return err
+		}
+		n := r.fetching.Add(1)
+		for {
+			pk := r.peak.Load()
+			if n <= pk || r.peak.CompareAndSwap(pk, n) {
+				break
+			}
+		}
+		time.Sleep(time.Millisecond)
+		win := window.Window{Start: wm, End: wm.Add(time.Minute)}
+		pg := source.Page{Source: r.key.Source, Account: r.key.Account, Window: win, After: source.Cursor{Watermark: win.End}}
+		for i := 0; i < r.rows; i++ {
+			raw := fmt.Sprintf(`{"createdTime":%q,"i":%d}`, win.Start.Format(time.RFC3339), i)
+			pg.Envelopes = append(pg.Envelopes, record.Envelope{ID: fmt.Sprint(r.key.Account, wm.Unix(), i), Source: r.key.Source, Account: r.key.Account, Record: []byte(raw)})
+		}
+		err := emit(ctx, pg)
+		r.fetching.Add(-1)
+		if err != nil {
+			return err
+		}
+		wm = win.End
+	}
+}

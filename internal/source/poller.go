@@ -54,6 +54,7 @@ type Poller struct {
 	eb      envelopeBuilder
 	splitAt int64
 	alerts  *alertTracker
+	reserve Reserve
 
 	mu   sync.Mutex
 	snap Snapshot
@@ -111,6 +112,19 @@ func NewPoller(c *Client, cfg PollerConfig) (*Poller, error) {
 // DefaultAccount is the envelope account when no account is configured:
 // the token's own account (C2).
 const DefaultAccount = "default"
+
+// SetReserve makes the poller reserve room in the pipeline before every
+// page it fetches (DESIGN item 5: memory bounded by configuration, however
+// many streams fetch at once). Call it before Run; nil turns it off.
+func (p *Poller) SetReserve(r Reserve) { p.reserve = r }
+
+// maxPageRows is the most records one answer of the source can hold.
+func (p *Poller) maxPageRows() int {
+	if p.cfg.Spec.Edge {
+		return p.cfg.Edge.MaxRows
+	}
+	return p.cfg.API.PageRows
+}
 
 // Source returns the source name.
 func (p *Poller) Source() string { return p.cfg.Spec.Name }
@@ -485,6 +499,11 @@ func (r *run) resume(ctx context.Context) error {
 // next-page URL next.
 func (r *run) fetch(ctx context.Context, w window.Window, next string, idx int) (*fetched, error) {
 	p := r.p
+	if p.reserve != nil {
+		if err := p.reserve(ctx, p.maxPageRows()); err != nil {
+			return nil, err
+		}
+	}
 	spec := p.cfg.Spec
 	req := Request{
 		Method: "GET", URL: next, Account: p.cfg.AccountHeader, OrgAccess: p.cfg.OrgAccess,

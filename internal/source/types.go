@@ -61,3 +61,9 @@ type Page struct {
 // Emit hands a page to the pipeline. It blocks while the pipeline is full and
 // returns ctx's error when ctx ends first.
 type Emit func(ctx context.Context, p Page) error
+
+// Reserve blocks until the pipeline has room for a page of up to rows
+// records and holds that room for the stream's next Emit, so that a page is
+// counted against the pipeline's bound before it is fetched. It returns ctx's
+// error when ctx ends first.
+type Reserve func(ctx context.Context, rows int) error
