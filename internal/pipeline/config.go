@@ -7,11 +7,11 @@ import (
 
 // Config tunes the pipeline (key "pipeline").
 type Config struct {
-	// BufferRecords bounds the records between the pollers and the sink,
-	// those being written included. Memory is about this many records times
-	// their size, plus at most one page per stream being fetched or waiting
-	// for room (about 3 MB at 5,000 rows), whatever the backlog. Default
-	// 50,000 (ten full pages).
+	// BufferRecords bounds the records between the API and the sink: pages
+	// being fetched (room is reserved before each request), buffered, and
+	// being written. Memory is about this many records times their size,
+	// whatever the backlog and however many streams. Default 50,000 (ten
+	// full pages).
 	BufferRecords int `koanf:"buffer_records"`
 	// SinkWorkers is how many batches are written concurrently. Default 4.
 	SinkWorkers int `koanf:"sink_workers"`
