@@ -76,7 +76,15 @@ func (e *estimator) fill(s *StreamState, density float64, now time.Time) {
 	if !ok {
 		return
 	}
-	b := p.Remaining(s.Watermark, now, density)
+	from := s.Watermark
+	if from.IsZero() {
+		// Never run: the first run starts at sources.<name>.start, not at
+		// the history limit.
+		if st, err := e.cfg.Sources.Resolve(s.Source).StartTime(now); err == nil {
+			from = st
+		}
+	}
+	b := p.Remaining(from, now, density)
 	s.WindowsLeft = b.Windows
 	s.CaughtUp = b.Behind <= 0
 	if b.RowsKnown {
