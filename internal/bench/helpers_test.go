@@ -22,6 +22,7 @@ import (
 
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/checkpoint/checkpointtest"
 	"github.com/svcexport/collector/internal/testinfra/simtest"
 )
 
@@ -358,17 +359,8 @@ type streamKey struct{ source, account string }
 // collector's checkpoint file.
 func watermarks(tb testing.TB, path string) map[streamKey]checkpoint.State {
 	tb.Helper()
-	db, err := checkpoint.Open(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer db.Close()
-	all, err := db.All(context.Background())
-	if err != nil {
-		tb.Fatal(err)
-	}
 	out := map[streamKey]checkpoint.State{}
-	for k, st := range all {
+	for k, st := range checkpointtest.ReadFile(tb, path) {
 		out[streamKey{k.Source, k.Account}] = st
 	}
 	return out

@@ -22,6 +22,7 @@ import (
 
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/checkpoint/checkpointtest"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/testinfra/chtest"
 	"github.com/svcexport/collector/internal/testinfra/simtest"
@@ -264,17 +265,8 @@ func readFileSink(t *testing.T, dir string) *output {
 // file (the collector must be stopped).
 func watermarks(t *testing.T, path string) map[streamKey]checkpoint.State {
 	t.Helper()
-	db, err := checkpoint.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	all, err := db.All(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[streamKey]checkpoint.State{}
-	for k, st := range all {
+	for k, st := range checkpointtest.ReadFile(t, path) {
 		out[streamKey{k.Source, k.Account}] = st
 	}
 	return out

@@ -66,10 +66,7 @@ func TestBudgetedBackfillSeesNo429(t *testing.T) {
 	})
 	start := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Minute)
 	s := newSetup(t, sim, start, "")
-	s.env = append(s.env,
-		"COLLECTOR_API__PAGE_ROWS=500",
-		"COLLECTOR_API__RATE__LIMIT=60", "COLLECTOR_API__RATE__PERIOD=5s",
-		"COLLECTOR_EDGE__RATE__LIMIT=60", "COLLECTOR_EDGE__RATE__PERIOD=5s")
+	s.env = append(s.env, budgetEnv(500, 60, "5s")...)
 	began := time.Now()
 	s.runOnce(t, 5*time.Minute)
 	out := readFileSink(t, s.outDir())
@@ -101,10 +98,7 @@ func TestNoisyNeighbourCostsFew429AndNoRecords(t *testing.T) {
 	})
 	start := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Minute)
 	s := newSetup(t, sim, start, "")
-	s.env = append(s.env,
-		"COLLECTOR_API__PAGE_ROWS=500",
-		"COLLECTOR_API__RATE__LIMIT=60", "COLLECTOR_API__RATE__PERIOD=5s",
-		"COLLECTOR_EDGE__RATE__LIMIT=60", "COLLECTOR_EDGE__RATE__PERIOD=5s")
+	s.env = append(s.env, budgetEnv(500, 60, "5s")...)
 	s.runOnce(t, 5*time.Minute)
 	out := readFileSink(t, s.outDir())
 	compareWithTruth(t, sim, out, allStreams(), start, watermarks(t, s.checkpointPath()))
@@ -197,10 +191,8 @@ func TestCrashesAtRandomMomentsLoseNothing(t *testing.T) {
 	start := time.Now().UTC().Add(-48 * time.Hour).Truncate(time.Minute)
 	s := newSetup(t, sim, start, "")
 	const buffer = 10_000
-	s.env = append(s.env, fmt.Sprintf("COLLECTOR_PIPELINE__BUFFER_RECORDS=%d", buffer),
-		"COLLECTOR_API__PAGE_ROWS=500",
-		"COLLECTOR_API__RATE__LIMIT=20", "COLLECTOR_API__RATE__PERIOD=5s",
-		"COLLECTOR_EDGE__RATE__LIMIT=20", "COLLECTOR_EDGE__RATE__PERIOD=5s")
+	s.env = append(s.env, fmt.Sprintf("COLLECTOR_PIPELINE__BUFFER_RECORDS=%d", buffer))
+	s.env = append(s.env, budgetEnv(500, 20, "5s")...)
 	rng := rand.New(rand.NewPCG(7, 7))
 	kills := 0
 	for i := 0; i < 20; i++ {
@@ -327,4 +319,14 @@ func rssKB(t *testing.T, pid int) int64 {
 	}
 	t.Fatal("no VmRSS")
 	return 0
+}
+
+// budgetEnv sets the collector's page size and both rate buckets to match a
+// simulator with that page size and budget.
+func budgetEnv(pageRows, limit int, period string) []string {
+	return []string{
+		fmt.Sprintf("COLLECTOR_API__PAGE_ROWS=%d", pageRows),
+		fmt.Sprintf("COLLECTOR_API__RATE__LIMIT=%d", limit), "COLLECTOR_API__RATE__PERIOD=" + period,
+		fmt.Sprintf("COLLECTOR_EDGE__RATE__LIMIT=%d", limit), "COLLECTOR_EDGE__RATE__PERIOD=" + period,
+	}
 }
