@@ -10,16 +10,26 @@ import (
 const IDLen = 64
 
 // ID returns the stable record id of CONTRACT C7: the lowercase hex SHA-256
-// of the source name, one newline byte and the RFC 8785 canonical JSON of the
-// record. The same record served twice gets the same id whatever the order of
-// its keys or the escapes in its strings.
+// of the source name, one newline byte and the canonical JSON of the record
+// (AppendCanonical: RFC 8785 with the deviations that keep distinct records
+// apart; see the package documentation). The same record served twice gets
+// the same id whatever the order of its keys or the escapes in its strings,
+// and two records that differ get different ids.
+//
+// ID fails only when raw is not one JSON value (the error wraps
+// ErrInvalidJSON); invalid UTF-8 in strings, lone surrogate escapes,
+// repeated member names and numbers beyond float64 are no error. It is the
+// id Builder.Build gives every record but one with FlawNotJSON, whose id
+// hashes 0xFF and the bytes as sent instead (see FlawNotJSON): ID stays
+// strict so that a caller checking what it hashes learns that it is no JSON.
 func ID(source string, raw []byte) (string, error) {
 	var h Hasher
 	return h.ID(source, raw)
 }
 
 // IDOfCanonical returns the id of a record whose canonical JSON is already
-// known (the simulator generates records in canonical form).
+// known (the simulator generates records in canonical form). It hashes
+// canonical as given, without checking it.
 func IDOfCanonical(source string, canonical []byte) string {
 	h := sha256.New()
 	h.Write([]byte(source))
@@ -41,13 +51,20 @@ type Hasher struct {
 func (h *Hasher) ID(source string, raw []byte) (string, error) {
 	h.buf = append(h.buf[:0], source...)
 	h.buf = append(h.buf, '\n')
-	var err error
-	h.buf, _, err = h.c.run(h.buf, raw, "")
+	out, _, err := h.c.run(h.buf, raw, "")
 	if err != nil {
 		return "", fmt.Errorf("record id for %s: %w", source, err)
 	}
-	sum := sha256.Sum256(h.buf)
-	return hex.EncodeToString(sum[:]), nil
+	h.buf = out
+	return sumHex(h.buf), nil
+}
+
+// sumHex returns the lowercase hex SHA-256 of b.
+func sumHex(b []byte) string {
+	sum := sha256.Sum256(b)
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
 }
 
 // XOR folds ids into a running XOR digest, as the simulator's /_truth does
