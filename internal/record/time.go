@@ -2,7 +2,9 @@ package record
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 )
@@ -29,15 +31,36 @@ var timeLayouts = []string{
 	"2006-01-02",
 }
 
+// ErrTimeMissing is wrapped by ParseTime's error for an empty or null time.
+var ErrTimeMissing = errors.New("record time is missing")
+
+// ErrTimeOutOfRange is wrapped by ParseTime's error for a time that reads
+// as a number or date but is not finite or lies outside
+// [1970-01-01T00:00:00Z, 9999-12-31T23:59:59Z]: NaN, Inf, 1e300
+// milliseconds (which would wrap around int64), negative epochs, the year
+// 0001.
+var ErrTimeOutOfRange = errors.New("record time out of range")
+
+// minTimeMs and maxTimeMs bound the record times ParseTime accepts, as Unix
+// milliseconds: 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z.
+const (
+	minTimeMs = 0
+	maxTimeMs = 253402300799000
+	timeRange = "[1970-01-01T00:00:00Z, 9999-12-31T23:59:59Z]"
+)
+
 // ParseTime reads a record time leniently (CONTRACT C3, C6): an ISO 8601
 // string with or without fraction, with Z, +00:00 or +0000 offsets or none
 // (UTC), or a JSON number of epoch milliseconds (edge) or seconds (a number
-// below 1e11 is taken as seconds). raw is the JSON value as sent, quotes
-// included. The result is in UTC.
+// below 1e11 is taken as seconds), or such a number as a string. raw is the
+// JSON value as sent, quotes included. The result is in UTC and within
+// [1970-01-01T00:00:00Z, 9999-12-31T23:59:59Z]. An empty or null raw is an
+// error wrapping ErrTimeMissing; NaN, infinities and times outside the range
+// are an error wrapping ErrTimeOutOfRange.
 func ParseTime(raw []byte) (time.Time, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return time.Time{}, fmt.Errorf("record time is missing")
+		return time.Time{}, ErrTimeMissing
 	}
 	if raw[0] == '"' {
 		s, err := strconv.Unquote(string(raw))
@@ -54,23 +77,38 @@ func ParseTime(raw []byte) (time.Time, error) {
 func ParseTimeString(s string) (time.Time, error) {
 	for _, layout := range timeLayouts {
 		if t, err := time.Parse(layout, s); err == nil {
+			if t.Before(time.UnixMilli(minTimeMs)) || t.After(time.UnixMilli(maxTimeMs)) {
+				return time.Time{}, fmt.Errorf("%w: %q is outside %s", ErrTimeOutOfRange, s, timeRange)
+			}
 			return t.UTC(), nil
 		}
 	}
-	if t, err := parseEpoch(s); err == nil {
+	t, err := parseEpoch(s)
+	switch {
+	case err == nil:
 		return t, nil
+	case errors.Is(err, ErrTimeOutOfRange):
+		return time.Time{}, err
 	}
 	return time.Time{}, fmt.Errorf("record time %q is not an ISO 8601 time or epoch number", s)
 }
 
 func parseEpoch(s string) (time.Time, error) {
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return time.Time{}, fmt.Errorf("%w: %s is beyond float64", ErrTimeOutOfRange, s)
+	case err != nil:
 		return time.Time{}, fmt.Errorf("record time %s is not a number: %w", s, err)
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return time.Time{}, fmt.Errorf("%w: %s is not a finite number", ErrTimeOutOfRange, s)
 	}
 	if f < 1e11 { // before 1973 in milliseconds: these are seconds
 		f *= 1000
 	}
-	ms := int64(f)
-	return time.UnixMilli(ms).UTC(), nil
+	// Compare as float64 first: converting 1e300 to int64 is undefined.
+	if !(f >= minTimeMs && f < maxTimeMs+1000) || int64(f) > maxTimeMs {
+		return time.Time{}, fmt.Errorf("%w: %s is outside %s", ErrTimeOutOfRange, s, timeRange)
+	}
+	return time.UnixMilli(int64(f)).UTC(), nil
 }
