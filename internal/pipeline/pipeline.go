@@ -182,21 +182,28 @@ func (p *Pipeline) flow(k checkpoint.Key) *flow {
 
 // ReserveFor returns the Reserve function of one stream's poller: room for
 // a page is taken from the buffer before the page is fetched, so that pages
-// being fetched count against pipeline.buffer_records too.
+// being fetched count against pipeline.buffer_records too. A stream that
+// already holds enough keeps it; one that needs more (a bigger page) takes
+// the difference if it is free at once, and otherwise gives back what it
+// holds and waits for the whole amount, so that it never waits while holding
+// room (see slots).
 func (p *Pipeline) ReserveFor(k checkpoint.Key) source.Reserve {
 	f := p.flow(k)
 	return func(ctx context.Context, rows int) error {
-		rows = p.slots.clamp(rows)
-		if f.held >= rows {
-			return nil
-		}
-		n, err := p.slots.acquire(ctx, rows-f.held)
-		if err != nil {
-			return err
-		}
-		f.held += n
+		return f.grow(ctx, p.slots, rows)
+	}
+}
+
+// grow makes f hold room for at least rows records (clamped to the
+// capacity), without waiting while it holds any. On error f holds nothing.
+func (f *flow) grow(ctx context.Context, s *slots, rows int) error {
+	rows = s.clamp(rows)
+	if f.held >= rows {
 		return nil
 	}
+	n, err := s.exchange(ctx, f.held, rows)
+	f.held = n
+	return err
 }
 
 // releaseFlow returns what a stopped poller still held.
@@ -211,13 +218,12 @@ func (p *Pipeline) releaseFlow(k checkpoint.Key) {
 func (p *Pipeline) emitFor(k checkpoint.Key) source.Emit {
 	f := p.flow(k)
 	return func(ctx context.Context, pg source.Page) error {
+		// A page larger than the room reserved for it (the server sent more
+		// than the configured page size) trades the reservation for the
+		// whole page rather than waiting for the rest while holding it.
 		need := p.slots.clamp(len(pg.Envelopes))
-		if f.held < need {
-			n, err := p.slots.acquire(ctx, need-f.held)
-			if err != nil {
-				return err
-			}
-			f.held += n
+		if err := f.grow(ctx, p.slots, need); err != nil {
+			return err
 		}
 		held := need
 		p.slots.release(f.held - need)

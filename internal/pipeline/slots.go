@@ -8,6 +8,14 @@ import (
 // slots is a weighted semaphore counting the records held between the
 // pollers and the sink. Waiters are served in order, so a large page cannot
 // starve behind small ones.
+//
+// No caller waits while holding slots: a stream that needs more than it
+// holds calls exchange, which gives back what it holds before it queues for
+// the whole amount. Every waiter thus holds nothing, every holder is either
+// fetching a page or has handed it to the sink, and both release without
+// waiting for slots; with requests clamped to the capacity, the first
+// waiter is served once the holders release. That is why the buffer cannot
+// deadlock however many streams fill it with reservations.
 type slots struct {
 	mu      sync.Mutex
 	cap     int
@@ -34,25 +42,43 @@ func (s *slots) clamp(n int) int {
 // acquire takes n slots, blocking until they are free or ctx ends. It
 // returns the number actually taken (n clamped to the capacity).
 func (s *slots) acquire(ctx context.Context, n int) (int, error) {
-	n = s.clamp(n)
+	return s.exchange(ctx, 0, n)
+}
+
+// exchange trades the held slots of its caller for want (clamped to the
+// capacity) and returns how many the caller holds afterwards: want, or 0
+// with ctx's error. When the difference is free at once and nobody waits,
+// the caller keeps its slots and takes the difference; otherwise it gives
+// back all it holds first and then waits, in order, for the whole amount,
+// so that it never waits while holding slots (no hold-and-wait, hence no
+// deadlock between streams that each hold part of the buffer).
+func (s *slots) exchange(ctx context.Context, held, want int) (int, error) {
+	want = s.clamp(want)
 	s.mu.Lock()
-	if len(s.waiters) == 0 && s.used+n <= s.cap {
-		s.used += n
+	if len(s.waiters) == 0 && s.used-held+want <= s.cap {
+		s.used += want - held
 		s.mu.Unlock()
-		return n, nil
+		return want, nil
 	}
-	w := &slotWaiter{n: n, ready: make(chan struct{})}
+	s.used -= held
+	s.grantLocked() // earlier waiters may fit in what was given back
+	if len(s.waiters) == 0 && s.used+want <= s.cap {
+		s.used += want
+		s.mu.Unlock()
+		return want, nil
+	}
+	w := &slotWaiter{n: want, ready: make(chan struct{})}
 	s.waiters = append(s.waiters, w)
 	s.mu.Unlock()
 	select {
 	case <-w.ready:
-		return n, nil
+		return want, nil
 	case <-ctx.Done():
 		s.mu.Lock()
 		select {
 		case <-w.ready:
 			// Granted while we gave up: hand the slots back.
-			s.used -= n
+			s.used -= want
 			s.grantLocked()
 		default:
 			for i, x := range s.waiters {
