@@ -71,7 +71,7 @@ func New(cfg Config, store Store, s sink.Sink, pollers []Poller, reg prometheus.
 		now = time.Now
 	}
 	p := &Pipeline{cfg: cfg, store: store, sink: s, pollers: pollers, log: log, m: newMetrics(reg), now: now,
-		slots: newSlots(cfg.BufferRecords), flows: map[checkpoint.Key]*flow{}, queue: make(chan *item, 1024)}
+		slots: newSlots(cfg.BufferRecords, now), flows: map[checkpoint.Key]*flow{}, queue: make(chan *item, 1024)}
 	p.m.capacity.Set(float64(cfg.BufferRecords))
 	return p
 }
@@ -292,17 +292,27 @@ func (p *Pipeline) work(ctx context.Context) {
 	}
 }
 
-// Stalled returns an error when records have waited longer than
-// StallTimeout without any acknowledgement: the sink or a worker is wedged.
-// A pipeline with nothing to write is never stalled.
+// Stalled returns an error when the pipeline stopped moving for longer than
+// StallTimeout: records handed to the sink were not acknowledged (the sink
+// or a worker is wedged), or streams wait for room in the buffer and no room
+// was granted nor any batch acknowledged (whatever holds the room never
+// gives it back). A pipeline with nothing to write and nobody waiting for
+// room is never stalled. It is safe for concurrent use.
 func (p *Pipeline) Stalled() error {
-	since := p.busy.Load()
-	waiting := p.pending.Load()
-	if since == 0 || waiting == 0 {
-		return nil
+	now := p.now()
+	if since, waiting := p.busy.Load(), p.pending.Load(); since != 0 && waiting != 0 {
+		if waited := now.Sub(time.Unix(0, since)); waited > p.cfg.StallTimeout {
+			return fmt.Errorf("no batch acknowledged for %v while %d records wait", waited.Round(time.Second), waiting)
+		}
 	}
-	if waited := p.now().Sub(time.Unix(0, since)); waited > p.cfg.StallTimeout {
-		return fmt.Errorf("no batch acknowledged for %v while %d records wait", waited.Round(time.Second), waiting)
+	if n, rows, since := p.slots.waiting(); n > 0 {
+		if ack := p.lastAck.Load(); ack != 0 && time.Unix(0, ack).After(since) {
+			since = time.Unix(0, ack)
+		}
+		if waited := now.Sub(since); waited > p.cfg.StallTimeout {
+			return fmt.Errorf("no room granted and no batch acknowledged for %v while %d streams wait for room for %d records (%d of %d records held)",
+				waited.Round(time.Second), n, rows, p.slots.inUse(), p.cfg.BufferRecords)
+		}
 	}
 	return nil
 }

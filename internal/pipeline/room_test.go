@@ -143,7 +143,7 @@ func TestPagesLargerThanTheirReservationNeverDeadlockAFullBuffer(t *testing.T) {
 // gives back what it holds before it waits, and is then served in turn.
 func TestARequestForMoreRoomGivesBackWhatItHoldsWhileItWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSlots(10)
+		s := newSlots(10, time.Now)
 		ctx := t.Context()
 		a, _ := s.acquire(ctx, 5)
 		b, _ := s.acquire(ctx, 5)
@@ -159,6 +159,9 @@ func TestARequestForMoreRoomGivesBackWhatItHoldsWhileItWaits(t *testing.T) {
 		if n := s.inUse(); n != b {
 			t.Fatalf("%d slots in use while the grower waits, want %d: it waits holding its room", n, b)
 		}
+		if n, rows, _ := s.waiting(); n != 1 || rows != 6 {
+			t.Fatalf("waiting() = %d requests for %d rows, want 1 for 6", n, rows)
+		}
 		s.release(b)
 		if n := <-got; n != 6 || s.inUse() != 6 {
 			t.Fatalf("grower holds %d, %d in use; want 6 and 6", n, s.inUse())
@@ -172,5 +175,48 @@ func TestARequestForMoreRoomGivesBackWhatItHoldsWhileItWaits(t *testing.T) {
 			t.Fatalf("exchange(8, 60) = %d, %v with %d in use; want 10, nil, 10", n, err, s.inUse())
 		}
 		s.release(10)
+	})
+}
+
+// Streams waiting for room that nothing gives back is a stall even though
+// nothing waits in the sink: /healthz must see it.
+func TestStalledReportsStreamsWaitingForRoomThatNeverComes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig()
+		cfg.BufferRecords = 10
+		cfg.StallTimeout = time.Minute
+		gate := make(chan struct{})
+		// a holds the whole buffer while its fetch hangs; b waits for room.
+		a := &roomPoller{key: checkpoint.Key{Source: "dns", Account: "a"}, reserveRows: 10, rows: 10, pages: 1, gate: gate}
+		b := &roomPoller{key: checkpoint.Key{Source: "dns", Account: "b"}, reserveRows: 5, rows: 5, pages: 1, start: time.Second}
+		p := newRoomPipeline(cfg, &testSink{}, a, b)
+		done := make(chan error, 1)
+		go func() { done <- p.Run(t.Context()) }()
+		time.Sleep(b.start)
+		synctest.Wait()
+		if n, _, _ := p.slots.waiting(); n != 1 || p.pending.Load() != 0 {
+			t.Fatalf("setup: %d waiting for room, %d records pending; want 1 and 0", n, p.pending.Load())
+		}
+		if err := p.Stalled(); err != nil {
+			t.Fatalf("stalled as soon as a stream waits: %v", err)
+		}
+		time.Sleep(cfg.StallTimeout - time.Second)
+		if err := p.Stalled(); err != nil {
+			t.Fatalf("stalled before StallTimeout: %v", err)
+		}
+		time.Sleep(2 * time.Second)
+		if err := p.Stalled(); err == nil {
+			t.Fatal("a stream waited for room past StallTimeout without being reported")
+		}
+		close(gate) // a's page arrives, is acknowledged and frees b's room
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Stalled(); err != nil {
+			t.Fatalf("stalled after everything was written: %v", err)
+		}
+		if got := p.Delivered(); got != 15 {
+			t.Fatalf("delivered %d records, want 15", got)
+		}
 	})
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // slots is a weighted semaphore counting the records held between the
@@ -17,10 +18,15 @@ import (
 // waiter is served once the holders release. That is why the buffer cannot
 // deadlock however many streams fill it with reservations.
 type slots struct {
+	now     func() time.Time
 	mu      sync.Mutex
 	cap     int
 	used    int
 	waiters []*slotWaiter
+	// progress is when a waiter was last served, or when the queue of
+	// waiters last became non-empty if later: the start of the current
+	// wait for room, for Stalled.
+	progress time.Time
 }
 
 type slotWaiter struct {
@@ -28,7 +34,8 @@ type slotWaiter struct {
 	ready chan struct{}
 }
 
-func newSlots(capacity int) *slots { return &slots{cap: capacity} }
+// newSlots returns a semaphore of capacity slots; now stamps the waits.
+func newSlots(capacity int, now func() time.Time) *slots { return &slots{cap: capacity, now: now} }
 
 // clamp caps a request at the capacity: a page larger than the whole buffer
 // still passes, alone.
@@ -68,6 +75,9 @@ func (s *slots) exchange(ctx context.Context, held, want int) (int, error) {
 		return want, nil
 	}
 	w := &slotWaiter{n: want, ready: make(chan struct{})}
+	if len(s.waiters) == 0 {
+		s.progress = s.now()
+	}
 	s.waiters = append(s.waiters, w)
 	s.mu.Unlock()
 	select {
@@ -110,6 +120,7 @@ func (s *slots) grantLocked() {
 		s.used += w.n
 		close(w.ready)
 		s.waiters = s.waiters[1:]
+		s.progress = s.now()
 	}
 }
 
@@ -117,4 +128,18 @@ func (s *slots) inUse() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.used
+}
+
+// waiting returns how many requests wait for room, the records they want,
+// and since when none was served (see progress); zeros when none waits.
+func (s *slots) waiting() (n, rows int, since time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.waiters) == 0 {
+		return 0, 0, time.Time{}
+	}
+	for _, w := range s.waiters {
+		rows += w.n
+	}
+	return len(s.waiters), rows, s.progress
 }
