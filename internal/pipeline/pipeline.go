@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -51,7 +54,8 @@ type Pipeline struct {
 	rows    atomic.Int64 // records acknowledged by this run
 	lastAck atomic.Int64 // unix nanoseconds of the last acknowledgement
 	busy    atomic.Int64 // unix nanoseconds since when records wait, 0 when none
-	commitE atomic.Value // last commit error (error or nil wrapper)
+	commitE atomic.Value // last commit error (errBox)
+	writeE  atomic.Value // last sink write error since the last success (errBox)
 }
 
 type item struct {
@@ -326,12 +330,17 @@ func (p *Pipeline) write(ctx context.Context, b *record.Batch) error {
 		err := p.sink.Write(wctx, b)
 		cancel()
 		if err == nil {
+			p.writeE.Store(errBox{})
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		p.m.sinkErrors.Inc()
+		p.writeE.Store(errBox{&writeError{
+			msg: oneLine(fmt.Sprintf("write %d records of %s/%s page %d to the sink: %v", len(b.Envelopes), b.Source, b.Account, b.Page, err)),
+			err: err,
+		}})
 		wait := time.Duration(rand.Int64N(int64(backoff))) + backoff/2
 		p.log.Warn("sink write failed; retrying", "source", b.Source, "account", b.Account, "page", b.Page,
 			"records", len(b.Envelopes), "attempt", attempt, "retry_in", wait.Round(time.Millisecond), "err", err)
@@ -406,6 +415,51 @@ func (p *Pipeline) CommitError() error {
 		return v.err
 	}
 	return nil
+}
+
+// WriteError returns the error of the most recent failed sink Write when no
+// Write has succeeded since, and nil otherwise (also before any Write), for
+// /readyz: a sink may say it is ready while every write fails (a full disk).
+// The message is one line of bounded length; errors.Is and errors.As see
+// the sink's error. A Write cut short by a stop does not count. It is safe
+// for concurrent use.
+func (p *Pipeline) WriteError() error {
+	if v, ok := p.writeE.Load().(errBox); ok {
+		return v.err
+	}
+	return nil
+}
+
+// writeError is a failed sink Write as WriteError reports it.
+type writeError struct {
+	msg string // one line
+	err error
+}
+
+func (e *writeError) Error() string { return e.msg }
+func (e *writeError) Unwrap() error { return e.err }
+
+// maxErrorLen bounds the message of WriteError, so that a sink quoting a
+// whole server response does not flood /readyz.
+const maxErrorLen = 512
+
+// oneLine turns control characters (newlines included) and runs of spaces
+// into single spaces and cuts s to maxErrorLen bytes on a rune boundary.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)), " ")
+	if len(s) <= maxErrorLen {
+		return s
+	}
+	cut := maxErrorLen
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func (p *Pipeline) observe(k checkpoint.Key, st checkpoint.State) {

@@ -2,13 +2,16 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/checkpoint/checkpointtest"
@@ -219,4 +222,63 @@ func TestStalledReportsStreamsWaitingForRoomThatNeverComes(t *testing.T) {
 			t.Fatalf("delivered %d records, want 15", got)
 		}
 	})
+}
+
+// /readyz reports a sink whose writes fail even if the sink says it is
+// ready (a full disk), until a write succeeds again.
+func TestWriteErrorReportsTheLastFailedWriteUntilOneSucceeds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		enospc := fmt.Errorf("write /var/lib/collector/dns.ndjson: %w", errNoSpace)
+		s := &testSink{failN: 2, err: fmt.Errorf("flush batch:\n\t%w\r\nretry later", enospc)}
+		cfg := testConfig()
+		cfg.SinkWorkers = 1
+		cfg.RetryInitial, cfg.RetryMax = time.Second, time.Second
+		pl := &scriptedPoller{key: checkpoint.Key{Source: "dns", Account: "acme"}, windows: 1, pages: 1, rows: 3}
+		p := New(cfg, &checkpointtest.Store{}, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+		if err := p.WriteError(); err != nil {
+			t.Fatalf("WriteError before any write: %v", err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- p.Run(t.Context()) }()
+		synctest.Wait() // the first write failed; the worker waits to retry
+		err := p.WriteError()
+		if err == nil {
+			t.Fatal("no WriteError after a failed write")
+		}
+		if msg := err.Error(); strings.ContainsAny(msg, "\n\r\t") || !strings.Contains(msg, "no space left on device") ||
+			!strings.Contains(msg, "dns/acme") {
+			t.Fatalf("WriteError() = %q, want one line naming the stream and the cause", msg)
+		}
+		if !errors.Is(err, errNoSpace) {
+			t.Fatalf("WriteError() = %v does not wrap the sink's error", err)
+		}
+		if n := testutil.ToFloat64(p.m.sinkErrors); n != 1 {
+			t.Fatalf("%v failed writes counted, want 1", n)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if err := p.WriteError(); err != nil {
+			t.Fatalf("WriteError after a successful write: %v", err)
+		}
+		if n := testutil.ToFloat64(p.m.sinkErrors); n != 2 || s.writes != 3 {
+			t.Fatalf("%v failed writes counted in %d writes, want 2 in 3", n, s.writes)
+		}
+	})
+}
+
+var errNoSpace = errors.New("no space left on device")
+
+func TestOneLineKeepsAnErrorOnOneBoundedLine(t *testing.T) {
+	for _, tt := range []struct{ name, in, want string }{
+		{"a one-line message is kept", "sink unavailable", "sink unavailable"},
+		{"line breaks and tabs become single spaces", "a:\n\tb\r\n  c", "a: b c"},
+		{"a long message is cut on a rune boundary", strings.Repeat("é", maxErrorLen), strings.Repeat("é", maxErrorLen/2) + "…"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := oneLine(tt.in); got != tt.want {
+				t.Fatalf("oneLine(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
 }
