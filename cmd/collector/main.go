@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/svcexport/collector/internal/app"
 	"github.com/svcexport/collector/internal/config"
@@ -81,7 +82,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cfgPath := fs.String("config", "", "configuration file (YAML); required")
 	once := false
 	var so app.StateOptions
+	var co app.CheckOptions
 	switch cmd {
+	case "check":
+		fs.DurationVar(&co.Timeout, "timeout", 10*time.Second, "deadline of each online step (DNS, connect, TLS, token, sink)")
 	case "run":
 		fs.BoolVar(&once, "once", false, "exit 0 once every source has caught up to now - lag (cron-style runs, tests, benchmarks)")
 	case "state":
@@ -109,6 +113,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
+	if cmd != "state" {
+		// Secret and TLS files are read now, so that a missing or empty
+		// one is a configuration error naming its key (exit 2), not a
+		// failure at the first request.
+		if err := cfg.CheckFiles(); err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				fmt.Fprintf(stderr, "config: %s\n", line)
+			}
+			return exitUsage
+		}
+	}
 	log := newLogger(cfg.Log, stderr)
 	opts := app.Options{Log: log, Stdout: stdout, Version: version, Commit: commit}
 
@@ -118,7 +133,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "run":
 		err = app.Run(ctx, cfg, opts, once)
 	case "check":
-		err = app.Check(ctx, cfg, opts)
+		err = app.Check(ctx, cfg, opts, co)
 	case "state":
 		err = app.State(ctx, cfg, opts, so)
 	}

@@ -163,7 +163,9 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		return runErr
 	}
 	if once && ctx.Err() != nil {
-		return fmt.Errorf("stopped before every source caught up: %w", ctx.Err())
+		// A stop is not a failure (README: SIGTERM exits 0): what was
+		// fetched is written and committed; the next run continues.
+		log.Info("stopped before every source caught up; the next run continues from the checkpoint")
 	}
 	return nil
 }

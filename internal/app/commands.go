@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -20,6 +21,29 @@ import (
 	"github.com/svcexport/collector/internal/source"
 )
 
+// CheckOptions tune the check command.
+type CheckOptions struct {
+	// Timeout bounds each online step (DNS, connect, TLS, the token
+	// request, the sink). Default 10s.
+	Timeout time.Duration
+}
+
+func (co CheckOptions) timeout() time.Duration {
+	if co.Timeout <= 0 {
+		return 10 * time.Second
+	}
+	return co.Timeout
+}
+
+// redactedURL is u without the password of its userinfo, if any.
+func redactedURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "<unparsable URL>"
+	}
+	return p.Redacted()
+}
+
 // ErrCheckFailed is returned by Check when a check did not pass; the report
 // says which.
 var ErrCheckFailed = errors.New("check failed")
@@ -27,7 +51,7 @@ var ErrCheckFailed = errors.New("check failed")
 // Check validates the configuration (already done by loading it), prints the
 // effective configuration with secrets redacted, asks the core API for one
 // token, and checks the sink can be reached, without moving any data.
-func Check(ctx context.Context, cfg config.Config, o Options) error {
+func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) error {
 	o = o.withDefaults()
 	w := o.Stdout
 	dump, err := cfg.Dump()
@@ -54,6 +78,11 @@ func Check(ctx context.Context, cfg config.Config, o Options) error {
 		}
 		fmt.Fprintf(w, "ok    %s\n", what)
 	}
+	// One attempt, within the check's deadline: check reports a cause in
+	// seconds; the daemon's retries are for the daemon.
+	srcCfg.API.Retry.MaxAttempts = 1
+	srcCfg.API.Timeout = min(srcCfg.API.Timeout, co.timeout())
+	srcCfg.Edge.Timeout = min(srcCfg.Edge.Timeout, co.timeout())
 	set, err := source.Build(srcCfg, nil, source.Options{Logger: o.Log}, true)
 	if err != nil {
 		report("sources", err)
@@ -61,22 +90,30 @@ func Check(ctx context.Context, cfg config.Config, o Options) error {
 	}
 	fmt.Fprintf(w, "ok    %d streams configured\n", len(set.Pollers))
 	if set.Core != nil {
-		cctx, cancel := context.WithTimeout(ctx, cfg.API.Timeout)
-		report("core API token from "+srcCfg.API.BaseURL, set.Core.Check(cctx))
-		cancel()
+		if err := probe(ctx, srcCfg.API.BaseURL, co.timeout()); err != nil {
+			report("core API at "+redactedURL(srcCfg.API.BaseURL), err)
+		} else {
+			cctx, cancel := context.WithTimeout(ctx, co.timeout())
+			report("core API token from "+redactedURL(srcCfg.API.BaseURL), set.Core.Check(cctx))
+			cancel()
+		}
 	}
 	if set.Edge != nil {
-		fmt.Fprintf(w, "ok    edge API at %s (token set; the edge API has no token endpoint to test it without spending a request)\n", srcCfg.Edge.BaseURL)
+		if err := probe(ctx, srcCfg.Edge.BaseURL, co.timeout()); err != nil {
+			report("edge API at "+redactedURL(srcCfg.Edge.BaseURL), err)
+		} else {
+			fmt.Fprintf(w, "ok    edge API at %s reachable (token set; the edge API has no token endpoint to test it without spending a request)\n", redactedURL(srcCfg.Edge.BaseURL))
+		}
 	}
-	report("sink "+cfg.Sink.Type, checkSink(ctx, cfg, set, o))
+	report("sink "+cfg.Sink.Type, checkSink(ctx, cfg, set, o, co.timeout()))
 	if failed {
 		return ErrCheckFailed
 	}
 	return nil
 }
 
-func checkSink(ctx context.Context, cfg config.Config, set *source.Set, o Options) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+func checkSink(ctx context.Context, cfg config.Config, set *source.Set, o Options, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	streams := streamsOf(set)
 	switch cfg.Sink.Type {

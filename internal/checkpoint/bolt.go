@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,6 +87,9 @@ type DB struct {
 	bdb  *bolt.DB
 	now  func() time.Time
 
+	// recovered says how Open recovered a damaged file; "" if sound.
+	recovered string
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -92,17 +97,38 @@ type DB struct {
 
 var _ Store = (*DB)(nil)
 
-// Open opens the checkpoint file at path, creating it (mode 0600) and its
-// parent directory (mode 0700) when missing. It holds the file's lock until
+// Open opens the checkpoint file at path. It holds the file's lock until
 // Close: a second Open of the same file, from this process or another,
 // fails after the open timeout with an error wrapping ErrLocked.
 //
-// Open verifies an existing file before it writes anything: bbolt's
-// consistency check, the layout version and every stored value. A file that
-// is corrupt, not a checkpoint, or written by a newer collector is an error
-// naming the file (and the key), wrapping ErrCorrupt or ErrUnknownVersion;
-// Open never resets or rewrites such a file. An existing file with a wider
-// mode is narrowed to 0600.
+// A path that does not exist is created (mode 0600, parent directory 0700)
+// atomically: made complete under a temporary name next to it, fsynced,
+// then linked into place, so that a crash never leaves an empty or
+// half-made checkpoint. Temporary files a crash left behind are removed.
+//
+// An existing file is verified before anything writes to it: its size and
+// meta pages are read and checked without reading past its end, every page
+// its last transaction reaches is checked to lie inside the file, and then
+// bbolt's consistency check, the layout version and every stored value;
+// memory faults and panics in bbolt become errors. Nothing damaged is ever
+// taken for a new file, and Open never resets a file. Errors name the file
+// and say how to recover:
+//
+//   - a path that is not a regular file (a directory, a FIFO), a file that
+//     is not a bbolt file (a YAML or text file), or another program's bbolt
+//     file: ErrNotCheckpoint, a configuration error;
+//   - an empty, truncated or otherwise damaged file: ErrCorrupt;
+//   - a file of a newer bbolt format or collector schema: ErrUnknownVersion.
+//
+// One damaged meta page is survivable: bbolt keeps two, the older describing
+// the previous transaction, intact. Open then uses the intact one (at worst
+// the last commit is lost, so its pages are fetched again) and says so in
+// Recovered. When only the meta is damaged, bbolt copes and rewrites the
+// page at the next commit; when the page's header is damaged too (a zeroed
+// page), bbolt's check cannot run, and Open repairs the file first: it
+// proves the repair on a copy, saves the file as PATH.damaged-TIMESTAMP,
+// and rewrites the damaged meta page from the intact one. An existing file
+// with a wider mode is narrowed to 0600.
 func Open(path string, opts ...Option) (*DB, error) {
 	o := options{timeout: DefaultOpenTimeout, now: time.Now}
 	for _, opt := range opts {
@@ -115,32 +141,58 @@ func Open(path string, opts ...Option) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), dirMode); err != nil {
 		return nil, fmt.Errorf("open checkpoint file %s: create directory: %w", path, err)
 	}
+	removeLeftovers(path)
 
-	fi, err := os.Stat(path)
-	switch {
+	switch _, err := os.Stat(path); {
 	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, fmt.Errorf("open checkpoint file %s: %w", path, err)
-	case fi.Size() > 0:
-		// Verify read-only first. bbolt's writable open loads the freelist
-		// and panics on some damage; a panic inside bolt.Open leaves the
-		// file mapped, and the mapping keeps the lock until the process
-		// ends. The read-only open does not load it, and the check reports
-		// such damage as an error.
-		if err := verify(path, o.timeout); err != nil {
+		if err := create(path, o); err != nil {
 			return nil, err
 		}
+	case err != nil:
+		return nil, fmt.Errorf("open checkpoint file %s: %w", path, err)
 	}
 
-	bdb, err := openBolt(path, o.timeout, false)
+	// Verify read-only first. bbolt's writable open loads the freelist
+	// and panics on some damage; a panic inside bolt.Open leaves the file
+	// mapped, and the mapping keeps the lock until the process ends. The
+	// read-only open does not load it, and the check reports such damage
+	// as an error.
+	dmg, err := verify(path, path, o.timeout)
 	if err != nil {
-		return nil, err
+		return nil, withHint(err)
+	}
+	var recovered string
+	if dmg != nil && len(dmg.fixes) > 0 {
+		backup, fixed, err := repair(path, o)
+		if err != nil {
+			return nil, withHint(err)
+		}
+		if dmg, err = verify(path, path, o.timeout); err != nil {
+			return nil, withHint(err)
+		}
+		if dmg != nil && len(dmg.fixes) > 0 {
+			return nil, withHint(fmt.Errorf("checkpoint file %s: its meta pages are still damaged after a repair (%s): %w", path, strings.Join(dmg.reasons, "; "), ErrCorrupt))
+		}
+		if fixed != nil {
+			recovered = fixed.describe(path, backup)
+		}
+	}
+	if recovered == "" && dmg != nil {
+		recovered = dmg.describe(path, "")
+	}
+
+	var bdb *bolt.DB
+	if err := guard(path, func() (err error) {
+		bdb, err = openBolt(path, path, o.timeout, false)
+		return err
+	}); err != nil {
+		return nil, withHint(err)
 	}
 	if err := narrowMode(path); err != nil {
 		_ = bdb.Close()
 		return nil, err
 	}
-	d := &DB{path: path, bdb: bdb, now: o.now}
+	d := &DB{path: path, bdb: bdb, now: o.now, recovered: recovered}
 	if err := d.init(); err != nil {
 		_ = bdb.Close()
 		return nil, err
@@ -148,7 +200,49 @@ func Open(path string, opts ...Option) (*DB, error) {
 	return d, nil
 }
 
-func openBolt(path string, timeout time.Duration, readOnly bool) (bdb *bolt.DB, err error) {
+// Recovered says how Open recovered a damaged file, for the caller to log
+// as a warning: which meta page was damaged, which transaction the file was
+// opened from, and, if Open repaired the file, where it saved the damaged
+// original. It is "" when the file was sound.
+func (d *DB) Recovered() string { return d.recovered }
+
+// withHint adds how to recover to an error of Open.
+func withHint(err error) error {
+	switch {
+	case errors.Is(err, ErrNotCheckpoint):
+		return fmt.Errorf("%w; set checkpoint.path to the collector's checkpoint file, or to a path that does not exist yet", err)
+	case errors.Is(err, ErrUnknownVersion):
+		return fmt.Errorf("%w; run the collector version that wrote it, or move it aside to start over from sources.*.start", err)
+	case errors.Is(err, ErrCorrupt):
+		return fmt.Errorf("%w; move it aside to start over from sources.*.start, or restore a backup", err)
+	}
+	return err
+}
+
+// guard runs fn in a goroutine of its own with runtime/debug.SetPanicOnFault
+// on, so that a fault in bbolt's mapping of the file (damage the checks
+// before missed, or the file shrinking meanwhile) or a panic in bbolt
+// becomes an error wrapping ErrCorrupt instead of killing the process. fn
+// must release what it holds with defer. bbolt's check runs in a goroutine
+// of bbolt's own, which this does not cover; the walk of every page before
+// it keeps it inside the file.
+func guard(name string, fn func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		debug.SetPanicOnFault(true)
+		defer func() {
+			if r := recover(); r != nil {
+				done <- fmt.Errorf("checkpoint file %s is damaged: bbolt failed reading it (%v): %w", name, r, ErrCorrupt)
+			}
+		}()
+		done <- fn()
+	}()
+	return <-done
+}
+
+// openBolt opens the existing file at path with bbolt; name is the file's
+// name in messages.
+func openBolt(path, name string, timeout time.Duration, readOnly bool) (bdb *bolt.DB, err error) {
 	// bbolt may panic while it loads a damaged file, with the file open and
 	// locked: close the file at least.
 	var file *os.File
@@ -157,14 +251,16 @@ func openBolt(path string, timeout time.Duration, readOnly bool) (bdb *bolt.DB, 
 			if file != nil {
 				_ = file.Close()
 			}
-			bdb, err = nil, fmt.Errorf("checkpoint file %s is corrupt (%v): %w", path, r, ErrCorrupt)
+			bdb, err = nil, fmt.Errorf("checkpoint file %s is corrupt (%v): %w", name, r, ErrCorrupt)
 		}
 	}()
 	bdb, err = bolt.Open(path, fileMode, &bolt.Options{
 		Timeout:  timeout,
 		ReadOnly: readOnly,
 		OpenFile: func(name string, flag int, perm fs.FileMode) (*os.File, error) {
-			f, err := os.OpenFile(name, flag, perm)
+			// Never create: a new file is made by create, atomically.
+			// Never block: the path may have become a FIFO.
+			f, err := os.OpenFile(name, flag&^os.O_CREATE|openNonblock, perm)
 			file = f
 			return f, err
 		},
@@ -177,13 +273,13 @@ func openBolt(path string, timeout time.Duration, readOnly bool) (bdb *bolt.DB, 
 	case err == nil:
 		return bdb, nil
 	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("checkpoint file %s is locked by another process (waited %s): %w", path, timeout, ErrLocked)
+		return nil, fmt.Errorf("checkpoint file %s is locked by another process (waited %s): %w", name, timeout, ErrLocked)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum):
-		return nil, fmt.Errorf("checkpoint file %s is corrupt or not a bbolt file (%w): %w", path, err, ErrCorrupt)
+		return nil, fmt.Errorf("checkpoint file %s is corrupt or not a bbolt file (%w): %w", name, err, ErrCorrupt)
 	case errors.Is(err, berrors.ErrVersionMismatch):
-		return nil, fmt.Errorf("checkpoint file %s has an unknown bbolt version (%w): %w", path, err, ErrUnknownVersion)
+		return nil, fmt.Errorf("checkpoint file %s has an unknown bbolt version (%w): %w", name, err, ErrUnknownVersion)
 	default:
-		return nil, fmt.Errorf("open checkpoint file %s: %w", path, err)
+		return nil, fmt.Errorf("open checkpoint file %s: %w", name, err)
 	}
 }
 
@@ -201,18 +297,64 @@ func narrowMode(path string) error {
 	return nil
 }
 
-// verify opens an existing file read-only and checks it: bbolt's
-// consistency, the layout, every value.
-func verify(path string, timeout time.Duration) error {
-	bdb, err := openBolt(path, timeout, true)
+// verify checks the existing file at path without writing to it; name is
+// the file's name in messages. It holds bbolt's shared lock while it reads,
+// so a running collector makes it fail with ErrLocked, never with a torn
+// read taken for damage. It returns the damage of the meta pages that bbolt
+// survives (nil if none); when that damage has fixes, bbolt's check cannot
+// run, and verify stops after the walk: repair, then verify again.
+func verify(path, name string, timeout time.Duration) (dmg *damage, err error) {
+	f, _, err := openRegular(path, os.O_RDONLY)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	d := &DB{path: path, bdb: bdb}
-	defer func() { _ = bdb.Close() }()
+	defer func() { _ = f.Close() }()
+	err = guard(name, func() error {
+		// bbolt's read-only open reads only the two meta pages, within
+		// the file, before it maps it; it takes the shared lock first.
+		bdb, openErr := openBolt(path, name, timeout, true)
+		if openErr == nil {
+			defer func() { _ = bdb.Close() }()
+		} else if errors.Is(openErr, ErrLocked) {
+			return openErr
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("open checkpoint file %s: %w", name, err)
+		}
+		h, err := readHeader(f, fi.Size())
+		if err != nil {
+			return fmt.Errorf("open checkpoint file %s: read: %w", name, err)
+		}
+		if err := h.check(name); err != nil {
+			return err
+		}
+		if openErr != nil {
+			if errors.Is(openErr, ErrCorrupt) || errors.Is(openErr, ErrUnknownVersion) {
+				return openErr
+			}
+			return fmt.Errorf("checkpoint file %s is damaged: bbolt cannot open it (%w): %w", name, openErr, ErrCorrupt)
+		}
+		dmg = h.damage()
+		if err := h.walk(f, name); err != nil {
+			if dmg != nil {
+				return fmt.Errorf("checkpoint file %s is damaged beyond its meta pages (%s): %w", name, strings.Join(dmg.reasons, "; "), err)
+			}
+			return err
+		}
+		if dmg != nil && len(dmg.fixes) > 0 {
+			return nil // bbolt's check would assert on a meta page header
+		}
+		return checkContents(&DB{path: name, bdb: bdb})
+	})
+	return dmg, err
+}
 
-	err = d.view(func(tx *bolt.Tx) error {
-		if err := checkTx(tx, path); err != nil {
+// checkContents runs bbolt's consistency check and checks the layout and
+// every value.
+func checkContents(d *DB) error {
+	err := d.view(func(tx *bolt.Tx) error {
+		if err := checkTx(tx, d.path); err != nil {
 			return err
 		}
 		meta := tx.Bucket(bucketMeta)
@@ -225,20 +367,20 @@ func verify(path string, timeout time.Duration) error {
 				return nil
 			})
 			if len(other) > 0 {
-				return fmt.Errorf("checkpoint file %s is not a collector checkpoint (no meta bucket, buckets %q): %w", path, other, ErrCorrupt)
+				return fmt.Errorf("checkpoint file %s is not a collector checkpoint (no meta bucket, buckets %q): %w", d.path, other, ErrNotCheckpoint)
 			}
 			return nil
 		}
 		if f := meta.Get(metaFormat); !bytes.Equal(f, []byte(formatName)) {
-			return fmt.Errorf("checkpoint file %s is not a collector checkpoint (format %q): %w", path, f, ErrCorrupt)
+			return fmt.Errorf("checkpoint file %s is not a collector checkpoint (format %q): %w", d.path, f, ErrNotCheckpoint)
 		}
 		raw := meta.Get(metaSchema)
 		v, err := strconv.Atoi(string(raw))
 		if err != nil {
-			return fmt.Errorf("checkpoint file %s: schema version %q: %w", path, raw, ErrCorrupt)
+			return fmt.Errorf("checkpoint file %s: schema version %q: %w", d.path, raw, ErrCorrupt)
 		}
 		if v != schemaVersion {
-			return fmt.Errorf("checkpoint file %s has schema version %d, this collector reads version %d: %w", path, v, schemaVersion, ErrUnknownVersion)
+			return fmt.Errorf("checkpoint file %s has schema version %d, this collector reads version %d: %w", d.path, v, schemaVersion, ErrUnknownVersion)
 		}
 		return nil
 	})
@@ -509,16 +651,20 @@ func (d *DB) states(tx *bolt.Tx) (*bolt.Bucket, error) {
 }
 
 // view and update run one bbolt transaction. bbolt panics on some kinds of
-// corruption; the transaction is rolled back by bbolt and the panic becomes
+// corruption, and a fault in its mapping of the file panics with
+// SetPanicOnFault on; the transaction is rolled back by bbolt and the panic becomes
 // an error naming the file, so a damaged checkpoint stops its streams with a
 // clear message instead of crashing the daemon.
 func (d *DB) view(fn func(*bolt.Tx) error) (err error) {
 	defer d.recoverCorrupt(&err)
+	// A fault in the mapped file (it shrank under us) panics too.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	return d.mapClosed(d.bdb.View(fn))
 }
 
 func (d *DB) update(fn func(*bolt.Tx) error) (err error) {
 	defer d.recoverCorrupt(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	return d.mapClosed(d.bdb.Update(fn))
 }
 

@@ -256,19 +256,20 @@ func TestABrokenFileIsAClearErrorAndIsLeftAlone(t *testing.T) {
 		says  string
 	}{
 		{
+			// Never a bbolt file: a configuration error, not damage.
 			name: "garbage bytes",
 			write: func(t *testing.T, path string) {
 				writeFile(t, path, bytes.Repeat([]byte("not a bbolt file\n"), 1000))
 			},
-			want: ErrCorrupt,
-			says: "is corrupt or not a bbolt file",
+			want: ErrNotCheckpoint,
+			says: "is not a checkpoint: it is not a bbolt file",
 		},
 		{
 			name: "a few garbage bytes",
 			write: func(t *testing.T, path string) {
 				writeFile(t, path, []byte("garbage"))
 			},
-			want: ErrCorrupt,
+			want: ErrNotCheckpoint,
 		},
 		{
 			name: "damaged data pages",
@@ -294,7 +295,7 @@ func TestABrokenFileIsAClearErrorAndIsLeftAlone(t *testing.T) {
 					return err
 				})
 			},
-			want: ErrCorrupt,
+			want: ErrNotCheckpoint,
 			says: "is not a collector checkpoint",
 		},
 		{

@@ -8,4 +8,40 @@
 // bbolt file, and package checkpointtest holds an in-memory fake for tests.
 // Stored values are versioned JSON: a file or value this version cannot
 // read is an error naming the file and key, never a silent reset.
+//
+// # A damaged file is an error, never a crash or a restart
+//
+// Open creates a missing file atomically (complete under a temporary name,
+// fsynced, then linked into place), so an empty or half-made checkpoint is
+// never ours: Open refuses one rather than start over from the configured
+// start. Before bbolt sees an existing file, Open reads it itself, never
+// past its end (format.go describes bbolt's layout): the size, both meta
+// pages, and every page the current transaction reaches, which must lie
+// inside the file. bbolt maps the file, and a truncated one would otherwise
+// fault (SIGBUS) in bbolt's check and kill the process; as a second line of
+// defence bbolt runs with debug.SetPanicOnFault, so a fault still becomes an
+// error. Errors say what happened and how to recover:
+//
+//   - ErrNotCheckpoint: the path is a directory, a FIFO or another
+//     non-regular file, a file that is not bbolt at all, or another
+//     program's bbolt file; a configuration error (checkpoint.path).
+//   - ErrCorrupt: an empty, truncated or damaged checkpoint; move it aside to
+//     start over from sources.*.start, or restore a backup.
+//   - ErrUnknownVersion: a newer bbolt format or collector schema.
+//
+// bbolt keeps two meta pages and writes transaction N to page N%2 after the
+// rest of N is on disk, so the older one always describes the previous,
+// intact transaction. bbolt 1.5.0 opens a file with one damaged meta page
+// from the other, read-only and read-write alike, and rewrites the damaged
+// page at the next commit; but its consistency check asserts on the meta
+// pages' headers, so it fails when the header is damaged too (a zeroed
+// page). Open therefore accepts one damaged meta page: the last commit may
+// be lost, which only means its pages are fetched again, and DB.Recovered
+// says so for the caller to log. When the header is damaged, Open repairs
+// the file before the check: it rewrites the damaged meta page from the
+// intact one in a copy and verifies the copy completely; only if that
+// passes does it save the file as PATH.damaged-TIMESTAMP and write the
+// rewritten page into it. Open never repairs anything else: both meta
+// pages damaged, or damage beyond them, is ErrCorrupt, and the file is left
+// as it was.
 package checkpoint

@@ -38,8 +38,16 @@ type Store interface {
 var (
 	// ErrLocked: another process holds the checkpoint file.
 	ErrLocked = errors.New("checkpoint file locked")
-	// ErrCorrupt: the file or a stored value cannot be read.
+	// ErrCorrupt: the file or a stored value cannot be read: the file was
+	// a checkpoint (or a bbolt file) once and is damaged now. A runtime
+	// failure: the message says how to recover.
 	ErrCorrupt = errors.New("checkpoint corrupt")
+	// ErrNotCheckpoint: the path names something that never was a
+	// checkpoint: a directory, a FIFO or another file that is not a regular
+	// file, a file that is not a bbolt file at all (a YAML or text file), or
+	// another program's bbolt file. A configuration error (checkpoint.path),
+	// distinct from ErrCorrupt: an error never wraps both.
+	ErrNotCheckpoint = errors.New("not a checkpoint file")
 	// ErrUnknownVersion: the file or a value was written by a newer (or an
 	// unknown) version of the collector.
 	ErrUnknownVersion = errors.New("unknown checkpoint version")

@@ -3,8 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -189,6 +191,10 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, &KeyError{Key: "log.format", Msg: fmt.Sprintf("unknown format %q (text, json)", c.Log.Format)})
 	}
+	if err := checkListen(c.Metrics.Listen); err != nil {
+		errs = append(errs, &KeyError{Key: "metrics.listen", Msg: err.Error()})
+	}
+	errs = append(errs, c.validatePlanners()...)
 	if c.Log.Progress < 0 {
 		errs = append(errs, &KeyError{Key: "log.progress", Msg: "must not be negative"})
 	}
@@ -198,6 +204,66 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkListen checks a host:port listen address; "" is off.
+func checkListen(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (e.g. 127.0.0.1:9464 or :9464)", addr)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: port %q is not a number from 0 to 65535", addr, port)
+	}
+	return nil
+}
+
+// validatePlanners checks each enabled source's window settings the way its
+// poller will use them (an overlap as long as the window would never
+// advance), naming the block that set the value.
+func (c Config) validatePlanners() []error {
+	var errs []error
+	for _, spec := range source.Specs() {
+		st := c.Sources.Resolve(spec.Name)
+		if !st.Enabled {
+			continue
+		}
+		err := source.NewPlanner(spec, st, c.API, c.Edge).Validate()
+		if err == nil {
+			continue
+		}
+		for _, e := range splitJoined(err) {
+			field, msg, ok := strings.Cut(e.Error(), ": ")
+			if !ok {
+				field, msg = "", e.Error()
+			}
+			block := spec.Name
+			if _, set := c.Sources[spec.Name]; !set {
+				block = source.DefaultSourcesKey
+			}
+			key := "sources." + block
+			if field != "" {
+				key += "." + field
+			}
+			errs = append(errs, &KeyError{Key: key, Msg: msg})
+		}
+		if len(errs) > 0 {
+			break // one report per bad value, not one per source
+		}
+	}
+	return errs
+}
+
+// splitJoined returns the errors an errors.Join holds, or err alone.
+func splitJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // validateSource validates the pollers' part. With the simulator on, the

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding"
 	"fmt"
+	"net/url"
 	"os"
 	"reflect"
 	"strings"
@@ -35,6 +36,8 @@ func render(v reflect.Value) any {
 	switch x := v.Interface().(type) {
 	case time.Duration:
 		return x.String()
+	case string:
+		return redactURL(x)
 	case os.FileMode:
 		return fmt.Sprintf("0%o", uint32(x))
 	}
@@ -87,4 +90,22 @@ func render(v reflect.Value) any {
 	default:
 		return v.Interface()
 	}
+}
+
+// redactURL hides the password of a URL that carries userinfo
+// (http://user:secret@host): a dump must never show a credential, wherever
+// the user put it.
+func redactURL(s string) string {
+	if !strings.Contains(s, "://") || !strings.Contains(s, "@") {
+		return s
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	if _, has := u.User.Password(); has {
+		return u.Redacted()
+	}
+	u.User = url.User("xxxxx")
+	return u.String()
 }

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -51,7 +54,8 @@ type Pipeline struct {
 	rows    atomic.Int64 // records acknowledged by this run
 	lastAck atomic.Int64 // unix nanoseconds of the last acknowledgement
 	busy    atomic.Int64 // unix nanoseconds since when records wait, 0 when none
-	commitE atomic.Value // last commit error (error or nil wrapper)
+	commitE atomic.Value // last commit error (errBox)
+	writeE  atomic.Value // last sink write error since the last success (errBox)
 }
 
 type item struct {
@@ -71,7 +75,7 @@ func New(cfg Config, store Store, s sink.Sink, pollers []Poller, reg prometheus.
 		now = time.Now
 	}
 	p := &Pipeline{cfg: cfg, store: store, sink: s, pollers: pollers, log: log, m: newMetrics(reg), now: now,
-		slots: newSlots(cfg.BufferRecords), flows: map[checkpoint.Key]*flow{}, queue: make(chan *item, 1024)}
+		slots: newSlots(cfg.BufferRecords, now), flows: map[checkpoint.Key]*flow{}, queue: make(chan *item, 1024)}
 	p.m.capacity.Set(float64(cfg.BufferRecords))
 	return p
 }
@@ -182,21 +186,28 @@ func (p *Pipeline) flow(k checkpoint.Key) *flow {
 
 // ReserveFor returns the Reserve function of one stream's poller: room for
 // a page is taken from the buffer before the page is fetched, so that pages
-// being fetched count against pipeline.buffer_records too.
+// being fetched count against pipeline.buffer_records too. A stream that
+// already holds enough keeps it; one that needs more (a bigger page) takes
+// the difference if it is free at once, and otherwise gives back what it
+// holds and waits for the whole amount, so that it never waits while holding
+// room (see slots).
 func (p *Pipeline) ReserveFor(k checkpoint.Key) source.Reserve {
 	f := p.flow(k)
 	return func(ctx context.Context, rows int) error {
-		rows = p.slots.clamp(rows)
-		if f.held >= rows {
-			return nil
-		}
-		n, err := p.slots.acquire(ctx, rows-f.held)
-		if err != nil {
-			return err
-		}
-		f.held += n
+		return f.grow(ctx, p.slots, rows)
+	}
+}
+
+// grow makes f hold room for at least rows records (clamped to the
+// capacity), without waiting while it holds any. On error f holds nothing.
+func (f *flow) grow(ctx context.Context, s *slots, rows int) error {
+	rows = s.clamp(rows)
+	if f.held >= rows {
 		return nil
 	}
+	n, err := s.exchange(ctx, f.held, rows)
+	f.held = n
+	return err
 }
 
 // releaseFlow returns what a stopped poller still held.
@@ -211,13 +222,12 @@ func (p *Pipeline) releaseFlow(k checkpoint.Key) {
 func (p *Pipeline) emitFor(k checkpoint.Key) source.Emit {
 	f := p.flow(k)
 	return func(ctx context.Context, pg source.Page) error {
+		// A page larger than the room reserved for it (the server sent more
+		// than the configured page size) trades the reservation for the
+		// whole page rather than waiting for the rest while holding it.
 		need := p.slots.clamp(len(pg.Envelopes))
-		if f.held < need {
-			n, err := p.slots.acquire(ctx, need-f.held)
-			if err != nil {
-				return err
-			}
-			f.held += n
+		if err := f.grow(ctx, p.slots, need); err != nil {
+			return err
 		}
 		held := need
 		p.slots.release(f.held - need)
@@ -286,17 +296,27 @@ func (p *Pipeline) work(ctx context.Context) {
 	}
 }
 
-// Stalled returns an error when records have waited longer than
-// StallTimeout without any acknowledgement: the sink or a worker is wedged.
-// A pipeline with nothing to write is never stalled.
+// Stalled returns an error when the pipeline stopped moving for longer than
+// StallTimeout: records handed to the sink were not acknowledged (the sink
+// or a worker is wedged), or streams wait for room in the buffer and no room
+// was granted nor any batch acknowledged (whatever holds the room never
+// gives it back). A pipeline with nothing to write and nobody waiting for
+// room is never stalled. It is safe for concurrent use.
 func (p *Pipeline) Stalled() error {
-	since := p.busy.Load()
-	waiting := p.pending.Load()
-	if since == 0 || waiting == 0 {
-		return nil
+	now := p.now()
+	if since, waiting := p.busy.Load(), p.pending.Load(); since != 0 && waiting != 0 {
+		if waited := now.Sub(time.Unix(0, since)); waited > p.cfg.StallTimeout {
+			return fmt.Errorf("no batch acknowledged for %v while %d records wait", waited.Round(time.Second), waiting)
+		}
 	}
-	if waited := p.now().Sub(time.Unix(0, since)); waited > p.cfg.StallTimeout {
-		return fmt.Errorf("no batch acknowledged for %v while %d records wait", waited.Round(time.Second), waiting)
+	if n, rows, since := p.slots.waiting(); n > 0 {
+		if ack := p.lastAck.Load(); ack != 0 && time.Unix(0, ack).After(since) {
+			since = time.Unix(0, ack)
+		}
+		if waited := now.Sub(since); waited > p.cfg.StallTimeout {
+			return fmt.Errorf("no room granted and no batch acknowledged for %v while %d streams wait for room for %d records (%d of %d records held)",
+				waited.Round(time.Second), n, rows, p.slots.inUse(), p.cfg.BufferRecords)
+		}
 	}
 	return nil
 }
@@ -310,12 +330,17 @@ func (p *Pipeline) write(ctx context.Context, b *record.Batch) error {
 		err := p.sink.Write(wctx, b)
 		cancel()
 		if err == nil {
+			p.writeE.Store(errBox{})
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		p.m.sinkErrors.Inc()
+		p.writeE.Store(errBox{&writeError{
+			msg: oneLine(fmt.Sprintf("write %d records of %s/%s page %d to the sink: %v", len(b.Envelopes), b.Source, b.Account, b.Page, err)),
+			err: err,
+		}})
 		wait := time.Duration(rand.Int64N(int64(backoff))) + backoff/2
 		p.log.Warn("sink write failed; retrying", "source", b.Source, "account", b.Account, "page", b.Page,
 			"records", len(b.Envelopes), "attempt", attempt, "retry_in", wait.Round(time.Millisecond), "err", err)
@@ -390,6 +415,51 @@ func (p *Pipeline) CommitError() error {
 		return v.err
 	}
 	return nil
+}
+
+// WriteError returns the error of the most recent failed sink Write when no
+// Write has succeeded since, and nil otherwise (also before any Write), for
+// /readyz: a sink may say it is ready while every write fails (a full disk).
+// The message is one line of bounded length; errors.Is and errors.As see
+// the sink's error. A Write cut short by a stop does not count. It is safe
+// for concurrent use.
+func (p *Pipeline) WriteError() error {
+	if v, ok := p.writeE.Load().(errBox); ok {
+		return v.err
+	}
+	return nil
+}
+
+// writeError is a failed sink Write as WriteError reports it.
+type writeError struct {
+	msg string // one line
+	err error
+}
+
+func (e *writeError) Error() string { return e.msg }
+func (e *writeError) Unwrap() error { return e.err }
+
+// maxErrorLen bounds the message of WriteError, so that a sink quoting a
+// whole server response does not flood /readyz.
+const maxErrorLen = 512
+
+// oneLine turns control characters (newlines included) and runs of spaces
+// into single spaces and cuts s to maxErrorLen bytes on a rune boundary.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)), " ")
+	if len(s) <= maxErrorLen {
+		return s
+	}
+	cut := maxErrorLen
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func (p *Pipeline) observe(k checkpoint.Key, st checkpoint.State) {

@@ -80,6 +80,7 @@ type testSink struct {
 	ids     map[string]int
 	writes  int
 	failN   int           // fail this many writes first
+	err     error         // what a failed write returns; "sink unavailable" when nil
 	hold    chan struct{} // when not nil, every write waits on it
 	holding atomic.Int64
 	delay   func(b *record.Batch) time.Duration
@@ -113,6 +114,9 @@ func (s *testSink) Write(ctx context.Context, b *record.Batch) error {
 	s.writes++
 	if s.failN > 0 {
 		s.failN--
+		if s.err != nil {
+			return s.err
+		}
 		return errors.New("sink unavailable")
 	}
 	if s.ids == nil {

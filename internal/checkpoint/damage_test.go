@@ -1,0 +1,636 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/bits"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// history is a real checkpoint file and what each of its transactions
+// stored.
+type history struct {
+	file     []byte
+	pageSize int
+	last     uint64                   // the last transaction
+	byTx     map[uint64]map[Key]State // every state as of each transaction
+}
+
+// makeCheckpoint makes a checkpoint with Open and four CommitMany of 60
+// states each, and returns it.
+func makeCheckpoint(t testing.TB) history {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cp.db")
+	d, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := history{byTx: map[uint64]map[Key]State{}}
+	all := map[Key]State{}
+	for round := range 4 {
+		m := map[Key]State{}
+		for i := range 60 {
+			s := sampleState()
+			s.Watermark = t0.Add(time.Duration(round) * 24 * time.Hour)
+			s.Delivered = int64(1000*round + i)
+			m[Key{"dns", fmt.Sprintf("acct-%02d", i)}] = s
+		}
+		m[Key{"audit_logs", fmt.Sprintf("org-%d", round)}] = State{Watermark: t0, Updated: t0}
+		if err := d.CommitMany(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		maps.Copy(all, m)
+		if err := d.bdb.View(func(tx *bolt.Tx) error {
+			h.last = uint64(tx.ID())
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		h.byTx[h.last] = maps.Clone(all)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if h.file, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	hdr := headerOf(t, h.file)
+	if hdr.current() < 0 || hdr.meta[hdr.current()].txid != h.last {
+		t.Fatalf("the new file's current meta is %+v, want transaction %d", hdr.meta, h.last)
+	}
+	h.pageSize = int(hdr.pageSize)
+	return h
+}
+
+func headerOf(t testing.TB, b []byte) fileHeader {
+	t.Helper()
+	h, err := readHeader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// writeCopy writes b as cp.db in a directory of its own.
+func writeCopy(t testing.TB, b []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "cp.db")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// rewriteMeta changes meta page index of b with fn and sets a correct
+// checksum, as a bbolt of another format would write it.
+func rewriteMeta(b []byte, pageSize, index int, fn func(meta []byte)) {
+	p := b[index*pageSize:]
+	fn(p[pageHeaderSize:metaChecksumAt])
+	ne.PutUint64(p[metaChecksumAt:], metaSum(p))
+}
+
+func dirNames(t testing.TB, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func readAll(t testing.TB, d *DB) map[Key]State {
+	t.Helper()
+	all, err := d.All(context.Background())
+	if err != nil {
+		t.Fatalf("All: %v", err)
+	}
+	return all
+}
+
+func sameStates(t *testing.T, got, want map[Key]State) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d states, want %d", len(got), len(want))
+	}
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok {
+			t.Fatalf("state %s is missing", k)
+		}
+		statesEqual(t, g, w)
+	}
+}
+
+func TestADamagedCheckpointIsAClearErrorNeverACrash(t *testing.T) {
+	h := makeCheckpoint(t)
+	size, ps := len(h.file), h.pageSize
+	hdr := headerOf(t, h.file)
+	// The lengths below must cut into pages the last transaction uses.
+	if used := int(hdr.meta[hdr.current()].hwm) * ps; used <= 36_864 || used <= size/2 {
+		t.Fatalf("the test checkpoint uses %d of its %d bytes; the truncations below need more", used, size)
+	}
+	truncated := func(n int) func([]byte) []byte {
+		return func(b []byte) []byte { return b[:n] }
+	}
+	zeroPage := func(i int) func([]byte) []byte {
+		return func(b []byte) []byte { clear(b[i*ps : (i+1)*ps]); return b }
+	}
+	flip := func(off int) func([]byte) []byte {
+		return func(b []byte) []byte { b[off] ^= 0x20; return b }
+	}
+	then := func(fs ...func([]byte) []byte) func([]byte) []byte {
+		return func(b []byte) []byte {
+			for _, f := range fs {
+				b = f(b)
+			}
+			return b
+		}
+	}
+	cases := []struct {
+		name   string
+		damage func([]byte) []byte
+		want   error
+		says   string
+	}{
+		{"a file truncated to 1 byte is corrupt", truncated(1), ErrCorrupt, "is truncated to 1 byte(s)"},
+		{"a file truncated to 100 bytes is corrupt", truncated(100), ErrCorrupt, "is truncated"},
+		{"a file truncated to 4095 bytes is corrupt", truncated(4095), ErrCorrupt, "is truncated"},
+		{"a file truncated to 4096 bytes is corrupt", truncated(4096), ErrCorrupt, "is truncated"},
+		{"a file truncated to 8192 bytes is corrupt", truncated(8192), ErrCorrupt, "is truncated"},
+		{"a file truncated to 12288 bytes is corrupt", truncated(12288), ErrCorrupt, "is truncated"},
+		{"a file truncated to 36864 bytes is corrupt", truncated(36864), ErrCorrupt, "is truncated"},
+		{"a file truncated to half its size is corrupt", truncated(size / 2), ErrCorrupt, "is truncated"},
+		{"a file one byte short is corrupt", truncated(size - 1), ErrCorrupt, "is truncated"},
+		{"an empty file is corrupt, not a new checkpoint", truncated(0), ErrCorrupt,
+			"is empty (0 bytes): it was damaged, or created by a crash before its first write"},
+		{"a file with both meta pages zeroed is corrupt", then(zeroPage(0), zeroPage(1)), ErrCorrupt, "zeroed where its meta pages belong"},
+		{"a file with a byte flipped in both meta pages is corrupt", then(flip(16+40), flip(ps+16+40)), ErrCorrupt,
+			"both meta pages are unusable (meta page 0: checksum mismatch; meta page 1: checksum mismatch)"},
+		{"a file of zeros is corrupt", func(b []byte) []byte { return make([]byte, len(b)) }, ErrCorrupt, "zeroed"},
+		{"a zeroed first meta page over damaged data pages is corrupt, and the file is not repaired", func(b []byte) []byte {
+			clear(b[:ps])
+			for i := 2 * ps; i < len(b); i++ {
+				b[i] = byte(i*7 + 3)
+			}
+			return b
+		}, ErrCorrupt, "is damaged beyond its meta pages (meta page 0: zeroed)"},
+		{"a zeroed first meta page over a damaged leaf is corrupt, and the file is not repaired", func(b []byte) []byte {
+			clear(b[:ps])
+			// Keys out of order on the first leaf: only bbolt's check,
+			// which runs on the repaired copy, sees it.
+			leaf := firstLeaf(t, b, ps)
+			e := leaf + pageHeaderSize
+			ne.PutUint32(b[e+4:], ne.Uint32(b[e+4:])+1)
+			return b
+		}, ErrCorrupt, "is damaged beyond its meta pages (meta page 0: zeroed)"},
+		{"a zeroed first meta page over a truncated file is corrupt", then(zeroPage(0), truncated(36864)), ErrCorrupt, "is truncated"},
+		{"a file of a newer bbolt format is an unknown version", func(b []byte) []byte {
+			for i := range 2 {
+				rewriteMeta(b, ps, i, func(m []byte) { ne.PutUint32(m[4:], 3) })
+			}
+			return b
+		}, ErrUnknownVersion, "was written in bbolt format version 3"},
+		{"a text file is not a checkpoint", func([]byte) []byte {
+			return []byte("this is a text file, not a checkpoint\n")
+		}, ErrNotCheckpoint, `it starts with "this is a text file, not"`},
+		{"a YAML file is not a checkpoint", func([]byte) []byte {
+			return bytes.Repeat([]byte("checkpoint:\n  path: /var/lib/collector/checkpoint.db\n"), 200)
+		}, ErrNotCheckpoint, "is not a checkpoint: it is not a bbolt file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			damaged := tc.damage(bytes.Clone(h.file))
+			path := writeCopy(t, damaged)
+
+			d, err := Open(path, WithOpenTimeout(100*time.Millisecond))
+			if err == nil {
+				d.Close()
+				t.Fatal("Open succeeded, want an error")
+			}
+			t.Logf("error: %v", err)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("error does not wrap %v", tc.want)
+			}
+			for _, other := range []error{ErrCorrupt, ErrNotCheckpoint, ErrUnknownVersion} {
+				if other != tc.want && errors.Is(err, other) {
+					t.Fatalf("error wraps %v as well as %v", other, tc.want)
+				}
+			}
+			hint := map[error]string{
+				ErrCorrupt:        "move it aside to start over from sources.*.start, or restore a backup",
+				ErrNotCheckpoint:  "set checkpoint.path",
+				ErrUnknownVersion: "run the collector version that wrote it",
+			}[tc.want]
+			for _, s := range []string{path, tc.says, hint} {
+				if !strings.Contains(err.Error(), s) {
+					t.Fatalf("error does not say %q", s)
+				}
+			}
+			after, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(after, damaged) {
+				t.Fatal("Open changed a file it refused")
+			}
+			if names := dirNames(t, filepath.Dir(path)); !slices.Equal(names, []string{"cp.db"}) {
+				t.Fatalf("the directory holds %q, want only cp.db (no backup, no temporary file)", names)
+			}
+		})
+	}
+}
+
+func TestADamagedMetaPageIsSurvivedAndSaid(t *testing.T) {
+	h := makeCheckpoint(t)
+	ps := h.pageSize
+	// bbolt writes transaction N to meta page N%2: meta page 0 holds the
+	// last commit, meta page 1 the one before.
+	if h.last%2 != 0 {
+		t.Fatalf("the last transaction %d is not in meta page 0; this test needs it there", h.last)
+	}
+	last, previous := h.last, h.last-1
+	zero := func(p int) func([]byte) {
+		return func(b []byte) { clear(b[p*ps : (p+1)*ps]) }
+	}
+	cases := []struct {
+		name     string
+		damage   func([]byte)
+		tx       uint64   // the transaction the file opens at
+		repaired bool     // Open rewrote meta pages and saved a copy
+		says     []string // in Recovered
+	}{
+		{"a zeroed first meta page is rewritten from the second, losing the last commit", zero(0), previous, true, []string{
+			"(meta page 0: zeroed); opened from meta page 1 (transaction " + fmt.Sprint(previous) + ")",
+			"at worst its last commit was lost",
+			"meta page 0 was rewritten from meta page 1",
+		}},
+		{"a zeroed second meta page is rewritten from the first, losing nothing", zero(1), last, true, []string{
+			"(meta page 1: zeroed); opened from meta page 0 (transaction " + fmt.Sprint(last) + ")",
+			"meta page 1 was rewritten from meta page 0",
+		}},
+		{"a first meta page with a flipped byte is left for bbolt to rewrite", func(b []byte) {
+			b[pageHeaderSize+40] ^= 0x01 // in the freelist page id
+		}, previous, false, []string{
+			"(meta page 0: checksum mismatch); opened from meta page 1 (transaction " + fmt.Sprint(previous) + ")",
+			"bbolt rewrites meta page 0 at the next commit",
+		}},
+		{"a second meta page with a flipped byte is left for bbolt to rewrite", func(b []byte) {
+			b[ps+pageHeaderSize+40] ^= 0x01
+		}, last, false, []string{
+			"(meta page 1: checksum mismatch); opened from meta page 0 (transaction " + fmt.Sprint(last) + ")",
+			"bbolt rewrites meta page 1 at the next commit",
+		}},
+		{"a first meta page with a flipped byte in its page header gets its header rewritten", func(b []byte) {
+			b[8] ^= 0x01 // in the page flags; the meta itself is intact
+		}, last, true, []string{
+			"(meta page 0: page header damaged (id 0, flags 0x5)); opened from meta page 0 (transaction " + fmt.Sprint(last) + "): nothing was lost",
+			"the header of meta page 0 was rewritten",
+		}},
+		{"a first meta page overwritten with text is rewritten from the second", func(b []byte) {
+			copy(b, "checkpoint:\n  path: /oops\n")
+		}, previous, true, []string{
+			"(meta page 0: overwritten (no bbolt magic number)); opened from meta page 1",
+			"meta page 0 was rewritten from meta page 1",
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			damaged := bytes.Clone(h.file)
+			tc.damage(damaged)
+			path := writeCopy(t, damaged)
+
+			d, err := Open(path, WithClock(func() time.Time { return t0 }))
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			rec := d.Recovered()
+			t.Logf("recovered: %s", rec)
+			for _, s := range append([]string{"checkpoint file " + path + " was damaged"}, tc.says...) {
+				if !strings.Contains(rec, s) {
+					t.Fatalf("Recovered() does not say %q", s)
+				}
+			}
+			sameStates(t, readAll(t, d), h.byTx[tc.tx])
+
+			backup := path + ".damaged-20261120T000000Z"
+			if tc.repaired {
+				if want := "the damaged file was saved as " + backup; !strings.Contains(rec, want) {
+					t.Fatalf("Recovered() does not say %q", want)
+				}
+				saved, err := os.ReadFile(backup)
+				if err != nil {
+					t.Fatalf("no copy of the damaged file: %v", err)
+				}
+				if !bytes.Equal(saved, damaged) {
+					t.Fatal("the saved copy is not the damaged file")
+				}
+				now, _ := os.ReadFile(path)
+				if dmg := headerOf(t, now).damage(); dmg != nil {
+					t.Fatalf("after the repair the meta pages are still damaged: %v", dmg.reasons)
+				}
+				if !bytes.Equal(now[2*ps:], damaged[2*ps:]) {
+					t.Fatal("the repair changed pages other than the meta pages")
+				}
+				if names := dirNames(t, filepath.Dir(path)); !slices.Equal(names, []string{"cp.db", filepath.Base(backup)}) {
+					t.Fatalf("the directory holds %q, want cp.db and the saved copy", names)
+				}
+			} else if names := dirNames(t, filepath.Dir(path)); !slices.Equal(names, []string{"cp.db"}) {
+				t.Fatalf("the directory holds %q, want only cp.db", names)
+			}
+
+			// After one commit both meta pages are whole, and the file
+			// opens without a word.
+			k := Key{"dns", "after-recovery"}
+			if err := d.Commit(ctx, k, State{Watermark: t0, Updated: t0}); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			now, _ := os.ReadFile(path)
+			if dmg := headerOf(t, now).damage(); dmg != nil {
+				t.Fatalf("after a commit the meta pages are still damaged: %v", dmg.reasons)
+			}
+			d, err = Open(path)
+			if err != nil {
+				t.Fatalf("reopen: %v", err)
+			}
+			defer d.Close()
+			if rec := d.Recovered(); rec != "" {
+				t.Fatalf("Recovered() after reopening = %q, want empty", rec)
+			}
+			want := maps.Clone(h.byTx[tc.tx])
+			want[k] = State{Watermark: t0, Updated: t0}
+			sameStates(t, readAll(t, d), want)
+		})
+	}
+}
+
+// TestWhatBboltDoesWithADamagedFirstMetaPage records what bbolt 1.5.0 does
+// itself, which Open relies on: it opens a file whose first meta page is
+// damaged, read-only and read-write, from the second meta page (the older
+// transaction when the damaged page held the last one). Its consistency
+// check asserts on page 0's header, so it fails when the header is damaged
+// (a zeroed page) and passes when only the meta is. The next commit rewrites
+// meta page 0 and the file is whole again.
+func TestWhatBboltDoesWithADamagedFirstMetaPage(t *testing.T) {
+	h := makeCheckpoint(t)
+	ps := h.pageSize
+	if h.last%2 != 0 {
+		t.Fatalf("the last transaction %d is not in meta page 0; this test needs it there", h.last)
+	}
+	cases := []struct {
+		name      string
+		damage    func([]byte)
+		checkSays string // "" if the check passes
+	}{
+		{"a zeroed first meta page", func(b []byte) { clear(b[:ps]) }, "page 0: has unexpected type/flags: 0"},
+		{"a flipped byte in the first meta", func(b []byte) { b[pageHeaderSize+40] ^= 0x01 }, ""},
+	}
+	for _, tc := range cases {
+		for _, readOnly := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s, read-only %v", tc.name, readOnly), func(t *testing.T) {
+				b := bytes.Clone(h.file)
+				tc.damage(b)
+				path := writeCopy(t, b)
+				db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: readOnly, Timeout: time.Second})
+				if err != nil {
+					t.Fatalf("bbolt refuses the file: %v", err)
+				}
+				defer db.Close()
+				var txid uint64
+				var checkErrs []string
+				if err := db.View(func(tx *bolt.Tx) error {
+					txid = uint64(tx.ID())
+					for err := range tx.Check() {
+						checkErrs = append(checkErrs, err.Error())
+					}
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if txid != h.last-1 {
+					t.Fatalf("bbolt reads transaction %d, want %d from meta page 1", txid, h.last-1)
+				}
+				switch got := strings.Join(checkErrs, "; "); {
+				case tc.checkSays == "" && got != "":
+					t.Fatalf("bbolt's check: %s; want no error", got)
+				case !strings.Contains(got, tc.checkSays):
+					t.Fatalf("bbolt's check: %q; want %q", got, tc.checkSays)
+				}
+				if readOnly {
+					return
+				}
+				if err := db.Update(func(*bolt.Tx) error { return nil }); err != nil {
+					t.Fatalf("an empty commit: %v", err)
+				}
+				after, _ := os.ReadFile(path)
+				hdr := headerOf(t, after)
+				if hdr.damage() != nil || hdr.meta[0].txid != h.last {
+					t.Fatalf("after a commit: meta page 0 = %+v, want whole with transaction %d", hdr.meta[0], h.last)
+				}
+			})
+		}
+	}
+}
+
+// TestBboltAloneCrashesOnATruncatedFile shows why Open reads the file
+// itself first: bbolt's check of a truncated file touches its mapping past
+// the end of the file, a SIGBUS that kills the process. It runs bbolt in a
+// child process.
+func TestBboltAloneCrashesOnATruncatedFile(t *testing.T) {
+	if path := os.Getenv("CHECKPOINT_TEST_BBOLT_CHECK"); path != "" {
+		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+		if err != nil {
+			fmt.Println("open:", err)
+			os.Exit(3)
+		}
+		_ = db.View(func(tx *bolt.Tx) error {
+			for err := range tx.Check() {
+				fmt.Println("check:", err)
+			}
+			return nil
+		})
+		os.Exit(0)
+	}
+	h := makeCheckpoint(t)
+	// Cut the file before its freelist page, the first page bbolt's check
+	// reads, where bbolt still maps it: mmap rounds the size up to a power
+	// of two, at least 32 KiB.
+	hdr := headerOf(t, h.file)
+	freelist := int(hdr.meta[hdr.current()].freelist) * h.pageSize
+	cut := 0
+	for n := 2 * h.pageSize; n <= freelist; n += h.pageSize {
+		if mapped := max(1<<15, 1<<bits.Len(uint(n-1))); mapped > freelist {
+			cut = n
+			break
+		}
+	}
+	if cut == 0 {
+		t.Fatalf("no cut before the freelist page at %d stays in the mapping", freelist)
+	}
+	path := writeCopy(t, h.file[:cut])
+	t.Logf("truncated to %d of %d bytes; the freelist page is at %d", cut, len(h.file), freelist)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBboltAloneCrashesOnATruncatedFile$")
+	cmd.Env = append(os.Environ(), "CHECKPOINT_TEST_BBOLT_CHECK="+path)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !bytes.Contains(out, []byte("SIGBUS")) && !bytes.Contains(out, []byte("unexpected fault address")) {
+		t.Fatalf("bbolt on a truncated file: %v, output:\n%s\nwant a crash", err, out)
+	}
+
+	// Open, in this very process, says what happened instead.
+	if _, err := Open(path); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open = %v, want ErrCorrupt", err)
+	}
+}
+
+func TestAValidCheckpointOpensAndReadsBackEveryState(t *testing.T) {
+	h := makeCheckpoint(t)
+	path := writeCopy(t, h.file)
+	d, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if rec := d.Recovered(); rec != "" {
+		t.Fatalf("Recovered() = %q for a sound file", rec)
+	}
+	sameStates(t, readAll(t, d), h.byTx[h.last])
+}
+
+func TestAPathThatIsADirectoryIsNotACheckpoint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cp.db")
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(path)
+	if !errors.Is(err, ErrNotCheckpoint) || errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open of a directory = %v, want ErrNotCheckpoint only", err)
+	}
+	if want := "checkpoint path " + path + " is a directory, not a checkpoint file"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not say %q", err, want)
+	}
+}
+
+func TestANewCheckpointIsCreatedAtomically(t *testing.T) {
+	cases := []struct {
+		name string
+		// before prepares dir and returns the names that must remain
+		// besides cp.db.
+		before func(t *testing.T, dir string) []string
+	}{
+		{"a new checkpoint leaves no temporary file behind", func(*testing.T, string) []string { return nil }},
+		{"a temporary file a crash left behind is removed", func(t *testing.T, dir string) []string {
+			writeFile(t, filepath.Join(dir, ".cp.db.new-123456"), []byte("half made"))
+			writeFile(t, filepath.Join(dir, ".cp.db.repair-42"), nil)
+			return nil
+		}},
+		{"a temporary file in use is left alone", func(t *testing.T, dir string) []string {
+			if !fileLocks {
+				t.Skip("no file locks on this platform: leftovers are never removed")
+			}
+			busy := filepath.Join(dir, ".cp.db.new-777")
+			db, err := bolt.Open(busy, 0o600, nil) // holds the lock, as create does
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			return []string{".cp.db.new-777"}
+		}},
+		{"a repair copy being proven is left alone", func(t *testing.T, dir string) []string {
+			if !fileLocks {
+				t.Skip("no file locks on this platform: leftovers are never removed")
+			}
+			busy := filepath.Join(dir, ".cp.db.repair-9")
+			writeFile(t, busy, nil)
+			f, err := os.Open(busy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			if err := lockFile(f, false, 0); err != nil { // as proveRepair does
+				t.Fatal(err)
+			}
+			return []string{".cp.db.repair-9"}
+		}},
+		{"other files in the directory are left alone", func(t *testing.T, dir string) []string {
+			writeFile(t, filepath.Join(dir, "cp.db.new-1"), nil)
+			writeFile(t, filepath.Join(dir, ".other.db.new-1"), nil)
+			return []string{".other.db.new-1", "cp.db.new-1"}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			keep := tc.before(t, dir)
+			path := filepath.Join(dir, "cp.db")
+			d, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if rec := d.Recovered(); rec != "" {
+				t.Fatalf("Recovered() = %q for a new file", rec)
+			}
+			want := append([]string{"cp.db"}, keep...)
+			slices.Sort(want)
+			if names := dirNames(t, dir); !slices.Equal(names, want) {
+				t.Fatalf("the directory holds %q, want %q", names, want)
+			}
+			// The new file is complete: bbolt's check, the layout and the
+			// buckets, as any file Open accepts.
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			dmg, err := verify(path, path, time.Second)
+			if err != nil || dmg != nil {
+				t.Fatalf("verify of the new file = %v, %v", dmg, err)
+			}
+		})
+	}
+}
+
+// firstLeaf returns the offset of the leftmost leaf page of the states
+// bucket, found by following first elements from the root.
+func firstLeaf(t testing.TB, b []byte, ps int) int {
+	t.Helper()
+	hdr := headerOf(t, b)
+	c := hdr.current()
+	if c < 0 {
+		t.Fatal("no intact meta page")
+	}
+	// The root bucket's leaf holds the buckets meta and states.
+	root := int(hdr.meta[c].root) * ps
+	for i := range int(ne.Uint16(b[root+10:])) {
+		e := root + pageHeaderSize + i*elementSize
+		pos, ksize := int(ne.Uint32(b[e+4:])), int(ne.Uint32(b[e+8:]))
+		if string(b[e+pos:e+pos+ksize]) != "states" {
+			continue
+		}
+		p := int(ne.Uint64(b[e+pos+ksize:])) * ps
+		for ne.Uint16(b[p+8:]) == flagBranch {
+			e := p + pageHeaderSize
+			p = int(ne.Uint64(b[e+8:])) * ps
+		}
+		return p
+	}
+	t.Fatal("no states bucket")
+	return 0
+}

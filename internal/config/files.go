@@ -1,0 +1,88 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/svcexport/collector/internal/secret"
+)
+
+// CheckFiles reports, as KeyErrors, every file the configuration names that
+// cannot be used: a secret file that is missing, unreadable or empty (a
+// secret that resolves to nothing would only fail later, at the first
+// request, with a less helpful message), and a TLS file that cannot be
+// read. A secret given inline wins over its file (as the clients resolve
+// them), so its file is not read. The commands that contact the API or a
+// sink call it after Load; `state` does not need secrets.
+func (c Config) CheckFiles() error {
+	var errs []error
+	secretFile := func(key string, inline secret.Secret, path string) {
+		if inline.IsSet() || path == "" {
+			return
+		}
+		s, err := secret.FromFile(path)
+		switch {
+		case err != nil:
+			errs = append(errs, &KeyError{Key: key, Msg: fileProblem(path, err)})
+		case strings.TrimSpace(s.Reveal()) == "":
+			errs = append(errs, &KeyError{Key: key, Msg: fmt.Sprintf("file %s is empty", path)})
+		}
+	}
+	readable := func(key, path string) {
+		if path == "" {
+			return
+		}
+		b, err := os.ReadFile(path)
+		switch {
+		case err != nil:
+			errs = append(errs, &KeyError{Key: key, Msg: fileProblem(path, err)})
+		case len(strings.TrimSpace(string(b))) == 0:
+			errs = append(errs, &KeyError{Key: key, Msg: fmt.Sprintf("file %s is empty", path)})
+		}
+	}
+	if !c.Simulator.Enabled || c.API.SecretFile != "" {
+		secretFile("api.secret_file", c.API.Secret, c.API.SecretFile)
+	}
+	if c.Edge.BaseURL != "" || c.Edge.TokenFile != "" {
+		secretFile("edge.token_file", c.Edge.Token, c.Edge.TokenFile)
+	}
+	k := c.Sink.Kafka
+	if c.Sink.Type == SinkKafka {
+		if k.SASL.Mechanism != "" {
+			secretFile("sink.kafka.sasl.password_file", k.SASL.Password, k.SASL.PasswordFile)
+		}
+		if k.TLS.Enabled {
+			readable("sink.kafka.tls.ca_file", k.TLS.CAFile)
+			readable("sink.kafka.tls.cert_file", k.TLS.CertFile)
+			readable("sink.kafka.tls.key_file", k.TLS.KeyFile)
+		}
+	}
+	ch := c.Sink.ClickHouse
+	if c.Sink.Type == SinkClickHouse {
+		secretFile("sink.clickhouse.password_file", ch.Password, ch.PasswordFile)
+		if ch.TLS.Enabled {
+			readable("sink.clickhouse.tls.ca_file", ch.TLS.CAFile)
+			readable("sink.clickhouse.tls.cert_file", ch.TLS.CertFile)
+			readable("sink.clickhouse.tls.key_file", ch.TLS.KeyFile)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// fileProblem says why path cannot be used, without its content.
+func fileProblem(path string, err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("file %s does not exist", path)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Sprintf("file %s is not readable by this user", path)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("file %s cannot be read: %v", path, pe.Err)
+	}
+	return fmt.Sprintf("file %s cannot be read: %v", path, err)
+}

@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Every configuration problem exits 2 with one line naming its key; a
+// damaged checkpoint is a runtime failure (exit 1) that says how to
+// recover. The README promises both.
+func TestExitCodesOfHostileConfigurations(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty-secret")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notBolt := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notBolt, []byte("this is not a checkpoint, it is a text file that is long enough to be looked at\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero.db")
+	if err := os.WriteFile(zero, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withCheckpoint := func(path, extra string) string {
+		return "api:\n  base_url: http://127.0.0.1:1\n  key_id: k\n  secret: s\nmetrics:\n  listen: \"\"\ncheckpoint:\n  path: " + path + "\n" + extra
+	}
+	base := func(extra string) string { return withCheckpoint(filepath.Join(t.TempDir(), "cp.db"), extra) }
+	noSecret := "api:\n  base_url: http://127.0.0.1:1\n  key_id: k\n"
+	cases := []struct {
+		name, yaml string
+		code       int
+		want       string
+	}{
+		{"a secret file that does not exist", noSecret + "  secret_file: " + filepath.Join(dir, "missing") + "\n", 2, "api.secret_file: file"},
+		{"a secret file that is a directory", noSecret + "  secret_file: " + dir + "\n", 2, "api.secret_file"},
+		{"an empty secret file", noSecret + "  secret_file: " + empty + "\n", 2, "api.secret_file: file " + empty + " is empty"},
+		{"an overlap longer than a window", base("sources:\n  default:\n    overlap: 30d\n"), 2, "sources.default.overlap"},
+		{"a metrics address without a port", strings.Replace(base(""), `listen: ""`, "listen: nohost", 1), 2, "metrics.listen"},
+		{"a metrics port out of range", strings.Replace(base(""), `listen: ""`, "listen: 127.0.0.1:99999", 1), 2, "metrics.listen"},
+		{"port 0 in the API address", strings.Replace(base(""), "127.0.0.1:1", "127.0.0.1:0", 1), 2, "api.base_url"},
+		{"port 99999 in the API address", strings.Replace(base(""), "127.0.0.1:1", "127.0.0.1:99999", 1), 2, "api.base_url"},
+		{"a newline in an account name", base("accounts: [\"acme\\nevil\"]\n"), 2, "accounts[0]"},
+		{"a checkpoint path that is a text file", withCheckpoint(notBolt, ""), 2, "checkpoint.path"},
+		{"a checkpoint path that is a directory", withCheckpoint(dir, ""), 2, "checkpoint.path"},
+		{"a zero-length checkpoint", withCheckpoint(zero, ""), 1, "empty"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := filepath.Join(t.TempDir(), "c.yaml")
+			if err := os.WriteFile(p, []byte(c.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			code, out := runCLI(t, nil, "run", "--once", "--config", p)
+			if code != c.code || !strings.Contains(out, c.want) {
+				t.Fatalf("exit %d after %s, output:\n%s\nwant exit %d and %q", code, time.Since(start).Round(time.Millisecond), out, c.code, c.want)
+			}
+			if strings.Contains(out, "panic") || strings.Contains(out, "SIGBUS") {
+				t.Fatalf("crashed:\n%s", out)
+			}
+		})
+	}
+}
+
+// check names the cause of a failed connection within seconds: here the
+// TCP connection is refused.
+func TestCheckReportsAnUnreachableAPIQuickly(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	cfg := "api:\n  base_url: http://u:userinfo-secret@127.0.0.1:1\n  key_id: k\n  secret: s\nmetrics:\n  listen: \"\"\ncheckpoint:\n  path: " + filepath.Join(t.TempDir(), "cp.db") + "\n"
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	code, out := runCLI(t, nil, "check", "--config", p, "--timeout", "3s")
+	took := time.Since(start)
+	if code != 1 || !strings.Contains(out, "TCP: cannot connect") || !strings.Contains(out, "refused") {
+		t.Fatalf("check: exit %d after %s:\n%s", code, took, out)
+	}
+	if strings.Contains(out, "userinfo-secret") {
+		t.Fatalf("check printed the password of api.base_url:\n%s", out)
+	}
+	if took > 20*time.Second {
+		t.Fatalf("check took %s to report a refused connection", took)
+	}
+}
+
+// SIGTERM during `run --once` is a graceful stop, not a failure: exit 0,
+// as the README says, and what was delivered is complete.
+func TestSIGTERMDuringOnceExits0(t *testing.T) {
+	t.Parallel()
+	sim := startSim(t, nil)
+	start := time.Now().UTC().Add(-10 * 24 * time.Hour).Truncate(time.Minute)
+	s := newSetup(t, sim, start, "")
+	s.env = append(s.env, budgetEnv(5000, 20, "5s")...)
+	p := s.startCollector(t, "--once")
+	time.Sleep(3 * time.Second)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.wait(t, 60*time.Second); err != nil {
+		t.Fatalf("exit after SIGTERM in --once: %v\n%s", err, tail(p.logs.String(), 20))
+	}
+	out := readFileSink(t, s.outDir())
+	compareWithTruth(t, sim, out, allStreams(), start, watermarks(t, s.checkpointPath()))
+}
