@@ -77,7 +77,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		}()
 	}
 
-	store, err := checkpoint.Open(cfg.Checkpoint.Path, checkpoint.WithOpenTimeout(cfg.Checkpoint.OpenTimeout))
+	store, err := openCheckpoint(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -136,6 +136,9 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	prog := newProgress(cfg, set, pl, reg, log)
 	if tel != nil {
 		tel.AddReadiness("checkpoint", func(context.Context) error { return pl.CommitError() })
+		// The sink's own Ready says whether it can reach its destination;
+		// this says whether the last write actually succeeded (a full disk).
+		tel.AddReadiness("sink_write", func(context.Context) error { return pl.WriteError() })
 		// Liveness fails only for a wedged process: records wait, nothing is
 		// acknowledged, and yet the sink says it is reachable. A sink that
 		// is down shows in /readyz; restarting would not bring it back.
@@ -168,6 +171,25 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		log.Info("stopped before every source caught up; the next run continues from the checkpoint")
 	}
 	return nil
+}
+
+// openCheckpoint opens the checkpoint file. A path that is not a
+// checkpoint at all (a directory, a text file) is a configuration error
+// naming checkpoint.path (exit 2); a damaged checkpoint is a runtime
+// failure whose message says how to recover; a file opened from bbolt's
+// second meta page is logged.
+func openCheckpoint(cfg config.Config, log *slog.Logger) (*checkpoint.DB, error) {
+	db, err := checkpoint.Open(cfg.Checkpoint.Path, checkpoint.WithOpenTimeout(cfg.Checkpoint.OpenTimeout))
+	if errors.Is(err, checkpoint.ErrNotCheckpoint) {
+		return nil, &config.KeyError{Key: "checkpoint.path", Msg: err.Error()}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if r := db.Recovered(); r != "" {
+		log.Warn("checkpoint file was damaged and recovered", "path", cfg.Checkpoint.Path, "detail", r)
+	}
+	return db, nil
 }
 
 // resolveSource returns the pollers' configuration, with the in-process

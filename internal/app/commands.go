@@ -180,7 +180,7 @@ func State(ctx context.Context, cfg config.Config, o Options, so StateOptions) e
 	}
 	stored := map[checkpoint.Key]checkpoint.State{}
 	if _, err := os.Stat(cfg.Checkpoint.Path); err == nil {
-		db, err := checkpoint.Open(cfg.Checkpoint.Path, checkpoint.WithOpenTimeout(cfg.Checkpoint.OpenTimeout))
+		db, err := openCheckpoint(cfg, o.Log)
 		if err != nil {
 			return err
 		}
@@ -248,7 +248,7 @@ func reset(ctx context.Context, cfg config.Config, o Options, what string) error
 	if _, err := os.Stat(cfg.Checkpoint.Path); err != nil {
 		return fmt.Errorf("--reset: no checkpoint at %s: %w", cfg.Checkpoint.Path, err)
 	}
-	db, err := checkpoint.Open(cfg.Checkpoint.Path, checkpoint.WithOpenTimeout(cfg.Checkpoint.OpenTimeout))
+	db, err := openCheckpoint(cfg, o.Log)
 	if err != nil {
 		return fmt.Errorf("--reset needs the collector stopped: %w", err)
 	}

@@ -371,9 +371,9 @@ func chCheckRows(t *testing.T, conn driver.Conn, table, src string, o chVerifyOp
 		}
 		// ... and its record time, read as the collector reads it and
 		// with encoding/json.
-		env, err := b.Build(src, account, chTimeField[src], ws, we, fetch, rec)
-		if err != nil || env.ID != id {
-			fail("envelope of the stored record: id %s (%v)", env.ID, err)
+		env, flaw := b.Build(src, account, chTimeField[src], ws, we, fetch, rec)
+		if flaw != 0 || env.ID != id {
+			fail("envelope of the stored record: id %s (%v)", env.ID, flaw)
 			continue
 		}
 		rt := env.Time

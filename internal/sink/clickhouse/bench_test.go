@@ -63,9 +63,9 @@ func benchPages(b *testing.B, rows int) [][]record.Envelope {
 		page := make([]record.Envelope, 0, 5000)
 		for i := 0; i < 5000 && len(pages)*5000+i < rows; i++ {
 			r := g.record(ws.Add(time.Duration(len(pages)*5000+i) * time.Second))
-			e, err := bl.Build("connections", "acme", "startTime", ws, ws.Add(7*24*time.Hour), ws.Add(8*24*time.Hour), r.raw)
-			if err != nil {
-				b.Fatal(err)
+			e, flaw := bl.Build("connections", "acme", "startTime", ws, ws.Add(7*24*time.Hour), ws.Add(8*24*time.Hour), r.raw)
+			if flaw != 0 {
+				b.Fatal(flaw)
 			}
 			page = append(page, e)
 		}

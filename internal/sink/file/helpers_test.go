@@ -42,9 +42,9 @@ func batch(t testing.TB, source, account string, first, n int) *record.Batch {
 	var bld record.Builder
 	b := &record.Batch{Source: source, Account: account, WindowStart: winStart, WindowEnd: winEnd}
 	for i := first; i < first+n; i++ {
-		e, err := bld.Build(source, account, "createdTime", winStart, winEnd, winEnd.Add(time.Minute), rawRecord(i))
-		if err != nil {
-			t.Fatal(err)
+		e, flaw := bld.Build(source, account, "createdTime", winStart, winEnd, winEnd.Add(time.Minute), rawRecord(i))
+		if flaw != 0 {
+			t.Fatal(flaw)
 		}
 		b.Envelopes = append(b.Envelopes, e)
 	}

@@ -76,9 +76,9 @@ func TestAPrettyPrintedRecordStaysOnOneLineWithTheSameMeaning(t *testing.T) {
 	s, _ := startSink(t, testConfig(dir))
 	raw := []byte("{\r\n  \"createdTime\": \"2026-11-22T10:00:00Z\",\n  \"note\": \"a\\nb\"\n}")
 	var bld record.Builder
-	e, err := bld.Build("dns", "acme", "createdTime", winStart, winEnd, winEnd, raw)
-	if err != nil {
-		t.Fatal(err)
+	e, flaw := bld.Build("dns", "acme", "createdTime", winStart, winEnd, winEnd, raw)
+	if flaw != 0 {
+		t.Fatal(flaw)
 	}
 	mustWrite(t, s, &record.Batch{Source: "dns", Account: "acme", Envelopes: []record.Envelope{e}})
 

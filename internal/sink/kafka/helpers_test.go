@@ -36,9 +36,9 @@ func makeBatch(t testing.TB, source, account string, page, first, n, pad int) *r
 	for i := first; i < first+n; i++ {
 		raw := fmt.Appendf(nil, `{"createdTime":"2026-11-20T00:%02d:%02d.%03dZ","seq":%d,"account":%q,"ip":"10.0.%d.%d","pad":"%s"}`,
 			i/60%60, i%60, i%1000, i, account, i/256%256, i%256, strings.Repeat("x", pad))
-		e, err := bld.Build(source, account, "createdTime", testWindowStart, testWindowEnd, testFetchedAt, raw)
-		if err != nil {
-			t.Fatal(err)
+		e, flaw := bld.Build(source, account, "createdTime", testWindowStart, testWindowEnd, testFetchedAt, raw)
+		if flaw != 0 {
+			t.Fatal(flaw)
 		}
 		b.Envelopes = append(b.Envelopes, e)
 	}
@@ -55,9 +55,9 @@ func bigEnvelope(t testing.TB, source, account string, seq, n int) record.Envelo
 	}
 	raw := fmt.Appendf(nil, `{"createdTime":"2026-11-20T00:00:%02d.000Z","seq":%d,"blob":%q}`, seq%60, seq, base64.StdEncoding.EncodeToString(rnd))
 	var bld record.Builder
-	e, err := bld.Build(source, account, "createdTime", testWindowStart, testWindowEnd, testFetchedAt, raw)
-	if err != nil {
-		t.Fatal(err)
+	e, flaw := bld.Build(source, account, "createdTime", testWindowStart, testWindowEnd, testFetchedAt, raw)
+	if flaw != 0 {
+		t.Fatal(flaw)
 	}
 	return e
 }

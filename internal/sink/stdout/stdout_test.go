@@ -33,9 +33,9 @@ func batch(t testing.TB, account string, first, n int) *record.Batch {
 	b := &record.Batch{Source: "dns", Account: account}
 	for i := first; i < first+n; i++ {
 		raw := fmt.Appendf(nil, `{"createdTime":"2026-11-22T10:00:00Z","id":%d,"queryName":"host-%d.example.com"}`, i, i)
-		e, err := bld.Build("dns", account, "createdTime", winStart, winStart.Add(time.Hour), winStart.Add(2*time.Hour), raw)
-		if err != nil {
-			t.Fatal(err)
+		e, flaw := bld.Build("dns", account, "createdTime", winStart, winStart.Add(time.Hour), winStart.Add(2*time.Hour), raw)
+		if flaw != 0 {
+			t.Fatal(flaw)
 		}
 		b.Envelopes = append(b.Envelopes, e)
 	}
