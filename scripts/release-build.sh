@@ -5,9 +5,17 @@
 # from the same command (internal/deploytest checks it).
 #
 #   scripts/release-build.sh [OUTDIR [COMMAND...]]
+#   scripts/release-build.sh --archive OUTDIR
 #
 #   OUTDIR    where the binaries go (default: bin)
 #   COMMAND   directories under cmd/ to build (default: collector)
+#   --archive the release archive of the collector for GOOS/GOARCH:
+#             OUTDIR/collector_VERSION_GOOS_GOARCH.tar.gz, holding the binary,
+#             LICENSE, README.md and configs/collector.yaml in a directory of
+#             the same name, and OUTDIR/SHA256SUMS (sha256sum format) over
+#             every collector_*.tar.gz in OUTDIR, rewritten each time. Run it
+#             once per platform into one OUTDIR. The archive is reproducible:
+#             fixed order, owner and times (DATE).
 #
 # Environment (all optional):
 #   VERSION   default: git describe --tags --always --dirty, else "dev"
@@ -16,11 +24,21 @@
 #             date keeps the build reproducible
 #   GOOS, GOARCH   cross-compile (the Dockerfile sets them from TARGETPLATFORM)
 #
-# Example:
+# Examples:
 #   scripts/release-build.sh bin && bin/collector version
+#   for p in linux/amd64 linux/arm64; do
+#     GOOS=${p%/*} GOARCH=${p#*/} VERSION=v1.2.3 scripts/release-build.sh --archive dist
+#   done
+#   (cd dist && sha256sum -c SHA256SUMS)
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+archive=false
+if [[ "${1:-}" == "--archive" ]]; then
+	archive=true
+	shift
+	[[ $# -eq 1 && -n "$1" ]] || { echo "usage: release-build.sh --archive OUTDIR" >&2; exit 2; }
+fi
 out="${1:-bin}"
 shift || true
 commands=("$@")
@@ -38,10 +56,41 @@ done
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 cd "$repo"
-for c in "${commands[@]}"; do
-	[[ -d "cmd/$c" ]] || { echo "release-build.sh: no such command cmd/$c" >&2; exit 2; }
+
+build() { # build COMMAND DEST
 	CGO_ENABLED=0 go build -trimpath -buildvcs=false \
 		-ldflags "-s -w -X main.version=$version -X main.commit=$commit -X main.date=$date" \
-		-o "$out/$c" "./cmd/$c"
+		-o "$2" "./cmd/$1"
+}
+
+if $archive; then
+	goos="${GOOS:-$(go env GOOS)}"
+	goarch="${GOARCH:-$(go env GOARCH)}"
+	[[ "$version" != */* ]] || { echo "release-build.sh: version '$version' cannot name a file" >&2; exit 2; }
+	name="collector_${version}_${goos}_${goarch}"
+	exe=collector
+	[[ "$goos" != windows ]] || exe=collector.exe
+	stage="$(mktemp -d)"
+	trap 'rm -rf "$stage"' EXIT
+	mkdir -p "$stage/$name/configs"
+	chmod 0755 "$stage/$name" "$stage/$name/configs"
+	GOOS="$goos" GOARCH="$goarch" build collector "$stage/$name/$exe"
+	cp LICENSE README.md "$stage/$name/"
+	cp configs/collector.yaml "$stage/$name/configs/"
+	chmod 0755 "$stage/$name/$exe"
+	chmod 0644 "$stage/$name/LICENSE" "$stage/$name/README.md" "$stage/$name/configs/collector.yaml"
+	# Reproducible: sorted names, numeric root owner, every time set to DATE,
+	# no name or time in the gzip header.
+	tar -C "$stage" --sort=name --owner=0 --group=0 --numeric-owner \
+		--mtime="$date" --format=gnu -cf - "$name" | gzip -9n > "$out/$name.tar.gz.tmp"
+	mv "$out/$name.tar.gz.tmp" "$out/$name.tar.gz"
+	(cd "$out" && shopt -s nullglob && files=(collector_*.tar.gz) && sha256sum "${files[@]}" > SHA256SUMS)
+	echo "release-build.sh: $out/$name.tar.gz ($version, $commit, $date), $out/SHA256SUMS" >&2
+	exit 0
+fi
+
+for c in "${commands[@]}"; do
+	[[ -d "cmd/$c" ]] || { echo "release-build.sh: no such command cmd/$c" >&2; exit 2; }
+	build "$c" "$out/$c"
 	echo "release-build.sh: $out/$c ($version, $commit, $date)" >&2
 done

@@ -42,6 +42,11 @@ step "tests (race detector)"
 # shellcheck disable=SC2086
 go test -race -count=1 -timeout 40m ${GOTESTFLAGS:-} ./...
 
+# --- Helm chart and kustomize base (a module of its own: deploy/helm/test) ---
+step "Helm chart and kustomize base, rendered by their engines (deploy/helm/test)"
+(cd deploy/helm/test && go vet ./... && go test -count=1 ./...)
+# --- end of the Helm/kustomize step ---
+
 step "fuzz targets (${FUZZTIME:-10s} each)"
 fuzz() { go test -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-10s}" "$1"; }
 fuzz ./internal/record FuzzCanonical

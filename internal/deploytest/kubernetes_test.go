@@ -21,52 +21,42 @@ import (
 
 const k8sDir = "deploy/kubernetes"
 
-// k8sObjects returns every object of the YAML files in deploy/kubernetes by
-// file name.
-func k8sObjects(t *testing.T) map[string][]map[string]any {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(root(t), k8sDir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no YAML in %s: %v", k8sDir, err)
-	}
-	out := map[string][]map[string]any{}
-	for _, f := range files {
-		rel := k8sDir + "/" + filepath.Base(f)
-		out[filepath.Base(f)] = yamlDocs(t, rel, read(t, rel))
-	}
-	return out
-}
-
 // k8sBase is the kustomize base as the cluster would get it.
 type k8sBase struct {
-	sts, svc, cm, secret map[string]any
-	container            map[string]any
-	cfg                  config.Config
-	cfgPath              string // the --config the container runs with
+	kust      map[string]any
+	sts, svc  map[string]any
+	cm        map[string]any // from configMapGenerator (name without the hash kustomize adds)
+	container map[string]any
+	cfg       config.Config
+	cfgPath   string // the --config the container runs with
 }
 
 // builtinGroups are the API groups a plain cluster serves without CRDs.
 var builtinGroups = map[string]bool{"v1": true, "apps/v1": true, "batch/v1": true, "policy/v1": true,
 	"networking.k8s.io/v1": true, "rbac.authorization.k8s.io/v1": true, "autoscaling/v2": true}
 
+// k8sOptional are the files of deploy/kubernetes that are neither resources
+// nor generator inputs of the base.
+var k8sOptional = map[string]bool{"servicemonitor.yaml": true}
+
+// loadK8s reads the base as kustomize would: the files kustomization.yaml
+// lists as resources, and the ConfigMap its configMapGenerator makes from
+// collector.yaml. (deploy/helm/test builds it with kustomize itself.)
 func loadK8s(t *testing.T) k8sBase {
 	t.Helper()
-	objs := k8sObjects(t)
-	kust := objs["kustomization.yaml"]
-	if len(kust) != 1 || str(kust[0], "kind") != "Kustomization" {
-		t.Fatalf("kustomization.yaml is not one Kustomization")
-	}
 	var b k8sBase
-	listed := map[string]bool{}
-	for _, r := range list(kust[0], "resources") {
+	b.kust = yamlDoc(t, k8sDir+"/kustomization.yaml")
+	if str(b.kust, "kind") != "Kustomization" {
+		t.Fatalf("kustomization.yaml is not a Kustomization")
+	}
+	used := map[string]bool{"kustomization.yaml": true}
+	for _, r := range list(b.kust, "resources") {
 		name, _ := r.(string)
-		listed[name] = true
-		docs, ok := objs[name]
-		if !ok {
-			t.Errorf("kustomization.yaml lists %q, which is not a file in %s", name, k8sDir)
-			continue
-		}
-		for _, o := range docs {
+		used[name] = true
+		for _, o := range yamlDocs(t, k8sDir+"/"+name, read(t, k8sDir+"/"+name)) {
+			if str(o, "apiVersion") == "" || str(o, "kind") == "" {
+				t.Errorf("%s: a document without apiVersion and kind", name)
+			}
 			if av := str(o, "apiVersion"); !builtinGroups[av] {
 				t.Errorf("kustomization.yaml lists %s, whose %s %s needs a CRD: keep it out of the default resources", name, av, str(o, "kind"))
 			}
@@ -76,24 +66,50 @@ func loadK8s(t *testing.T) k8sBase {
 			case "Service":
 				b.svc = o
 			case "ConfigMap":
-				b.cm = o
+				t.Errorf("%s: a ConfigMap resource keeps its name when it changes, so the pod does not roll: generate it (configMapGenerator)", name)
 			case "Secret":
-				b.secret = o
+				t.Errorf("%s: a Secret in the base overwrites the operator's real one on every apply -k: create it out of band (README)", name)
 			}
 		}
 	}
-	for name, docs := range objs {
-		for _, o := range docs {
-			if str(o, "apiVersion") == "" || str(o, "kind") == "" {
-				t.Errorf("%s: a document without apiVersion and kind", name)
-			}
+	if get(b.kust, "secretGenerator") != nil {
+		t.Errorf("kustomization.yaml: a secretGenerator needs secrets in files next to the base; the README has the Secret created with kubectl")
+	}
+	if get(b.kust, "generatorOptions.disableNameSuffixHash") == true {
+		t.Errorf("kustomization.yaml: generatorOptions.disableNameSuffixHash: a changed config would not roll the pod")
+	}
+	for _, g := range list(b.kust, "configMapGenerator") {
+		if b.cm != nil {
+			t.Fatalf("kustomization.yaml: more than one configMapGenerator")
 		}
-		if name != "kustomization.yaml" && !listed[name] && name != "servicemonitor.yaml" {
-			t.Errorf("%s is neither listed in kustomization.yaml nor a known optional file", name)
+		if get(g, "options.disableNameSuffixHash") == true {
+			t.Errorf("configMapGenerator %s: disableNameSuffixHash: a changed config would not roll the pod", str(g, "name"))
+		}
+		if get(g, "envs") != nil || get(g, "literals") != nil {
+			t.Errorf("configMapGenerator %s: only files are checked", str(g, "name"))
+		}
+		data := map[string]any{}
+		for _, f := range list(g, "files") {
+			key, file, ok := strings.Cut(str(f, ""), "=")
+			if !ok {
+				file, key = key, path.Base(key)
+			}
+			used[file] = true
+			data[key] = string(read(t, k8sDir+"/"+file))
+		}
+		b.cm = map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": str(g, "name")}, "data": data}
+	}
+	files, err := filepath.Glob(filepath.Join(root(t), k8sDir, "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if name := filepath.Base(f); !used[name] && !k8sOptional[name] {
+			t.Errorf("%s/%s is neither listed in kustomization.yaml nor a known optional file", k8sDir, name)
 		}
 	}
-	if b.sts == nil || b.svc == nil || b.cm == nil || b.secret == nil {
-		t.Fatalf("the base needs a StatefulSet, a Service, a ConfigMap and a Secret among its resources")
+	if b.sts == nil || b.svc == nil || b.cm == nil {
+		t.Fatalf("the base needs a StatefulSet and a Service among its resources, and a configMapGenerator")
 	}
 	for _, c := range list(b.sts, "spec.template.spec.containers") {
 		if str(c, "name") == "collector" {
@@ -131,7 +147,7 @@ func loadK8s(t *testing.T) k8sBase {
 			t.Fatalf("statefulset.yaml: %s is mounted from volume %s, not a ConfigMap", b.cfgPath, str(vm, "name"))
 		}
 		if cmName != str(b.cm, "metadata.name") {
-			t.Fatalf("statefulset.yaml: volume %s uses ConfigMap %q, the base has %q", str(vm, "name"), cmName, str(b.cm, "metadata.name"))
+			t.Fatalf("statefulset.yaml: volume %s uses ConfigMap %q, the base generates %q", str(vm, "name"), cmName, str(b.cm, "metadata.name"))
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(b.cfgPath, mp), "/")
 		key := rel
@@ -150,7 +166,7 @@ func loadK8s(t *testing.T) k8sBase {
 	if text == "" {
 		t.Fatalf("statefulset.yaml: nothing is mounted at the config path %s", b.cfgPath)
 	}
-	b.cfg = mustLoad(t, "configmap collector.yaml", []byte(text), k8sEnv(t, b))
+	b.cfg = mustLoad(t, k8sDir+"/collector.yaml", []byte(text), k8sEnv(t, b))
 	return b
 }
 
@@ -164,41 +180,37 @@ func volume(sts map[string]any, name string) map[string]any {
 	return nil
 }
 
-// k8sEnv is the environment the container gets: literal values, and values
-// from the Secret and the ConfigMap of the base, each reference checked.
+// k8sSecretName is the Secret the README has the operator create.
+const k8sSecretName = "collector"
+
+// k8sEnv is the environment the container gets: literal values, a
+// placeholder for each key of the operator's Secret (every reference
+// checked against the keys the README documents), and values from the
+// generated ConfigMap.
 func k8sEnv(t *testing.T, b k8sBase) map[string]string {
 	t.Helper()
+	documented := readmeSecretKeys(t)
 	env := map[string]string{}
-	lookupKey := func(obj map[string]any, kind, name, key string) (string, bool) {
-		if name != str(obj, "metadata.name") {
-			return "", false
-		}
-		for _, field := range []string{"data", "stringData"} {
-			if v, ok := mapAt(obj, field)[key]; ok {
-				return str(v, ""), true
-			}
-		}
-		return "", false
-	}
 	for _, e := range list(b.container, "env") {
 		name := str(e, "name")
 		switch {
 		case get(e, "valueFrom.secretKeyRef") != nil:
 			ref := mapAt(e, "valueFrom.secretKeyRef")
-			v, ok := lookupKey(b.secret, "Secret", str(ref, "name"), str(ref, "key"))
-			if !ok {
-				t.Errorf("statefulset.yaml: env %s refers to Secret %s key %s, which secret.yaml does not have", name, str(ref, "name"), str(ref, "key"))
-				continue
+			if str(ref, "name") != k8sSecretName {
+				t.Errorf("statefulset.yaml: env %s reads Secret %q, the README creates %q", name, str(ref, "name"), k8sSecretName)
 			}
-			env[name] = v
+			if _, ok := documented.all[str(ref, "key")]; !ok {
+				t.Errorf("statefulset.yaml: env %s reads Secret key %s, which the README's Kubernetes section does not document", name, str(ref, "key"))
+			}
+			env[name] = "placeholder-" + str(ref, "key")
 		case get(e, "valueFrom.configMapKeyRef") != nil:
 			ref := mapAt(e, "valueFrom.configMapKeyRef")
-			v, ok := lookupKey(b.cm, "ConfigMap", str(ref, "name"), str(ref, "key"))
-			if !ok {
-				t.Errorf("statefulset.yaml: env %s refers to ConfigMap %s key %s, which configmap.yaml does not have", name, str(ref, "name"), str(ref, "key"))
+			v, ok := mapAt(b.cm, "data")[str(ref, "key")]
+			if !ok || str(ref, "name") != str(b.cm, "metadata.name") {
+				t.Errorf("statefulset.yaml: env %s refers to ConfigMap %s key %s, which the base does not generate", name, str(ref, "name"), str(ref, "key"))
 				continue
 			}
-			env[name] = v
+			env[name] = str(v, "")
 		case get(e, "valueFrom") != nil:
 			t.Errorf("statefulset.yaml: env %s: only secretKeyRef and configMapKeyRef are checked", name)
 		default:
@@ -211,15 +223,75 @@ func k8sEnv(t *testing.T, b k8sBase) map[string]string {
 	return env
 }
 
-func TestKubernetesBaseLoadsItsConfigWithItsSecrets(t *testing.T) {
+// readmeSection returns a subsection of README.md ("### Kubernetes").
+func readmeSection(t *testing.T, heading string) string {
+	t.Helper()
+	readme := string(read(t, "README.md"))
+	i := strings.Index(readme, "\n"+heading+"\n")
+	if i < 0 {
+		t.Fatalf("README.md has no %q subsection", heading)
+	}
+	sec := readme[i+len(heading)+2:]
+	if j := regexp.MustCompile(`(?m)^##+ `).FindStringIndex(sec); j != nil {
+		sec = sec[:j[0]]
+	}
+	return sec
+}
+
+type secretDocs struct {
+	command map[string]bool     // keys of the README's `kubectl create secret generic collector`
+	all     map[string]struct{} // keys the section names at all (command or `key` in the text)
+}
+
+// readmeSecretKeys returns the Secret keys the README's Kubernetes section
+// documents: those of its `kubectl ... create secret generic collector`
+// command, and any other `key` it names in backquotes next to them.
+func readmeSecretKeys(t *testing.T) secretDocs {
+	t.Helper()
+	sec := readmeSection(t, "### Kubernetes")
+	cmd := regexp.MustCompile(`kubectl (?:-n \S+ )?create secret generic (\S+)((?:[^\n]*\\\n)*[^\n]*)`).FindStringSubmatch(sec)
+	if cmd == nil {
+		t.Fatalf("README.md, Kubernetes: no `kubectl create secret generic` command")
+	}
+	if cmd[1] != k8sSecretName {
+		t.Errorf("README.md, Kubernetes: the command creates Secret %q, the StatefulSet reads %q", cmd[1], k8sSecretName)
+	}
+	d := secretDocs{command: map[string]bool{}, all: map[string]struct{}{}}
+	for _, m := range regexp.MustCompile(`--from-(?:literal|file)=([A-Za-z0-9._-]+)=`).FindAllStringSubmatch(cmd[2], -1) {
+		d.command[m[1]] = true
+		d.all[m[1]] = struct{}{}
+	}
+	for _, m := range regexp.MustCompile("`([a-z0-9]+(?:-[a-z0-9]+)+)`").FindAllStringSubmatch(sec, -1) {
+		d.all[m[1]] = struct{}{}
+	}
+	if len(d.command) == 0 {
+		t.Fatalf("README.md, Kubernetes: the create secret command sets no key")
+	}
+	return d
+}
+
+func TestKubernetesSecretIsTheOperatorsAndDocumented(t *testing.T) {
 	b := loadK8s(t) // fails when the mounted configuration does not load
-	for k := range mapAt(b.secret, "stringData") {
-		used := false
-		for _, e := range list(b.container, "env") {
-			used = used || str(e, "valueFrom.secretKeyRef.key") == k
+	docs := readmeSecretKeys(t)
+	reads := map[string]bool{}
+	for _, e := range list(b.container, "env") {
+		if ref := mapAt(e, "valueFrom.secretKeyRef"); ref != nil {
+			reads[str(ref, "key")] = true
+			if get(ref, "optional") != true && !docs.command[str(ref, "key")] {
+				t.Errorf("statefulset.yaml: Secret key %s is required (not optional), but the README's create secret command does not set it", str(ref, "key"))
+			}
 		}
-		if !used {
-			t.Errorf("secret.yaml key %s is not used by the StatefulSet", k)
+	}
+	for k := range docs.command {
+		if !reads[k] {
+			t.Errorf("README.md, Kubernetes: the create secret command sets %s, which the StatefulSet does not read", k)
+		}
+	}
+	// The kustomization's own comment gives the same command.
+	kust := string(read(t, k8sDir+"/kustomization.yaml"))
+	for k := range docs.command {
+		if !strings.Contains(kust, "--from-literal="+k+"=") {
+			t.Errorf("kustomization.yaml's header does not create Secret key %s as the README does", k)
 		}
 	}
 }
@@ -328,8 +400,7 @@ func TestKubernetesProbesAndPortsMatchTheMetricsServer(t *testing.T) {
 		t.Errorf("service.yaml: no port targets the metrics port %s", port)
 	}
 	// The ServiceMonitor example selects that Service and port.
-	objs := k8sObjects(t)
-	for _, sm := range objs["servicemonitor.yaml"] {
+	for _, sm := range yamlDocs(t, k8sDir+"/servicemonitor.yaml", read(t, k8sDir+"/servicemonitor.yaml")) {
 		for k, v := range mapAt(sm, "spec.selector.matchLabels") {
 			if mapAt(b.svc, "metadata.labels")[k] != v {
 				t.Errorf("servicemonitor.yaml: selector %s=%v does not match the Service's labels", k, v)
