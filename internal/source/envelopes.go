@@ -2,7 +2,6 @@ package source
 
 import (
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -15,36 +14,25 @@ import (
 type envelopeBuilder struct {
 	source, account, timeField string
 	b                          record.Builder
-	h                          record.Hasher
 	log                        *slog.Logger
 	m                          *Metrics
 }
 
 // build returns the envelopes of records fetched in window w.
 //
-// A record whose time cannot be read is not dropped and does not fail the
-// page (the page would fail again on every retry and block the stream):
-// it is delivered with Time = the window's start, which is where the API
-// filed it, and it is logged and counted (collector_bad_records_total).
-// Only a record that is not JSON at all fails the page, and parsePage
-// already guarantees that each one is a JSON object.
+// A bad record never blocks the good ones (record.Flaw): a record whose
+// time cannot be read is delivered with Time = the window's start (where
+// the API filed it); one with invalid UTF-8 or that is not JSON at all is
+// delivered repaired with its original bytes kept (record.Envelope.Original).
+// Each is counted (collector_bad_records_total) and logged.
 func (e *envelopeBuilder) build(records []json.RawMessage, w window.Window, fetchedAt time.Time) ([]record.Envelope, error) {
 	out := make([]record.Envelope, 0, len(records))
-	for i, raw := range records {
-		env, err := e.b.Build(e.source, e.account, e.timeField, w.Start, w.End, fetchedAt, raw)
-		if err != nil {
-			id, idErr := e.h.ID(e.source, raw)
-			if idErr != nil {
-				return nil, fmt.Errorf("record %d: %w", i, idErr)
-			}
+	for _, raw := range records {
+		env, flaw := e.b.Build(e.source, e.account, e.timeField, w.Start, w.End, fetchedAt, raw)
+		if flaw != 0 {
 			e.m.badRecord(e.source, e.account)
-			e.log.Warn("record time unreadable, delivered with the window start as time",
-				"source", e.source, "account", e.account, "window_start", record.FormatTime(w.Start),
-				"record_id", id, "err", err.Error())
-			env = record.Envelope{
-				ID: id, Source: e.source, Account: e.account, Time: w.Start,
-				WindowStart: w.Start, WindowEnd: w.End, FetchedAt: fetchedAt, Record: raw,
-			}
+			e.log.Warn("bad record delivered", "source", e.source, "account", e.account,
+				"window_start", record.FormatTime(w.Start), "record_id", env.ID, "flaw", flaw.String())
 		}
 		out = append(out, env)
 	}
