@@ -18,6 +18,9 @@ type envelopeBuilder struct {
 	h                          record.Hasher
 	log                        *slog.Logger
 	m                          *Metrics
+	// warn writes the flawed-record warnings, one per (stream, reason)
+	// per interval; nil writes none.
+	warn *WarnLimiter
 }
 
 // build returns the envelopes of records fetched in window w.
@@ -37,10 +40,7 @@ func (e *envelopeBuilder) build(records []json.RawMessage, w window.Window, fetc
 			if idErr != nil {
 				return nil, fmt.Errorf("record %d: %w", i, idErr)
 			}
-			e.m.badRecord(e.source, e.account)
-			e.log.Warn("record time unreadable, delivered with the window start as time",
-				"source", e.source, "account", e.account, "window_start", record.FormatTime(w.Start),
-				"record_id", id, "err", err.Error())
+			e.flawed(w, id, timeFlawReason(err), err)
 			env = record.Envelope{
 				ID: id, Source: e.source, Account: e.account, Time: w.Start,
 				WindowStart: w.Start, WindowEnd: w.End, FetchedAt: fetchedAt, Record: raw,
