@@ -128,6 +128,9 @@ func (r *run) revisitAlerts(ctx context.Context) error {
 func (r *run) revisitWindow(ctx context.Context, w window.Window) error {
 	p := r.p
 	f, err := r.fetch(ctx, w, "", 0)
+	if IsBodyTooLarge(err) {
+		return r.splitTooLarge(ctx, w, err, r.revisitWindow)
+	}
 	if err != nil {
 		return err
 	}
@@ -153,16 +156,6 @@ func (r *run) revisitWindow(ctx context.Context, w window.Window) error {
 	if len(changed) == 0 {
 		return nil
 	}
-	envs, err := p.eb.build(changed, w, f.received)
-	if err != nil {
-		return &PermanentError{err}
-	}
-	p.log.Info("alert updates re-emitted", "window_start", record.FormatTime(w.Start), "alerts", len(envs))
-	if err := r.emit(ctx, Page{
-		Source: p.cfg.Spec.Name, Account: p.cfg.Account, Window: w, Envelopes: envs,
-		After: r.cur, Revisit: true, FetchedAt: f.received,
-	}); err != nil {
-		return &emitError{err}
-	}
-	return nil
+	p.log.Info("alert updates re-emitted", "window_start", record.FormatTime(w.Start), "alerts", len(changed))
+	return r.emitRecords(ctx, w, 0, changed, f.received, r.cur, true)
 }

@@ -227,10 +227,13 @@ func (k *Bucket) Acquire(ctx context.Context, p Priority) error {
 
 // Done ends a request that Acquire admitted and re-syncs the bucket from its
 // answer (CONTRACT C4: the headers are the truth, others spend the same
-// bucket). h may be empty (no answer); status is the HTTP status or 0.
+// bucket). h may be empty (no answer); status is the HTTP status or 0. A
+// Reset beyond the bucket's period counts as one period: by C4 a token
+// comes back within it.
 func (k *Bucket) Done(h RateHeaders, status int) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	h = clampReset(h, k.period)
 	if k.inFlight > 0 {
 		k.inFlight--
 	}
@@ -287,6 +290,10 @@ func (k *Bucket) NotBefore() time.Time {
 	defer k.mu.Unlock()
 	return k.notBefore
 }
+
+// Period returns the bucket's refill period (api.rate.period,
+// edge.rate.period): the longest a RateLimit-Reset is honoured.
+func (k *Bucket) Period() time.Duration { return k.period }
 
 // Functionality returns the bucket's functionality name.
 func (k *Bucket) Functionality() string { return k.fn }

@@ -72,7 +72,7 @@ func TestBudget_C4_ResetIsHonoured(t *testing.T) {
 	for _, status := range []int{200, 429} {
 		synctest.Test(t, func(t *testing.T) {
 			b := NewBudget(nil, nil)
-			bk := b.Bucket("u", "dns", RateConfig{Limit: 100, Period: time.Second, Reserve: 0})
+			bk := b.Bucket("u", "dns", RateConfig{Limit: 1000, Period: 10 * time.Second, Reserve: 0})
 			ctx := context.Background()
 			if err := bk.Acquire(ctx, Priority{}); err != nil {
 				t.Fatal(err)
@@ -84,6 +84,33 @@ func TestBudget_C4_ResetIsHonoured(t *testing.T) {
 			}
 			if el := time.Since(start); el != 3*time.Second {
 				t.Fatalf("status %d: next token after %v, want 3s", status, el)
+			}
+		})
+	}
+}
+
+// C4: a token comes back within one period, so a Reset beyond the period
+// (9999999 s: 2,777 hours) counts as one period, for a 429 and for
+// Remaining 0 alike.
+func TestBudget_C4_ResetBeyondThePeriodIsClampedToThePeriod(t *testing.T) {
+	for _, status := range []int{200, 429} {
+		synctest.Test(t, func(t *testing.T) {
+			b := NewBudget(nil, nil)
+			bk := b.Bucket("u", "dns", RateConfig{Limit: 1000, Period: 2 * time.Second, Reserve: 0})
+			ctx := context.Background()
+			if err := bk.Acquire(ctx, Priority{}); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			bk.Done(RateHeaders{Remaining: 0, HasRemaining: true, Reset: 9999999 * time.Second, HasReset: true}, status)
+			if nb := bk.NotBefore().Sub(start); nb != 2*time.Second {
+				t.Fatalf("status %d: not before now + %v, want the period (2s)", status, nb)
+			}
+			if err := bk.Acquire(ctx, Priority{}); err != nil {
+				t.Fatal(err)
+			}
+			if el := time.Since(start); el != 2*time.Second {
+				t.Fatalf("status %d: next token after %v, want 2s", status, el)
 			}
 		})
 	}

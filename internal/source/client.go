@@ -20,12 +20,19 @@ import (
 // Options are the injected dependencies of a Client. Every field may be
 // left zero: HTTPClient defaults to a new http.Client without timeout (the
 // Client sets one per request), Clock to SystemClock, Logger to a discarding
-// logger, Metrics to none.
+// logger, Metrics to none, WarnEvery to DefaultWarnEvery.
 type Options struct {
+	// HTTPClient is copied, never modified: the Client's copy gets a
+	// CheckRedirect that refuses redirects to other origins (C1), which
+	// runs before the caller's own CheckRedirect, if any.
 	HTTPClient *http.Client
 	Clock      Clock
 	Logger     *slog.Logger
 	Metrics    *Metrics
+	// WarnEvery is the interval of warnings that may repeat at a high
+	// rate (retries, flawed records, clamped rate-limit resets): one
+	// line per stream and kind per interval. Default one minute.
+	WarnEvery time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -37,6 +44,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.WarnEvery <= 0 {
+		o.WarnEvery = DefaultWarnEvery
 	}
 	return o
 }
@@ -63,6 +73,8 @@ type Client struct {
 	rnd     func(int64) int64
 	edge    EdgeConfig
 	core    APIConfig
+	origins originSet    // where the credentials may go (C1, C3, C6)
+	warn    *WarnLimiter // repeated warnings, one per stream and kind per interval
 }
 
 // NewClient returns the core API client of cfg. The secret comes from
@@ -78,9 +90,9 @@ func NewClient(cfg APIConfig, budget *Budget, o Options) (*Client, error) {
 	if !s.IsSet() {
 		return nil, errors.New("api.secret: empty")
 	}
-	c, err := newClient("core", cfg.BaseURL, budget, o)
+	c, err := newClient("core", cfg.BaseURL, "api.allowed_origins", cfg.AllowedOrigins, budget, o)
 	if err != nil {
-		return nil, fmt.Errorf("api.base_url: %w", err)
+		return nil, err
 	}
 	c.user = cfg.User
 	if c.user == "" {
@@ -106,9 +118,9 @@ func NewEdgeClient(cfg EdgeConfig, api APIConfig, budget *Budget, o Options) (*C
 	if !s.IsSet() {
 		return nil, errors.New("edge.token: empty")
 	}
-	c, err := newClient("edge", cfg.BaseURL, budget, o)
+	c, err := newClient("edge", cfg.BaseURL, "edge.allowed_origins", cfg.AllowedOrigins, budget, o)
 	if err != nil {
-		return nil, fmt.Errorf("edge.base_url: %w", err)
+		return nil, err
 	}
 	c.user = "edge"
 	c.rate, c.timeout, c.maxBody, c.retry, c.edge, c.core = cfg.Rate, cfg.Timeout, api.MaxBodyBytes, api.Retry, cfg, api
@@ -123,18 +135,32 @@ func NewEdgeClient(cfg EdgeConfig, api APIConfig, budget *Budget, o Options) (*C
 	return c, nil
 }
 
-func newClient(api, base string, budget *Budget, o Options) (*Client, error) {
+// newClient builds the parts common to both APIs. originsKey names the
+// allow-list setting of allowed, the origins besides base's that may
+// receive the credentials.
+func newClient(api, base, originsKey string, allowed []string, budget *Budget, o Options) (*Client, error) {
 	o = o.withDefaults()
+	baseKey := strings.TrimSuffix(originsKey, "allowed_origins") + "base_url"
 	u, err := url.Parse(strings.TrimRight(base, "/"))
 	if err != nil || u.Host == "" {
-		return nil, errors.New("not an absolute URL")
+		return nil, fmt.Errorf("%s: not an absolute URL", baseKey)
+	}
+	origins, err := newOriginSet(u, originsKey, allowed)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", baseKey, err)
 	}
 	if budget == nil {
 		budget = NewBudget(o.Clock, o.Metrics)
 	}
+	// A copy: the caller's client may serve others, and its own redirect
+	// policy still runs after ours.
+	hc := *o.HTTPClient
+	hc.CheckRedirect = origins.checkRedirect(o.HTTPClient.CheckRedirect)
+	log := o.Logger.With("api", api)
 	return &Client{
-		api: api, base: u, http: o.HTTPClient, clk: o.Clock, log: o.Logger.With("api", api),
-		m: o.Metrics, budget: budget, rnd: jitterRand,
+		api: api, base: u, http: &hc, clk: o.Clock, log: log,
+		m: o.Metrics, budget: budget, rnd: jitterRand, origins: origins,
+		warn: NewWarnLimiter(log, o.Clock, o.WarnEvery),
 	}, nil
 }
 
@@ -153,7 +179,9 @@ func (c *Client) Check(ctx context.Context) error {
 // Request is one API request as the client retries it.
 type Request struct {
 	// Method and URL; a relative URL is resolved against the base URL,
-	// an absolute one is used verbatim (C3 next-page URLs).
+	// an absolute one is used verbatim (C3 next-page URLs) when its origin
+	// is the base URL's or an allowed one, else refused with an
+	// *OriginError before any request.
 	Method, URL string
 	// Body is sent as JSON; nil for none.
 	Body []byte
@@ -171,7 +199,7 @@ type Request struct {
 	// "fetch page 3 of dns/acme [start, end)".
 	What string
 	// Decode reads a 2xx body (nil for 204); an error makes the answer a
-	// cut-off or non-JSON body, which is retried (C5).
+	// cut-off, non-JSON or malformed body, which is retried (C5).
 	Decode func(status int, body []byte) error
 }
 
@@ -185,8 +213,9 @@ type Response struct {
 
 // Do sends req with bearer authentication, retrying transient failures
 // (C5) and renewing the token once on 401 (C1). Its errors wrap a
-// *StatusError, a *PermanentError or ctx's error, and never hold a
-// credential.
+// *StatusError, a *PermanentError (around an *OriginError or a
+// *BodyTooLargeError for those) or ctx's error, and never hold a
+// credential or the user info of a URL.
 func (c *Client) Do(ctx context.Context, req Request) (*Response, error) {
 	return c.do(ctx, req, nil)
 }
@@ -194,6 +223,12 @@ func (c *Client) Do(ctx context.Context, req Request) (*Response, error) {
 // do runs the retry loop. auth, when not nil, sets the credential headers
 // instead of the bearer token (the token request itself).
 func (c *Client) do(ctx context.Context, req Request, auth func(http.Header)) (*Response, error) {
+	// C1, C3: the origin is checked before a token is obtained or a
+	// rate token spent.
+	target, err := c.resolve(req.URL)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", req.What, &PermanentError{err})
+	}
 	bucket := c.budget.Bucket(c.user, req.Functionality, c.rate)
 	renewed := false
 	for attempt := 0; ; attempt++ {
@@ -210,7 +245,7 @@ func (c *Client) do(ctx context.Context, req Request, auth func(http.Header)) (*
 		if err := bucket.Acquire(ctx, req.Priority); err != nil {
 			return nil, fmt.Errorf("%s: %w", req.What, err)
 		}
-		resp, status, err := c.once(ctx, req, tok, auth, bucket)
+		resp, status, err := c.once(ctx, req, target, tok, auth, bucket)
 		if err == nil {
 			return resp, nil
 		}
@@ -235,20 +270,24 @@ func (c *Client) do(ctx context.Context, req Request, auth func(http.Header)) (*
 		}
 		wait := backoff(c.retry.Initial, c.retry.Max, attempt, c.rnd)
 		if status == http.StatusTooManyRequests {
-			// C4/C5: the server's reset sets the minimum wait; a little
+			// C4/C5: the server's reset sets the minimum wait, up to
+			// the bucket's period (once logs the clamp); a little
 			// jitter keeps waiters from arriving together.
-			h := ParseRateHeaders(resp.Header)
+			h := clampReset(ParseRateHeaders(resp.Header), bucket.Period())
 			if h.HasReset {
 				wait = h.Reset + time.Duration(c.rnd(int64(min(h.Reset/10, time.Second))+1))
 			}
 		}
 		c.m.retry(req.Functionality, te.reason)
-		lvl := slog.LevelDebug
-		if attempt >= 2 {
-			lvl = slog.LevelWarn
+		args := []any{"what", req.What, "reason", te.reason, "attempt", attempt + 1, "wait", wait.String(), "err", c.scrub(err.Error())}
+		if attempt >= 2 || te.reason == "malformed" {
+			// A malformed 2xx is never routine (C5: it would have been
+			// lost): always a warning, one per stream and reason per
+			// interval, like repeated failures.
+			c.warn.Warn(ctx, streamKey(req), "retry_"+te.reason, "request failed, retrying", args...)
+		} else {
+			c.log.Debug("request failed, retrying", args...)
 		}
-		c.log.Log(ctx, lvl, "request failed, retrying", "what", req.What, "reason", te.reason,
-			"attempt", attempt+1, "wait", wait.String(), "err", c.scrub(err.Error()))
 		if err := sleep(ctx, c.clk, wait); err != nil {
 			return nil, fmt.Errorf("%s: %w", req.What, err)
 		}
@@ -258,15 +297,10 @@ func (c *Client) do(ctx context.Context, req Request, auth func(http.Header)) (*
 // once sends one attempt. It returns the response (also for a 429, for its
 // headers), the status (0 without answer) and the attempt's error, which
 // wraps *transientError when the attempt may be repeated.
-func (c *Client) once(ctx context.Context, req Request, tok string, auth func(http.Header), bucket *Bucket) (*Response, int, error) {
+func (c *Client) once(ctx context.Context, req Request, u, tok string, auth func(http.Header), bucket *Bucket) (*Response, int, error) {
 	start := c.clk.Now()
 	rctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	u, err := c.resolve(req.URL)
-	if err != nil {
-		bucket.Done(RateHeaders{}, 0)
-		return nil, 0, &PermanentError{err}
-	}
 	var body io.Reader
 	if req.Body != nil {
 		body = bytes.NewReader(req.Body)
@@ -274,7 +308,7 @@ func (c *Client) once(ctx context.Context, req Request, tok string, auth func(ht
 	hr, err := http.NewRequestWithContext(rctx, req.Method, u, body)
 	if err != nil {
 		bucket.Done(RateHeaders{}, 0)
-		return nil, 0, &PermanentError{fmt.Errorf("build request: %w", err)}
+		return nil, 0, &PermanentError{fmt.Errorf("build request: %s", c.scrub(err.Error()))}
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("Accept", "application/json")
@@ -292,18 +326,40 @@ func (c *Client) once(ctx context.Context, req Request, tok string, auth func(ht
 	if err != nil {
 		bucket.Done(RateHeaders{}, 0)
 		c.m.request(req.Functionality, "error", c.clk.Now().Sub(start).Seconds())
+		var oe *OriginError
+		if errors.As(err, &oe) {
+			// CheckRedirect refused the redirect: nothing was sent there.
+			return nil, 0, &PermanentError{oe}
+		}
 		reason := "network"
 		if errors.Is(err, context.DeadlineExceeded) {
 			reason = "timeout"
 		}
 		return nil, 0, &transientError{reason, errors.New(c.scrub(err.Error()))}
 	}
-	b, rerr := readBody(res, c.maxBody)
+	h := c.rateHeaders(ctx, res.Header, bucket, req)
+	ok := res.StatusCode >= 200 && res.StatusCode < 300
+	if ok && res.ContentLength > c.maxBody {
+		// Announced over the limit: not a byte is read.
+		res.Body.Close()
+		bucket.Done(h, res.StatusCode)
+		c.m.request(req.Functionality, strconv.Itoa(res.StatusCode), c.clk.Now().Sub(start).Seconds())
+		return nil, res.StatusCode, &PermanentError{&BodyTooLargeError{Status: res.StatusCode, Limit: c.maxBody, Length: res.ContentLength}}
+	}
+	limit := c.maxBody
+	if !ok {
+		// An error answer is a short message; a long one is cut, not
+		// refused, so that a 5xx page of HTML stays a retried 5xx.
+		limit = min(limit, maxErrorBody)
+	}
+	b, rerr := readBody(res, limit)
 	res.Body.Close()
-	h := ParseRateHeaders(res.Header)
 	bucket.Done(h, res.StatusCode)
 	now := c.clk.Now()
 	c.m.request(req.Functionality, strconv.Itoa(res.StatusCode), now.Sub(start).Seconds())
+	if !ok && int64(len(b)) > limit {
+		b, rerr = b[:limit], nil
+	}
 	resp := &Response{Status: res.StatusCode, Header: res.Header, Body: b, Received: now}
 	if res.StatusCode == http.StatusTooManyRequests {
 		c.m.rateLimitedInc(req.Functionality)
@@ -317,7 +373,7 @@ func (c *Client) once(ctx context.Context, req Request, tok string, auth func(ht
 		return nil, res.StatusCode, &transientError{reason, fmt.Errorf("read body (HTTP %d): %s", res.StatusCode, c.scrub(rerr.Error()))}
 	}
 	if int64(len(b)) > c.maxBody {
-		return nil, res.StatusCode, &PermanentError{fmt.Errorf("HTTP %d body over %d bytes (api.max_body_bytes)", res.StatusCode, c.maxBody)}
+		return nil, res.StatusCode, &PermanentError{&BodyTooLargeError{Status: res.StatusCode, Limit: c.maxBody, Length: res.ContentLength}}
 	}
 	switch {
 	case res.StatusCode >= 500:
@@ -333,21 +389,64 @@ func (c *Client) once(ctx context.Context, req Request, tok string, auth func(ht
 	}
 	if req.Decode != nil {
 		if err := req.Decode(res.StatusCode, resp.Body); err != nil {
-			return nil, res.StatusCode, &transientError{"body", fmt.Errorf("HTTP %d body: %s", res.StatusCode, c.scrub(err.Error()))}
+			reason := "body"
+			if errors.Is(err, errMalformedPage) {
+				reason = "malformed"
+			}
+			return nil, res.StatusCode, &transientError{reason, fmt.Errorf("HTTP %d body: %s", res.StatusCode, c.scrub(err.Error()))}
 		}
 	}
 	return resp, res.StatusCode, nil
 }
 
+// maxErrorBody bounds what is read of an error answer (C5: {"message"}).
+const maxErrorBody = 64 << 10
+
+// streamKey names the stream of a request for the warning limiter.
+func streamKey(req Request) string {
+	if req.OrgAccess {
+		return req.Functionality + "/" + OrgAccountName
+	}
+	return req.Functionality + "/" + req.Account
+}
+
+// rateHeaders reads the RateLimit headers of an answer. A RateLimit-Reset
+// beyond the bucket's period (api.rate.period, edge.rate.period) is
+// clamped to the period, and the clamp logged at WARN (rate-limited): by
+// C4 a token comes back within one period, and a reset of 9999999 s would
+// put the stream to sleep for months.
+func (c *Client) rateHeaders(ctx context.Context, hdr http.Header, bucket *Bucket, req Request) RateHeaders {
+	h := ParseRateHeaders(hdr)
+	if period := bucket.Period(); h.HasReset && h.Reset > period {
+		c.warn.Warn(ctx, streamKey(req), "reset_clamped", "RateLimit-Reset beyond the rate period; waiting one period instead",
+			"what", req.What, "reset", h.Reset.String(), "period", period.String())
+		h = clampReset(h, period)
+	}
+	return h
+}
+
+// clampReset caps h.Reset at period (C4).
+func clampReset(h RateHeaders, period time.Duration) RateHeaders {
+	if h.HasReset && period > 0 && h.Reset > period {
+		h.Reset = period
+	}
+	return h
+}
+
+// resolve returns the absolute URL of ref: relative to the base URL, or ref
+// verbatim when absolute (C3: next-page URLs are opaque). Either way the
+// result must go to an origin the credentials belong to; otherwise the
+// error is an *OriginError (C1, C3, C6). No error holds the URL's user info.
 func (c *Client) resolve(ref string) (string, error) {
 	u, err := url.Parse(ref)
 	if err != nil {
-		return "", fmt.Errorf("bad URL: %w", err)
+		return "", fmt.Errorf("bad URL: %s", c.scrub(err.Error()))
 	}
-	if u.IsAbs() {
-		return ref, nil // C3: next-page URLs are opaque, used verbatim
-	}
-	if strings.HasPrefix(ref, "/") {
+	out := ref
+	switch {
+	case u.IsAbs():
+		// C3: used verbatim.
+	case strings.HasPrefix(ref, "/"):
 		// Paths of the specs are relative to the base URL, which may
 		// itself carry a path prefix.
 		b := *c.base
@@ -355,9 +454,15 @@ func (c *Client) resolve(ref string) (string, error) {
 		b.Path = strings.TrimRight(b.Path, "/") + p
 		b.RawPath = ""
 		b.RawQuery = q
-		return b.String(), nil
+		u, out = &b, b.String()
+	default:
+		u = c.base.ResolveReference(u)
+		out = u.String()
 	}
-	return c.base.ResolveReference(u).String(), nil
+	if err := c.origins.check(u, false); err != nil {
+		return "", err
+	}
+	return out, nil
 }
 
 // message returns the API's error message (C5: {"message": ...}),
@@ -379,8 +484,9 @@ func (c *Client) message(b []byte) string {
 }
 
 // scrub removes every credential the client knows from s, in case a server
-// or a transport error echoes one.
+// or a transport error echoes one, and the user info of every URL in s.
 func (c *Client) scrub(s string) string {
+	s = scrubURLs(s)
 	for _, sec := range c.secrets {
 		if v := sec.Reveal(); v != "" {
 			s = strings.ReplaceAll(s, v, secret.Redacted)

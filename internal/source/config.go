@@ -89,9 +89,21 @@ type APIConfig struct {
 	NextPageTTL time.Duration `koanf:"next_page_ttl"`
 	// MaxPages caps the pages walked per result set (C3). Default 100.
 	MaxPages int `koanf:"max_pages"`
-	// MaxBodyBytes bounds one response body. Default 64 MiB.
+	// MaxBodyBytes bounds one response body. Default 64 MiB. A page over
+	// it is not an error of the window: the poller splits the window and
+	// asks the halves; only a window that cannot be split further fails
+	// (poll error kind "body_too_large").
 	MaxBodyBytes int64       `koanf:"max_body_bytes"`
 	Retry        RetryConfig `koanf:"retry"`
+	// AllowedOrigins lists the origins, besides base_url's, that may
+	// receive the bearer token and the account headers: next-page URLs
+	// (C3) and redirects to them are followed. Each entry is
+	// "scheme://host[:port]" (http or https; host case and default ports
+	// do not matter). Default empty: a next-page URL or a redirect to any
+	// other origin, and any redirect from https to http, is refused before
+	// a request is sent (poll error kind "origin"). Only for a service that
+	// really pages across hosts.
+	AllowedOrigins []string `koanf:"allowed_origins"`
 }
 
 // EdgeConfig configures the edge API client (CONTRACT C6).
@@ -116,6 +128,11 @@ type EdgeConfig struct {
 	Rate RateConfig `koanf:"rate"`
 	// Accounts are sent as Account-Name; nil means the top-level accounts.
 	Accounts []string `koanf:"accounts"`
+	// AllowedOrigins lists the origins, besides base_url's, that may
+	// receive the edge token, as api.allowed_origins does for the core
+	// API. Default empty: redirects to another origin, and from https to
+	// http, are refused.
+	AllowedOrigins []string `koanf:"allowed_origins"`
 }
 
 // Filter is one search filter passed verbatim to the search body (C3).
@@ -326,6 +343,7 @@ func (c APIConfig) validate(p string) []error {
 		add("max_body_bytes", "must be at least 1024")
 	}
 	errs = append(errs, c.Retry.validate(p+".retry")...)
+	errs = append(errs, validateOrigins(p+".allowed_origins", c.AllowedOrigins)...)
 	return errs
 }
 
@@ -388,6 +406,7 @@ func (c EdgeConfig) validate(p string) []error {
 			add(fmt.Sprintf("accounts[%d]", i), "must not be empty")
 		}
 	}
+	errs = append(errs, validateOrigins(p+".allowed_origins", c.AllowedOrigins)...)
 	return errs
 }
 

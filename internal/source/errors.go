@@ -59,3 +59,72 @@ type transientError struct {
 
 func (e *transientError) Error() string { return e.err.Error() }
 func (e *transientError) Unwrap() error { return e.err }
+
+// OriginError reports a URL the client refused to send credentials to
+// (CONTRACT C1, C3, C6): a next-page URL or a redirect target of another
+// origin (scheme, host, port) than the API's base URL and not in
+// api.allowed_origins or edge.allowed_origins, or a redirect from https to
+// http. It is refused before any byte is sent there; the client wraps it in
+// a *PermanentError, and the poller counts it as poll error kind "origin".
+type OriginError struct {
+	// Origin is the refused origin, normalized ("https://host:443"), or
+	// the refused URL's scheme when it has no origin at all.
+	Origin string
+	// Home is the origin of the client's base URL.
+	Home string
+	// Key names the allow-list setting, "api.allowed_origins" or
+	// "edge.allowed_origins".
+	Key string
+	// Redirect is set when the URL was a redirect target.
+	Redirect bool
+	// Downgrade is set for a redirect from https to http, refused even to
+	// an allowed origin: the bearer token would travel in clear text.
+	Downgrade bool
+}
+
+// Error says which origin was refused and where the credentials may go;
+// it never holds a URL's path, query or user info.
+func (e *OriginError) Error() string {
+	what := "next-page URL"
+	if e.Redirect {
+		what = "redirect"
+	}
+	if e.Downgrade {
+		return fmt.Sprintf("%s from https to %s refused: credentials never travel in clear text", what, e.Origin)
+	}
+	return fmt.Sprintf("%s to origin %s refused: credentials go only to %s and %s", what, e.Origin, e.Home, e.Key)
+}
+
+// BodyTooLargeError reports an answer whose body is over api.max_body_bytes.
+// The client stops reading at the limit (or before reading, when the
+// announced length is over it) and wraps it in a *PermanentError: the same
+// request would bring the same body. The poller answers it by splitting the
+// window, whose halves have smaller answers.
+type BodyTooLargeError struct {
+	// Status is the HTTP status of the answer.
+	Status int
+	// Limit is api.max_body_bytes.
+	Limit int64
+	// Length is the announced Content-Length, -1 when unknown.
+	Length int64
+}
+
+// Error states the status, the announced length when known, and the limit.
+func (e *BodyTooLargeError) Error() string {
+	if e.Length >= 0 {
+		return fmt.Sprintf("HTTP %d body of %d bytes is over %d bytes (api.max_body_bytes)", e.Status, e.Length, e.Limit)
+	}
+	return fmt.Sprintf("HTTP %d body over %d bytes (api.max_body_bytes)", e.Status, e.Limit)
+}
+
+// IsBodyTooLarge reports whether err holds a *BodyTooLargeError.
+func IsBodyTooLarge(err error) bool {
+	var b *BodyTooLargeError
+	return errors.As(err, &b)
+}
+
+// errMalformedPage is wrapped by the page classifier's errors for an answer
+// that is well-formed JSON but not a page (C3, C5): an empty 200, {}, no
+// data member, data null or not an array, malformed paging. The client
+// retries it like a cut-off body, under retry reason "malformed".
+var errMalformedPage = errors.New("malformed page")

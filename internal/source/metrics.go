@@ -23,9 +23,37 @@ type Metrics struct {
 	restarts      *prometheus.CounterVec   // source, account
 	retries       *prometheus.CounterVec   // source, reason
 	tokenRenewals *prometheus.CounterVec   // api
-	badRecords    *prometheus.CounterVec   // source, account
+	badRecords    *prometheus.CounterVec   // source, account, reason
 	pollErrors    *prometheus.CounterVec   // source, account, kind
 	budgetTokens  *prometheus.GaugeVec     // functionality (local estimate)
+	pageRowsSeen  *prometheus.GaugeVec     // source, account
+}
+
+// Reasons of collector_bad_records_total: why a record was delivered with
+// a flaw (its time set to the window start, or its bytes kept as sent).
+const (
+	// BadRecordInvalidUTF8: the record holds bytes that are not UTF-8.
+	BadRecordInvalidUTF8 = "invalid_utf8"
+	// BadRecordNotJSON: the record is not valid JSON.
+	BadRecordNotJSON = "not_json"
+	// BadRecordTimeMissing: the record has no record time member (C3, C6).
+	BadRecordTimeMissing = "time_missing"
+	// BadRecordTimeUnreadable: the record time is neither an ISO 8601 time
+	// nor an epoch number.
+	BadRecordTimeUnreadable = "time_unreadable"
+	// BadRecordTimeOutOfRange: the record time is a number or a time that
+	// no real record has (NaN, 1e300, year 0 or 9999).
+	BadRecordTimeOutOfRange = "time_out_of_range"
+	// BadRecordOther counts a reason this package does not know, so that
+	// the label stays of bounded cardinality.
+	BadRecordOther = "other"
+)
+
+// BadRecordReasons returns every reason label of
+// collector_bad_records_total.
+func BadRecordReasons() []string {
+	return []string{BadRecordInvalidUTF8, BadRecordNotJSON, BadRecordTimeMissing, BadRecordTimeUnreadable,
+		BadRecordTimeOutOfRange, BadRecordOther}
 }
 
 // NewMetrics creates the metrics and registers them with reg; a nil reg
@@ -71,7 +99,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"source", "account"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "collector_retries_total",
-			Help: "Requests repeated, by functionality and reason (429, 5xx, network, body, timeout, 401).",
+			Help: "Requests repeated, by functionality and reason (429, 5xx, network, body, malformed, status, timeout, 401).",
 		}, []string{"source", "reason"}),
 		tokenRenewals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "collector_token_renewals_total",
@@ -79,23 +107,27 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"api"}),
 		badRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "collector_bad_records_total",
-			Help: "Records delivered whose time could not be read (time set to the window start).",
-		}, []string{"source", "account"}),
+			Help: "Records delivered with a flaw, by reason (invalid_utf8, not_json, time_missing, time_unreadable, time_out_of_range): a time flaw sets the record time to the window start.",
+		}, []string{"source", "account", "reason"}),
 		pollErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "collector_poll_errors_total",
-			Help: "Poll failures by kind (permanent, auth, truncated, page_cap, ...); the poller retries later.",
+			Help: "Poll failures by kind (permanent, auth, origin, body_too_large, truncated, page_cap, ...); the poller retries later.",
 		}, []string{"source", "account", "kind"}),
 		budgetTokens: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "collector_rate_budget_tokens",
 			Help: "Local estimate of the tokens this collector may still spend, by functionality.",
 		}, []string{"functionality"}),
+		pageRowsSeen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "collector_page_rows_seen",
+			Help: "Most records the API sent in one page of the stream; what the poller reserves in the pipeline before each fetch (at least api.page_rows, at most the pipeline's batch bound).",
+		}, []string{"source", "account"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.rateLimited, m.tokensLeft, m.rateWait,
-		m.rows, m.pages, m.splits, m.restarts, m.retries, m.tokenRenewals, m.badRecords, m.pollErrors, m.budgetTokens} {
+		m.rows, m.pages, m.splits, m.restarts, m.retries, m.tokenRenewals, m.badRecords, m.pollErrors, m.budgetTokens, m.pageRowsSeen} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}
@@ -169,9 +201,27 @@ func (m *Metrics) renewal(api string) {
 	}
 }
 
-func (m *Metrics) badRecord(source, account string) {
+// BadRecord counts one record of source and account delivered with a flaw
+// (collector_bad_records_total). reason is one of BadRecordReasons; any
+// other is counted as BadRecordOther. A nil *Metrics counts nothing.
+func (m *Metrics) BadRecord(source, account, reason string) {
+	if m == nil {
+		return
+	}
+	m.badRecords.WithLabelValues(source, account, badRecordReason(reason)).Inc()
+}
+
+func badRecordReason(reason string) string {
+	switch reason {
+	case BadRecordInvalidUTF8, BadRecordNotJSON, BadRecordTimeMissing, BadRecordTimeUnreadable, BadRecordTimeOutOfRange:
+		return reason
+	}
+	return BadRecordOther
+}
+
+func (m *Metrics) pageRows(source, account string, rows int) {
 	if m != nil {
-		m.badRecords.WithLabelValues(source, account).Inc()
+		m.pageRowsSeen.WithLabelValues(source, account).Set(float64(rows))
 	}
 }
 
@@ -188,9 +238,13 @@ func (m *Metrics) initStream(spec Spec, account string) {
 	if m == nil {
 		return
 	}
-	for _, v := range []*prometheus.CounterVec{m.rows, m.pages, m.splits, m.restarts, m.badRecords} {
+	for _, v := range []*prometheus.CounterVec{m.rows, m.pages, m.splits, m.restarts} {
 		v.WithLabelValues(spec.Name, account)
 	}
+	for _, r := range BadRecordReasons() {
+		m.badRecords.WithLabelValues(spec.Name, account, r)
+	}
+	m.pageRowsSeen.WithLabelValues(spec.Name, account)
 	m.rateLimited.WithLabelValues(spec.Functionality)
 	m.rateWait.WithLabelValues(spec.Functionality)
 }

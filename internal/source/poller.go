@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -36,6 +37,14 @@ type PollerConfig struct {
 	Once bool
 	// Planner plans the windows; nil builds one with NewPlanner.
 	Planner *window.Planner
+	// MaxBatchRecords bounds the records of one Page handed to Emit and
+	// the room reserved before a fetch; the app sets it to
+	// pipeline.buffer_records. A page with more records (a server with
+	// bigger pages than page_rows, an audit log or edge answer without
+	// paging, C3 and C6) is emitted in several batches of at most this
+	// many, built one at a time, so that memory stays bounded by
+	// configuration. 0 (the default) bounds nothing.
+	MaxBatchRecords int
 	// Logger and Metrics may be nil.
 	Logger  *slog.Logger
 	Metrics *Metrics
@@ -55,6 +64,7 @@ type Poller struct {
 	splitAt int64
 	alerts  *alertTracker
 	reserve Reserve
+	warn    *WarnLimiter
 
 	mu   sync.Mutex
 	snap Snapshot
@@ -101,7 +111,13 @@ func NewPoller(c *Client, cfg PollerConfig) (*Poller, error) {
 		// whichever comes first; a window that may hold more is split.
 		splitAt: resultCap(cfg.API),
 	}
-	p.eb = envelopeBuilder{source: cfg.Spec.Name, account: cfg.Account, timeField: cfg.Spec.TimeField, log: p.log, m: p.m}
+	if cfg.MaxBatchRecords < 0 {
+		return nil, fmt.Errorf("poller %s/%s: negative MaxBatchRecords", cfg.Spec.Name, cfg.Account)
+	}
+	// Its own limiter, on the logger without the stream's attributes:
+	// each line names its stream itself.
+	p.warn = NewWarnLimiter(cfg.Logger, c.clk, c.warn.every)
+	p.eb = envelopeBuilder{source: cfg.Spec.Name, account: cfg.Account, timeField: cfg.Spec.TimeField, log: p.log, m: p.m, warn: p.warn}
 	if cfg.Spec.Name == SourceEdgeAlerts && cfg.Edge.AlertUpdateLookback > 0 {
 		p.alerts = newAlertTracker(cfg.Edge.AlertUpdateLookback)
 	}
@@ -118,12 +134,29 @@ const DefaultAccount = "default"
 // many streams fetch at once). Call it before Run; nil turns it off.
 func (p *Poller) SetReserve(r Reserve) { p.reserve = r }
 
-// maxPageRows is the most records one answer of the source can hold.
+// SetMaxBatchRecords sets PollerConfig.MaxBatchRecords (the app sets it
+// to pipeline.buffer_records; 0 bounds nothing). Call it before Run.
+func (p *Poller) SetMaxBatchRecords(n int) { p.cfg.MaxBatchRecords = max(n, 0) }
+
+// maxPageRows is the most records one answer of the source should hold by
+// configuration (api.page_rows, edge.max_rows).
 func (p *Poller) maxPageRows() int {
 	if p.cfg.Spec.Edge {
 		return p.cfg.Edge.MaxRows
 	}
 	return p.cfg.API.PageRows
+}
+
+// reservation is the room reserved before a fetch: the configured page
+// size or the largest page seen, whichever is larger (a server may send
+// bigger pages than page_rows says), at most MaxBatchRecords, the most one
+// Emit takes.
+func (p *Poller) reservation() int {
+	n := max(p.maxPageRows(), p.pageRowsSeen())
+	if m := p.cfg.MaxBatchRecords; m > 0 {
+		n = min(n, m)
+	}
+	return n
 }
 
 // Source returns the source name.
@@ -241,6 +274,10 @@ func (p *Poller) startOffset() time.Duration {
 func errorKind(err error) string {
 	var se *StatusError
 	switch {
+	case errors.As(err, new(*OriginError)):
+		return "origin"
+	case IsBodyTooLarge(err):
+		return "body_too_large"
 	case errors.As(err, &se) && se.Status == 401:
 		return "auth"
 	case errors.As(err, &se) && se.Status == 403:
@@ -311,6 +348,9 @@ func (r *run) window(ctx context.Context, w window.Window) error {
 	p := r.p
 	for restarts := 0; ; restarts++ {
 		first, err := r.fetch(ctx, w, "", 0)
+		if IsBodyTooLarge(err) {
+			return r.splitTooLarge(ctx, w, err, r.window)
+		}
 		if err != nil {
 			return err
 		}
@@ -328,6 +368,12 @@ func (r *run) window(ctx context.Context, w window.Window) error {
 			return nil
 		}
 		err = r.walk(ctx, w, first, Chain{Window: w, Started: first.received}, 0)
+		if IsBodyTooLarge(err) {
+			// A later page of the chain: its halves have shorter
+			// chains and smaller pages. What was delivered of w comes
+			// again (at least once, C7).
+			return r.splitTooLarge(ctx, w, err, r.window)
+		}
 		var re *restartError
 		if !errors.As(err, &re) {
 			return err
@@ -356,6 +402,30 @@ func (r *run) window(ctx context.Context, w window.Window) error {
 		p.log.Warn("next-page URL expired; restarting the window", "window_start", record.FormatTime(w.Start),
 			"window_end", record.FormatTime(w.End), "chain_age", re.age.String())
 	}
+}
+
+// splitTooLarge answers an answer over api.max_body_bytes for window w
+// (a *BodyTooLargeError in err): the window is split with the planner's
+// SplitFull and each part is asked with ask, so the window is never marked
+// done without its records. A window that cannot be split further is a
+// permanent error of the stream (poll error kind "body_too_large"): Run
+// logs it with the window and asks again after the failure backoff.
+func (r *run) splitTooLarge(ctx context.Context, w window.Window, err error, ask func(context.Context, window.Window) error) error {
+	p := r.p
+	parts, serr := p.plan.SplitFull(w)
+	if serr != nil || len(parts) < 2 {
+		return fmt.Errorf("%s/%s %s: answer too large and the window cannot be split further; raise api.max_body_bytes: %w",
+			p.cfg.Spec.Name, p.cfg.Account, w, err)
+	}
+	p.m.split(p.cfg.Spec.Name, p.cfg.Account)
+	p.warn.Warn(ctx, p.cfg.Spec.Name+"/"+p.cfg.Account, "body_too_large", "answer over api.max_body_bytes; splitting the window",
+		"source", p.cfg.Spec.Name, "account", p.cfg.Account, "window_start", record.FormatTime(w.Start), "window_end", record.FormatTime(w.End), "parts", len(parts), "err", err.Error())
+	for _, part := range parts {
+		if err := ask(ctx, part); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // splitIfFull returns the parts of w when its first page says the result
@@ -419,17 +489,15 @@ func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain Chai
 	for {
 		next := pg.body.Next
 		capped := idx+1 >= p.cfg.API.MaxPages
-		envs, err := p.eb.build(pg.body.Records, w, pg.received)
-		if err != nil {
-			return &PermanentError{fmt.Errorf("%s/%s page %d of %s: %w", p.cfg.Spec.Name, p.cfg.Account, idx+1, w, err)}
-		}
+		records, received := pg.body.Records, pg.received
+		pg = nil // the envelopes keep what they need of the body
 		if p.alerts != nil {
-			for _, rec := range pg.body.Records {
+			for _, rec := range records {
 				p.alerts.observe(rec) // later re-asks emit only what changed
 			}
 		}
 		chain.Pages++
-		chain.Rows += int64(len(envs))
+		chain.Rows += int64(len(records))
 		last := next == "" || capped
 		after := Cursor{Watermark: w.End, Density: p.density()}
 		if !last {
@@ -437,16 +505,11 @@ func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain Chai
 			c.NextURL = next
 			after = Cursor{Watermark: r.cur.Watermark, InFlight: &c, Density: p.density()}
 		}
-		page := Page{
-			Source: p.cfg.Spec.Name, Account: p.cfg.Account, Window: w, Index: idx,
-			Envelopes: envs, After: after, FetchedAt: pg.received,
+		if err := r.emitRecords(ctx, w, idx, records, received, after, false); err != nil {
+			return err
 		}
-		pg = nil // the envelopes keep what they need of the body
-		if err := r.emit(ctx, page); err != nil {
-			return &emitError{err}
-		}
+		records = nil
 		r.cur = after
-		p.delivered(after, len(envs))
 		if last {
 			if capped && next != "" {
 				p.m.pollError(p.cfg.Spec.Name, p.cfg.Account, "page_cap")
@@ -476,14 +539,16 @@ func (r *run) resume(ctx context.Context) error {
 	w := ch.Window
 	age := p.clk.Now().Sub(ch.Started)
 	if ch.NextURL != "" && age < p.cfg.API.NextPageTTL {
+		// Either way, a page over max_body_bytes makes the window start
+		// again, and window splits it.
 		f, err := r.fetch(ctx, w, ch.NextURL, ch.Pages)
 		if err == nil {
 			err = r.walk(ctx, w, f, ch, ch.Pages)
 			var re *restartError
-			if !errors.As(err, &re) {
+			if !errors.As(err, &re) && !IsBodyTooLarge(err) {
 				return err
 			}
-		} else if !IsNextPageExpired(err) {
+		} else if !IsNextPageExpired(err) && !IsBodyTooLarge(err) {
 			return err
 		}
 	}
@@ -500,7 +565,7 @@ func (r *run) resume(ctx context.Context) error {
 func (r *run) fetch(ctx context.Context, w window.Window, next string, idx int) (*fetched, error) {
 	p := r.p
 	if p.reserve != nil {
-		if err := p.reserve(ctx, p.maxPageRows()); err != nil {
+		if err := p.reserve(ctx, p.reservation()); err != nil {
 			return nil, err
 		}
 	}
@@ -518,9 +583,9 @@ func (r *run) fetch(ctx context.Context, w window.Window, next string, idx int) 
 		req.Method, req.URL, req.Body = spec.Method, u, body
 	}
 	var pb pageBody
-	req.Decode = func(_ int, b []byte) error {
+	req.Decode = func(status int, b []byte) error {
 		var err error
-		pb, err = parsePage(b, spec.DataKey)
+		pb, err = classifyPage(status, b, spec.DataKey)
 		return err
 	}
 	resp, err := p.c.Do(ctx, req)
@@ -528,7 +593,75 @@ func (r *run) fetch(ctx context.Context, w window.Window, next string, idx int) 
 		return nil, err
 	}
 	p.m.fetched(spec.Name, p.cfg.Account, len(pb.Records))
+	p.sawPage(ctx, len(pb.Records))
 	return &fetched{body: pb, received: resp.Received}, nil
+}
+
+// sawPage learns the server's page size: the largest page seen becomes the
+// reservation of the next fetches (see reservation), and a page larger
+// than configured is reported, rate-limited.
+func (p *Poller) sawPage(ctx context.Context, rows int) {
+	p.mu.Lock()
+	grew := rows > p.snap.PageRowsSeen
+	if grew {
+		p.snap.PageRowsSeen = rows
+	}
+	p.mu.Unlock()
+	if !grew {
+		return
+	}
+	p.m.pageRows(p.cfg.Spec.Name, p.cfg.Account, rows)
+	if rows > p.maxPageRows() {
+		key := "api.page_rows"
+		if p.cfg.Spec.Edge {
+			key = "edge.max_rows"
+		}
+		p.warn.Warn(ctx, p.cfg.Spec.Name+"/"+p.cfg.Account, "page_rows", "the API sent a page larger than configured; reserving for the larger size",
+			"source", p.cfg.Spec.Name, "account", p.cfg.Account, "rows", rows, key, p.maxPageRows(), "max_batch_records", p.cfg.MaxBatchRecords)
+	}
+}
+
+// emitRecords hands the records of page idx of w to the pipeline, with
+// after as the cursor once they are all delivered and revisit as the
+// page's Revisit. Records up to MaxBatchRecords (or all, when 0) go in one
+// Page. More are built and emitted in chunks of at most MaxBatchRecords,
+// one chunk at a time, so that no more than one chunk of envelopes exists
+// outside the pipeline. Every chunk but the last is a Revisit page with the
+// cursor as it stands (r.cur): it moves nothing, and a crash before the
+// last chunk asks the whole page again (at least once, C7). Only the last
+// chunk carries after.
+func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records []json.RawMessage, received time.Time, after Cursor, revisit bool) error {
+	p := r.p
+	size := len(records)
+	if m := p.cfg.MaxBatchRecords; m > 0 && size > m {
+		size = m
+	}
+	for start := 0; ; start += size {
+		end := min(start+size, len(records))
+		last := end == len(records)
+		envs, err := p.eb.build(records[start:end], w, received)
+		if err != nil {
+			return &PermanentError{fmt.Errorf("%s/%s page %d of %s: %w", p.cfg.Spec.Name, p.cfg.Account, idx+1, w, err)}
+		}
+		page := Page{
+			Source: p.cfg.Spec.Name, Account: p.cfg.Account, Window: w, Index: idx,
+			Envelopes: envs, After: after, Revisit: revisit, FetchedAt: received,
+		}
+		if !last {
+			page.After, page.Revisit = r.cur, true
+		}
+		n := len(envs)
+		envs = nil
+		if err := r.emit(ctx, page); err != nil {
+			return &emitError{err}
+		}
+		if !revisit {
+			p.delivered(page.After, n, last)
+		}
+		if last {
+			return nil
+		}
+	}
 }
 
 // priority ranks a request for w: fresh when w ends within one interval of

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 )
 
 // maxScanDepth bounds the nesting the page scanner follows.
@@ -16,6 +17,17 @@ const maxScanDepth = 512
 type scanner struct {
 	b []byte
 	i int
+	// shape is the first problem of a well-formed document that is not a
+	// page (it wraps errMalformedPage). The scan goes on after it, so that
+	// a body that is also cut off is reported as cut off.
+	shape error
+}
+
+// malformed notes a shape problem unless one is noted already.
+func (s *scanner) malformed(format string, args ...any) {
+	if s.shape == nil {
+		s.shape = malformedf(format, args...)
+	}
 }
 
 func (s *scanner) errorf(format string, args ...any) error {
@@ -168,22 +180,68 @@ func (s *scanner) value(depth int) ([]byte, error) {
 	}
 }
 
-// parsePage reads a page body: the records under dataKey (sub-slices of
-// body, not copies) and, when present, the paging member (C3). Unknown
-// members are skipped (seed: responses gain fields without notice). A nil or
-// blank body (204) is an empty page. A body that is not one complete JSON
-// object is an error, so that a cut-off answer is retried rather than
-// half-delivered (C5). Each record is validated in full later, when its id
-// is computed.
+// malformedf returns an error of the page classifier for an answer that
+// is JSON but not a page; it wraps errMalformedPage.
+func malformedf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errMalformedPage, fmt.Sprintf(format, args...))
+}
+
+// classifyPage classifies one 2xx answer of a search or list request
+// (CONTRACT C3, C5, C6). Only two answers are results: a 204 (an empty
+// result, whatever its body) and a 200 holding a well-formed page (see
+// parsePage). Every other answer is an error, never an empty window: an
+// empty window moves the watermark past records that were never read.
+func classifyPage(status int, body []byte, dataKey string) (pageBody, error) {
+	switch status {
+	case http.StatusNoContent:
+		return pageBody{}, nil
+	case http.StatusOK:
+		return parsePage(body, dataKey)
+	}
+	return pageBody{}, malformedf("HTTP %d is not an answer of a search (want 200 or 204)", status)
+}
+
+// parsePage reads the body of a 200: one JSON object whose member dataKey
+// is an array of JSON objects, the records (sub-slices of body, not
+// copies), possibly empty. Paging is in effect when the paging member is
+// present and not null (C3: audit logs may answer without it); then it must
+// be an object whose rows and totalRows, when present, are integers >= 0
+// and whose urls.nextPage, when present, is a string or null. Unknown
+// members are skipped (seed: responses gain fields without notice).
+//
+// Everything else is an error, so that no answer is mistaken for an empty
+// window (C5): a body that is not complete JSON (cut off, HTML) is a plain
+// error, and a JSON body that is not such a page (empty, {}, no data
+// member, data null or not an array, a record that is not an object, a
+// member given twice, malformed paging) is an error wrapping
+// errMalformedPage. A null data member is refused too: the contract's empty
+// result is a 204 or an empty array, and a null says nothing about whether
+// the window held records. Each record is validated in full later, when its
+// id is computed. On error the page is empty.
 func parsePage(body []byte, dataKey string) (pageBody, error) {
+	p, err := scanPage(body, dataKey)
+	if err != nil {
+		return pageBody{}, err
+	}
+	return p, nil
+}
+
+func scanPage(body []byte, dataKey string) (pageBody, error) {
 	var p pageBody
 	s := &scanner{b: body}
 	if s.ws(); s.i == len(s.b) {
-		return p, nil
+		return p, malformedf("empty body (an empty result is a 204)")
 	}
-	if err := s.expect('{'); err != nil {
+	if s.b[s.i] != '{' {
+		if _, err := s.value(0); err == nil {
+			if s.ws(); s.i == len(s.b) {
+				return p, malformedf("JSON %s, not an object", jsonKind(body))
+			}
+		}
 		return p, errors.New("page: not a JSON object")
 	}
+	s.i++
+	var hasData, hasPaging bool
 	if s.peek() == '}' {
 		s.i++
 	} else {
@@ -206,24 +264,24 @@ func parsePage(body []byte, dataKey string) (pageBody, error) {
 			}
 			switch key {
 			case dataKey:
+				if hasData {
+					s.malformed("member %q given twice", dataKey)
+				}
+				hasData = true
 				if err := s.records(&p); err != nil {
 					return p, fmt.Errorf("page member %s: %w", dataKey, err)
 				}
 			case "paging":
+				if hasPaging {
+					s.malformed("member paging given twice")
+				}
+				hasPaging = true
 				v, err := s.value(1)
 				if err != nil {
 					return p, err
 				}
-				var pg *pagingJSON
-				if err := json.Unmarshal(v, &pg); err != nil {
-					return p, fmt.Errorf("page member paging: %w", err)
-				}
-				if pg != nil {
-					p.HasPaging = true
-					p.Rows, p.TotalRows = pg.Rows, pg.TotalRows
-					if pg.Urls != nil && pg.Urls.NextPage != nil {
-						p.Next = *pg.Urls.NextPage
-					}
+				if err := p.paging(v); err != nil && s.shape == nil {
+					s.shape = err
 				}
 			default:
 				if _, err := s.value(1); err != nil {
@@ -243,18 +301,67 @@ func parsePage(body []byte, dataKey string) (pageBody, error) {
 	if s.ws(); s.i != len(s.b) {
 		return p, errors.New("page: data after the JSON object")
 	}
+	if s.shape != nil {
+		return p, s.shape
+	}
+	if !hasData {
+		return p, malformedf("no %q member", dataKey)
+	}
 	return p, nil
 }
 
-// records reads the array of records (or null) at s.i into p.Records.
-func (s *scanner) records(p *pageBody) error {
-	switch s.peek() {
-	case 'n':
-		_, err := s.value(1)
-		return err
+// paging reads the paging member v (C3) into p.
+func (p *pageBody) paging(v []byte) error {
+	if string(v) == "null" {
+		return nil // as if absent
+	}
+	if v[0] != '{' {
+		return malformedf("paging is JSON %s, not an object", jsonKind(v))
+	}
+	var pg pagingJSON
+	if err := json.Unmarshal(v, &pg); err != nil {
+		return malformedf("paging: %v", err)
+	}
+	if pg.Rows < 0 || pg.TotalRows < 0 {
+		return malformedf("paging: negative rows (%d) or totalRows (%d)", pg.Rows, pg.TotalRows)
+	}
+	p.HasPaging = true
+	p.Rows, p.TotalRows = pg.Rows, pg.TotalRows
+	if pg.Urls != nil && pg.Urls.NextPage != nil {
+		p.Next = *pg.Urls.NextPage
+	}
+	return nil
+}
+
+// jsonKind names the kind of the JSON value v starts with, for errors.
+func jsonKind(v []byte) string {
+	switch bytes.TrimLeft(v, " \t\r\n")[0] {
+	case '{':
+		return "object"
 	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "boolean"
 	default:
-		return s.errorf("not an array")
+		return "number"
+	}
+}
+
+// records reads the array of records at s.i into p.Records. A value that
+// is not an array, or a record that is not an object, is noted as a shape
+// problem and skipped.
+func (s *scanner) records(p *pageBody) error {
+	if s.peek() != '[' {
+		v, err := s.value(1)
+		if err != nil {
+			return err
+		}
+		s.malformed("JSON %s, not an array", jsonKind(v))
+		return nil
 	}
 	s.i++
 	if s.peek() == ']' {
@@ -262,14 +369,16 @@ func (s *scanner) records(p *pageBody) error {
 		return nil
 	}
 	for n := 0; ; n++ {
-		if s.peek() != '{' {
-			return fmt.Errorf("record %d is not a JSON object", n)
-		}
+		obj := s.peek() == '{'
 		v, err := s.value(1)
 		if err != nil {
 			return err
 		}
-		p.Records = append(p.Records, json.RawMessage(v))
+		if obj {
+			p.Records = append(p.Records, json.RawMessage(v))
+		} else {
+			s.malformed("record %d is JSON %s, not an object", n, jsonKind(v))
+		}
 		switch s.peek() {
 		case ',':
 			s.i++

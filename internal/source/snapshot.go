@@ -23,8 +23,13 @@ type Snapshot struct {
 	CaughtUp bool
 	// Started is when Run began, StartWatermark the watermark then.
 	Started, StartWatermark time.Time
-	// Pages and Rows count what Run emitted.
+	// Pages and Rows count what Run emitted; a page emitted in several
+	// batches (see PollerConfig.MaxBatchRecords) counts once.
 	Pages, Rows int64
+	// PageRowsSeen is the most records the API sent in one page of the
+	// stream, 0 before the first; the poller reserves room for that many
+	// (at least page_rows, at most MaxBatchRecords) before each fetch.
+	PageRowsSeen int
 	// Errors counts failed polls; LastError is the latest, scrubbed of
 	// credentials like every error of the package.
 	Errors      int64
@@ -69,13 +74,23 @@ func (p *Poller) begin(now time.Time, c Cursor) {
 	p.snap.CaughtUp = false
 }
 
-func (p *Poller) delivered(c Cursor, rows int) {
+// delivered notes rows emitted; last marks the last batch of a page, whose
+// cursor c then holds.
+func (p *Poller) delivered(c Cursor, rows int, last bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.snap.Watermark, p.snap.InFlight = c.Watermark, c.InFlight
-	p.snap.Pages++
 	p.snap.Rows += int64(rows)
 	p.snap.CaughtUp = false
+	if last {
+		p.snap.Watermark, p.snap.InFlight = c.Watermark, c.InFlight
+		p.snap.Pages++
+	}
+}
+
+func (p *Poller) pageRowsSeen() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.snap.PageRowsSeen
 }
 
 func (p *Poller) caughtUp(v bool) {

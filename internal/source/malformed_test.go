@@ -1,0 +1,181 @@
+package source
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/svcexport/collector/internal/window"
+)
+
+// C3, C5: a 2xx that is not a page (an empty 200, {}, data null, no data
+// member, data not an array, malformed paging, a 202) is not an empty
+// window: it is retried like a cut-off body, counted under reason
+// "malformed" and logged at WARN from the first time.
+func TestClient_C5_MalformedAnswersAreRetriedNotEmpty(t *testing.T) {
+	for _, tt := range []struct {
+		name, body string
+		status     int
+	}{
+		{"an empty 200", ``, 200},
+		{"an empty object", `{}`, 200},
+		{"null data", `{"data":null}`, 200},
+		{"no data member", `{"paging":{"rows":0,"totalRows":0,"urls":{}}}`, 200},
+		{"data not an array", `{"data":"none"}`, 200},
+		{"negative totalRows", `{"paging":{"rows":0,"totalRows":-3},"data":[]}`, 200},
+		{"a 202", `{"data":[]}`, 202},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeAPI{}
+			f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
+				if n == 1 {
+					w.WriteHeader(tt.status)
+					fmt.Fprint(w, tt.body)
+					return
+				}
+				fmt.Fprint(w, `{"data":[{"a":1}]}`)
+			}
+			var logs bytes.Buffer
+			c, m := testClient(t, f, &logs)
+			var pb pageBody
+			_, err := c.Do(t.Context(), Request{Method: "GET", URL: "/api/v2/CloudActivities", Account: "acme",
+				Functionality: SourceCloudActivities, What: "fetch page 1 of cloud_activities/acme",
+				Decode: func(s int, b []byte) error {
+					var err error
+					pb, err = classifyPage(s, b, "data")
+					return err
+				}})
+			if err != nil || len(pb.Records) != 1 {
+				t.Fatalf("err %v, %d records, want the retried page", err, len(pb.Records))
+			}
+			if f.n.Load() != 2 {
+				t.Fatalf("%d requests, want 2", f.n.Load())
+			}
+			if got := testutil.ToFloat64(m.retries.WithLabelValues(SourceCloudActivities, "malformed")); got != 1 {
+				t.Fatalf("retries{reason=malformed} = %v", got)
+			}
+			if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "reason=malformed") {
+				t.Fatalf("not logged at WARN:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// C3, C5: a poller whose first answers are empty 200s, {} and data null
+// does not move its watermark past the window: the window's records all
+// arrive once the server answers properly.
+func TestPoller_C3_C5_MalformedAnswersLoseNoWindow(t *testing.T) {
+	times := spread(time.Now().Add(-20*time.Hour), 500, time.Minute)
+	bad := []string{``, `{}`, `{"data":null}`, `{"paging":{"rows":0,"totalRows":0}}`}
+	srv := newPageServer(t, times, 200, func(s *pageServer) {
+		s.fault = func(n int64, w http.ResponseWriter, r *http.Request) bool {
+			if int(n) > len(bad) {
+				return false
+			}
+			w.Header().Set("Content-Length", fmt.Sprint(len(bad[n-1])))
+			fmt.Fprint(w, bad[n-1])
+			return true
+		}
+	})
+	e := newEnv(t, pageServerConfig(srv), nil)
+	col := newTally(len(times))
+	if err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col.emit); err != nil {
+		t.Fatal(err)
+	}
+	if m := col.missing(); m != 0 {
+		t.Fatalf("%d of %d records lost", m, len(times))
+	}
+	pages, sizes, _ := col.snapshot()
+	checkBatches(t, pages, sizes, 0)
+	if got := testutilValue(e.metrics.retries.WithLabelValues(SourceDNS, "malformed")); got != float64(len(bad)) {
+		t.Fatalf("retries{malformed} = %v, want %d", got, len(bad))
+	}
+	if !strings.Contains(e.logs.String(), "reason=malformed") {
+		t.Fatal("malformed answers not logged")
+	}
+}
+
+// The warning limiter writes one line per (stream, kind) per interval and
+// says how many it held back.
+func TestWarnLimiter_OneLinePerStreamAndKindPerInterval(t *testing.T) {
+	var buf bytes.Buffer
+	clk := &stepClock{t: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)}
+	l := NewWarnLimiter(slogTo(&buf), clk, time.Minute)
+	for range 1000 {
+		l.Warn(t.Context(), "dns/acme", "bad_record_time_unreadable", "flawed")
+	}
+	l.Warn(t.Context(), "dns/acme", "retry_5xx", "retrying")
+	l.Warn(t.Context(), "dns/other", "bad_record_time_unreadable", "flawed")
+	clk.Advance(59 * time.Second)
+	if l.Warn(t.Context(), "dns/acme", "bad_record_time_unreadable", "flawed") {
+		t.Fatal("a second line within the interval")
+	}
+	clk.Advance(time.Second)
+	if !l.Warn(t.Context(), "dns/acme", "bad_record_time_unreadable", "flawed", "record_id", "x") {
+		t.Fatal("no line after the interval")
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d lines:\n%s", len(lines), buf.String())
+	}
+	for i, want := range []string{
+		"level=WARN msg=flawed stream=dns/acme kind=bad_record_time_unreadable suppressed=0",
+		"msg=retrying stream=dns/acme kind=retry_5xx suppressed=0",
+		"stream=dns/other kind=bad_record_time_unreadable suppressed=0",
+		"msg=flawed record_id=x stream=dns/acme kind=bad_record_time_unreadable suppressed=1000",
+	} {
+		if !strings.Contains(lines[i], want) {
+			t.Errorf("line %d = %q, want %q", i, lines[i], want)
+		}
+	}
+	var nilLimiter *WarnLimiter
+	if nilLimiter.Warn(t.Context(), "a", "b", "c") {
+		t.Fatal("a nil limiter wrote")
+	}
+}
+
+// A page of 10,000 records whose time cannot be read writes one warning,
+// not 10,000, and counts every record under its reason.
+func TestEnvelopes_BadRecordsAreCountedByReasonAndLoggedRateLimited(t *testing.T) {
+	var buf bytes.Buffer
+	m, _ := NewMetrics(nil)
+	clk := &stepClock{t: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)}
+	eb := envelopeBuilder{source: SourceDNS, account: "acme", timeField: "createdTime", log: discardLogger(), m: m,
+		warn: NewWarnLimiter(slogTo(&buf), clk, time.Minute)}
+	var body strings.Builder
+	body.WriteString(`{"data":[`)
+	for i := range 10000 {
+		if i > 0 {
+			body.WriteByte(',')
+		}
+		fmt.Fprintf(&body, `{"createdTime":"when %d?"},{"n":%d}`, i, i)
+	}
+	body.WriteString("]}")
+	p, err := parsePage([]byte(body.String()), "data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := window.Window{Start: clk.t, End: clk.t.Add(time.Hour)}
+	envs, err := eb.build(p.Records, w, w.End)
+	if err != nil || len(envs) != 20000 {
+		t.Fatalf("%d envelopes, err %v", len(envs), err)
+	}
+	if got := testutilValue(m.badRecords.WithLabelValues(SourceDNS, "acme", BadRecordTimeUnreadable)); got != 10000 {
+		t.Fatalf("bad records{time_unreadable} = %v", got)
+	}
+	if got := testutilValue(m.badRecords.WithLabelValues(SourceDNS, "acme", BadRecordTimeMissing)); got != 10000 {
+		t.Fatalf("bad records{time_missing} = %v", got)
+	}
+	if n := strings.Count(buf.String(), "\n"); n != 2 {
+		t.Fatalf("%d log lines, want one per reason:\n%.2000s", n, buf.String())
+	}
+	m.BadRecord(SourceDNS, "acme", "something new")
+	if got := testutilValue(m.badRecords.WithLabelValues(SourceDNS, "acme", BadRecordOther)); got != 1 {
+		t.Fatalf("an unknown reason is not counted as other: %v", got)
+	}
+}
