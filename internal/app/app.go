@@ -132,6 +132,9 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	for _, p := range set.Pollers {
 		// Pages count against the buffer from before they are fetched.
 		p.SetReserve(pl.ReserveFor(checkpoint.Key{Source: p.Source(), Account: p.Account()}))
+		// A page larger than the buffer is emitted in batches of at most
+		// this many records, so memory stays bounded by configuration.
+		p.SetMaxBatchRecords(cfg.Pipeline.BufferRecords)
 	}
 	prog := newProgress(cfg, set, pl, reg, log)
 	if tel != nil {

@@ -198,6 +198,12 @@ type Request struct {
 	// What says what is being done, for errors and logs, e.g.
 	// "fetch page 3 of dns/acme [start, end)".
 	What string
+	// Admitted, when not nil, runs after the rate budget admitted the
+	// request and before it is sent, at every attempt; an error ends Do.
+	// The poller reserves room in the pipeline here, so that it holds no
+	// room while it waits for budget (a long budget wait is not a stalled
+	// pipeline).
+	Admitted func(ctx context.Context) error
 	// Decode reads a 2xx body (nil for 204); an error makes the answer a
 	// cut-off, non-JSON or malformed body, which is retried (C5).
 	Decode func(status int, body []byte) error
@@ -244,6 +250,12 @@ func (c *Client) do(ctx context.Context, req Request, auth func(http.Header)) (*
 		}
 		if err := bucket.Acquire(ctx, req.Priority); err != nil {
 			return nil, fmt.Errorf("%s: %w", req.What, err)
+		}
+		if req.Admitted != nil {
+			if err := req.Admitted(ctx); err != nil {
+				bucket.Done(RateHeaders{}, 0) // nothing was sent
+				return nil, fmt.Errorf("%s: %w", req.What, err)
+			}
 		}
 		resp, status, err := c.once(ctx, req, target, tok, auth, bucket)
 		if err == nil {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/window"
@@ -286,8 +288,8 @@ func (c Config) Validate() error {
 	var errs []error
 	errs = append(errs, c.API.validate("api")...)
 	for i, a := range c.Accounts {
-		if strings.TrimSpace(a) == "" {
-			errs = append(errs, fmt.Errorf("accounts[%d]: must not be empty", i))
+		if err := checkAccount(a); err != nil {
+			errs = append(errs, fmt.Errorf("accounts[%d]: %w", i, err))
 		}
 	}
 	if c.Edge.BaseURL != "" {
@@ -402,8 +404,8 @@ func (c EdgeConfig) validate(p string) []error {
 	}
 	errs = append(errs, c.Rate.validate(p+".rate")...)
 	for i, a := range c.Accounts {
-		if strings.TrimSpace(a) == "" {
-			add(fmt.Sprintf("accounts[%d]", i), "must not be empty")
+		if err := checkAccount(a); err != nil {
+			add(fmt.Sprintf("accounts[%d]", i), "%v", err)
 		}
 	}
 	errs = append(errs, validateOrigins(p+".allowed_origins", c.AllowedOrigins)...)
@@ -517,8 +519,28 @@ func checkURL(s string) error {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return errors.New("must be an http or https URL")
 	}
-	if u.Host == "" {
+	if u.Host == "" || u.Hostname() == "" {
 		return errors.New("must have a host")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("port %q must be a number from 1 to 65535", p)
+		}
+	}
+	return nil
+}
+
+// checkAccount checks a sub-account name, which is sent as the
+// Account-Name header (C2) and used as a label: a control character (a
+// newline) would inject a header or break a label.
+func checkAccount(a string) error {
+	switch {
+	case strings.TrimSpace(a) == "":
+		return errors.New("must not be empty")
+	case strings.TrimSpace(a) != a:
+		return fmt.Errorf("%q has leading or trailing spaces", a)
+	case strings.ContainsFunc(a, unicode.IsControl):
+		return fmt.Errorf("%q holds a control character", a)
 	}
 	return nil
 }

@@ -564,16 +564,16 @@ func (r *run) resume(ctx context.Context) error {
 // next-page URL next.
 func (r *run) fetch(ctx context.Context, w window.Window, next string, idx int) (*fetched, error) {
 	p := r.p
-	if p.reserve != nil {
-		if err := p.reserve(ctx, p.reservation()); err != nil {
-			return nil, err
-		}
-	}
 	spec := p.cfg.Spec
 	req := Request{
 		Method: "GET", URL: next, Account: p.cfg.AccountHeader, OrgAccess: p.cfg.OrgAccess,
 		Functionality: spec.Functionality, Priority: r.priority(w), NextPage: next != "",
 		What: fmt.Sprintf("fetch page %d of %s/%s %s", idx+1, spec.Name, p.cfg.Account, w),
+	}
+	if p.reserve != nil {
+		// Room for the page is reserved once the budget admitted the
+		// request, right before it is sent (DESIGN item 5).
+		req.Admitted = func(ctx context.Context) error { return p.reserve(ctx, p.reservation()) }
 	}
 	if next == "" {
 		u, body, err := firstPageURL(spec, w, p.cfg.Settings, p.cfg.Edge)
