@@ -91,6 +91,11 @@ func (e *encoder) encode(envs []record.Envelope, topics []string) []kgo.Record {
 			// page's bytes after decoding (record.Envelope), so the
 			// producer may hold it until the promise.
 			r.Value = env.Record
+			if env.Original != nil {
+				// The record as the API sent it, byte for byte: a value
+				// may hold any bytes (record.Envelope.Original).
+				r.Value = env.Original
+			}
 		default:
 			start := len(slab)
 			slab = env.AppendJSON(slab)
