@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"errors"
 
 	"github.com/svcexport/collector/internal/record"
 )
@@ -32,4 +33,31 @@ type Sink interface {
 	// Shutdown flushes what is buffered, releases connections and files,
 	// and returns when the sink's goroutines are gone or ctx ends.
 	Shutdown(ctx context.Context) error
+}
+
+// PermanentError marks a Write error that repeating the same batch cannot
+// cure (a record the destination's schema can never take, a permission the
+// sink lacks for good). The pipeline does not retry it forever: it stops
+// the stream with a clear error and an alert-able metric; nothing of the
+// batch is acknowledged, so nothing is lost and a restart after the fix
+// delivers it. Wrap with Permanent; test with IsPermanent.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent marks err as permanent; nil stays nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PermanentError{Err: err}
+}
+
+// IsPermanent reports whether err, or an error it wraps, is permanent.
+func IsPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
 }
