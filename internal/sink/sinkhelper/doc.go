@@ -1,0 +1,22 @@
+// Package sinkhelper gives every sink what is the same in all of them, once,
+// the way the OpenTelemetry Collector's exporterhelper gives every exporter
+// its lifecycle and telemetry: a sink writes only its push function and the
+// start, ready, drain and close steps that are its own, and Base makes it a
+// sink.Sink.
+//
+// Base owns:
+//
+//   - the lifecycle: Start once; Write and Ready only between Start and
+//     Shutdown (ErrNotStarted, ErrClosed otherwise); Shutdown safe twice and
+//     without Start, honouring its ctx, waiting for the Writes in flight;
+//   - the shared metrics collector_sink_records_total{sink},
+//     collector_sink_bytes_total{sink},
+//     collector_sink_write_duration_seconds{sink} and
+//     collector_sink_errors_total{sink,kind}, counted around every Write;
+//   - the dead-letter file of records a sink can never deliver, and
+//     collector_dead_letters_total{sink,reason}.
+//
+// It knows envelopes and batches (package record) and the sink seam
+// (package sink), nothing of files, brokers or tables, and holds no global
+// state.
+package sinkhelper
