@@ -9,4 +9,13 @@
 // Durability is the reader's: Write acknowledges a batch once its bytes are
 // handed to the writer (and, when the writer is a regular file, fsynced).
 // Use the file sink when the collector itself must hold the data.
+//
+// Lifecycle and the shared collector_sink_* metrics come from package
+// sinkhelper; error kinds are write, sync, canceled and state.
+//
+// No error of this sink is permanent (sink.Permanent): every batch is
+// writable as NDJSON, so a failure is the writer's (a full disk behind a
+// redirect, a stalled pipe), not the batch's, and may pass. A reader that
+// closes the pipe of the real stdout does not reach the sink at all: Go
+// ends the process with SIGPIPE on a write to a broken pipe on fd 1.
 package stdout

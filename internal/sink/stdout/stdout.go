@@ -8,25 +8,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
-	"github.com/svcexport/collector/internal/sink/sinkmetrics"
+	"github.com/svcexport/collector/internal/sink/sinkhelper"
 )
 
 // SinkName is the value of the "sink" label of this sink's metrics.
 const SinkName = "stdout"
-
-// Errors returned by a Sink used outside its lifecycle.
-var (
-	ErrNotStarted = errors.New("stdout sink: not started")
-	ErrClosed     = errors.New("stdout sink: shut down")
-)
 
 // Config is the configuration of the stdout sink (keys under sink.stdout).
 // Nothing is required; the zero value is the default.
@@ -50,11 +42,8 @@ const bufSize = 64 << 10
 // not usable. Its methods are safe for concurrent use: one batch is written
 // at a time, so lines of different batches never interleave.
 type Sink struct {
-	cfg     Config
-	metrics *sinkmetrics.Metrics
-
-	mu    sync.Mutex // guards state
-	state int
+	cfg  Config
+	base *sinkhelper.Base
 
 	// turn is held (capacity 1) by the one Write that owns the writer and
 	// the fields below; a channel rather than a mutex so that waiting for
@@ -65,12 +54,6 @@ type Sink struct {
 	line []byte
 	torn bool // a failed write may have left a line without its newline
 }
-
-const (
-	stateNew = iota
-	stateStarted
-	stateClosed
-)
 
 var _ sink.Sink = (*Sink)(nil)
 
@@ -84,74 +67,53 @@ func New(cfg Config, w io.Writer, reg prometheus.Registerer) (*Sink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	m, err := sinkmetrics.New(reg, SinkName)
-	if err != nil {
-		return nil, fmt.Errorf("stdout sink: metrics: %w", err)
+	s := &Sink{cfg: cfg, turn: make(chan struct{}, 1), w: w, bw: bufio.NewWriterSize(w, bufSize)}
+	var err error
+	if s.base, err = sinkhelper.New(SinkName, reg, s.push); err != nil {
+		return nil, err
 	}
-	return &Sink{cfg: cfg, metrics: m, turn: make(chan struct{}, 1), w: w, bw: bufio.NewWriterSize(w, bufSize)}, nil
+	return s, nil
 }
 
-// Start makes the sink accept writes. It does no I/O; calling it again is a
-// no-op.
-func (s *Sink) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch s.state {
-	case stateNew:
-		s.state = stateStarted
-	case stateClosed:
-		return ErrClosed
-	}
-	return nil
-}
+// Start makes the sink accept writes. It does no I/O; a second Start fails
+// with sinkhelper.ErrStarted.
+func (s *Sink) Start(ctx context.Context) error { return s.base.Start(ctx) }
 
 // Write writes b's envelopes, one NDJSON line each, flushes them to the
 // writer and, when the writer is a regular file (stdout redirected to one),
 // fsyncs it; it returns nil once all of that succeeded. On an error the
 // batch counts as not written although part of it may have reached the
 // reader; the next Write then begins with a newline, so that the torn line
-// stays alone and every later line parses. ctx is checked before the batch
-// starts; a write under way is not interrupted.
-func (s *Sink) Write(ctx context.Context, b *record.Batch) error {
-	start := time.Now()
-	n, err := s.write(ctx, b)
-	s.metrics.WriteDuration.Observe(time.Since(start).Seconds())
-	if err != nil {
-		kind := "write"
-		if ke, ok := errors.AsType[*kindError](err); ok {
-			kind = ke.kind
-		}
-		s.metrics.Error(kind)
-		return err
-	}
-	s.metrics.Records.Add(float64(len(b.Envelopes)))
-	s.metrics.Bytes.Add(float64(n))
-	return nil
-}
+// stays alone and every later line parses. ctx bounds the wait for the
+// writer; a write under way is not interrupted. No error is permanent (see
+// the package documentation).
+func (s *Sink) Write(ctx context.Context, b *record.Batch) error { return s.base.Write(ctx, b) }
 
-func (s *Sink) write(ctx context.Context, b *record.Batch) (int, error) {
-	if err := s.usable(); err != nil {
-		return 0, &kindError{"state", err}
-	}
-	if len(b.Envelopes) == 0 {
-		return 0, nil
-	}
+// Ready returns nil between Start and Shutdown: a writer cannot be probed
+// without writing to it.
+func (s *Sink) Ready(ctx context.Context) error { return s.base.Ready(ctx) }
+
+// Shutdown stops accepting writes and waits for the Write under way, if
+// any, or for ctx to end. Every acknowledged batch was flushed already, so
+// nothing is left to flush; the writer is not closed. Safe twice and
+// without Start.
+func (s *Sink) Shutdown(ctx context.Context) error { return s.base.Shutdown(ctx) }
+
+// push is the sink's sinkhelper.PushFunc.
+func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered, error) {
 	select {
 	case s.turn <- struct{}{}:
 	case <-ctx.Done():
-		return 0, &kindError{"canceled", fmt.Errorf("stdout sink: write %s/%s: %w", b.Source, b.Account, ctx.Err())}
+		return sinkhelper.Delivered{}, sinkhelper.Kind(sinkhelper.KindCanceled, fmt.Errorf("stdout sink: write %s/%s: %w", b.Source, b.Account, ctx.Err()))
 	}
 	defer func() { <-s.turn }()
-	if err := s.usable(); err != nil { // shut down while waiting
-		return 0, &kindError{"state", err}
-	}
 	if err := ctx.Err(); err != nil {
-		return 0, &kindError{"canceled", fmt.Errorf("stdout sink: write %s/%s: %w", b.Source, b.Account, err)}
+		return sinkhelper.Delivered{}, sinkhelper.Kind(sinkhelper.KindCanceled, fmt.Errorf("stdout sink: write %s/%s: %w", b.Source, b.Account, err))
 	}
 	n := 0
 	if s.torn {
 		if err := s.bw.WriteByte('\n'); err != nil {
-			return 0, s.fail(err)
+			return sinkhelper.Delivered{}, s.fail(err)
 		}
 		n++
 	}
@@ -160,17 +122,17 @@ func (s *Sink) write(ctx context.Context, b *record.Batch) (int, error) {
 		m, err := s.bw.Write(s.line)
 		n += m
 		if err != nil {
-			return 0, s.fail(err)
+			return sinkhelper.Delivered{}, s.fail(err)
 		}
 	}
 	if err := s.bw.Flush(); err != nil {
-		return 0, s.fail(err)
+		return sinkhelper.Delivered{}, s.fail(err)
 	}
 	s.torn = false
 	if err := s.sync(); err != nil {
-		return 0, &kindError{"sync", fmt.Errorf("stdout sink: fsync: %w", err)}
+		return sinkhelper.Delivered{}, sinkhelper.Kind("sync", fmt.Errorf("stdout sink: fsync: %w", err))
 	}
-	return n, nil
+	return sinkhelper.Delivered{Records: len(b.Envelopes), Bytes: int64(n)}, nil
 }
 
 // fail resets the buffer after a failed write (a bufio.Writer keeps its
@@ -178,7 +140,7 @@ func (s *Sink) write(ctx context.Context, b *record.Batch) (int, error) {
 func (s *Sink) fail(err error) error {
 	s.bw.Reset(s.w)
 	s.torn = true
-	return &kindError{"write", fmt.Errorf("stdout sink: write: %w", err)}
+	return sinkhelper.Kind(sinkhelper.KindWrite, fmt.Errorf("stdout sink: write: %w", err))
 }
 
 // sync fsyncs the writer when it is a file that can be synced; pipes,
@@ -209,46 +171,3 @@ func (s *Sink) encode(dst []byte, e *record.Envelope) []byte {
 	}
 	return e.AppendNDJSON(dst[:start])
 }
-
-// usable returns nil between Start and Shutdown.
-func (s *Sink) usable() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch s.state {
-	case stateNew:
-		return ErrNotStarted
-	case stateClosed:
-		return ErrClosed
-	}
-	return nil
-}
-
-// Ready returns nil between Start and Shutdown: a writer cannot be probed
-// without writing to it.
-func (s *Sink) Ready(ctx context.Context) error { return s.usable() }
-
-// Shutdown stops accepting writes and waits for the Write under way, if
-// any, or for ctx to end. Every acknowledged batch was flushed already, so
-// nothing is left to flush; the writer is not closed. Safe twice and
-// without Start.
-func (s *Sink) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.state = stateClosed
-	s.mu.Unlock()
-	select {
-	case s.turn <- struct{}{}:
-		<-s.turn
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("stdout sink: shutdown with a write under way: %w", ctx.Err())
-	}
-}
-
-// kindError marks an error with its metric kind.
-type kindError struct {
-	kind string
-	err  error
-}
-
-func (e *kindError) Error() string { return e.err.Error() }
-func (e *kindError) Unwrap() error { return e.err }

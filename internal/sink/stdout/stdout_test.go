@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink/sinkhelper"
 	"github.com/svcexport/collector/internal/sink/stdout"
 )
 
@@ -246,10 +247,10 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := batch(t, "acme", 0, 1)
-	if err := s.Write(ctx, b); !errors.Is(err, stdout.ErrNotStarted) {
+	if err := s.Write(ctx, b); !errors.Is(err, sinkhelper.ErrNotStarted) {
 		t.Errorf("Write before Start = %v", err)
 	}
-	if err := s.Ready(ctx); !errors.Is(err, stdout.ErrNotStarted) {
+	if err := s.Ready(ctx); !errors.Is(err, sinkhelper.ErrNotStarted) {
 		t.Errorf("Ready before Start = %v", err)
 	}
 	if err := s.Start(ctx); err != nil {
@@ -266,7 +267,7 @@ func TestLifecycle(t *testing.T) {
 			t.Errorf("Shutdown: %v", err)
 		}
 	}
-	if err := s.Write(ctx, b); !errors.Is(err, stdout.ErrClosed) {
+	if err := s.Write(ctx, b); !errors.Is(err, sinkhelper.ErrClosed) {
 		t.Errorf("Write after Shutdown = %v", err)
 	}
 	never, _ := stdout.New(stdout.Config{}, &buf, nil)
