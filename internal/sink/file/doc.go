@@ -57,4 +57,17 @@
 // without inflating it, checks the CRC of the last one, cuts a torn last
 // member off and renames the file. Readers must not read *.part files; if
 // they do, they must tolerate a truncated last member.
+//
+// # Errors
+//
+// Lifecycle and the shared collector_sink_* metrics come from package
+// sinkhelper. Error kinds: invalid, open, write, sync, truncate, canceled,
+// state. Only a batch that no retry can write is a permanent error
+// (sink.Permanent), and the pipeline stops its stream instead of retrying:
+// a batch without source or account, and a source or account whose
+// escaped names make a directory or file name longer than 255 bytes (or
+// that the file system refuses with ENAMETOOLONG). A full disk, an I/O
+// error, a directory made read-only or unwritable are the machine's state,
+// not the batch's: they may pass (retention frees space, an operator fixes
+// the permissions), so they are retried, and /readyz reports them.
 package file

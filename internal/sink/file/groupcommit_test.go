@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink/sinkhelper"
 )
 
 // holdFirstSync makes the first file fsync wait for release.
@@ -118,8 +119,8 @@ func TestShutdownWaitsForWritesOrLeavesTheCloseToTheLast(t *testing.T) {
 		if err := s.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Shutdown with a Write stuck in fsync = %v, want DeadlineExceeded", err)
 		}
-		if err := s.Write(context.Background(), batch(t, "dns", "acme", 10, 1)); !errors.Is(err, ErrClosed) {
-			t.Errorf("Write during Shutdown = %v, want ErrClosed", err)
+		if err := s.Write(context.Background(), batch(t, "dns", "acme", 10, 1)); !errors.Is(err, sinkhelper.ErrClosed) {
+			t.Errorf("Write during Shutdown = %v, want sinkhelper.ErrClosed", err)
 		}
 		release()
 		wg.Wait()

@@ -107,3 +107,20 @@ func (n fileName) less(m fileName) bool {
 	}
 	return n.seq < m.seq
 }
+
+// maxNameLen is the longest name of a file or directory that common file
+// systems take (NAME_MAX of ext4, XFS, btrfs, tmpfs).
+const maxNameLen = 255
+
+// checkNames fails when the directory or file names of the stream (source,
+// account) would be longer than maxNameLen, plain or gzip files as gzip
+// says: no retry can make them shorter.
+func checkNames(source, account string, gzip bool) error {
+	src, acct := escapeName(source), escapeName(account)
+	longest := fileName{gzip: gzip, part: gzip}.format(src + "-" + acct + "-")
+	if len(src) > maxNameLen || len(acct) > maxNameLen || len(longest) > maxNameLen {
+		return fmt.Errorf("source %q and account %q make file names of %d bytes, longer than the %d a file system takes",
+			source, account, len(longest), maxNameLen)
+	}
+	return nil
+}

@@ -9,33 +9,28 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
-	"github.com/svcexport/collector/internal/sink/sinkmetrics"
+	"github.com/svcexport/collector/internal/sink/sinkhelper"
 )
 
 // SinkName is the value of the "sink" label of this sink's metrics.
 const SinkName = "file"
 
-// Errors returned by a Sink used outside its lifecycle.
-var (
-	ErrNotStarted = errors.New("file sink: not started")
-	ErrClosed     = errors.New("file sink: shut down")
-)
-
-// Kinds of collector_sink_errors_total{sink="file"}.
+// Kinds of collector_sink_errors_total{sink="file"}, besides sinkhelper's
+// state and canceled.
 const (
-	kindInvalid  = "invalid"  // batch without source or account
-	kindOpen     = "open"     // creating a directory or a file
-	kindWrite    = "write"    // appending (disk full, I/O error)
-	kindSync     = "sync"     // fsync of a file or directory
-	kindTruncate = "truncate" // a failed batch could not be cut away
-	kindCanceled = "canceled" // ctx ended before the batch was durable
-	kindState    = "state"    // Write before Start or after Shutdown
+	kindInvalid  = "invalid"               // no source or account, names too long (permanent)
+	kindOpen     = "open"                  // creating a directory or a file
+	kindWrite    = sinkhelper.KindWrite    // appending (disk full, I/O error)
+	kindSync     = "sync"                  // fsync of a file or directory
+	kindTruncate = "truncate"              // a failed batch could not be cut away
+	kindCanceled = sinkhelper.KindCanceled // ctx ended before the batch was durable
 )
 
 // Sink writes batches as NDJSON files (see the package doc). Build it with
@@ -45,17 +40,13 @@ type Sink struct {
 	cfg     Config
 	dir     string // absolute
 	log     *slog.Logger
-	metrics *sinkmetrics.Metrics
+	base    *sinkhelper.Base
 	rotated prometheus.Counter
 	now     func() time.Time // file name stamps; tests replace it
 	open    openFunc         // tests inject faults here
 
 	mu          sync.Mutex // guards the fields below
-	state       int
 	streams     map[streamKey]*stream
-	writing     int           // Write calls in progress
-	idle        chan struct{} // closed when writing drops to 0 after Shutdown
-	closeOnIdle bool          // Shutdown gave up waiting; the last Write closes the files
 	unlockDir   func() error
 	stopJanitor chan struct{} // closed by Shutdown
 	janitorDone chan struct{} // closed when the janitor returns
@@ -63,12 +54,6 @@ type Sink struct {
 	bufs sync.Pool // *[]byte, encoded batches and scratch lines
 	zws  sync.Pool // *gzip.Writer
 }
-
-const (
-	stateNew = iota
-	stateStarted
-	stateClosed
-)
 
 var _ sink.Sink = (*Sink)(nil)
 
@@ -83,47 +68,32 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error)
 	if err != nil {
 		return nil, fmt.Errorf("sink.file.dir: %w", err)
 	}
-	m, err := sinkmetrics.New(reg, SinkName)
-	if err != nil {
-		return nil, fmt.Errorf("file sink: metrics: %w", err)
-	}
-	rotated, err := registerRotated(reg)
-	if err != nil {
-		return nil, err
-	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Sink{
+	rotated, err := sinkhelper.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "collector_sink_files_rotated_total",
+		Help: "Files a sink closed because they reached their size limit.",
+	}, []string{"sink"}))
+	if err != nil {
+		return nil, fmt.Errorf("file sink: metrics: %w", err)
+	}
+	s := &Sink{
 		cfg:     cfg,
 		dir:     dir,
 		log:     log.With("sink", SinkName),
-		metrics: m,
-		rotated: rotated,
+		rotated: rotated.WithLabelValues(SinkName),
 		now:     time.Now,
 		open:    openOS,
 		streams: map[streamKey]*stream{},
-	}, nil
-}
-
-// registerRotated registers collector_sink_files_rotated_total{sink="file"},
-// reusing the one already on reg.
-func registerRotated(reg prometheus.Registerer) (prometheus.Counter, error) {
-	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "collector_sink_files_rotated_total",
-		Help: "Files a sink closed because they reached their size limit.",
-	}, []string{"sink"})
-	if reg != nil {
-		if err := reg.Register(vec); err != nil {
-			are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err)
-			existing, same := are.ExistingCollector.(*prometheus.CounterVec)
-			if !ok || !same {
-				return nil, fmt.Errorf("file sink: metrics: %w", err)
-			}
-			vec = existing
-		}
 	}
-	return vec.WithLabelValues(SinkName), nil
+	s.base, err = sinkhelper.New(SinkName, reg, s.push, sinkhelper.WithLogger(s.log),
+		sinkhelper.WithStart(s.start), sinkhelper.WithReady(s.ready),
+		sinkhelper.WithDrain(s.drain), sinkhelper.WithClose(s.closeAll))
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Start creates the root directory, takes an exclusive lock on it (a
@@ -133,16 +103,37 @@ func registerRotated(reg prometheus.Registerer) (prometheus.Counter, error) {
 // which it then renames to its final name. It fails when the directory is
 // unusable or a file cannot be repaired. With MaxAge it starts one
 // goroutine that closes old files of quiet streams; Shutdown stops it.
-// Calling Start again is a no-op.
-func (s *Sink) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch s.state {
-	case stateStarted:
-		return nil
-	case stateClosed:
-		return ErrClosed
-	}
+func (s *Sink) Start(ctx context.Context) error { return s.base.Start(ctx) }
+
+// Write appends b's envelopes, one NDJSON line each, to the current file of
+// the stream (b.Source, b.Account), and returns nil once they are durable
+// (fsynced unless Config.Fsync is off). Concurrent Writes to one stream are
+// appended one after the other and share one fsync; different streams
+// proceed in parallel. On an error nothing of b counts as written: a
+// partial append is truncated away, so a retry neither duplicates a torn
+// line nor leaves one. An empty batch returns nil at once (between Start
+// and Shutdown). A batch without source or account, or whose names make a
+// file name too long, fails with a permanent error (sink.Permanent).
+//
+// ctx bounds the wait for the stream; a write or fsync already under way is
+// not interrupted. When ctx ends after b was handed to the disk, Write
+// returns ctx's error although b may become durable: a retry then writes it
+// a second time, which C7 (at least once, by id) allows.
+func (s *Sink) Write(ctx context.Context, b *record.Batch) error { return s.base.Write(ctx, b) }
+
+// Ready reports whether the directory takes a new file now: it creates,
+// writes and removes a small hidden file there.
+func (s *Sink) Ready(ctx context.Context) error { return s.base.Ready(ctx) }
+
+// Shutdown stops accepting writes, waits for the Writes under way, then
+// syncs and closes every file (renaming gzip files to their final name) and
+// releases the directory lock. It is safe twice and without Start. When ctx
+// ends first it returns ctx's error and the last Write under way closes the
+// files.
+func (s *Sink) Shutdown(ctx context.Context) error { return s.base.Shutdown(ctx) }
+
+// start is Start's own step (see Start).
+func (s *Sink) start(ctx context.Context) error {
 	if err := os.MkdirAll(s.dir, 0o750); err != nil {
 		return fmt.Errorf("file sink: %w", err)
 	}
@@ -154,110 +145,54 @@ func (s *Sink) Start(ctx context.Context) error {
 		_ = unlock()
 		return err
 	}
+	s.mu.Lock()
 	s.unlockDir = unlock
-	s.state = stateStarted
 	if s.cfg.MaxAge > 0 {
 		s.stopJanitor, s.janitorDone = make(chan struct{}), make(chan struct{})
 		go s.janitor(s.stopJanitor, s.janitorDone)
 	}
+	s.mu.Unlock()
 	s.log.Info("file sink started", "dir", s.dir, "gzip", s.cfg.Gzip, "max_bytes", s.cfg.MaxBytes, "fsync", s.cfg.Fsync)
 	return nil
 }
 
-// Write appends b's envelopes, one NDJSON line each, to the current file of
-// the stream (b.Source, b.Account), and returns nil once they are durable
-// (fsynced unless Config.Fsync is off). Concurrent Writes to one stream are
-// appended one after the other and share one fsync; different streams
-// proceed in parallel. On an error nothing of b counts as written: a
-// partial append is truncated away, so a retry neither duplicates a torn
-// line nor leaves one. An empty batch returns nil at once (between Start
-// and Shutdown).
-//
-// ctx bounds the wait for the stream; a write or fsync already under way is
-// not interrupted. When ctx ends after b was handed to the disk, Write
-// returns ctx's error although b may become durable: a retry then writes it
-// a second time, which C7 (at least once, by id) allows.
-func (s *Sink) Write(ctx context.Context, b *record.Batch) error {
-	start := time.Now()
-	err := s.write(ctx, b)
-	s.metrics.WriteDuration.Observe(time.Since(start).Seconds())
-	if err != nil {
-		kind := kindWrite
-		if we, ok := errors.AsType[*writeError](err); ok {
-			kind = we.kind
-		}
-		s.metrics.Error(kind)
-	}
-	return err
-}
-
-func (s *Sink) write(ctx context.Context, b *record.Batch) error {
-	if len(b.Envelopes) == 0 {
-		return s.usable()
-	}
+// push is the sink's sinkhelper.PushFunc.
+func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered, error) {
 	if b.Source == "" || b.Account == "" {
-		return &writeError{kindInvalid, fmt.Errorf("file sink: batch has no source or account (source %q, account %q)", b.Source, b.Account)}
+		return sinkhelper.Delivered{}, sink.Permanent(sinkhelper.Kind(kindInvalid,
+			fmt.Errorf("file sink: batch has no source or account (source %q, account %q)", b.Source, b.Account)))
 	}
-	st, err := s.begin(b.Source, b.Account)
-	if err != nil {
-		return err
+	if err := checkNames(b.Source, b.Account, s.cfg.Gzip); err != nil {
+		return sinkhelper.Delivered{}, sink.Permanent(sinkhelper.Kind(kindInvalid, fmt.Errorf("file sink: %w", err)))
 	}
-	defer s.end()
-	if err := ctx.Err(); err != nil {
-		return &writeError{kindCanceled, fmt.Errorf("file sink: write %s: %w", st.name, err)}
-	}
+	st := s.stream(b.Source, b.Account)
 	p, err := s.encode(ctx, b)
 	if err != nil {
-		return &writeError{kindWrite, fmt.Errorf("file sink: encode %s: %w", st.name, err)}
+		return sinkhelper.Delivered{}, sinkhelper.Kind(kindWrite, fmt.Errorf("file sink: encode %s: %w", st.name, err))
 	}
 	n := len(*p.buf)
 	if err := st.commit(p); err != nil {
-		return err
+		if errors.Is(err, syscall.ENAMETOOLONG) {
+			// A file system with shorter names than checkNames assumes:
+			// the same names fail again.
+			err = sink.Permanent(err)
+		}
+		return sinkhelper.Delivered{}, err
 	}
-	s.metrics.Records.Add(float64(len(b.Envelopes)))
-	s.metrics.Bytes.Add(float64(n))
-	return nil
+	return sinkhelper.Delivered{Records: len(b.Envelopes), Bytes: int64(n)}, nil
 }
 
-// begin counts a Write in and returns its stream, created on first use.
-func (s *Sink) begin(source, account string) (*stream, error) {
+// stream returns the stream of (source, account), created on first use.
+func (s *Sink) stream(source, account string) *stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch s.state {
-	case stateNew:
-		return nil, &writeError{kindState, ErrNotStarted}
-	case stateClosed:
-		return nil, &writeError{kindState, ErrClosed}
-	}
 	key := streamKey{source, account}
 	st := s.streams[key]
 	if st == nil {
 		st = s.newStream(key)
 		s.streams[key] = st
 	}
-	s.writing++
-	return st, nil
-}
-
-// end counts a Write out; the last one after Shutdown wakes it, or closes
-// the files itself when Shutdown stopped waiting.
-func (s *Sink) end() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.writing--
-	if s.writing > 0 || s.state != stateClosed {
-		return
-	}
-	if s.idle != nil {
-		close(s.idle)
-		s.idle = nil
-	}
-	if s.closeOnIdle {
-		s.closeOnIdle = false
-		if err := s.closeAll(); err != nil {
-			s.log.Error("file sink: closing files after shutdown", "err", err)
-		}
-	}
+	return st
 }
 
 // encode turns b into the bytes to append: NDJSON lines, or gzip members.
@@ -306,19 +241,6 @@ func (s *Sink) putBuf(bp *[]byte) {
 	}
 }
 
-// usable returns nil between Start and Shutdown.
-func (s *Sink) usable() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch s.state {
-	case stateNew:
-		return &writeError{kindState, ErrNotStarted}
-	case stateClosed:
-		return &writeError{kindState, ErrClosed}
-	}
-	return nil
-}
-
 // janitor closes the old files of quiet streams until stop is closed.
 func (s *Sink) janitor(stop, done chan struct{}) {
 	defer close(done)
@@ -342,12 +264,8 @@ func (s *Sink) janitor(stop, done chan struct{}) {
 	}
 }
 
-// Ready reports whether the directory takes a new file now: it creates,
-// writes and removes a small hidden file there.
-func (s *Sink) Ready(ctx context.Context) error {
-	if err := s.usable(); err != nil {
-		return err
-	}
+// ready is Ready's probe.
+func (s *Sink) ready(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -364,55 +282,25 @@ func (s *Sink) Ready(ctx context.Context) error {
 	return nil
 }
 
-// Shutdown stops accepting writes, waits for the Writes under way, then
-// syncs and closes every file (renaming gzip files to their final name) and
-// releases the directory lock. It is safe twice and without Start. When ctx
-// ends first it returns ctx's error and the last Write under way closes the
-// files.
-func (s *Sink) Shutdown(ctx context.Context) error {
+// drain is Shutdown's first step: it stops the janitor. Writes in flight
+// finish by themselves.
+func (s *Sink) drain(context.Context) error {
 	s.mu.Lock()
-	switch s.state {
-	case stateNew, stateClosed:
-		s.state = stateClosed
-		s.mu.Unlock()
-		return nil
-	}
-	s.state = stateClosed
-	if s.stopJanitor != nil {
-		close(s.stopJanitor)
-		s.stopJanitor = nil
-		done := s.janitorDone
-		s.mu.Unlock()
-		<-done // it never waits for a stream, so this is short
-		s.mu.Lock()
-	}
-	if s.writing == 0 {
-		defer s.mu.Unlock()
-		return s.closeAll()
-	}
-	idle := make(chan struct{})
-	s.idle = idle
+	stop, done := s.stopJanitor, s.janitorDone
+	s.stopJanitor = nil
 	s.mu.Unlock()
-
-	select {
-	case <-idle:
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.closeAll()
-	case <-ctx.Done():
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.writing == 0 { // became idle meanwhile
-			return s.closeAll()
-		}
-		s.closeOnIdle = true
-		return fmt.Errorf("file sink: shutdown with %d writes under way: %w", s.writing, ctx.Err())
+	if stop != nil {
+		close(stop)
+		<-done // it never waits for a stream, so this is short
 	}
+	return nil
 }
 
-// closeAll closes every stream's file and the directory lock. s.mu is held
-// and no Write is under way.
+// closeAll is Shutdown's last step, run when no Write is under way: it
+// closes every stream's file and the directory lock.
 func (s *Sink) closeAll() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var errs []error
 	for _, st := range s.streams {
 		if st.torn {
@@ -435,12 +323,3 @@ func (s *Sink) closeAll() error {
 	s.log.Info("file sink stopped", "dir", s.dir)
 	return errors.Join(errs...)
 }
-
-// writeError marks an error with its metric kind.
-type writeError struct {
-	kind string
-	err  error
-}
-
-func (e *writeError) Error() string { return e.err.Error() }
-func (e *writeError) Unwrap() error { return e.err }

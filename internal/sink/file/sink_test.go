@@ -22,6 +22,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink"
+	"github.com/svcexport/collector/internal/sink/sinkhelper"
 )
 
 func TestEveryLineIsTheEnvelopeAsJSON(t *testing.T) {
@@ -288,8 +290,8 @@ func TestAFailedWriteLeavesNothingAndItsRetryWritesTheBatchOnce(t *testing.T) {
 				b := batch(t, "dns", "acme", 20, 20)
 				fl.set(tt.inject)
 				err := s.Write(context.Background(), b)
-				if !errors.Is(err, tt.is) {
-					t.Fatalf("err = %v, want %v", err, tt.is)
+				if !errors.Is(err, tt.is) || sink.IsPermanent(err) {
+					t.Fatalf("err = %v, want %v, not permanent (the disk may recover)", err, tt.is)
 				}
 				if !strings.Contains(err.Error(), filepath.Join(dir, "dns", "acme")) {
 					t.Errorf("error %q does not name the file", err)
@@ -529,11 +531,11 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := batch(t, "dns", "acme", 0, 1)
-	if err := s.Write(ctx, b); !errors.Is(err, ErrNotStarted) {
-		t.Errorf("Write before Start = %v, want ErrNotStarted", err)
+	if err := s.Write(ctx, b); !errors.Is(err, sinkhelper.ErrNotStarted) {
+		t.Errorf("Write before Start = %v, want sinkhelper.ErrNotStarted", err)
 	}
-	if err := s.Ready(ctx); !errors.Is(err, ErrNotStarted) {
-		t.Errorf("Ready before Start = %v, want ErrNotStarted", err)
+	if err := s.Ready(ctx); !errors.Is(err, sinkhelper.ErrNotStarted) {
+		t.Errorf("Ready before Start = %v, want sinkhelper.ErrNotStarted", err)
 	}
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -561,11 +563,11 @@ func TestLifecycle(t *testing.T) {
 	if err := s.Shutdown(ctx); err != nil {
 		t.Errorf("second Shutdown: %v", err)
 	}
-	if err := s.Write(ctx, b); !errors.Is(err, ErrClosed) {
-		t.Errorf("Write after Shutdown = %v, want ErrClosed", err)
+	if err := s.Write(ctx, b); !errors.Is(err, sinkhelper.ErrClosed) {
+		t.Errorf("Write after Shutdown = %v, want sinkhelper.ErrClosed", err)
 	}
-	if err := s.Ready(ctx); !errors.Is(err, ErrClosed) {
-		t.Errorf("Ready after Shutdown = %v, want ErrClosed", err)
+	if err := s.Ready(ctx); !errors.Is(err, sinkhelper.ErrClosed) {
+		t.Errorf("Ready after Shutdown = %v, want sinkhelper.ErrClosed", err)
 	}
 
 	never, err := New(testConfig(t.TempDir()), nil, nil)
@@ -575,8 +577,8 @@ func TestLifecycle(t *testing.T) {
 	if err := never.Shutdown(ctx); err != nil {
 		t.Errorf("Shutdown without Start: %v", err)
 	}
-	if err := never.Start(ctx); !errors.Is(err, ErrClosed) {
-		t.Errorf("Start after Shutdown = %v, want ErrClosed", err)
+	if err := never.Start(ctx); !errors.Is(err, sinkhelper.ErrClosed) {
+		t.Errorf("Start after Shutdown = %v, want sinkhelper.ErrClosed", err)
 	}
 }
 
@@ -603,6 +605,51 @@ func TestASecondSinkOnTheSameDirectoryDoesNotStart(t *testing.T) {
 	}
 	if err := other.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "another collector") {
 		t.Fatalf("Start = %v, want the lock refusal", err)
+	}
+}
+
+func TestOnlyABatchThatCanNeverBeWrittenIsPermanent(t *testing.T) {
+	for _, gz := range []bool{false, true} {
+		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := testConfig(dir)
+			cfg.Gzip = gz
+			s, reg := startSink(t, cfg)
+			ctx := context.Background()
+			// "dns-" + account + "-" + stamp, number and extension: 44
+			// bytes besides the account for gzip's .part name, 36 for plain.
+			longest := 255 - 44
+			if !gz {
+				longest = 255 - 36
+			}
+			mustWrite(t, s, batch(t, "dns", strings.Repeat("a", longest-len("dns")), 0, 2))
+			for _, tt := range []struct {
+				name    string
+				b       *record.Batch
+				message string
+			}{
+				{"no source", &record.Batch{Account: "acme", Envelopes: batch(t, "dns", "acme", 0, 1).Envelopes}, "no source or account"},
+				{"no account", &record.Batch{Source: "dns", Envelopes: batch(t, "dns", "acme", 0, 1).Envelopes}, "no source or account"},
+				{"a file name one byte too long", batch(t, "dns", strings.Repeat("a", longest-len("dns")+1), 0, 1), "longer than the 255"},
+				{"an account that escapes to too long a name", batch(t, "dns", strings.Repeat("/", 90), 0, 1), "longer than the 255"},
+			} {
+				err := s.Write(ctx, tt.b)
+				if !sink.IsPermanent(err) || !strings.Contains(err.Error(), tt.message) {
+					t.Errorf("%s: err = %v, want a permanent error saying %q", tt.name, err, tt.message)
+				}
+			}
+			if got := counterValue(t, reg, "collector_sink_errors_total", map[string]string{"kind": "invalid"}); got != 4 {
+				t.Errorf("errors_total{kind=invalid} = %v, want 4", got)
+			}
+
+			// A file system with shorter names than 255 refuses at open.
+			s.open = func(path string, _ int, _ os.FileMode) (segment, error) {
+				return nil, &os.PathError{Op: "open", Path: path, Err: syscall.ENAMETOOLONG}
+			}
+			if err := s.Write(ctx, batch(t, "dns", "other", 0, 1)); !sink.IsPermanent(err) || !errors.Is(err, syscall.ENAMETOOLONG) {
+				t.Errorf("ENAMETOOLONG: err = %v, want it permanent", err)
+			}
+		})
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/svcexport/collector/internal/sink/sinkhelper"
 )
 
 // segment is the file a stream appends to: an *os.File, or in tests a
@@ -108,7 +110,7 @@ func (st *stream) commit(p *pending) error {
 		}
 		// Otherwise a leader has it and may still make it durable: the
 		// caller's retry may then duplicate it (C7 allows), never tear it.
-		return &writeError{kindCanceled, fmt.Errorf("file sink: write %s: %w", st.name, p.ctx.Err())}
+		return sinkhelper.Kind(kindCanceled, fmt.Errorf("file sink: write %s: %w", st.name, p.ctx.Err()))
 	}
 }
 
@@ -118,7 +120,7 @@ func (st *stream) flush(group []*pending) {
 	var n int64
 	for _, p := range group {
 		if err := p.ctx.Err(); err != nil {
-			st.finish(p, &writeError{kindCanceled, fmt.Errorf("file sink: write %s: %w", st.name, err)})
+			st.finish(p, sinkhelper.Kind(kindCanceled, fmt.Errorf("file sink: write %s: %w", st.name, err)))
 			continue
 		}
 		live = append(live, p)
@@ -166,13 +168,13 @@ func (st *stream) append(group []*pending, n int64) error {
 	var err error
 	for _, p := range group {
 		if _, werr := st.f.Write(*p.buf); werr != nil {
-			err = &writeError{kindWrite, wrapPath("append to", st.path, werr)}
+			err = sinkhelper.Kind(kindWrite, wrapPath("append to", st.path, werr))
 			break
 		}
 	}
 	if err == nil && st.s.cfg.Fsync {
 		if serr := st.f.Sync(); serr != nil {
-			err = &writeError{kindSync, wrapPath("fsync", st.path, serr)}
+			err = sinkhelper.Kind(kindSync, wrapPath("fsync", st.path, serr))
 		}
 	}
 	if err == nil {
@@ -209,7 +211,7 @@ func (st *stream) clearTorn() error {
 		return nil
 	}
 	if err := st.f.Truncate(st.size); err != nil {
-		return &writeError{kindTruncate, fmt.Errorf("file sink: %s keeps the torn tail of a failed write past %d bytes: %w", st.path, st.size, err)}
+		return sinkhelper.Kind(kindTruncate, fmt.Errorf("file sink: %s keeps the torn tail of a failed write past %d bytes: %w", st.path, st.size, err))
 	}
 	st.torn = false
 	path := st.path
@@ -227,12 +229,12 @@ func (st *stream) clearTorn() error {
 // its directory entry durable.
 func (st *stream) openFile() error {
 	if err := st.mkdirs(); err != nil {
-		return &writeError{kindOpen, fmt.Errorf("file sink: %w", err)}
+		return sinkhelper.Kind(kindOpen, fmt.Errorf("file sink: %w", err))
 	}
 	if !st.scanned {
 		last, err := lastFileName(st.dir, st.prefix)
 		if err != nil {
-			return &writeError{kindOpen, fmt.Errorf("file sink: %w", err)}
+			return sinkhelper.Kind(kindOpen, fmt.Errorf("file sink: %w", err))
 		}
 		st.last, st.scanned = last, true
 	}
@@ -255,14 +257,14 @@ func (st *stream) openFile() error {
 		name.seq++ // a name we did not see: never overwrite it
 	}
 	if err != nil {
-		return &writeError{kindOpen, wrapPath("create", path, err)}
+		return sinkhelper.Kind(kindOpen, wrapPath("create", path, err))
 	}
 	st.last = name
 	if st.s.cfg.Fsync {
 		if err := syncDir(st.dir); err != nil {
 			_ = f.Close()
 			_ = os.Remove(path)
-			return &writeError{kindSync, fmt.Errorf("file sink: %w", err)}
+			return sinkhelper.Kind(kindSync, fmt.Errorf("file sink: %w", err))
 		}
 	}
 	st.f, st.path, st.cur, st.size, st.opened = f, path, name, 0, st.s.now()
