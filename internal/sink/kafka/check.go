@@ -69,28 +69,12 @@ func (r CheckReport) String() string {
 // create_topics is off; the report holds what was learned anyway.
 func Check(ctx context.Context, cfg Config, streams []Stream) (CheckReport, error) {
 	var rep CheckReport
-	if err := cfg.Validate(); err != nil {
-		return rep, err
-	}
-	if cfg.TLS.InsecureSkipVerify {
-		rep.Warnings = append(rep.Warnings, prefix+".tls.insecure_skip_verify is set: broker certificates are not verified")
-	}
-	if cfg.SASL.Mechanism == "PLAIN" && !cfg.TLS.Enabled {
-		rep.Warnings = append(rep.Warnings, "SASL PLAIN without TLS sends the password in clear text")
-	}
-	tmpl, err := parseTopicTemplate(cfg.Topic)
-	if err != nil {
-		return rep, fmt.Errorf("%s.topic: %w", prefix, err)
-	}
-	tc, err := tlsConfig(cfg.TLS)
+	cn, err := prepare(cfg)
 	if err != nil {
 		return rep, err
 	}
-	mech, err := saslMechanism(cfg.SASL)
-	if err != nil {
-		return rep, err
-	}
-	cl, err := kgo.NewClient(connOpts(cfg, tc, mech, slog.New(slog.DiscardHandler))...)
+	rep.Warnings = warnings(cfg)
+	cl, err := kgo.NewClient(connOpts(cfg, cn, slog.New(slog.DiscardHandler))...)
 	if err != nil {
 		return rep, fmt.Errorf("kafka check: create client: %w", err)
 	}
@@ -109,7 +93,7 @@ func Check(ctx context.Context, cfg Config, streams []Stream) (CheckReport, erro
 
 	byTopic := map[string][]Stream{}
 	for _, st := range streams {
-		t := tmpl.name(st.Source, st.Account)
+		t := cn.tmpl.name(st.Source, st.Account)
 		byTopic[t] = append(byTopic[t], st)
 	}
 	topics := make([]string, 0, len(byTopic))

@@ -3,11 +3,9 @@ package kafka
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"os"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -15,7 +13,46 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/sink/kafka/kafkarecord"
 )
+
+// conn is what New and Check take from a Config: the topic template, the
+// TLS configuration and the SASL mechanism, every file read.
+type conn struct {
+	tmpl topicTemplate
+	tls  *tls.Config
+	mech sasl.Mechanism
+}
+
+// prepare validates cfg and reads its files; an error names the key.
+func prepare(cfg Config) (conn, error) {
+	if err := cfg.Validate(); err != nil {
+		return conn{}, err
+	}
+	tmpl, _ := parseTopicTemplate(cfg.Topic) // Validate checked it
+	tc, err := cfg.TLS.Build()
+	if err != nil {
+		return conn{}, fmt.Errorf("%s.tls.%w", prefix, err)
+	}
+	mech, err := saslMechanism(cfg.SASL)
+	if err != nil {
+		return conn{}, err
+	}
+	return conn{tmpl: tmpl, tls: tc, mech: mech}, nil
+}
+
+// warnings are the settings of cfg that work but deserve a look: Start
+// logs them, Check reports them.
+func warnings(cfg Config) []string {
+	var w []string
+	if cfg.TLS.InsecureSkipVerify {
+		w = append(w, "TLS certificate verification is off ("+prefix+".tls.insecure_skip_verify): anyone on the path can read and alter what the collector sends")
+	}
+	if cfg.SASL.Mechanism == "PLAIN" && !cfg.TLS.Enabled {
+		w = append(w, "SASL PLAIN without TLS sends the password in clear text ("+prefix+".tls.enabled is false)")
+	}
+	return w
+}
 
 // codec maps a Config.Compression name to franz-go's codec. zstd runs at
 // its fastest level (klauspost zstd.SpeedFastest = 1): on envelopes it
@@ -40,18 +77,18 @@ func codec(name string) (kgo.CompressionCodec, bool) {
 // connOpts are the options every client of this package needs to reach the
 // cluster: seeds, client id, timeouts, TLS, SASL and logging. The producer
 // adds its own in producerOpts.
-func connOpts(cfg Config, tc *tls.Config, mech sasl.Mechanism, log *slog.Logger) []kgo.Opt {
+func connOpts(cfg Config, cn conn, log *slog.Logger) []kgo.Opt {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ClientID(cfg.ClientID),
 		kgo.RequestTimeoutOverhead(cfg.RequestTimeout),
 		kgo.WithLogger(slogAdapter{log: log}),
 	}
-	if tc != nil {
-		opts = append(opts, kgo.DialTLSConfig(tc))
+	if cn.tls != nil {
+		opts = append(opts, kgo.DialTLSConfig(cn.tls))
 	}
-	if mech != nil {
-		opts = append(opts, kgo.SASL(mech))
+	if cn.mech != nil {
+		opts = append(opts, kgo.SASL(cn.mech))
 	}
 	return opts
 }
@@ -93,44 +130,12 @@ func producerOpts(cfg Config, limit func(topic string) int32) []kgo.Opt {
 func accountPartition(r *kgo.Record, n int) int {
 	h := fnv.New32a()
 	for i := range r.Headers {
-		if r.Headers[i].Key == HeaderAccount {
+		if r.Headers[i].Key == kafkarecord.HeaderAccount {
 			h.Write(r.Headers[i].Value)
 			break
 		}
 	}
 	return int(h.Sum32() % uint32(n))
-}
-
-// tlsConfig builds the client TLS configuration, reading the files now so
-// that a bad path is reported by New with its key.
-func tlsConfig(c TLSConfig) (*tls.Config, error) {
-	if !c.Enabled {
-		return nil, nil
-	}
-	tc := &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		ServerName:         c.ServerName,
-		InsecureSkipVerify: c.InsecureSkipVerify, //nolint:gosec // opt-in for tests, warned about at Start
-	}
-	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("%s.tls.ca_file: %w", prefix, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s.tls.ca_file: %s holds no PEM certificate", prefix, c.CAFile)
-		}
-		tc.RootCAs = pool
-	}
-	if c.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("%s.tls.cert_file/key_file: %w", prefix, err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
 }
 
 // saslMechanism builds the SASL mechanism, resolving the password (inline

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/tlsconfig"
 )
 
 // Values of Config.Format.
@@ -126,29 +127,12 @@ type Config struct {
 	// ReplicationFactor of created topics; -1 takes the broker's
 	// default.replication.factor. Default -1.
 	ReplicationFactor int `koanf:"replication_factor"`
-	// TLS configures encryption to the brokers.
-	TLS TLSConfig `koanf:"tls"`
+	// TLS configures encryption to the brokers (keys under
+	// sink.kafka.tls); empty ca_file means the system roots, server_name
+	// defaults to the host of each broker address.
+	TLS tlsconfig.Config `koanf:"tls"`
 	// SASL configures authentication to the brokers.
 	SASL SASLConfig `koanf:"sasl"`
-}
-
-// TLSConfig configures TLS to the brokers (keys under sink.kafka.tls).
-type TLSConfig struct {
-	// Enabled turns TLS on. Default false.
-	Enabled bool `koanf:"enabled"`
-	// CAFile is a PEM bundle of the CAs that sign the brokers'
-	// certificates; empty means the system roots.
-	CAFile string `koanf:"ca_file"`
-	// CertFile and KeyFile are a PEM client certificate and key for mutual
-	// TLS; both or neither.
-	CertFile string `koanf:"cert_file"`
-	KeyFile  string `koanf:"key_file"`
-	// ServerName overrides the name checked in the brokers' certificates;
-	// empty means the host of each broker address.
-	ServerName string `koanf:"server_name"`
-	// InsecureSkipVerify accepts any broker certificate. Only for tests;
-	// the sink logs a warning when it is set.
-	InsecureSkipVerify bool `koanf:"insecure_skip_verify"`
 }
 
 // SASLConfig configures SASL authentication (keys under sink.kafka.sasl).
@@ -258,35 +242,11 @@ func (c Config) Validate() error {
 	if c.ReplicationFactor != -1 && (c.ReplicationFactor < 1 || c.ReplicationFactor > math.MaxInt16) {
 		add("replication_factor", "must be -1 (broker default) or between 1 and %d, got %d", math.MaxInt16, c.ReplicationFactor)
 	}
-	errs = append(errs, c.TLS.validate(prefix+".tls")...)
+	if err := c.TLS.Validate(prefix + ".tls"); err != nil {
+		errs = append(errs, err)
+	}
 	errs = append(errs, c.SASL.validate(prefix+".sasl")...)
 	return errors.Join(errs...)
-}
-
-func (c TLSConfig) validate(p string) []error {
-	var errs []error
-	add := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s.%s: %s", p, key, fmt.Sprintf(format, args...)))
-	}
-	if !c.Enabled {
-		for key, v := range map[string]string{"ca_file": c.CAFile, "cert_file": c.CertFile, "key_file": c.KeyFile, "server_name": c.ServerName} {
-			if v != "" {
-				add(key, "is set but %s.enabled is false", p)
-			}
-		}
-		if c.InsecureSkipVerify {
-			add("insecure_skip_verify", "is set but %s.enabled is false", p)
-		}
-		return errs
-	}
-	if (c.CertFile == "") != (c.KeyFile == "") {
-		if c.CertFile == "" {
-			add("cert_file", "must be set together with %s.key_file", p)
-		} else {
-			add("key_file", "must be set together with %s.cert_file", p)
-		}
-	}
-	return errs
 }
 
 func (c SASLConfig) validate(p string) []error {

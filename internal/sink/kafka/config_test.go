@@ -15,6 +15,7 @@ import (
 
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink/kafka"
+	"github.com/svcexport/collector/internal/tlsconfig"
 )
 
 // loadConfig applies testdata/name over the defaults the way the
@@ -50,7 +51,7 @@ func TestConfigFromYAML(t *testing.T) {
 		CreateTopics:       true,
 		Partitions:         12,
 		ReplicationFactor:  3,
-		TLS: kafka.TLSConfig{
+		TLS: tlsconfig.Config{
 			Enabled: true, CAFile: "/etc/collector/kafka-ca.pem", CertFile: "/etc/collector/client.pem",
 			KeyFile: "/etc/collector/client-key.pem", ServerName: "kafka.internal",
 		},
@@ -136,7 +137,7 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 		}, `sink.kafka.sasl.mechanism: unknown mechanism "GSSAPI"`},
 		{"a password without mechanism", func(c *kafka.Config) { c.SASL.Password = secret.New("p") }, "sink.kafka.sasl.mechanism: must be set"},
 		{"a ca file with tls off", func(c *kafka.Config) { c.TLS.CAFile = "/ca.pem" }, "sink.kafka.tls.ca_file: is set but sink.kafka.tls.enabled is false"},
-		{"a cert without key", func(c *kafka.Config) { c.TLS = kafka.TLSConfig{Enabled: true, CertFile: "/c.pem"} }, "sink.kafka.tls.key_file: must be set together with sink.kafka.tls.cert_file"},
+		{"a cert without key", func(c *kafka.Config) { c.TLS = tlsconfig.Config{Enabled: true, CertFile: "/c.pem"} }, "sink.kafka.tls.key_file: must be set together with sink.kafka.tls.cert_file"},
 		{"a negative linger", func(c *kafka.Config) { c.Linger = -time.Millisecond }, "sink.kafka.linger: must be between 0 and 1m"},
 		{"tiny batches", func(c *kafka.Config) { c.BatchMaxBytes = 10 }, "sink.kafka.batch_max_bytes: must be between 1024"},
 		{"a byte buffer below a batch", func(c *kafka.Config) { c.MaxBufferedBytes = 4096 }, "sink.kafka.max_buffered_bytes: 4096 is below sink.kafka.batch_max_bytes"},
@@ -184,11 +185,11 @@ func TestBadFileNamesEveryBadKey(t *testing.T) {
 func TestNewRefusesMissingFilesByKey(t *testing.T) {
 	c := kafka.DefaultConfig()
 	c.Brokers = []string{"127.0.0.1:9092"}
-	c.TLS = kafka.TLSConfig{Enabled: true, CAFile: t.TempDir() + "/missing.pem"}
+	c.TLS = tlsconfig.Config{Enabled: true, CAFile: t.TempDir() + "/missing.pem"}
 	if _, err := kafka.New(c, nil, t.TempDir(), nil, nil); err == nil || !strings.Contains(err.Error(), "sink.kafka.tls.ca_file") {
 		t.Errorf("missing CA file: got %v", err)
 	}
-	c.TLS = kafka.TLSConfig{}
+	c.TLS = tlsconfig.Config{}
 	c.SASL = kafka.SASLConfig{Mechanism: "SCRAM-SHA-256", Username: "u", PasswordFile: t.TempDir() + "/missing"}
 	if _, err := kafka.New(c, nil, t.TempDir(), nil, nil); err == nil || !strings.Contains(err.Error(), "sink.kafka.sasl.password_file") {
 		t.Errorf("missing password file: got %v", err)
@@ -217,8 +218,8 @@ func TestMetricsFollowPrometheusNaming(t *testing.T) {
 	for _, p := range problems {
 		t.Errorf("%s: %s", p.Metric, p.Text)
 	}
-	// A second sink on the same registry shares the counters but cannot
-	// share the buffered gauges, which read one client.
+	// A second sink on the same registry cannot share the buffered gauges,
+	// which read one client.
 	if _, err := kafka.New(c, nil, t.TempDir(), reg, nil); err == nil || !strings.Contains(err.Error(), "collector_kafka_buffered_records") {
 		t.Errorf("second sink on one registry: %v", err)
 	}

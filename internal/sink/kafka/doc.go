@@ -17,7 +17,30 @@
 // New, fsynced) with its reason, is counted in
 // collector_dead_letters_total{sink="kafka"}, and the rest of the batch
 // goes on. Anything else that fails makes Write return an error, and the
-// pipeline writes the whole batch again later.
+// pipeline writes the whole batch again later, unless the error is
+// permanent.
+//
+// # Permanent errors
+//
+// Write marks an error permanent (sink.Permanent: the pipeline stops the
+// stream instead of retrying; a restart after the fix delivers the batch)
+// when the cluster's answer concerns the records or their topic and no
+// repeat can change it without an operator changing the cluster:
+// TOPIC_AUTHORIZATION_FAILED and CLUSTER_AUTHORIZATION_FAILED (the ACLs
+// refuse this principal the topic; franz-go does not retry them either),
+// INVALID_TOPIC_EXCEPTION and POLICY_VIOLATION, INVALID_PARTITIONS and
+// INVALID_REPLICATION_FACTOR when creating a topic, INVALID_RECORD, and a
+// topic that does not exist while create_topics is off. A record too large
+// for its topic is no error at all: it is dead-lettered. Everything that
+// may pass is retried: lost connections, timeouts, leader elections,
+// NOT_ENOUGH_REPLICAS, an UNKNOWN_TOPIC_OR_PARTITION met while producing
+// (partitions move), and SASL authentication failures (a credential that
+// reaches the brokers one by one after a change).
+//
+// Lifecycle, the shared collector_sink_* metrics and the dead-letter file
+// come from package sinkhelper; errors are counted by kind (too_large,
+// timeout, canceled, auth, unknown_topic, broker, closed, other,
+// dead_letter, state).
 //
 // Defaults come from BenchmarkWrite on the project's 2-core machines (see
 // bench_test.go and Config): zstd at its fastest level (7x smaller than the

@@ -27,7 +27,10 @@ import (
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink/kafka"
+	"github.com/svcexport/collector/internal/sink/kafka/kafkarecord"
+	"github.com/svcexport/collector/internal/sink/sinkhelper"
 	"github.com/svcexport/collector/internal/testinfra/kafkatest"
+	"github.com/svcexport/collector/internal/tlsconfig"
 )
 
 func TestWriteDeliversEveryRecordWithKeyHeadersAndEnvelope(t *testing.T) {
@@ -67,13 +70,13 @@ func TestWriteDeliversEveryRecordWithKeyHeadersAndEnvelope(t *testing.T) {
 				t.Errorf("value of %s is not JSON", e.ID)
 			}
 			for k, want := range map[string]string{
-				kafka.HeaderSource:      e.Source,
-				kafka.HeaderAccount:     e.Account,
-				kafka.HeaderTime:        record.FormatTime(e.Time),
-				kafka.HeaderWindowStart: "2026-11-20T00:00:00.000Z",
-				kafka.HeaderWindowEnd:   "2026-11-20T01:00:00.000Z",
-				kafka.HeaderFetchedAt:   "2026-11-22T10:00:00.123Z",
-				kafka.HeaderContentType: "application/json",
+				kafkarecord.HeaderSource:      e.Source,
+				kafkarecord.HeaderAccount:     e.Account,
+				kafkarecord.HeaderTime:        record.FormatTime(e.Time),
+				kafkarecord.HeaderWindowStart: "2026-11-20T00:00:00.000Z",
+				kafkarecord.HeaderWindowEnd:   "2026-11-20T01:00:00.000Z",
+				kafkarecord.HeaderFetchedAt:   "2026-11-22T10:00:00.123Z",
+				kafkarecord.HeaderContentType: "application/json",
 			} {
 				if v := header(t, r, k); v != want {
 					t.Errorf("record %s header %s = %q, want %q", e.ID, k, v, want)
@@ -150,7 +153,7 @@ func TestEachCodecAndTheRecordFormat(t *testing.T) {
 				if !bytes.Equal(r.Value, want) {
 					t.Fatalf("value of %s:\n got %s\nwant %s", e.ID, r.Value, want)
 				}
-				if v := header(t, r, kafka.HeaderTime); v != record.FormatTime(e.Time) {
+				if v := header(t, r, kafkarecord.HeaderTime); v != record.FormatTime(e.Time) {
 					t.Errorf("time header %q, want %q", v, record.FormatTime(e.Time))
 				}
 				if ct := r.Attrs.CompressionType(); ct != tt.want {
@@ -183,7 +186,7 @@ func TestAccountPartitionerPutsOneAccountOnOnePartition(t *testing.T) {
 			t.Fatalf("read %d records, want %d", len(recs), 60*len(accounts))
 		}
 		for _, r := range recs {
-			a := header(t, r, kafka.HeaderAccount)
+			a := header(t, r, kafkarecord.HeaderAccount)
 			if out[a] == nil {
 				out[a] = map[int32]int{}
 			}
@@ -335,7 +338,7 @@ func TestWriteReturnsWhenItsContextEnds(t *testing.T) {
 // deadLines reads the dead-letter file of dir.
 func deadLines(t *testing.T, dir string) []map[string]json.RawMessage {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, kafka.DeadLetterFile))
+	f, err := os.Open(filepath.Join(dir, sinkhelper.DeadLetterFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -481,7 +484,7 @@ func TestTLSWithTheRightCAAndRefusedWithAWrongOne(t *testing.T) {
 	streams := []kafka.Stream{{Source: "dns", Account: "acme"}}
 
 	cfg := testConfig(c)
-	cfg.TLS = kafka.TLSConfig{Enabled: true, CAFile: ca.WriteCA(t, t.TempDir())}
+	cfg.TLS = tlsconfig.Config{Enabled: true, CAFile: ca.WriteCA(t, t.TempDir())}
 	s, _ := startSink(t, cfg, streams, nil)
 	b := makeBatch(t, "dns", "acme", 0, 0, 20, 10)
 	write(t, s, b)

@@ -1,4 +1,4 @@
-package kafka
+package kafkarecord
 
 import (
 	"encoding/binary"
@@ -32,29 +32,33 @@ const numHeaders = 7
 // own when batchOverhead plus its encoded size is at most the batch limit.
 const batchOverhead = 65
 
-// tooLargeSlack widens the "this record alone is too large" test for a record
-// the producer already refused: franz-go's own size arithmetic may count a
-// few bytes more than standaloneSize, and such a record must not be retried
-// forever.
-const tooLargeSlack = 512
+// TooLargeSlack widens the "this record alone is too large" test for a
+// record the producer already refused: franz-go's own size arithmetic may
+// count a few bytes more than StandaloneSize, and such a record must not be
+// retried forever.
+const TooLargeSlack = 512
 
-// encoder turns the envelopes of one batch into Kafka records. Keys, values
-// and header values of a batch share one byte slab and one header slab: the
-// records are handed to the producer and never modified, so sharing is
-// safe, and a batch costs a few allocations instead of ten per record.
-type encoder struct {
-	format      string
-	contentType []byte
+// Encoder turns the envelopes of one batch into Kafka records. The zero
+// value writes the envelope as the value; Raw writes the record as the API
+// sent it. Keys, values and header values of a batch share one byte slab
+// and one header slab: the records are handed to the producer and never
+// modified, so sharing is safe, and a batch costs a few allocations
+// instead of ten per record. An Encoder is safe for concurrent use.
+type Encoder struct {
+	// Raw makes the value the raw record (format "record") instead of the
+	// envelope JSON (format "envelope").
+	Raw bool
 }
 
-// encode returns one record per envelope; topics[i] is the topic of
+// Encode returns one record per envelope; topics[i] is the topic of
 // envs[i].
-func (e *encoder) encode(envs []record.Envelope, topics []string) []kgo.Record {
+func (e Encoder) Encode(envs []record.Envelope, topics []string) []kgo.Record {
 	n := len(envs)
 	size := 0
 	for i := range envs {
 		size += envs[i].Size() + 4*len(record.TimeLayout) + len(envs[i].Source) + len(envs[i].Account)
 	}
+	size += len(ContentType)
 	slab := make([]byte, 0, size)
 	hdrs := make([]kgo.RecordHeader, n*numHeaders)
 	recs := make([]kgo.Record, n)
@@ -77,6 +81,7 @@ func (e *encoder) encode(envs []record.Envelope, topics []string) []kgo.Record {
 		slab = append(slab, s...)
 		return slab[start:len(slab):len(slab)]
 	}
+	contentType := put(ContentType) // one value for the batch's records
 	var lastSource, lastAccount string
 	var srcVal, accVal []byte
 
@@ -85,8 +90,8 @@ func (e *encoder) encode(envs []record.Envelope, topics []string) []kgo.Record {
 		r := &recs[i]
 		r.Topic = topics[i]
 		r.Key = put(env.ID)
-		switch e.format {
-		case FormatRecord:
+		switch {
+		case e.Raw:
 			// The envelope does not own Record, but nobody modifies a
 			// page's bytes after decoding (record.Envelope), so the
 			// producer may hold it until the promise.
@@ -116,15 +121,15 @@ func (e *encoder) encode(envs []record.Envelope, topics []string) []kgo.Record {
 		h[3] = kgo.RecordHeader{Key: HeaderWindowStart, Value: timeVal(0, env.WindowStart)}
 		h[4] = kgo.RecordHeader{Key: HeaderWindowEnd, Value: timeVal(1, env.WindowEnd)}
 		h[5] = kgo.RecordHeader{Key: HeaderFetchedAt, Value: timeVal(2, env.FetchedAt)}
-		h[6] = kgo.RecordHeader{Key: HeaderContentType, Value: e.contentType}
+		h[6] = kgo.RecordHeader{Key: HeaderContentType, Value: contentType}
 		r.Headers = h
 	}
 	return recs
 }
 
-// standaloneSize is the wire size of a record batch holding r alone,
+// StandaloneSize is the wire size of a record batch holding r alone,
 // before compression: what the batch limit is compared against.
-func standaloneSize(r *kgo.Record) int {
+func StandaloneSize(r *kgo.Record) int {
 	l := 1 + // attributes
 		1 + // timestamp delta 0
 		1 + // offset delta 0

@@ -1,0 +1,138 @@
+package kafkarecord_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+
+	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink/kafka/kafkarecord"
+	"github.com/svcexport/collector/internal/testinfra/kafkatest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// A record with invalid UTF-8 reaches Kafka losslessly in both formats:
+// the record format carries the bytes as the API sent them, the envelope
+// format a valid JSON envelope with the repaired record and the original
+// bytes in record_base64.
+func TestARecordWithInvalidUTF8IsDeliveredLosslesslyInBothFormats(t *testing.T) {
+	raw := []byte("{\"createdTime\":\"2026-11-20T10:00:00Z\",\"name\":\"bad \xff byte\"}")
+	ws := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	var b record.Builder
+	env, flaw := b.Build("dns", "acme", "createdTime", ws, ws.Add(time.Hour), ws, raw)
+	if flaw&record.FlawInvalidUTF8 == 0 || env.Original == nil {
+		t.Fatalf("flaw %v, original %q: want an invalid_utf8 flaw with the original kept", flaw, env.Original)
+	}
+	if got := (kafkarecord.Encoder{Raw: true}).Encode([]record.Envelope{env}, []string{"t"})[0].Value; !bytes.Equal(got, raw) {
+		t.Errorf("record format value %q, want the bytes as sent %q", got, raw)
+	}
+	v := kafkarecord.Encoder{}.Encode([]record.Envelope{env}, []string{"t"})[0].Value
+	var got struct {
+		ID           string          `json:"id"`
+		Record       json.RawMessage `json:"record"`
+		RecordBase64 string          `json:"record_base64"`
+	}
+	if !json.Valid(v) {
+		t.Fatalf("envelope format value is not valid JSON: %q", v)
+	}
+	if err := json.Unmarshal(v, &got); err != nil {
+		t.Fatal(err)
+	}
+	orig, err := base64.StdEncoding.DecodeString(got.RecordBase64)
+	if err != nil || !bytes.Equal(orig, raw) || got.ID != env.ID {
+		t.Fatalf("envelope record_base64 decodes to %q (%v), id %s; want %q and %s", orig, err, got.ID, raw, env.ID)
+	}
+}
+
+// TestStandaloneSizeAgreesWithFranzGo sweeps record sizes across a batch
+// limit and compares StandaloneSize with franz-go's own verdict:
+// every record the sink lets through must be accepted, and every record
+// franz-go refuses must be one a sink would dead-letter after the
+// refusal (size + slack over the limit), so none is retried forever.
+func TestStandaloneSizeAgreesWithFranzGo(t *testing.T) {
+	const limit = 4096
+	c := kafkatest.NewCluster(t, kfake.SeedTopics(1, "sizes"))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ProducerBatchMaxBytes(limit),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var enc kafkarecord.Encoder
+	ws := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	var refused, passed int
+	for pad := 3400; pad < 3700; pad++ {
+		raw := []byte(`{"createdTime":"2026-11-20T00:00:00Z","pad":"` + strings.Repeat("p", pad) + `"}`)
+		var b record.Builder
+		e, flaw := b.Build("dns", "acme", "createdTime", ws, ws.Add(time.Hour), ws, raw)
+		if flaw != 0 {
+			t.Fatal(flaw)
+		}
+		r := &enc.Encode([]record.Envelope{e}, []string{"sizes"})[0]
+		size := kafkarecord.StandaloneSize(r)
+		err = cl.ProduceSync(ctx, r).FirstErr()
+		switch {
+		case err == nil:
+			passed++
+		case errors.Is(err, kerr.MessageTooLarge):
+			refused++
+			if size <= limit {
+				t.Errorf("StandaloneSize %d <= %d but franz-go refused the record: a sink would produce it and fail", size, limit)
+			}
+			if size+kafkarecord.TooLargeSlack <= limit {
+				t.Errorf("franz-go refused a record of StandaloneSize %d: a sink would retry it forever", size)
+			}
+		default:
+			t.Fatalf("produce: %v", err)
+		}
+		if err == nil && size > limit+8 {
+			t.Errorf("StandaloneSize %d is far over %d but franz-go took it: a sink would dead-letter records that fit", size, limit)
+		}
+	}
+	if refused == 0 || passed == 0 {
+		t.Fatalf("sweep did not cross the limit: %d passed, %d refused", passed, refused)
+	}
+}
+
+// BenchmarkEncode is the CPU per record of encoding (envelope to Kafka
+// record, no I/O, no compression).
+func BenchmarkEncode(b *testing.B) {
+	ws := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	var bld record.Builder
+	envs := make([]record.Envelope, 5000)
+	topics := make([]string, len(envs))
+	for i := range envs {
+		raw := []byte(`{"createdTime":"2026-11-20T00:00:00.123Z","query":"login.example.com","queryType":"A","resolvedIps":["10.1.2.3"],"deviceName":"WS-00042","seq":` + strings.Repeat("7", 1+i%9) + `}`)
+		e, flaw := bld.Build("dns", "acme", "createdTime", ws, ws.Add(time.Hour), ws, raw)
+		if flaw != 0 {
+			b.Fatal(flaw)
+		}
+		envs[i], topics[i] = e, "svc.dns"
+	}
+	for _, format := range []string{"envelope", "record"} {
+		b.Run(format, func(b *testing.B) {
+			enc := kafkarecord.Encoder{Raw: format == "record"}
+			b.ReportAllocs()
+			for b.Loop() {
+				recs := enc.Encode(envs, topics)
+				if len(recs) != len(envs) {
+					b.Fatal("short")
+				}
+			}
+			b.ReportMetric(float64(b.N*len(envs))/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
