@@ -1,13 +1,18 @@
 package clickhouse
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"time"
 
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+
 	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/sink/clickhouse/schema"
+	"github.com/svcexport/collector/internal/tlsconfig"
 )
 
 // Protocols and compression codecs Config accepts.
@@ -37,26 +42,6 @@ const (
 	MaxBatchRows = 1_000_000
 )
 
-// TLSConfig is the TLS part of Config (keys under sink.clickhouse.tls).
-// The zero value is TLS off.
-type TLSConfig struct {
-	// Enabled turns TLS on. Default false.
-	Enabled bool `koanf:"enabled"`
-	// CAFile is a PEM bundle of the CAs trusted for the server's
-	// certificate; empty means the system pool.
-	CAFile string `koanf:"ca_file"`
-	// CertFile and KeyFile are a PEM client certificate and its key, for
-	// servers that require one; both or neither.
-	CertFile string `koanf:"cert_file"`
-	KeyFile  string `koanf:"key_file"`
-	// ServerName overrides the name checked in the server's certificate
-	// (default: the host of the address dialled).
-	ServerName string `koanf:"server_name"`
-	// InsecureSkipVerify accepts any server certificate. For tests only:
-	// New logs a warning when it is on.
-	InsecureSkipVerify bool `koanf:"insecure_skip_verify"`
-}
-
 // Config is the configuration of the ClickHouse sink (keys under
 // sink.clickhouse). Build it with DefaultConfig and override; the zero value
 // is not valid.
@@ -79,8 +64,10 @@ type Config struct {
 	// TablePrefix is put before every table and view name (e.g. "svc_"
 	// gives svc_dns). Default "".
 	TablePrefix string `koanf:"table_prefix"`
-	// TLS configures an encrypted connection. Default off.
-	TLS TLSConfig `koanf:"tls"`
+	// TLS configures an encrypted connection (keys under
+	// sink.clickhouse.tls); empty ca_file means the system roots. Default
+	// off.
+	TLS tlsconfig.Config `koanf:"tls"`
 	// Compression of the data on the wire: "lz4" (default), "zstd" or
 	// "none".
 	Compression string `koanf:"compression"`
@@ -131,25 +118,6 @@ func DefaultConfig() Config {
 	}
 }
 
-// isIdent reports whether s is a plain identifier ([A-Za-z_][A-Za-z0-9_]*):
-// Database and TablePrefix become parts of identifiers in DDL, so nothing
-// that would need quoting is allowed.
-func isIdent(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
-		case '0' <= c && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // Validate reports every invalid key, naming it
 // (sink.clickhouse.protocol: must be native or http), joined with
 // errors.Join; nil when c is usable. It reads no file.
@@ -172,20 +140,17 @@ func (c Config) Validate() error {
 	if c.Protocol != ProtocolNative && c.Protocol != ProtocolHTTP {
 		bad("protocol", "must be native or http, got %q", c.Protocol)
 	}
-	if !isIdent(c.Database) {
+	if !schema.PlainIdent(c.Database) {
 		bad("database", "must be a plain identifier ([A-Za-z_][A-Za-z0-9_]*), got %q", c.Database)
 	}
 	if c.Username == "" {
 		bad("username", "must not be empty")
 	}
-	if c.TablePrefix != "" && !isIdent(c.TablePrefix) {
+	if c.TablePrefix != "" && !schema.PlainIdent(c.TablePrefix) {
 		bad("table_prefix", "must be empty or a plain identifier ([A-Za-z_][A-Za-z0-9_]*), got %q", c.TablePrefix)
 	}
-	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		bad("tls.cert_file", "sink.clickhouse.tls.cert_file and sink.clickhouse.tls.key_file must be set together")
-	}
-	if !c.TLS.Enabled && (c.TLS.CAFile != "" || c.TLS.CertFile != "" || c.TLS.ServerName != "" || c.TLS.InsecureSkipVerify) {
-		bad("tls.enabled", "must be true when other sink.clickhouse.tls keys are set")
+	if err := c.TLS.Validate(p + "tls"); err != nil {
+		errs = append(errs, err)
 	}
 	switch c.Compression {
 	case CompressionLZ4, CompressionZSTD, CompressionNone:
@@ -223,4 +188,37 @@ func (c Config) addrs() []string {
 		{true, false}: "8123", {true, true}: "8443",
 	}[[2]bool{c.Protocol == ProtocolHTTP, c.TLS.Enabled}]
 	return []string{net.JoinHostPort("127.0.0.1", port)}
+}
+
+// options are the driver's options for cfg.
+func (c Config) options(pw secret.Secret, tlsCfg *tls.Config) *ch.Options {
+	proto := ch.Native
+	if c.Protocol == ProtocolHTTP {
+		proto = ch.HTTP
+	}
+	method := ch.CompressionLZ4
+	switch c.Compression {
+	case CompressionZSTD:
+		method = ch.CompressionZSTD
+	case CompressionNone:
+		method = ch.CompressionNone
+	}
+	return &ch.Options{
+		Protocol: proto,
+		Addr:     c.addrs(),
+		// No database here: it may not exist yet, and every statement
+		// names it.
+		Auth:             ch.Auth{Username: c.Username, Password: pw.Reveal()},
+		TLS:              tlsCfg,
+		Compression:      &ch.Compression{Method: method},
+		DialTimeout:      c.DialTimeout,
+		ReadTimeout:      c.QueryTimeout,
+		MaxOpenConns:     c.MaxOpenConns,
+		MaxIdleConns:     min(c.MaxOpenConns, 5),
+		ConnMaxLifetime:  time.Hour,
+		ConnOpenStrategy: ch.ConnOpenInOrder,
+		ClientInfo: ch.ClientInfo{Products: []struct{ Name, Version string }{
+			{Name: "svcexport-collector"},
+		}},
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/tlsconfig"
 )
 
 func TestDefaultConfigIsValid(t *testing.T) {
@@ -58,8 +59,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"no query timeout", func(c *Config) { c.QueryTimeout = -time.Second }, "sink.clickhouse.query_timeout: must be positive"},
 		{"no connections", func(c *Config) { c.MaxOpenConns = 0 }, "sink.clickhouse.max_open_conns: must be at least 1"},
 		{"no insert attempt", func(c *Config) { c.InsertAttempts = 0 }, "sink.clickhouse.insert_attempts: must be between 1 and 100"},
-		{"certificate without key", func(c *Config) { c.TLS = TLSConfig{Enabled: true, CertFile: "c.pem"} }, "sink.clickhouse.tls.cert_file:"},
-		{"TLS keys with TLS off", func(c *Config) { c.TLS = TLSConfig{CAFile: "ca.pem"} }, "sink.clickhouse.tls.enabled: must be true"},
+		{"certificate without key", func(c *Config) { c.TLS = tlsconfig.Config{Enabled: true, CertFile: "c.pem"} }, "sink.clickhouse.tls.key_file: must be set together with sink.clickhouse.tls.cert_file"},
+		{"TLS keys with TLS off", func(c *Config) { c.TLS = tlsconfig.Config{CAFile: "ca.pem"} }, "sink.clickhouse.tls.ca_file: is set but sink.clickhouse.tls.enabled is false"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -143,31 +144,34 @@ func writeCert(t *testing.T, dir string) (certFile, keyFile string) {
 	return certFile, keyFile
 }
 
-func TestTLSConfigReadsTheFilesAndNamesTheKeyOnError(t *testing.T) {
+func TestNewReadsTheTLSFilesAndNamesTheKeyOnError(t *testing.T) {
 	dir := t.TempDir()
 	cert, key := writeCert(t, dir)
-	c, err := TLSConfig{Enabled: true, CAFile: cert, CertFile: cert, KeyFile: key, ServerName: "ch.test"}.build()
+	cfg := DefaultConfig()
+	cfg.TLS = tlsconfig.Config{Enabled: true, CAFile: cert, CertFile: cert, KeyFile: key, ServerName: "ch.test"}
+	s, err := New(cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.RootCAs == nil || len(c.Certificates) != 1 || c.ServerName != "ch.test" || c.InsecureSkipVerify {
+	if c := s.opts.TLS; c == nil || c.RootCAs == nil || len(c.Certificates) != 1 || c.ServerName != "ch.test" || c.InsecureSkipVerify {
 		t.Errorf("tls.Config = %+v", c)
 	}
-	if c, err := (TLSConfig{}).build(); c != nil || err != nil {
-		t.Errorf("TLS off gives %v, %v", c, err)
+	if s, err := New(DefaultConfig(), nil, nil); err != nil || s.opts.TLS != nil {
+		t.Errorf("TLS off gives %v, %v", s.opts.TLS, err)
 	}
 	notPEM := filepath.Join(dir, "not.pem")
 	_ = os.WriteFile(notPEM, []byte("hello"), 0o600)
 	for _, bad := range []struct {
-		cfg  TLSConfig
+		tls  tlsconfig.Config
 		want string
 	}{
-		{TLSConfig{Enabled: true, CAFile: filepath.Join(dir, "none.pem")}, "sink.clickhouse.tls.ca_file:"},
-		{TLSConfig{Enabled: true, CAFile: notPEM}, "sink.clickhouse.tls.ca_file: no PEM certificate"},
-		{TLSConfig{Enabled: true, CertFile: cert, KeyFile: notPEM}, "sink.clickhouse.tls.cert_file/key_file:"},
+		{tlsconfig.Config{Enabled: true, CAFile: filepath.Join(dir, "none.pem")}, "sink.clickhouse.tls.ca_file:"},
+		{tlsconfig.Config{Enabled: true, CAFile: notPEM}, "sink.clickhouse.tls.ca_file: no PEM certificate"},
+		{tlsconfig.Config{Enabled: true, CertFile: cert, KeyFile: notPEM}, "sink.clickhouse.tls.cert_file/key_file:"},
 	} {
-		if _, err := bad.cfg.build(); err == nil || !strings.Contains(err.Error(), bad.want) {
-			t.Errorf("build(%+v) = %v, want %q", bad.cfg, err, bad.want)
+		cfg.TLS = bad.tls
+		if _, err := New(cfg, nil, nil); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("New with %+v = %v, want %q", bad.tls, err, bad.want)
 		}
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink"
+	"github.com/svcexport/collector/internal/sink/sinkhelper"
 	"github.com/svcexport/collector/internal/testinfra/chtest"
 )
 
@@ -437,8 +439,8 @@ func TestShutdownSendsPendingRowsAtOnce(t *testing.T) {
 		t.Errorf("second Shutdown: %v", err)
 	}
 	err = s.Write(ctx, batchOf("audit_logs", "org", d.envs[:1], 1))
-	if !errors.Is(err, errShutdown) {
-		t.Errorf("Write after Shutdown = %v, want errShutdown", err)
+	if !errors.Is(err, sinkhelper.ErrClosed) {
+		t.Errorf("Write after Shutdown = %v, want ErrClosed", err)
 	}
 	if err := s.Ready(ctx); err == nil {
 		t.Error("Ready after Shutdown = nil")
@@ -477,11 +479,11 @@ func TestLifecycleWithoutStart(t *testing.T) {
 	if err := s.Ready(ctx); err == nil {
 		t.Error("Ready before Start = nil")
 	}
-	if err := s.Write(ctx, &record.Batch{Source: "dns", Envelopes: make([]record.Envelope, 1)}); !errors.Is(err, errShutdown) {
+	if err := s.Write(ctx, &record.Batch{Source: "dns", Envelopes: make([]record.Envelope, 1)}); !errors.Is(err, sinkhelper.ErrNotStarted) {
 		t.Errorf("Write before Start = %v", err)
 	}
-	if err := s.Write(ctx, &record.Batch{Source: "dns"}); err != nil {
-		t.Errorf("an empty batch is delivered at once, got %v", err)
+	if err := s.Write(ctx, &record.Batch{Source: "dns"}); !errors.Is(err, sinkhelper.ErrNotStarted) {
+		t.Errorf("an empty Write before Start = %v, want ErrNotStarted like any other", err)
 	}
 	for range 2 {
 		if err := s.Shutdown(ctx); err != nil {
@@ -521,7 +523,7 @@ func TestReadyCheckAndUnknownSource(t *testing.T) {
 		t.Errorf("ServerVersion() = %q", v)
 	}
 	err = s.Write(ctx, &record.Batch{Source: "nope", Envelopes: make([]record.Envelope, 1)})
-	if err == nil || !strings.Contains(err.Error(), `no ClickHouse table for source "nope"`) {
+	if !sink.IsPermanent(err) || !strings.Contains(err.Error(), `no ClickHouse table for source "nope"`) {
 		t.Errorf("Write of an unknown source = %v", err)
 	}
 	bad := cfg

@@ -5,35 +5,17 @@
 //
 // # Tables
 //
-// Start creates the database (default "svc") and one table per source
-// (changed_files, connections, dns, user_logins, cloud_activities,
-// audit_logs, agent_info, edge_audit_events, edge_alerts, each behind
-// sink.clickhouse.table_prefix) with CREATE TABLE IF NOT EXISTS. Every table
-// has the envelope's columns (CONTRACT C7): id String, account
-// LowCardinality(String), time, window_start, window_end and fetched_at as
-// DateTime64(3, 'UTC'), and record String CODEC(ZSTD(1)) holding the record
-// byte for byte; then typed columns read from the record (schema.go says
-// which). The engine is ReplacingMergeTree(fetched_at), PARTITION BY
-// toYYYYMM(time), ORDER BY (account, time, id): a record delivered twice (at
-// least once, C7) is one row after a merge, and at once with FINAL:
-//
-//	SELECT count() FROM svc.dns FINAL
-//
-// The view edge_alerts_latest holds the latest version (greatest
-// update_time) of each edge alert per account and uuid.
+// Start creates the database (default "svc") and one table per source when
+// missing, and completes tables of an older schema; package schema says
+// what the tables look like (the envelope's columns, typed columns read
+// from the record, ReplacingMergeTree so that a record delivered twice is
+// one row) and how they evolve.
 //
 // A typed column takes its default (empty string, 0, 1970-01-01) when the
 // record lacks the member or holds a value of another type (a number sent
 // as a string for an Int64 column, an object for a String column); the raw
 // record keeps whatever came. String columns take numbers and booleans as
 // their literal text, since edge enumerations are integers.
-//
-// Schema evolution: a table of an older schema gets the columns it lacks
-// (ALTER TABLE ADD COLUMN IF NOT EXISTS); rows inserted before read the
-// column's default. A column whose type cannot take the sink's values is an
-// error of Start naming table, column, found and expected type. Columns of
-// the table that the sink does not know are left alone (they need
-// defaults).
 //
 // # Inserts
 //
@@ -43,7 +25,7 @@
 // never split) or until the oldest waited flush_interval, and sends them as
 // one insert (PrepareBatch, appending whole columns). Write returns nil only
 // after the server confirmed that insert; when it fails, every Write whose
-// rows it held gets the error.
+// rows it held gets the error (but see Permanent errors).
 //
 // Each insert carries insert_deduplication_token, the SHA-256 of the table
 // name and its ids in order, and every table has
@@ -54,6 +36,29 @@
 // because after a failed Write the pipeline may group the rows differently,
 // and then only ReplacingMergeTree removes the duplicates (at merge, or
 // with FINAL).
+//
+// # Permanent errors
+//
+// Write marks an error permanent (sink.Permanent: the pipeline stops the
+// stream instead of retrying; a restart after the fix delivers the batch)
+// when the server refuses the insert's statement or rows and will refuse
+// every repeat until an operator changes the table or the grants: an
+// unknown table, column or database (Start creates them, so this is a
+// table dropped or changed under the running sink), a value the column
+// cannot take (TYPE_MISMATCH, CANNOT_PARSE_TEXT, CANNOT_CONVERT_TYPE, the
+// driver's own conversion error), a violated constraint, and ACCESS_DENIED,
+// a grant the user lacks on the table; also a batch of a source without a
+// table. Such an insert is not repeated. When it held the rows of several
+// Writes, each Write's rows are inserted alone, so that only a Write whose
+// own rows are refused fails for good. A refused login (WRONG_PASSWORD,
+// AUTHENTICATION_FAILED, UNKNOWN_USER) is not permanent: it concerns the
+// connection, not the batch, and passes when a rotated password reaches
+// every server; like time-outs, lost connections and overload it is
+// retried (the insert loop does not repeat it at once, the pipeline does).
+//
+// Lifecycle and the shared collector_sink_* metrics come from package
+// sinkhelper; errors are counted by kind (insert, timeout, source, state,
+// canceled).
 //
 // # Server versions
 //
@@ -93,7 +98,7 @@
 //
 // # Metrics
 //
-// Besides the shared collector_sink_* series (package sinkmetrics, sink
+// Besides the shared collector_sink_* series (package sinkhelper, sink
 // "clickhouse"; its bytes counter holds the uncompressed estimate below):
 // collector_clickhouse_rows_inserted_total{table},
 // collector_clickhouse_bytes_inserted_total{table} (uncompressed: raw

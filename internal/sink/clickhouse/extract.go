@@ -5,17 +5,18 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink/clickhouse/schema"
 )
 
 // extractor pulls the typed fields of one table out of raw records with a
 // single forward scan of the JSON: no map, no reflection, nothing decoded
 // but the members asked for. A member that is missing, of another type or
-// malformed leaves the column's default (see kind); extraction never fails,
-// since the raw record is kept whole anyway.
+// malformed leaves the column's default (see schema.Kind); extraction never
+// fails, since the raw record is kept whole anyway.
 //
 // An extractor is immutable after newExtractor and safe for concurrent use.
 type extractor struct {
-	fields []field
+	fields []schema.Field
 	top    []memberKey
 }
 
@@ -27,7 +28,7 @@ type memberKey struct {
 	sub   []memberKey
 }
 
-func newExtractor(fields []field) *extractor {
+func newExtractor(fields []schema.Field) *extractor {
 	x := &extractor{fields: fields}
 	for i, f := range fields {
 		switch len(f.Path) {
@@ -137,8 +138,8 @@ func (x *extractor) set(f int, v []byte, dst values) {
 	if len(v) == 0 {
 		return
 	}
-	switch x.fields[f].kind {
-	case kindString:
+	switch x.fields[f].Kind {
+	case schema.KindString:
 		switch c := v[0]; {
 		case c == '"':
 			if s, ok := unquote(v); ok {
@@ -147,11 +148,11 @@ func (x *extractor) set(f int, v []byte, dst values) {
 		case c == '-' || ('0' <= c && c <= '9') || c == 't' || c == 'f':
 			dst.setString(f, string(v))
 		}
-	case kindInt64:
+	case schema.KindInt64:
 		if n, ok := parseInt64(v); ok {
 			dst.setInt(f, n)
 		}
-	case kindTime:
+	case schema.KindTime:
 		if t, err := record.ParseTime(v); err == nil {
 			dst.setTime(f, clampTime(t))
 		}

@@ -5,18 +5,20 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink/clickhouse/schema"
 )
 
 // got collects what an extractor sets.
 type got map[string]any
 
 type collector struct {
-	fields []field
+	fields []schema.Field
 	vals   got
 }
 
@@ -24,14 +26,23 @@ func (c *collector) setString(f int, v string)  { c.vals[c.fields[f].Column] = v
 func (c *collector) setInt(f int, v int64)      { c.vals[c.fields[f].Column] = v }
 func (c *collector) setTime(f int, v time.Time) { c.vals[c.fields[f].Column] = v }
 
-func extractAll(fields []field, raw string) got {
+// Fields for extraction tests, as package schema builds its own.
+func field(col, member string, k schema.Kind) schema.Field {
+	return schema.Field{Column: col, Path: strings.Split(member, "."), Kind: k}
+}
+func str(col, member string) schema.Field        { return field(col, member, schema.KindString) }
+func lowCard(col, member string) schema.Field    { return field(col, member, schema.KindString) }
+func int64Field(col, member string) schema.Field { return field(col, member, schema.KindInt64) }
+func timeField(col, member string) schema.Field  { return field(col, member, schema.KindTime) }
+
+func extractAll(fields []schema.Field, raw string) got {
 	c := &collector{fields: fields, vals: got{}}
 	newExtractor(fields).extract([]byte(raw), c)
 	return c.vals
 }
 
 func TestExtractTakesEachMemberOfItsTypeAndLeavesTheRestDefault(t *testing.T) {
-	fields := []field{
+	fields := []schema.Field{
 		str("s", "s"), lowCard("lc", "lc"), int64Field("n", "n"),
 		int64Field("src_mid", "srcEntityId.mid"), int64Field("dst_mid", "dstEntityId.mid"),
 		timeField("ts", "ts"),
@@ -94,7 +105,7 @@ func TestExtractTakesEachMemberOfItsTypeAndLeavesTheRestDefault(t *testing.T) {
 }
 
 func TestGeneratedRecordsGiveTheirTypedValues(t *testing.T) {
-	for _, spec := range tableSpecs() {
+	for _, spec := range schema.Tables() {
 		g := newGen(spec.Source, 7)
 		for i := range 50 {
 			r := g.record(time.Date(2026, 11, 1, i, 0, 0, 0, time.UTC))
@@ -114,7 +125,7 @@ func TestGeneratedRecordsGiveTheirTypedValues(t *testing.T) {
 
 // reference is what encoding/json makes of the fields: the oracle of the
 // fuzz test.
-func reference(fields []field, raw []byte) (got, bool) {
+func reference(fields []schema.Field, raw []byte) (got, bool) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {
 		return nil, false
@@ -132,8 +143,8 @@ func reference(fields []field, raw []byte) (got, bool) {
 		if !ok || len(v) == 0 {
 			continue
 		}
-		switch f.kind {
-		case kindString:
+		switch f.Kind {
+		case schema.KindString:
 			var s string
 			var n json.Number
 			var b bool
@@ -145,12 +156,12 @@ func reference(fields []field, raw []byte) (got, bool) {
 			case json.Unmarshal(v, &b) == nil && string(v) != "null":
 				out[f.Column] = string(v)
 			}
-		case kindInt64:
+		case schema.KindInt64:
 			// v is valid JSON here, so ParseInt sees no leading zeros.
 			if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
 				out[f.Column] = n
 			}
-		case kindTime:
+		case schema.KindTime:
 			if t, err := record.ParseTime(v); err == nil {
 				out[f.Column] = clampTime(t)
 			}
@@ -162,7 +173,7 @@ func reference(fields []field, raw []byte) (got, bool) {
 // FuzzExtract checks that extraction never panics, and that on valid JSON
 // objects without duplicate members it agrees with encoding/json.
 func FuzzExtract(f *testing.F) {
-	fields := []field{str("s", "s"), int64Field("n", "n"), int64Field("m", "e.mid"), timeField("ts", "ts")}
+	fields := []schema.Field{str("s", "s"), int64Field("n", "n"), int64Field("m", "e.mid"), timeField("ts", "ts")}
 	for _, seed := range []string{
 		`{"s":"a","n":1,"e":{"mid":2},"ts":1763600000123}`, `{"s":"\u00fc\"","n":-0}`, `{"e":{"x":[1,{"mid":3}]}}`,
 		`{"s":1.5e3,"n":"7"}`, `{"ts":"2026-11-20T10:00:00Z"}`, `{`, `{"s":`, `[]`, `{"n":00}`,

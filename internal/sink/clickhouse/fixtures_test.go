@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink/clickhouse/schema"
 )
 
 // This file generates records shaped like the seed's tables ("Activity
@@ -188,8 +189,8 @@ func oddRecords(source string, t time.Time) [][]byte {
 	if strings.HasPrefix(source, "edge_") {
 		tv = t.UnixMilli()
 	}
-	var spec tableSpec
-	for _, s := range tableSpecs() {
+	var spec schema.Table
+	for _, s := range schema.Tables() {
 		if s.Source == source {
 			spec = s
 		}
@@ -200,12 +201,12 @@ func oddRecords(source string, t time.Time) [][]byte {
 	seen := map[string]bool{}
 	for _, f := range spec.Fields {
 		var v any
-		switch f.kind {
-		case kindString:
+		switch f.Kind {
+		case schema.KindString:
 			v = map[string]any{"nested": "object"} // objects are no string
-		case kindInt64:
+		case schema.KindInt64:
 			v = "12345" // numbers sent as strings
-		case kindTime:
+		case schema.KindTime:
 			v = []int{1, 2}
 		}
 		if len(f.Path) == 2 {
@@ -227,17 +228,17 @@ func oddRecords(source string, t time.Time) [][]byte {
 // defaults are the typed values of a record that has none of them.
 func defaults(source string) map[string]any {
 	out := map[string]any{}
-	for _, s := range tableSpecs() {
+	for _, s := range schema.Tables() {
 		if s.Source != source {
 			continue
 		}
 		for _, f := range s.Fields {
-			switch f.kind {
-			case kindString:
+			switch f.Kind {
+			case schema.KindString:
 				out[f.Column] = ""
-			case kindInt64:
+			case schema.KindInt64:
 				out[f.Column] = int64(0)
-			case kindTime:
+			case schema.KindTime:
 				out[f.Column] = time.Unix(0, 0).UTC()
 			}
 		}

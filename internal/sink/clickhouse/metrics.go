@@ -8,7 +8,7 @@ import (
 )
 
 // Names of the metrics this sink has besides the shared collector_sink_*
-// ones (package sinkmetrics).
+// ones (package sinkhelper).
 const (
 	MetricRowsInserted    = "collector_clickhouse_rows_inserted_total"
 	MetricBytesInserted   = "collector_clickhouse_bytes_inserted_total"
@@ -31,29 +31,19 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	l := []string{metricsLabelTableName}
+	counter := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{metricsLabelTableName})
+	}
 	m := &metrics{
-		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricRowsInserted,
-			Help: "Rows ClickHouse confirmed, by table (a retried insert counts once).",
-		}, l),
-		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricBytesInserted,
-			Help: "Uncompressed bytes of the rows ClickHouse confirmed (raw records, strings, 8 bytes a number or time), by table.",
-		}, l),
-		inserts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricInserts,
-			Help: "Inserts ClickHouse confirmed, by table.",
-		}, l),
+		rows:    counter(MetricRowsInserted, "Rows ClickHouse confirmed, by table (a retried insert counts once)."),
+		bytes:   counter(MetricBytesInserted, "Uncompressed bytes of the rows ClickHouse confirmed (raw records, strings, 8 bytes a number or time), by table."),
+		inserts: counter(MetricInserts, "Inserts ClickHouse confirmed, by table."),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    MetricInsertDuration,
 			Help:    "Duration of one insert attempt (prepare, send, confirmation), failed ones included, by table.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
-		}, l),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricInsertErrors,
-			Help: "Failed insert attempts, by table (each retry of the same insert counts).",
-		}, l),
+		}, []string{metricsLabelTableName}),
+		errors: counter(MetricInsertErrors, "Failed insert attempts, by table (each retry of the same insert counts)."),
 		rowsPerIn: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    MetricRowsPerInsert,
 			Help:    "Rows in each confirmed insert.",
@@ -65,8 +55,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.rows, m.bytes, m.inserts, m.duration, m.errors, m.rowsPerIn} {
 		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
+			if _, dup := errors.AsType[prometheus.AlreadyRegisteredError](err); dup {
 				return nil, fmt.Errorf("register clickhouse sink metrics: a second ClickHouse sink on one registry: %w", err)
 			}
 			return nil, fmt.Errorf("register clickhouse sink metrics: %w", err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink/clickhouse/schema"
 )
 
 // chunk is the rows of one Write call in columns, ready to be appended to an
@@ -33,7 +34,7 @@ type chunk struct {
 
 // layout maps a table's typed fields to the slices of a chunk.
 type layout struct {
-	spec  tableSpec
+	table schema.Table
 	ext   *extractor
 	slot  []int // field -> index in strs, ints or times
 	nStr  int
@@ -41,15 +42,15 @@ type layout struct {
 	nTime int
 }
 
-func newLayout(spec tableSpec) *layout {
-	l := &layout{spec: spec, ext: newExtractor(spec.Fields), slot: make([]int, len(spec.Fields))}
-	for i, f := range spec.Fields {
-		switch f.kind {
-		case kindString:
+func newLayout(t schema.Table) *layout {
+	l := &layout{table: t, ext: newExtractor(t.Fields), slot: make([]int, len(t.Fields))}
+	for i, f := range t.Fields {
+		switch f.Kind {
+		case schema.KindString:
 			l.slot[i], l.nStr = l.nStr, l.nStr+1
-		case kindInt64:
+		case schema.KindInt64:
 			l.slot[i], l.nInt = l.nInt, l.nInt+1
-		case kindTime:
+		case schema.KindTime:
 			l.slot[i], l.nTime = l.nTime, l.nTime+1
 		}
 	}
@@ -66,18 +67,9 @@ func (l *layout) newChunk(b *record.Batch) *chunk {
 		c.millis[i] = make([]int64, n)
 	}
 	c.records = make([][]byte, n)
-	c.strs = make([][]string, l.nStr)
-	for i := range c.strs {
-		c.strs[i] = make([]string, n)
-	}
-	c.ints = make([][]int64, l.nInt)
-	for i := range c.ints {
-		c.ints[i] = make([]int64, n)
-	}
-	c.times = make([][]int64, l.nTime)
-	for i := range c.times {
-		c.times[i] = make([]int64, n) // 0: 1970-01-01, the default
-	}
+	c.strs = columns[string](l.nStr, n)
+	c.ints = columns[int64](l.nInt, n)
+	c.times = columns[int64](l.nTime, n) // 0: 1970-01-01, the default
 	size := 0
 	for i := range b.Envelopes {
 		e := &b.Envelopes[i]
@@ -102,35 +94,44 @@ func (l *layout) newChunk(b *record.Batch) *chunk {
 	return c
 }
 
+// columns makes k columns of n zero values.
+func columns[T any](k, n int) [][]T {
+	cols := make([][]T, k)
+	for i := range cols {
+		cols[i] = make([]T, n)
+	}
+	return cols
+}
+
 func (c *chunk) setString(f int, v string)  { c.strs[c.layout.slot[f]][c.row] = v }
 func (c *chunk) setInt(f int, v int64)      { c.ints[c.layout.slot[f]][c.row] = v }
 func (c *chunk) setTime(f int, v time.Time) { c.times[c.layout.slot[f]][c.row] = v.UnixMilli() }
 
-// column returns the values of column i (in tableSpec.columns order) as the
+// column returns the values of column i (in schema.Table.Columns order) as the
 // slice the driver's column Append takes.
 func (c *chunk) column(i int) any {
 	switch i {
-	case colID:
+	case schema.ColID:
 		return c.ids
-	case colAccount:
+	case schema.ColAccount:
 		return c.accounts
-	case colTime:
+	case schema.ColTime:
 		return c.millis[0]
-	case colWindowStart:
+	case schema.ColWindowStart:
 		return c.millis[1]
-	case colWindowEnd:
+	case schema.ColWindowEnd:
 		return c.millis[2]
-	case colFetchedAt:
+	case schema.ColFetchedAt:
 		return c.millis[3]
-	case colRecord:
+	case schema.ColRecord:
 		return c.records
 	}
-	f := i - numCommon
+	f := i - schema.NumCommon
 	s := c.layout.slot[f]
-	switch c.layout.spec.Fields[f].kind {
-	case kindString:
+	switch c.layout.table.Fields[f].Kind {
+	case schema.KindString:
 		return c.strs[s]
-	case kindInt64:
+	case schema.KindInt64:
 		return c.ints[s]
 	default:
 		return c.times[s]

@@ -16,9 +16,11 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/goleak"
 
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink/clickhouse/schema"
 	"github.com/svcexport/collector/internal/testinfra/chtest"
 )
 
@@ -86,8 +88,8 @@ func openConn(t testing.TB, addr string) driver.Conn {
 	return conn
 }
 
-func specOf(source string) tableSpec {
-	for _, s := range tableSpecs() {
+func specOf(source string) schema.Table {
+	for _, s := range schema.Tables() {
 		if s.Source == source {
 			return s
 		}
@@ -125,12 +127,12 @@ func readTable(t testing.TB, conn driver.Conn, db, source string) map[string]sto
 		dest := []any{&id, &r.account, &r.time, &r.record}
 		vals := make([]any, len(spec.Fields))
 		for i, f := range spec.Fields {
-			switch f.kind {
-			case kindString:
+			switch f.Kind {
+			case schema.KindString:
 				vals[i] = new(string)
-			case kindInt64:
+			case schema.KindInt64:
 				vals[i] = new(int64)
-			case kindTime:
+			case schema.KindTime:
 				vals[i] = new(time.Time)
 			}
 		}
@@ -229,7 +231,7 @@ func TestWriteEverySourceAndReadBack(t *testing.T) {
 			data := map[string]sourceData{}
 			var batches, again []*record.Batch
 			total := 0
-			for _, source := range Sources() {
+			for _, source := range schema.Sources() {
 				d := generate(t, source, 240, base)
 				data[source] = d
 				var bs []*record.Batch
@@ -247,12 +249,16 @@ func TestWriteEverySourceAndReadBack(t *testing.T) {
 			for _, b := range slices.Concat(batches, again) {
 				total += len(b.Envelopes)
 			}
-			if got := testutil.ToFloat64(s.sm.Records); got != float64(total) {
+			records, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := counter(records, "collector_sink_records_total"); got != float64(total) {
 				t.Errorf("collector_sink_records_total = %v, want %d (every envelope of every acknowledged Write)", got, total)
 			}
 
 			conn := openConn(t, srv.Native)
-			for _, source := range Sources() {
+			for _, source := range schema.Sources() {
 				d := data[source]
 				n := int64(len(d.want))
 				if got := srv.QueryInt(t, fmt.Sprintf("SELECT uniqExact(id) FROM %s.%s", db, source)); got != n {
@@ -293,9 +299,19 @@ func TestWriteEverySourceAndReadBack(t *testing.T) {
 					}
 				}
 			}
-			if n := testutil.CollectAndCount(reg, MetricRowsInserted); n != len(Sources()) {
+			if n := testutil.CollectAndCount(reg, MetricRowsInserted); n != len(schema.Sources()) {
 				t.Errorf("%s has %d series, want one per table", MetricRowsInserted, n)
 			}
 		})
 	}
+}
+
+// counter is the value of the one counter series of the family name in mfs.
+func counter(mfs []*dto.MetricFamily, name string) float64 {
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return -1
 }

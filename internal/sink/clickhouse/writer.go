@@ -2,19 +2,18 @@ package clickhouse
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
-	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-)
 
-// errShutdown is what a Write gets once Shutdown began.
-var errShutdown = errors.New("clickhouse sink is shut down")
+	"github.com/svcexport/collector/internal/backoff"
+	"github.com/svcexport/collector/internal/sink/clickhouse/schema"
+	"github.com/svcexport/collector/internal/sink/sinkhelper"
+)
 
 // tableWriter gathers the chunks of one table into inserts and sends them,
 // one insert at a time, from its own goroutine (run). Chunks keep the order
@@ -25,7 +24,7 @@ type tableWriter struct {
 	s      *Sink
 	table  string // table name (prefix included): metric label and token salt
 	layout *layout
-	cols   []colDef
+	cols   []schema.Column
 	query  string
 	// httpCols are the insert's columns with the types the server has, so
 	// that an HTTP insert needs no DESCRIBE round trip.
@@ -40,13 +39,13 @@ type tableWriter struct {
 	done chan struct{} // closed when run returns
 }
 
-func newTableWriter(s *Sink, spec tableSpec) *tableWriter {
+func newTableWriter(s *Sink, t schema.Table) *tableWriter {
 	return &tableWriter{
 		s:      s,
-		table:  s.names.table(spec.Source),
-		layout: newLayout(spec),
-		cols:   spec.columns(),
-		query:  insertSQL(s.names, spec),
+		table:  s.names.Table(t.Source),
+		layout: newLayout(t),
+		cols:   t.Columns(),
+		query:  schema.InsertSQL(s.names, t),
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
 	}
@@ -64,7 +63,7 @@ func (w *tableWriter) enqueue(c *chunk) error {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
-		return errShutdown
+		return sinkhelper.ErrClosed
 	}
 	c.arrived = time.Now()
 	w.pending = append(w.pending, c)
@@ -158,10 +157,29 @@ func (w *tableWriter) takeLocked(now time.Time) ([]*chunk, time.Duration) {
 	return group, 0
 }
 
-// insert sends the rows of group as one insert, repeating the identical
-// insert (same rows, same order, same insert_deduplication_token) up to
-// insert_attempts times, and tells every chunk the outcome.
+// insert sends the rows of group as one insert and tells every chunk the
+// outcome. When the server refuses the insert for good and it holds the
+// rows of several Writes, each Write's rows are inserted alone, so that
+// only rows the server refuses by themselves fail for good.
 func (w *tableWriter) insert(ctx context.Context, group []*chunk) {
+	err := w.attempt(ctx, group)
+	if forGood, _ := refusal(err); forGood && len(group) > 1 {
+		w.s.log.Warn("clickhouse refused an insert of several writes for good; inserting each alone",
+			slog.String("table", w.table), slog.Int("writes", len(group)), slog.Any("error", err))
+		for _, c := range group {
+			c.done <- w.attempt(ctx, []*chunk{c})
+		}
+		return
+	}
+	for _, c := range group {
+		c.done <- err
+	}
+}
+
+// attempt sends the rows of group as one insert, repeating the identical
+// insert (same rows, same order, same insert_deduplication_token) up to
+// insert_attempts times unless the server refused it (refusal).
+func (w *tableWriter) attempt(ctx context.Context, group []*chunk) error {
 	rows, size := 0, 0
 	for _, c := range group {
 		rows += c.rows
@@ -174,7 +192,7 @@ func (w *tableWriter) insert(ctx context.Context, group []*chunk) {
 		if attempts > 0 {
 			w.s.log.Warn("clickhouse insert failed; repeating the same insert",
 				slog.String("table", w.table), slog.Int("rows", rows), slog.Int("attempt", attempts+1), slog.Any("error", err))
-			if !sleepCtx(ctx, retryDelay(attempts)) {
+			if !sleepCtx(ctx, repeatWait(attempts-1)) {
 				break
 			}
 		}
@@ -186,24 +204,20 @@ func (w *tableWriter) insert(ctx context.Context, group []*chunk) {
 			m.bytes.WithLabelValues(w.table).Add(float64(size))
 			m.inserts.WithLabelValues(w.table).Inc()
 			m.rowsPerIn.Observe(float64(rows))
-			break
+			return nil
 		}
 		w.s.m.errors.WithLabelValues(w.table).Inc()
-		if permanent(err) {
+		if forGood, login := refusal(err); forGood || login {
 			break
 		}
 	}
-	if err == nil && attempts == 0 {
+	if err == nil {
 		err = ctx.Err()
 	}
-	if err != nil {
-		err = fmt.Errorf("insert %d rows into %s (attempt %d of %d, insert_deduplication_token %s): %w",
-			rows, w.s.names.qualified(w.layout.spec.Source), attempts, w.s.cfg.InsertAttempts, token, err)
-		w.s.log.Error("clickhouse insert failed", slog.String("table", w.table), slog.Int("rows", rows), slog.Any("error", err))
-	}
-	for _, c := range group {
-		c.done <- err
-	}
+	err = fmt.Errorf("insert %d rows into %s (attempt %d of %d, insert_deduplication_token %s): %w",
+		rows, w.s.names.Qualified(w.layout.table.Source), attempts, w.s.cfg.InsertAttempts, token, err)
+	w.s.log.Error("clickhouse insert failed", slog.String("table", w.table), slog.Int("rows", rows), slog.Any("error", err))
+	return err
 }
 
 // send makes one attempt at the insert.
@@ -248,7 +262,7 @@ func (w *tableWriter) send(ctx context.Context, group []*chunk, token string) (e
 }
 
 // appendColumns appends the chunks' columns to batch, column by column.
-func appendColumns(batch driver.Batch, cols []colDef, group []*chunk) error {
+func appendColumns(batch driver.Batch, cols []schema.Column, group []*chunk) error {
 	for i, c := range cols {
 		col := batch.Column(i)
 		for _, ck := range group {
@@ -260,11 +274,10 @@ func appendColumns(batch driver.Batch, cols []colDef, group []*chunk) error {
 	return nil
 }
 
-// retryDelay is the pause before attempt n+1 of an insert: 250ms, 500ms,
-// 1s, ... capped at 5s.
-func retryDelay(n int) time.Duration {
-	d := 250 * time.Millisecond << min(n-1, 5)
-	return min(d, 5*time.Second)
+// repeatWait is the pause before repeat n (from 0) of an insert: 250ms,
+// 500ms, 1s, ... up to 5s, each drawn from its upper half.
+func repeatWait(n int) time.Duration {
+	return backoff.Policy{Initial: 250 * time.Millisecond, Max: 5 * time.Second, Jitter: backoff.Equal}.Wait(n)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
@@ -276,36 +289,4 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
-}
-
-// permanent reports whether repeating the same insert cannot help: the
-// server refused the statement or the data itself (no such table or column,
-// wrong type, access), as opposed to time-outs, lost connections and
-// overload.
-func permanent(err error) bool {
-	var ex *ch.Exception
-	if !errors.As(err, &ex) {
-		var conv *column.ColumnConverterError
-		return errors.As(err, &conv)
-	}
-	switch ex.Code {
-	case 6, // CANNOT_PARSE_TEXT
-		16,  // NO_SUCH_COLUMN_IN_TABLE
-		27,  // CANNOT_PARSE_INPUT_ASSERTION_FAILED
-		36,  // BAD_ARGUMENTS
-		47,  // UNKNOWN_IDENTIFIER
-		53,  // TYPE_MISMATCH
-		60,  // UNKNOWN_TABLE
-		62,  // SYNTAX_ERROR
-		70,  // CANNOT_CONVERT_TYPE
-		81,  // UNKNOWN_DATABASE
-		115, // UNKNOWN_SETTING
-		117, // INCORRECT_DATA
-		192, // UNKNOWN_USER
-		193, // WRONG_PASSWORD
-		497, // ACCESS_DENIED
-		516: // AUTHENTICATION_FAILED
-		return true
-	}
-	return false
 }

@@ -1,4 +1,4 @@
-package clickhouse
+package schema
 
 import (
 	"fmt"
@@ -22,22 +22,22 @@ const DedupWindow = 1000
 // prefix + "edge_alerts" + ViewSuffix.
 const ViewSuffix = "_latest"
 
-// kind says how a typed column's value is read from the record's JSON and
+// Kind says how a typed column's value is read from the record's JSON and
 // what it is when the member is missing or of another type.
-type kind uint8
+type Kind uint8
 
 const (
-	// kindString: a JSON string (unescaped), or the literal text of a
+	// KindString: a JSON string (unescaped), or the literal text of a
 	// number or boolean (edge enumerations are integers); null, an object
 	// or an array give "".
-	kindString kind = iota
-	// kindInt64: a JSON integer that fits Int64; anything else (a string
+	KindString Kind = iota
+	// KindInt64: a JSON integer that fits Int64; anything else (a string
 	// of digits, a fraction, null) gives 0.
-	kindInt64
-	// kindTime: a time read as the record time is (epoch milliseconds, or
+	KindInt64
+	// KindTime: a time read as the record time is (epoch milliseconds, or
 	// an ISO 8601 string, see record.ParseTime); anything else gives
 	// 1970-01-01T00:00:00Z.
-	kindTime
+	KindTime
 )
 
 // Types of ClickHouse columns used here.
@@ -48,8 +48,8 @@ const (
 	typeDateTime64 = "DateTime64(3, 'UTC')"
 )
 
-// field is a typed column pulled out of the record.
-type field struct {
+// Field is a typed column pulled out of the record.
+type Field struct {
 	// Column is the ClickHouse column name.
 	Column string
 	// Type is its ClickHouse type.
@@ -57,38 +57,39 @@ type field struct {
 	// Path is the record member it is read from: one name, or an object
 	// member and the name inside it ("srcEntityId", "mid").
 	Path []string
-	kind kind
+	// Kind says how the value is read.
+	Kind Kind
 }
 
-func str(col, member string) field {
-	return field{Column: col, Type: typeString, Path: strings.Split(member, "."), kind: kindString}
+func str(col, member string) Field {
+	return Field{Column: col, Type: typeString, Path: strings.Split(member, "."), Kind: KindString}
 }
 
-func lowCard(col, member string) field {
-	return field{Column: col, Type: typeLowCard, Path: strings.Split(member, "."), kind: kindString}
+func lowCard(col, member string) Field {
+	return Field{Column: col, Type: typeLowCard, Path: strings.Split(member, "."), Kind: KindString}
 }
 
-func int64Field(col, member string) field {
-	return field{Column: col, Type: typeInt64, Path: strings.Split(member, "."), kind: kindInt64}
+func int64Field(col, member string) Field {
+	return Field{Column: col, Type: typeInt64, Path: strings.Split(member, "."), Kind: KindInt64}
 }
 
-func timeField(col, member string) field {
-	return field{Column: col, Type: typeDateTime64, Path: strings.Split(member, "."), kind: kindTime}
+func timeField(col, member string) Field {
+	return Field{Column: col, Type: typeDateTime64, Path: strings.Split(member, "."), Kind: KindTime}
 }
 
-// tableSpec is the table of one source.
-type tableSpec struct {
+// Table is the table of one source.
+type Table struct {
 	// Source is the source name (CONTRACT C3, C6); the table is named
 	// after it, behind the configured prefix.
 	Source string
 	// Fields are the typed columns, after the common ones.
-	Fields []field
+	Fields []Field
 }
 
-// Sources lists the source names this sink has a table for, in the order
-// Start creates them.
+// Sources lists the source names the sink has a table for, in the order
+// Ensure creates them.
 func Sources() []string {
-	specs := tableSpecs()
+	specs := Tables()
 	out := make([]string, len(specs))
 	for i, t := range specs {
 		out[i] = t.Source
@@ -96,17 +97,17 @@ func Sources() []string {
 	return out
 }
 
-// tableSpecs returns the tables of every source. Member names and types are
+// Tables returns the tables of every source. Member names and types are
 // those of the seed ("Activity records", "Edge resources").
-func tableSpecs() []tableSpec {
-	return []tableSpec{
-		{Source: "changed_files", Fields: []field{
+func Tables() []Table {
+	return []Table{
+		{Source: "changed_files", Fields: []Field{
 			int64Field("mid", "mid"),
 			str("file_path", "filePath"),
 			str("filedata_hash", "filedataHash"),
 			int64Field("size", "size"),
 		}},
-		{Source: "connections", Fields: []field{
+		{Source: "connections", Fields: []Field{
 			int64Field("src_mid", "srcEntityId.mid"),
 			int64Field("dst_mid", "dstEntityId.mid"),
 			int64Field("src_in_bytes", "srcInBytes"),
@@ -115,43 +116,43 @@ func tableSpecs() []tableSpec {
 			int64Field("dst_out_bytes", "dstOutBytes"),
 			int64Field("num_conns", "numConns"),
 		}},
-		{Source: "dns", Fields: []field{
+		{Source: "dns", Fields: []Field{
 			int64Field("mid", "mid"),
 			str("fqdn", "fqdn"),
 			str("host_ip_addr", "hostIpAddr"),
 		}},
-		{Source: "user_logins", Fields: []field{
+		{Source: "user_logins", Fields: []Field{
 			int64Field("mid", "mid"),
 			str("username", "username"),
 			lowCard("activity_type", "activityType"),
 			str("source_ip_addr", "sourceIpAddr"),
 		}},
-		{Source: "cloud_activities", Fields: []field{
+		{Source: "cloud_activities", Fields: []Field{
 			lowCard("event_type", "eventType"),
 			lowCard("event_model", "eventModel"),
 			int64Field("event_id", "eventId"),
 		}},
-		{Source: "audit_logs", Fields: []field{
+		{Source: "audit_logs", Fields: []Field{
 			str("account_name", "accountName"),
 			str("user_name", "userName"),
 			lowCard("event_name", "eventName"),
 			lowCard("user_action", "userAction"),
 		}},
-		{Source: "agent_info", Fields: []field{
+		{Source: "agent_info", Fields: []Field{
 			int64Field("mid", "mid"),
 			str("hostname", "hostname"),
 			lowCard("os", "os"),
 			lowCard("status", "status"),
 			lowCard("agent_version", "agentVersion"),
 		}},
-		{Source: "edge_audit_events", Fields: []field{
+		{Source: "edge_audit_events", Fields: []Field{
 			lowCard("method", "method"),
 			str("path", "path"),
 			int64Field("response_status", "response_status"),
 			str("user_login", "user_login"),
 			str("client_ip", "client_ip"),
 		}},
-		{Source: "edge_alerts", Fields: []field{
+		{Source: "edge_alerts", Fields: []Field{
 			str("uuid", "uuid"),
 			lowCard("severity", "severity"),
 			lowCard("status", "status"),
@@ -162,8 +163,8 @@ func tableSpecs() []tableSpec {
 	}
 }
 
-// colDef is one column of a table as the DDL has it.
-type colDef struct {
+// Column is one column of a table as the DDL has it.
+type Column struct {
 	Name  string
 	Type  string
 	Codec string // "" or e.g. "ZSTD(1)"
@@ -171,36 +172,36 @@ type colDef struct {
 
 // Positions of the common columns in every table.
 const (
-	colID = iota
-	colAccount
-	colTime
-	colWindowStart
-	colWindowEnd
-	colFetchedAt
-	colRecord
-	numCommon
+	ColID = iota
+	ColAccount
+	ColTime
+	ColWindowStart
+	ColWindowEnd
+	ColFetchedAt
+	ColRecord
+	NumCommon
 )
 
 // commonColumns are the envelope's fields (CONTRACT C7), first in every
 // table. The raw record is kept byte for byte; ZSTD shrinks JSON several
 // times better than the default LZ4.
-func commonColumns() []colDef {
-	return []colDef{
-		colID:          {Name: "id", Type: typeString},
-		colAccount:     {Name: "account", Type: typeLowCard},
-		colTime:        {Name: "time", Type: typeDateTime64},
-		colWindowStart: {Name: "window_start", Type: typeDateTime64},
-		colWindowEnd:   {Name: "window_end", Type: typeDateTime64},
-		colFetchedAt:   {Name: "fetched_at", Type: typeDateTime64},
-		colRecord:      {Name: "record", Type: typeString, Codec: "ZSTD(1)"},
+func commonColumns() []Column {
+	return []Column{
+		ColID:          {Name: "id", Type: typeString},
+		ColAccount:     {Name: "account", Type: typeLowCard},
+		ColTime:        {Name: "time", Type: typeDateTime64},
+		ColWindowStart: {Name: "window_start", Type: typeDateTime64},
+		ColWindowEnd:   {Name: "window_end", Type: typeDateTime64},
+		ColFetchedAt:   {Name: "fetched_at", Type: typeDateTime64},
+		ColRecord:      {Name: "record", Type: typeString, Codec: "ZSTD(1)"},
 	}
 }
 
 // columns returns every column of t: the common ones, then the typed ones.
-func (t tableSpec) columns() []colDef {
+func (t Table) Columns() []Column {
 	cols := commonColumns()
 	for _, f := range t.Fields {
-		cols = append(cols, colDef{Name: f.Column, Type: f.Type})
+		cols = append(cols, Column{Name: f.Column, Type: f.Type})
 	}
 	return cols
 }
@@ -210,20 +211,40 @@ func quoteIdent(s string) string {
 	return "`" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "`", "\\`") + "`"
 }
 
-// names is where the tables of one configuration live.
-type names struct {
+// PlainIdent reports whether s is a plain identifier
+// ([A-Za-z_][A-Za-z0-9_]*, at most 128 bytes): the database and the table
+// prefix (Names) become parts of identifiers in the DDL, so nothing that
+// would need quoting is allowed there.
+func PlainIdent(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Names is where the tables of one configuration live.
+type Names struct {
 	Database string
 	Prefix   string
 }
 
-func (n names) table(source string) string { return n.Prefix + source }
+func (n Names) Table(source string) string { return n.Prefix + source }
 
 // qualified is `db`.`prefix+name`.
-func (n names) qualified(name string) string {
+func (n Names) Qualified(name string) string {
 	return quoteIdent(n.Database) + "." + quoteIdent(n.Prefix+name)
 }
 
-func (c colDef) ddl() string {
+func (c Column) ddl() string {
 	s := quoteIdent(c.Name) + " " + c.Type
 	if c.Codec != "" {
 		s += " CODEC(" + c.Codec + ")"
@@ -232,7 +253,7 @@ func (c colDef) ddl() string {
 }
 
 // createDatabaseSQL creates the database when it is missing.
-func createDatabaseSQL(n names) string {
+func createDatabaseSQL(n Names) string {
 	return "CREATE DATABASE IF NOT EXISTS " + quoteIdent(n.Database)
 }
 
@@ -243,10 +264,10 @@ func createDatabaseSQL(n names) string {
 // the sorting key, so a record delivered twice (at least once, C7) is stored
 // once in the end. Partitions are months of record time, so old months can
 // be dropped or moved whole.
-func createTableSQL(n names, t tableSpec) string {
+func createTableSQL(n Names, t Table) string {
 	var b strings.Builder
-	b.WriteString("CREATE TABLE IF NOT EXISTS " + n.qualified(t.Source) + "\n(\n")
-	cols := t.columns()
+	b.WriteString("CREATE TABLE IF NOT EXISTS " + n.Qualified(t.Source) + "\n(\n")
+	cols := t.Columns()
 	for i, c := range cols {
 		b.WriteString("    " + c.ddl())
 		if i < len(cols)-1 {
@@ -263,14 +284,14 @@ func createTableSQL(n names, t tableSpec) string {
 }
 
 // addColumnSQL adds a column that an older schema lacks.
-func addColumnSQL(n names, source string, c colDef) string {
-	return "ALTER TABLE " + n.qualified(source) + " ADD COLUMN IF NOT EXISTS " + c.ddl()
+func addColumnSQL(n Names, source string, c Column) string {
+	return "ALTER TABLE " + n.Qualified(source) + " ADD COLUMN IF NOT EXISTS " + c.ddl()
 }
 
 // dedupWindowSQL turns on insert deduplication on a table created without
 // it (by hand or by an older version).
-func dedupWindowSQL(n names, source string) string {
-	return fmt.Sprintf("ALTER TABLE %s MODIFY SETTING non_replicated_deduplication_window = %d", n.qualified(source), DedupWindow)
+func dedupWindowSQL(n Names, source string) string {
+	return fmt.Sprintf("ALTER TABLE %s MODIFY SETTING non_replicated_deduplication_window = %d", n.Qualified(source), DedupWindow)
 }
 
 // latestAlertsViewSQL is the view of the latest version of every edge alert
@@ -278,29 +299,29 @@ func dedupWindowSQL(n names, source string) string {
 // record of its own, with its own id). The latest is the one with the
 // greatest update_time, ties broken by fetched_at. One row per account and
 // uuid: the same uuid seen under two sub-accounts stays two rows.
-func latestAlertsViewSQL(n names) string {
+func latestAlertsViewSQL(n Names) string {
 	const src = "edge_alerts"
-	var spec tableSpec
-	for _, t := range tableSpecs() {
+	var spec Table
+	for _, t := range Tables() {
 		if t.Source == src {
 			spec = t
 		}
 	}
 	var cols []string
-	for _, c := range spec.columns() {
+	for _, c := range spec.Columns() {
 		if c.Name != "account" && c.Name != "uuid" {
 			cols = append(cols, c.Name)
 		}
 	}
 	var b strings.Builder
-	b.WriteString("CREATE OR REPLACE VIEW " + n.qualified(src+ViewSuffix) + " AS\n")
+	b.WriteString("CREATE OR REPLACE VIEW " + n.Qualified(src+ViewSuffix) + " AS\n")
 	b.WriteString("SELECT\n    account,\n    uuid")
 	for i, c := range cols {
 		fmt.Fprintf(&b, ",\n    latest.%d AS %s", i+1, quoteIdent(c))
 	}
 	b.WriteString("\nFROM\n(\n    SELECT\n        account,\n        uuid,\n")
 	b.WriteString("        argMax(tuple(" + strings.Join(quoteAll(cols), ", ") + "), tuple(update_time, fetched_at)) AS latest\n")
-	b.WriteString("    FROM " + n.qualified(src) + "\n")
+	b.WriteString("    FROM " + n.Qualified(src) + "\n")
 	b.WriteString("    GROUP BY account, uuid\n)\n")
 	return b.String()
 }
@@ -313,15 +334,15 @@ func quoteAll(ss []string) []string {
 	return out
 }
 
-// insertSQL is the INSERT of t's rows, columns named in the order of
+// InsertSQL is the INSERT of t's rows, columns named in the order of
 // t.columns.
-func insertSQL(n names, t tableSpec) string {
-	cols := t.columns()
+func InsertSQL(n Names, t Table) string {
+	cols := t.Columns()
 	q := make([]string, len(cols))
 	for i, c := range cols {
 		q[i] = quoteIdent(c.Name)
 	}
-	return "INSERT INTO " + n.qualified(t.Source) + " (" + strings.Join(q, ", ") + ")"
+	return "INSERT INTO " + n.Qualified(t.Source) + " (" + strings.Join(q, ", ") + ")"
 }
 
 // normType reduces a column type to what matters for writing it: the

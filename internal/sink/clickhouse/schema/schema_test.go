@@ -1,4 +1,4 @@
-package clickhouse
+package schema
 
 import (
 	"flag"
@@ -14,14 +14,14 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden DDL files in t
 // a change of a table is a reviewed change of testdata/ddl (go test
 // -run TestDDL -update rewrites the files).
 func TestDDLMatchesGoldenFiles(t *testing.T) {
-	n := names{Database: DefaultDatabase}
+	n := Names{Database: "svc"}
 	files := map[string]string{"database.sql": createDatabaseSQL(n) + "\n"}
-	for _, spec := range tableSpecs() {
+	for _, spec := range Tables() {
 		files[spec.Source+".sql"] = createTableSQL(n, spec)
-		files[spec.Source+".insert.sql"] = insertSQL(n, spec) + "\n"
+		files[spec.Source+".insert.sql"] = InsertSQL(n, spec) + "\n"
 	}
 	files["edge_alerts"+ViewSuffix+".sql"] = latestAlertsViewSQL(n)
-	files["dns.add_column.sql"] = addColumnSQL(n, "dns", specOf("dns").columns()[numCommon+2]) + "\n" +
+	files["dns.add_column.sql"] = addColumnSQL(n, "dns", tableOf("dns").Columns()[NumCommon+2]) + "\n" +
 		dedupWindowSQL(n, "dns") + "\n"
 	dir := filepath.Join("testdata", "ddl")
 	if *updateGolden {
@@ -54,14 +54,14 @@ func TestDDLMatchesGoldenFiles(t *testing.T) {
 }
 
 func TestTablePrefixAndDatabaseNameEveryStatement(t *testing.T) {
-	n := names{Database: "analytics", Prefix: "svc_"}
-	for _, spec := range tableSpecs() {
+	n := Names{Database: "analytics", Prefix: "svc_"}
+	for _, spec := range Tables() {
 		ddl := createTableSQL(n, spec)
 		if !strings.HasPrefix(ddl, "CREATE TABLE IF NOT EXISTS `analytics`.`svc_"+spec.Source+"`\n") {
 			t.Errorf("DDL of %s does not name `analytics`.`svc_%s`:\n%s", spec.Source, spec.Source, ddl)
 		}
-		if !strings.HasPrefix(insertSQL(n, spec), "INSERT INTO `analytics`.`svc_"+spec.Source+"` (") {
-			t.Errorf("insert of %s: %s", spec.Source, insertSQL(n, spec))
+		if !strings.HasPrefix(InsertSQL(n, spec), "INSERT INTO `analytics`.`svc_"+spec.Source+"` (") {
+			t.Errorf("insert of %s: %s", spec.Source, InsertSQL(n, spec))
 		}
 	}
 	view := latestAlertsViewSQL(n)
@@ -79,9 +79,9 @@ func TestEverySourceOfTheContractHasATable(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("Sources() = %v, want %v", got, want)
 	}
-	for _, spec := range tableSpecs() {
+	for _, spec := range Tables() {
 		seen := map[string]bool{}
-		for _, c := range spec.columns() {
+		for _, c := range spec.Columns() {
 			if seen[c.Name] {
 				t.Errorf("%s: column %s twice", spec.Source, c.Name)
 			}
@@ -116,23 +116,11 @@ func TestCompatibleTypes(t *testing.T) {
 	}
 }
 
-func TestVersionAtLeast(t *testing.T) {
-	cases := []struct {
-		have, want string
-		ok         bool
-	}{
-		{"26.7.2.1", "24.8", true},
-		{"24.8.1.2684", "24.8", true},
-		{"24.8", "24.8", true},
-		{"24.7.9.1", "24.8", false},
-		{"23.12.1", "24.8", false},
-		{"18.16.1", "24.8", false},
-		{"100.1", "24.8", true},
-		{"garbage", "24.8", false},
-	}
-	for _, c := range cases {
-		if got := versionAtLeast(c.have, c.want); got != c.ok {
-			t.Errorf("versionAtLeast(%q, %q) = %v, want %v", c.have, c.want, got, c.ok)
+func tableOf(source string) Table {
+	for _, t := range Tables() {
+		if t.Source == source {
+			return t
 		}
 	}
+	panic("no table for " + source)
 }

@@ -1,0 +1,37 @@
+// Package schema is what the ClickHouse sink's tables look like and how
+// they come to be: one table per source with the envelope's columns and
+// typed columns read from the record (Tables), the DDL built from them
+// (pinned by the golden files in testdata/ddl), and Ensure, which creates
+// or completes the database, the tables and the view on a server, and
+// Check, which only looks.
+//
+// It knows table specifications and a driver connection, nothing of
+// batches, inserts or the sink's lifecycle.
+//
+// # Tables
+//
+// Ensure creates the database (default "svc") and one table per source
+// (changed_files, connections, dns, user_logins, cloud_activities,
+// audit_logs, agent_info, edge_audit_events, edge_alerts, each behind
+// sink.clickhouse.table_prefix) with CREATE TABLE IF NOT EXISTS. Every table
+// has the envelope's columns (CONTRACT C7): id String, account
+// LowCardinality(String), time, window_start, window_end and fetched_at as
+// DateTime64(3, 'UTC'), and record String CODEC(ZSTD(1)) holding the record
+// byte for byte; then typed columns read from the record (Tables says
+// which). The engine is ReplacingMergeTree(fetched_at), PARTITION BY
+// toYYYYMM(time), ORDER BY (account, time, id): a record delivered twice (at
+// least once, C7) is one row after a merge, and at once with FINAL:
+//
+//	SELECT count() FROM svc.dns FINAL
+//
+// The view edge_alerts_latest holds the latest version (greatest
+// update_time) of each edge alert per account and uuid.
+//
+// # Evolution
+//
+// A table of an older schema gets the columns it lacks (ALTER TABLE ADD
+// COLUMN IF NOT EXISTS); rows inserted before read the column's default. A
+// column whose type cannot take the sink's values is an error of Ensure
+// naming table, column, found and expected type. Columns of the table that
+// the sink does not know are left alone (they need defaults).
+package schema
