@@ -151,9 +151,6 @@ func New(name string, reg prometheus.Registerer, push PushFunc, opts ...Option) 
 	return b, nil
 }
 
-// Name returns the sink's name.
-func (b *Base) Name() string { return b.name }
-
 // errorf prefixes a lifecycle error with the sink's name.
 func (b *Base) errorf(err error) error { return fmt.Errorf("%s sink: %w", b.name, err) }
 
