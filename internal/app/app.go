@@ -17,6 +17,7 @@ import (
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
 	"github.com/svcexport/collector/internal/pipeline"
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/telemetry"
@@ -45,8 +46,8 @@ func (o Options) withDefaults() Options {
 // poller adapts a source poller to the pipeline's interface.
 type poller struct{ *source.Poller }
 
-func (p poller) Key() checkpoint.Key {
-	return checkpoint.Key{Source: p.Source(), Account: p.Account()}
+func (p poller) Key() record.Stream {
+	return record.Stream{Source: p.Source(), Account: p.Account()}
 }
 
 // Run runs the daemon until ctx ends (a stop) or, with once, until every
@@ -131,7 +132,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	pl := pipeline.New(cfg.Pipeline, store, snk, pollers, reg, log, nil)
 	for _, p := range set.Pollers {
 		// Pages count against the buffer from before they are fetched.
-		p.SetReserve(pl.ReserveFor(checkpoint.Key{Source: p.Source(), Account: p.Account()}))
+		p.SetReserve(pl.ReserveFor(record.Stream{Source: p.Source(), Account: p.Account()}))
 		// A page larger than the buffer is emitted in batches of at most
 		// this many records, so memory stays bounded by configuration.
 		p.SetMaxBatchRecords(cfg.Pipeline.BufferRecords)
@@ -218,10 +219,10 @@ func resolveSource(cfg config.Config, log *slog.Logger) (source.Config, *apisim.
 	return config.SimulatorCredentials(sim.URL()).Apply(sc), sim, nil
 }
 
-func streamsOf(set *source.Set) []checkpoint.Key {
-	out := make([]checkpoint.Key, len(set.Pollers))
+func streamsOf(set *source.Set) []record.Stream {
+	out := make([]record.Stream, len(set.Pollers))
 	for i, p := range set.Pollers {
-		out[i] = checkpoint.Key{Source: p.Source(), Account: p.Account()}
+		out[i] = record.Stream{Source: p.Source(), Account: p.Account()}
 	}
 	return out
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink/clickhouse"
 	"github.com/svcexport/collector/internal/sink/kafka"
 	"github.com/svcexport/collector/internal/source"
@@ -178,7 +179,7 @@ func State(ctx context.Context, cfg config.Config, o Options, so StateOptions) e
 	if err != nil {
 		return err
 	}
-	stored := map[checkpoint.Key]checkpoint.State{}
+	stored := map[record.Stream]checkpoint.State{}
 	if _, err := os.Stat(cfg.Checkpoint.Path); err == nil {
 		db, err := openCheckpoint(cfg, o.Log)
 		if err != nil {
@@ -222,7 +223,7 @@ func liveStates(ctx context.Context, cfg config.Config) ([]StreamState, error) {
 
 // configuredStreams lists the streams the configuration defines. It needs
 // no credentials: state and reset work with the secrets absent.
-func configuredStreams(cfg config.Config) ([]checkpoint.Key, error) {
+func configuredStreams(cfg config.Config) ([]record.Stream, error) {
 	sc := cfg.SourceConfig()
 	cr := config.SimulatorCredentials("http://127.0.0.1:1")
 	cr.KeyID, cr.Secret, cr.EdgeToken = "state", "state-needs-no-secret", "state-needs-no-token"

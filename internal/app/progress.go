@@ -9,9 +9,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
 	"github.com/svcexport/collector/internal/pipeline"
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
 )
 
@@ -53,7 +53,7 @@ func (p *progress) states(now time.Time) []StreamState {
 	acked := p.pl.States()
 	out := make([]StreamState, 0, len(p.set.Pollers))
 	for _, pl := range p.set.Pollers {
-		k := checkpoint.Key{Source: pl.Source(), Account: pl.Account()}
+		k := record.Stream{Source: pl.Source(), Account: pl.Account()}
 		st := acked[k]
 		snap := pl.Snapshot()
 		s := StreamState{Source: k.Source, Account: k.Account, Watermark: st.Watermark, Delivered: st.Delivered, LastError: snap.LastError}

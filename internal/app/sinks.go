@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/clickhouse"
 	"github.com/svcexport/collector/internal/sink/file"
@@ -18,7 +18,7 @@ import (
 
 // newSink builds the sink sink.type names. deadLetterDir is where sinks put
 // records that can never be delivered (next to the checkpoint).
-func newSink(cfg config.Config, streams []checkpoint.Key, deadLetterDir string, reg prometheus.Registerer, log *slog.Logger, out io.Writer) (sink.Sink, error) {
+func newSink(cfg config.Config, streams []record.Stream, deadLetterDir string, reg prometheus.Registerer, log *slog.Logger, out io.Writer) (sink.Sink, error) {
 	switch cfg.Sink.Type {
 	case config.SinkFile:
 		return file.New(cfg.Sink.File, reg, log)

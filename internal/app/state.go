@@ -11,6 +11,7 @@ import (
 
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/window"
 )
@@ -51,7 +52,7 @@ type estimator struct {
 	shares map[string]int // streams per functionality
 }
 
-func newEstimator(cfg source.Config, keys []checkpoint.Key) *estimator {
+func newEstimator(cfg source.Config, keys []record.Stream) *estimator {
 	e := &estimator{cfg: cfg, shares: map[string]int{}}
 	for _, k := range keys {
 		if spec, ok := source.LookupSpec(k.Source); ok {
@@ -105,11 +106,11 @@ func (e *estimator) fill(s *StreamState, density float64, now time.Time) {
 
 // statesFromCheckpoint builds the state lines of every configured stream
 // from the stored states (streams never run show as not started).
-func statesFromCheckpoint(cfg config.Config, stored map[checkpoint.Key]checkpoint.State, keys []checkpoint.Key, now time.Time) []StreamState {
+func statesFromCheckpoint(cfg config.Config, stored map[record.Stream]checkpoint.State, keys []record.Stream, now time.Time) []StreamState {
 	est := newEstimator(cfg.SourceConfig(), keys)
-	seen := map[checkpoint.Key]bool{}
+	seen := map[record.Stream]bool{}
 	var out []StreamState
-	add := func(k checkpoint.Key, st checkpoint.State) {
+	add := func(k record.Stream, st checkpoint.State) {
 		s := StreamState{Source: k.Source, Account: k.Account, Watermark: st.Watermark, Delivered: st.Delivered}
 		if !st.Watermark.IsZero() {
 			s.LagSeconds = now.Sub(st.Watermark).Seconds()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
 )
 
@@ -32,18 +33,18 @@ func TestStateEstimatesTheBacklogFromWatermarkDensityAndBudget(t *testing.T) {
 		t.Fatalf("%d streams: %v", len(keys), keys)
 	}
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	behind := checkpoint.Key{Source: "dns", Account: "acme"}
-	caught := checkpoint.Key{Source: "dns", Account: "acme-dev"}
-	stored := map[checkpoint.Key]checkpoint.State{
+	behind := record.Stream{Source: "dns", Account: "acme"}
+	caught := record.Stream{Source: "dns", Account: "acme-dev"}
+	stored := map[record.Stream]checkpoint.State{
 		// Two days behind at 100,000 rows an hour: 4.8M rows, 960 pages.
 		behind: {Watermark: now.Add(-48 * time.Hour), Density: 100_000, Delivered: 7,
 			InFlight: &checkpoint.InFlight{Start: now.Add(-48 * time.Hour), End: now.Add(-46 * time.Hour), Pages: 3}},
 		caught: {Watermark: now.Add(-30 * time.Minute), Density: 100_000},
 	}
 	states := statesFromCheckpoint(cfg, stored, keys, now)
-	byKey := map[checkpoint.Key]StreamState{}
+	byKey := map[record.Stream]StreamState{}
 	for _, s := range states {
-		byKey[checkpoint.Key{Source: s.Source, Account: s.Account}] = s
+		byKey[record.Stream{Source: s.Source, Account: s.Account}] = s
 	}
 	b := byKey[behind]
 	if b.CaughtUp || b.WindowsLeft < 2 || b.RowsLeft < 4_500_000 || b.RowsLeft > 4_800_000 || b.Delivered != 7 || b.InFlight == nil || b.InFlight.Pages != 3 {
@@ -57,7 +58,7 @@ func TestStateEstimatesTheBacklogFromWatermarkDensityAndBudget(t *testing.T) {
 	if c := byKey[caught]; !c.CaughtUp || c.LagSeconds != 1800 {
 		t.Fatalf("caught up: %+v", c)
 	}
-	ns := byKey[checkpoint.Key{Source: "audit_logs", Account: "acme"}]
+	ns := byKey[record.Stream{Source: "audit_logs", Account: "acme"}]
 	// Never run: its backlog starts at sources.default.start (24h), one
 	// window at unknown density, not at the 92-day history limit.
 	if !ns.Watermark.IsZero() || ns.CaughtUp || ns.WindowsLeft != 1 {

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/svcexport/collector/internal/apisim"
-	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source"
@@ -235,6 +234,6 @@ func pollAll(cfg source.Config, rt http.RoundTripper, now time.Time, reg prometh
 // pollerKey adapts a source poller to pipeline.Poller, as internal/app does.
 type pollerKey struct{ *source.Poller }
 
-func (p pollerKey) Key() checkpoint.Key {
-	return checkpoint.Key{Source: p.Source(), Account: p.Account()}
+func (p pollerKey) Key() record.Stream {
+	return record.Stream{Source: p.Source(), Account: p.Account()}
 }

@@ -17,6 +17,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/svcexport/collector/internal/record"
 )
 
 // Layout of the file: two buckets, created at open.
@@ -450,7 +452,7 @@ func checkTx(tx *bolt.Tx, path string) error {
 func (d *DB) Path() string { return d.path }
 
 // Load implements Store.
-func (d *DB) Load(ctx context.Context, k Key) (State, bool, error) {
+func (d *DB) Load(ctx context.Context, k record.Stream) (State, bool, error) {
 	if err := d.usable(ctx); err != nil {
 		return State{}, false, fmt.Errorf("load checkpoint %s: %w", k, err)
 	}
@@ -482,19 +484,19 @@ func (d *DB) Load(ctx context.Context, k Key) (State, bool, error) {
 
 // Commit implements Store. A zero s.Updated is set to the store's clock.
 // A Density that is negative or not finite is stored as 0 (unknown).
-func (d *DB) Commit(ctx context.Context, k Key, s State) error {
-	return d.commit(ctx, map[Key]State{k: s}, "commit checkpoint "+k.String())
+func (d *DB) Commit(ctx context.Context, k record.Stream, s State) error {
+	return d.commit(ctx, map[record.Stream]State{k: s}, "commit checkpoint "+k.String())
 }
 
 // CommitMany implements Store: all of m in one fsynced transaction.
-func (d *DB) CommitMany(ctx context.Context, m map[Key]State) error {
+func (d *DB) CommitMany(ctx context.Context, m map[record.Stream]State) error {
 	if len(m) == 0 {
 		return nil
 	}
 	return d.commit(ctx, m, fmt.Sprintf("commit %d checkpoints", len(m)))
 }
 
-func (d *DB) commit(ctx context.Context, m map[Key]State, what string) error {
+func (d *DB) commit(ctx context.Context, m map[record.Stream]State, what string) error {
 	if err := d.usable(ctx); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -536,14 +538,14 @@ func (d *DB) commit(ctx context.Context, m map[Key]State, what string) error {
 }
 
 // All implements Store.
-func (d *DB) All(ctx context.Context) (map[Key]State, error) {
+func (d *DB) All(ctx context.Context) (map[record.Stream]State, error) {
 	if err := d.usable(ctx); err != nil {
 		return nil, fmt.Errorf("load all checkpoints: %w", err)
 	}
 	return d.all()
 }
 
-func (d *DB) all() (map[Key]State, error) {
+func (d *DB) all() (map[record.Stream]State, error) {
 	var keys, vals [][]byte
 	err := d.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketStates)
@@ -562,7 +564,7 @@ func (d *DB) all() (map[Key]State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load all checkpoints: %w", err)
 	}
-	out := make(map[Key]State, len(keys))
+	out := make(map[record.Stream]State, len(keys))
 	for i, raw := range keys {
 		k, err := decodeKey(raw)
 		if err != nil {
@@ -581,12 +583,12 @@ func (d *DB) all() (map[Key]State, error) {
 func (d *DB) Reset(ctx context.Context, source, account string) (int, error) {
 	what := "reset checkpoints of " + source
 	if account != "" {
-		what = "reset checkpoint " + Key{source, account}.String()
+		what = "reset checkpoint " + record.Stream{Source: source, Account: account}.String()
 	}
 	if err := d.usable(ctx); err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
-	if err := validateKey(Key{Source: source, Account: account}); err != nil {
+	if err := validateKey(record.Stream{Source: source, Account: account}); err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	var n int
@@ -597,7 +599,7 @@ func (d *DB) Reset(ctx context.Context, source, account string) (int, error) {
 		}
 		var del [][]byte
 		if account != "" {
-			if k := encodeKey(Key{source, account}); b.Get(k) != nil {
+			if k := encodeKey(record.Stream{Source: source, Account: account}); b.Get(k) != nil {
 				del = append(del, k)
 			}
 		} else {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/svcexport/collector/internal/record"
 )
 
 // history is a real checkpoint file and what each of its transactions
@@ -23,8 +25,8 @@ import (
 type history struct {
 	file     []byte
 	pageSize int
-	last     uint64                   // the last transaction
-	byTx     map[uint64]map[Key]State // every state as of each transaction
+	last     uint64                             // the last transaction
+	byTx     map[uint64]map[record.Stream]State // every state as of each transaction
 }
 
 // makeCheckpoint makes a checkpoint with Open and four CommitMany of 60
@@ -37,17 +39,17 @@ func makeCheckpoint(t testing.TB) history {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := history{byTx: map[uint64]map[Key]State{}}
-	all := map[Key]State{}
+	h := history{byTx: map[uint64]map[record.Stream]State{}}
+	all := map[record.Stream]State{}
 	for round := range 4 {
-		m := map[Key]State{}
+		m := map[record.Stream]State{}
 		for i := range 60 {
 			s := sampleState()
 			s.Watermark = t0.Add(time.Duration(round) * 24 * time.Hour)
 			s.Delivered = int64(1000*round + i)
-			m[Key{"dns", fmt.Sprintf("acct-%02d", i)}] = s
+			m[record.Stream{Source: "dns", Account: fmt.Sprintf("acct-%02d", i)}] = s
 		}
-		m[Key{"audit_logs", fmt.Sprintf("org-%d", round)}] = State{Watermark: t0, Updated: t0}
+		m[record.Stream{Source: "audit_logs", Account: fmt.Sprintf("org-%d", round)}] = State{Watermark: t0, Updated: t0}
 		if err := d.CommitMany(ctx, m); err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +116,7 @@ func dirNames(t testing.TB, dir string) []string {
 	return names
 }
 
-func readAll(t testing.TB, d *DB) map[Key]State {
+func readAll(t testing.TB, d *DB) map[record.Stream]State {
 	t.Helper()
 	all, err := d.All(context.Background())
 	if err != nil {
@@ -123,7 +125,7 @@ func readAll(t testing.TB, d *DB) map[Key]State {
 	return all
 }
 
-func sameStates(t *testing.T, got, want map[Key]State) {
+func sameStates(t *testing.T, got, want map[record.Stream]State) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%d states, want %d", len(got), len(want))
@@ -357,7 +359,7 @@ func TestADamagedMetaPageIsSurvivedAndSaid(t *testing.T) {
 
 			// After one commit both meta pages are whole, and the file
 			// opens without a word.
-			k := Key{"dns", "after-recovery"}
+			k := record.Stream{Source: "dns", Account: "after-recovery"}
 			if err := d.Commit(ctx, k, State{Watermark: t0, Updated: t0}); err != nil {
 				t.Fatal(err)
 			}

@@ -3,9 +3,11 @@ package checkpoint
 import (
 	"context"
 	"errors"
+
+	"github.com/svcexport/collector/internal/record"
 )
 
-// Store keeps one State per Key. The pipeline is its only writer: it commits
+// Store keeps one State per stream (record.Stream). The pipeline is its only writer: it commits
 // a State only after every page the State covers was acknowledged by the sink
 // (DESIGN item 7), so what a Store holds never runs ahead of what was
 // delivered.
@@ -17,14 +19,14 @@ type Store interface {
 	// cannot be decoded is an error (wrapping ErrCorrupt or
 	// ErrUnknownVersion), never a missing state: a stream must not restart
 	// from scratch because its checkpoint was unreadable.
-	Load(ctx context.Context, k Key) (State, bool, error)
+	Load(ctx context.Context, k record.Stream) (State, bool, error)
 	// Commit durably stores s as the state of k before it returns.
-	Commit(ctx context.Context, k Key, s State) error
+	Commit(ctx context.Context, k record.Stream, s State) error
 	// CommitMany durably stores every state of m in one transaction: either
 	// all of them are stored or none. An empty m does nothing.
-	CommitMany(ctx context.Context, m map[Key]State) error
+	CommitMany(ctx context.Context, m map[record.Stream]State) error
 	// All returns every stored state.
-	All(ctx context.Context) (map[Key]State, error)
+	All(ctx context.Context) (map[record.Stream]State, error)
 	// Reset removes the state of one account of source, or of every account
 	// of source when account is "", and returns how many states it removed.
 	// The next run starts those streams from their configured start.

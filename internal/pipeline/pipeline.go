@@ -23,14 +23,14 @@ import (
 
 // Store is what the pipeline needs of the checkpoint.
 type Store interface {
-	All(ctx context.Context) (map[checkpoint.Key]checkpoint.State, error)
-	CommitMany(ctx context.Context, states map[checkpoint.Key]checkpoint.State) error
+	All(ctx context.Context) (map[record.Stream]checkpoint.State, error)
+	CommitMany(ctx context.Context, states map[record.Stream]checkpoint.State) error
 }
 
 // Poller pulls one stream. Run returns nil when the poller is done (once
 // mode, caught up) and ctx's error when stopped.
 type Poller interface {
-	Key() checkpoint.Key
+	Key() record.Stream
 	Run(ctx context.Context, from source.Cursor, emit source.Emit) error
 }
 
@@ -48,7 +48,7 @@ type Pipeline struct {
 	slots   *slots
 	pending atomic.Int64 // records handed to the sink and not yet acknowledged
 	flowsMu sync.Mutex
-	flows   map[checkpoint.Key]*flow
+	flows   map[record.Stream]*flow
 	queue   chan *item
 	tracker *tracker
 	rows    atomic.Int64 // records acknowledged by this run
@@ -59,7 +59,7 @@ type Pipeline struct {
 }
 
 type item struct {
-	key     checkpoint.Key
+	key     record.Stream
 	seq     uint64
 	batch   *record.Batch
 	after   source.Cursor
@@ -75,7 +75,7 @@ func New(cfg Config, store Store, s sink.Sink, pollers []Poller, reg prometheus.
 		now = time.Now
 	}
 	p := &Pipeline{cfg: cfg, store: store, sink: s, pollers: pollers, log: log, m: newMetrics(reg), now: now,
-		slots: newSlots(cfg.BufferRecords, now), flows: map[checkpoint.Key]*flow{}, queue: make(chan *item, 1024)}
+		slots: newSlots(cfg.BufferRecords, now), flows: map[record.Stream]*flow{}, queue: make(chan *item, 1024)}
 	p.m.capacity.Set(float64(cfg.BufferRecords))
 	return p
 }
@@ -144,7 +144,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	return errors.Join(pollErrs, cerr)
 }
 
-func (p *Pipeline) runPollers(ctx context.Context, initial map[checkpoint.Key]checkpoint.State) error {
+func (p *Pipeline) runPollers(ctx context.Context, initial map[record.Stream]checkpoint.State) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
@@ -173,7 +173,7 @@ func (p *Pipeline) runPollers(ctx context.Context, initial map[checkpoint.Key]ch
 // page. Only that poller's goroutine uses it.
 type flow struct{ held int }
 
-func (p *Pipeline) flow(k checkpoint.Key) *flow {
+func (p *Pipeline) flow(k record.Stream) *flow {
 	p.flowsMu.Lock()
 	defer p.flowsMu.Unlock()
 	f := p.flows[k]
@@ -191,7 +191,7 @@ func (p *Pipeline) flow(k checkpoint.Key) *flow {
 // the difference if it is free at once, and otherwise gives back what it
 // holds and waits for the whole amount, so that it never waits while holding
 // room (see slots).
-func (p *Pipeline) ReserveFor(k checkpoint.Key) source.Reserve {
+func (p *Pipeline) ReserveFor(k record.Stream) source.Reserve {
 	f := p.flow(k)
 	return func(ctx context.Context, rows int) error {
 		return f.grow(ctx, p.slots, rows)
@@ -211,7 +211,7 @@ func (f *flow) grow(ctx context.Context, s *slots, rows int) error {
 }
 
 // releaseFlow returns what a stopped poller still held.
-func (p *Pipeline) releaseFlow(k checkpoint.Key) {
+func (p *Pipeline) releaseFlow(k record.Stream) {
 	f := p.flow(k)
 	p.slots.release(f.held)
 	f.held = 0
@@ -219,7 +219,7 @@ func (p *Pipeline) releaseFlow(k checkpoint.Key) {
 
 // emitFor returns the Emit function of one stream's poller. It blocks while
 // the buffer is full: that is the backpressure that keeps memory flat.
-func (p *Pipeline) emitFor(k checkpoint.Key) source.Emit {
+func (p *Pipeline) emitFor(k record.Stream) source.Emit {
 	f := p.flow(k)
 	return func(ctx context.Context, pg source.Page) error {
 		// A page larger than the room reserved for it (the server sent more
@@ -462,7 +462,7 @@ func oneLine(s string) string {
 	return s[:cut] + "…"
 }
 
-func (p *Pipeline) observe(k checkpoint.Key, st checkpoint.State) {
+func (p *Pipeline) observe(k record.Stream, st checkpoint.State) {
 	if st.Watermark.IsZero() {
 		return
 	}
@@ -484,7 +484,7 @@ func (p *Pipeline) Delivered() int64 { return p.rows.Load() }
 
 // States returns every stream's acknowledged state (what is committed or
 // about to be), for the live state endpoint.
-func (p *Pipeline) States() map[checkpoint.Key]checkpoint.State {
+func (p *Pipeline) States() map[record.Stream]checkpoint.State {
 	if p.tracker == nil {
 		return nil
 	}

@@ -27,7 +27,7 @@ var t0 = time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 // scriptedPoller emits pages of n records for consecutive one-hour windows,
 // as a source poller would, then returns (once mode) or waits for ctx.
 type scriptedPoller struct {
-	key     checkpoint.Key
+	key     record.Stream
 	windows int
 	pages   int // pages per window
 	rows    int // rows per page
@@ -36,7 +36,7 @@ type scriptedPoller struct {
 	emitted atomic.Int64
 }
 
-func (s *scriptedPoller) Key() checkpoint.Key { return s.key }
+func (s *scriptedPoller) Key() record.Stream { return s.key }
 
 func (s *scriptedPoller) Run(ctx context.Context, from source.Cursor, emit source.Emit) error {
 	if s.started != nil {
@@ -150,8 +150,8 @@ func TestOnceDeliversEverythingAndCommitsTheLastWatermark(t *testing.T) {
 	db := openStore(t)
 	s := &testSink{failN: 3}
 	pollers := []Poller{
-		&scriptedPoller{key: checkpoint.Key{Source: "dns", Account: "acme"}, windows: 5, pages: 3, rows: 100},
-		&scriptedPoller{key: checkpoint.Key{Source: "dns", Account: "acme-dev"}, windows: 4, pages: 1, rows: 0},
+		&scriptedPoller{key: record.Stream{Source: "dns", Account: "acme"}, windows: 5, pages: 3, rows: 100},
+		&scriptedPoller{key: record.Stream{Source: "dns", Account: "acme-dev"}, windows: 4, pages: 1, rows: 0},
 	}
 	p := New(testConfig(), db, s, pollers, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 	if err := p.Run(context.Background()); err != nil {
@@ -160,11 +160,11 @@ func TestOnceDeliversEverythingAndCommitsTheLastWatermark(t *testing.T) {
 	if len(s.ids) != 1500 {
 		t.Fatalf("delivered %d distinct records, want 1500", len(s.ids))
 	}
-	st, ok, err := db.Load(context.Background(), checkpoint.Key{Source: "dns", Account: "acme"})
+	st, ok, err := db.Load(context.Background(), record.Stream{Source: "dns", Account: "acme"})
 	if err != nil || !ok || !st.Watermark.Equal(t0.Add(5*time.Hour)) || st.InFlight != nil || st.Delivered != 1500 {
 		t.Fatalf("acme state %+v ok=%v err=%v", st, ok, err)
 	}
-	st, _, _ = db.Load(context.Background(), checkpoint.Key{Source: "dns", Account: "acme-dev"})
+	st, _, _ = db.Load(context.Background(), record.Stream{Source: "dns", Account: "acme-dev"})
 	if !st.Watermark.Equal(t0.Add(4 * time.Hour)) {
 		t.Fatalf("empty windows must advance the watermark too: %+v", st)
 	}
@@ -181,7 +181,7 @@ func TestCheckpointNeverPassesAnUnacknowledgedPage(t *testing.T) {
 		}
 		return 0
 	}}
-	key := checkpoint.Key{Source: "dns", Account: "acme"}
+	key := record.Stream{Source: "dns", Account: "acme"}
 	cfg := testConfig()
 	cfg.SinkWorkers = 4
 	pl := &scriptedPoller{key: key, windows: 3, pages: 2, rows: 10, tail: true}
@@ -220,7 +220,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestAStalledSinkBoundsTheBufferAndHoldsTheCheckpoint(t *testing.T) {
 	db := openStore(t)
 	s := &testSink{hold: make(chan struct{})}
-	key := checkpoint.Key{Source: "connections", Account: "acme"}
+	key := record.Stream{Source: "connections", Account: "acme"}
 	cfg := testConfig()
 	cfg.BufferRecords = 250
 	cfg.SinkWorkers = 2
@@ -262,7 +262,7 @@ func TestAStalledSinkBoundsTheBufferAndHoldsTheCheckpoint(t *testing.T) {
 func TestStopDrainsWhatWasFetchedAndResumesFromTheCheckpoint(t *testing.T) {
 	db := openStore(t)
 	s := &testSink{}
-	key := checkpoint.Key{Source: "dns", Account: "acme"}
+	key := record.Stream{Source: "dns", Account: "acme"}
 	pl := &scriptedPoller{key: key, windows: 2, pages: 2, rows: 10, tail: true}
 	p := New(testConfig(), db, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -290,7 +290,7 @@ func TestStopDrainsWhatWasFetchedAndResumesFromTheCheckpoint(t *testing.T) {
 func TestStopDeadlineAbandonsUnwrittenPagesWithoutCommittingThem(t *testing.T) {
 	db := openStore(t)
 	s := &testSink{hold: make(chan struct{})} // never released
-	key := checkpoint.Key{Source: "dns", Account: "acme"}
+	key := record.Stream{Source: "dns", Account: "acme"}
 	cfg := testConfig()
 	cfg.StopTimeout = 100 * time.Millisecond
 	pl := &scriptedPoller{key: key, windows: 3, pages: 1, rows: 5, tail: true}
@@ -324,7 +324,7 @@ func TestStalledReportsAWedgedSinkOnlyWhileRecordsWait(t *testing.T) {
 	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
 	cfg := testConfig()
 	cfg.StallTimeout = time.Minute
-	pl := &scriptedPoller{key: checkpoint.Key{Source: "dns", Account: "acme"}, windows: 1, pages: 1, rows: 10}
+	pl := &scriptedPoller{key: record.Stream{Source: "dns", Account: "acme"}, windows: 1, pages: 1, rows: 10}
 	p := New(cfg, db, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), now)
 	if err := p.Stalled(); err != nil {
 		t.Fatalf("an idle pipeline is not stalled: %v", err)
@@ -361,7 +361,7 @@ func TestReservationsBoundPagesBeingFetched(t *testing.T) {
 	var peak atomic.Int64
 	p := New(cfg, db, s, nil, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 	for i := 0; i < 20; i++ {
-		k := checkpoint.Key{Source: "dns", Account: fmt.Sprintf("a%d", i)}
+		k := record.Stream{Source: "dns", Account: fmt.Sprintf("a%d", i)}
 		pollers = append(pollers, &reservingPoller{key: k, reserve: p.ReserveFor(k), rows: 100, fetching: &fetching, peak: &peak})
 	}
 	p.pollers = pollers
@@ -390,13 +390,13 @@ func TestReservationsBoundPagesBeingFetched(t *testing.T) {
 // reservingPoller reserves room, "fetches" (counts itself as fetching),
 // and emits pages until stopped.
 type reservingPoller struct {
-	key            checkpoint.Key
+	key            record.Stream
 	reserve        source.Reserve
 	rows           int
 	fetching, peak *atomic.Int64
 }
 
-func (r *reservingPoller) Key() checkpoint.Key { return r.key }
+func (r *reservingPoller) Key() record.Stream { return r.key }
 
 func (r *reservingPoller) Run(ctx context.Context, from source.Cursor, emit source.Emit) error {
 	wm := t0

@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/checkpoint/checkpointtest"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
@@ -27,7 +26,7 @@ import (
 // until gate is closed, reserves again for rows when regrow is set, and
 // emits a page of rows records. Then it returns (once mode).
 type roomPoller struct {
-	key         checkpoint.Key
+	key         record.Stream
 	reserve     source.Reserve
 	reserveRows int
 	rows        int
@@ -38,7 +37,7 @@ type roomPoller struct {
 	gate        chan struct{}
 }
 
-func (r *roomPoller) Key() checkpoint.Key { return r.key }
+func (r *roomPoller) Key() record.Stream { return r.key }
 
 func (r *roomPoller) Run(ctx context.Context, _ source.Cursor, emit source.Emit) error {
 	wm := t0
@@ -107,7 +106,7 @@ func TestPagesLargerThanTheirReservationNeverDeadlockAFullBuffer(t *testing.T) {
 				const streams, pages = 12, 5
 				var pollers []*roomPoller
 				for i := 0; i < streams; i++ {
-					pollers = append(pollers, &roomPoller{key: checkpoint.Key{Source: "dns", Account: fmt.Sprintf("a%02d", i)},
+					pollers = append(pollers, &roomPoller{key: record.Stream{Source: "dns", Account: fmt.Sprintf("a%02d", i)},
 						reserveRows: 5, rows: tt.rows, pages: pages, regrow: tt.regrow, fetch: time.Second})
 				}
 				s := &testSink{}
@@ -190,8 +189,8 @@ func TestStalledReportsStreamsWaitingForRoomThatNeverComes(t *testing.T) {
 		cfg.StallTimeout = time.Minute
 		gate := make(chan struct{})
 		// a holds the whole buffer while its fetch hangs; b waits for room.
-		a := &roomPoller{key: checkpoint.Key{Source: "dns", Account: "a"}, reserveRows: 10, rows: 10, pages: 1, gate: gate}
-		b := &roomPoller{key: checkpoint.Key{Source: "dns", Account: "b"}, reserveRows: 5, rows: 5, pages: 1, start: time.Second}
+		a := &roomPoller{key: record.Stream{Source: "dns", Account: "a"}, reserveRows: 10, rows: 10, pages: 1, gate: gate}
+		b := &roomPoller{key: record.Stream{Source: "dns", Account: "b"}, reserveRows: 5, rows: 5, pages: 1, start: time.Second}
 		p := newRoomPipeline(cfg, &testSink{}, a, b)
 		done := make(chan error, 1)
 		go func() { done <- p.Run(t.Context()) }()
@@ -233,7 +232,7 @@ func TestWriteErrorReportsTheLastFailedWriteUntilOneSucceeds(t *testing.T) {
 		cfg := testConfig()
 		cfg.SinkWorkers = 1
 		cfg.RetryInitial, cfg.RetryMax = time.Second, time.Second
-		pl := &scriptedPoller{key: checkpoint.Key{Source: "dns", Account: "acme"}, windows: 1, pages: 1, rows: 3}
+		pl := &scriptedPoller{key: record.Stream{Source: "dns", Account: "acme"}, windows: 1, pages: 1, rows: 3}
 		p := New(cfg, &checkpointtest.Store{}, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 		if err := p.WriteError(); err != nil {
 			t.Fatalf("WriteError before any write: %v", err)
