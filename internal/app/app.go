@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
@@ -88,7 +89,11 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	if err != nil {
 		return err
 	}
-	set, err := source.Build(srcCfg, nil, source.Options{Logger: log, Metrics: srcMetrics}, once)
+	apiMetrics, err := api.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: log, Metrics: apiMetrics}, Metrics: srcMetrics}, once)
 	if err != nil {
 		return err
 	}

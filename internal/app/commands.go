@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
 	"github.com/svcexport/collector/internal/record"
@@ -84,7 +85,7 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 	srcCfg.API.Retry.MaxAttempts = 1
 	srcCfg.API.Timeout = min(srcCfg.API.Timeout, co.timeout())
 	srcCfg.Edge.Timeout = min(srcCfg.Edge.Timeout, co.timeout())
-	set, err := source.Build(srcCfg, nil, source.Options{Logger: o.Log}, true)
+	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: o.Log}}, true)
 	if err != nil {
 		report("sources", err)
 		return ErrCheckFailed

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
@@ -192,7 +193,7 @@ func inProcessSourceConfig(sim *apisim.Server) source.Config {
 	cfg := source.DefaultConfig()
 	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = sim.URL(), "sim-key", secret.New("sim-secret")
 	cfg.Edge.BaseURL, cfg.Edge.Token = sim.EdgeURL(), secret.New("sim-edge-token")
-	generous := source.RateConfig{Limit: 1 << 30, Period: time.Hour, Reserve: 0.1}
+	generous := api.RateConfig{Limit: 1 << 30, Period: time.Hour, Reserve: 0.1}
 	cfg.API.Rate, cfg.Edge.Rate = generous, generous
 	cfg.Accounts = twoAccounts
 	enabled, start, lag, interval := true, fmt.Sprintf("%dh", int(corpusSpan.Hours())), 2*time.Minute, time.Second
@@ -207,12 +208,16 @@ func buildSet(cfg source.Config, rt http.RoundTripper, now time.Time, reg promet
 	if err != nil {
 		return nil, err
 	}
-	return source.Build(cfg, nil, source.Options{
+	am, err := api.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return source.Build(cfg, nil, source.Options{Client: api.Options{
 		HTTPClient: &http.Client{Transport: rt},
 		Clock:      fixedClock{now},
 		Logger:     slog.New(slog.DiscardHandler),
-		Metrics:    m,
-	}, true)
+		Metrics:    am,
+	}, Metrics: m}, true)
 }
 
 // pollAll runs every poller of cfg to completion, concurrently, handing

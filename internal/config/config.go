@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/pipeline"
 	"github.com/svcexport/collector/internal/secret"
@@ -26,7 +27,7 @@ import (
 // owned by the package that uses it; see configs/collector.yaml for every
 // key with its comment and default.
 type Config struct {
-	API          source.APIConfig     `koanf:"api"`
+	API          api.Config           `koanf:"api"`
 	Accounts     []string             `koanf:"accounts"`
 	OrgAuditLogs bool                 `koanf:"org_audit_logs"`
 	Edge         source.EdgeConfig    `koanf:"edge"`

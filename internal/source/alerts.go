@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/window"
 )
@@ -128,7 +129,7 @@ func (r *run) revisitAlerts(ctx context.Context) error {
 func (r *run) revisitWindow(ctx context.Context, w window.Window) error {
 	p := r.p
 	f, err := r.fetch(ctx, w, "", 0)
-	if IsBodyTooLarge(err) {
+	if api.IsBodyTooLarge(err) {
 		return r.splitTooLarge(ctx, w, err, r.revisitWindow)
 	}
 	if err != nil {

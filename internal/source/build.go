@@ -3,15 +3,27 @@ package source
 import (
 	"errors"
 	"fmt"
+
+	"github.com/svcexport/collector/internal/api"
 )
+
+// Options are the injected dependencies of Build.
+type Options struct {
+	// Client holds those of the API clients: HTTP client, clock, logger
+	// (the pollers log there too), API metrics and the interval of
+	// rate-limited warnings. See api.Options for the defaults.
+	Client api.Options
+	// Metrics are the pollers' metrics; nil records none.
+	Metrics *Metrics
+}
 
 // Set is what a configuration builds: the clients and one poller per
 // (account, source) stream.
 type Set struct {
 	// Core is the core API client; nil when no core source is enabled.
-	Core *Client
+	Core *api.Client
 	// Edge is the edge API client; nil when edge.base_url is empty (C6).
-	Edge *Client
+	Edge *api.Client
 	// Pollers are the streams, core first, in a fixed order.
 	Pollers []*Poller
 }
@@ -23,20 +35,19 @@ type Set struct {
 // account "default"; org_audit_logs adds audit_logs of account "org" with
 // Org-Access: true (C2). Edge sources use edge.accounts, or else the
 // top-level accounts.
-func Build(cfg Config, budget *Budget, o Options, once bool) (*Set, error) {
+func Build(cfg Config, budget *api.Budget, o Options, once bool) (*Set, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	o = o.withDefaults()
 	if budget == nil {
-		budget = NewBudget(o.Clock, o.Metrics)
+		budget = api.NewBudget(o.Client.Clock, o.Client.Metrics)
 	}
 	set := &Set{}
 	var errs []error
-	add := func(c *Client, pc PollerConfig) {
+	add := func(c *api.Client, pc PollerConfig) {
 		pc.API, pc.Edge, pc.Once = cfg.API, cfg.Edge, once
 		pc.Settings = cfg.Sources.Resolve(pc.Spec.Name)
-		pc.Logger, pc.Metrics = o.Logger, o.Metrics
+		pc.Logger, pc.Metrics = o.Client.Logger, o.Metrics
 		p, err := NewPoller(c, pc)
 		if err != nil {
 			errs = append(errs, err)
@@ -49,7 +60,7 @@ func Build(cfg Config, budget *Budget, o Options, once bool) (*Set, error) {
 			continue
 		}
 		if set.Core == nil {
-			c, err := NewClient(cfg.API, budget, o)
+			c, err := api.NewClient(cfg.API, budget, o.Client)
 			if err != nil {
 				return nil, err
 			}
@@ -72,7 +83,7 @@ func Build(cfg Config, budget *Budget, o Options, once bool) (*Set, error) {
 				continue
 			}
 			if set.Edge == nil {
-				c, err := NewEdgeClient(cfg.Edge, cfg.API, budget, o)
+				c, err := api.NewEdgeClient(cfg.Edge.Connection(), cfg.API, budget, o.Client)
 				if err != nil {
 					return nil, err
 				}

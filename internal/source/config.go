@@ -3,13 +3,12 @@ package source
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/window"
 )
@@ -20,14 +19,11 @@ const Day = 24 * time.Hour
 // MaxWindowLimit is the longest window the core API accepts (C3: 7 days).
 const MaxWindowLimit = 7 * Day
 
-// MaxTokenTTL is the longest bearer token life the API grants (seed: 86400 s).
-const MaxTokenTTL = 24 * time.Hour
-
 // Config is the configuration this package owns. The top-level loader puts
 // its parts under the keys api, accounts, org_audit_logs, edge and sources.
 type Config struct {
 	// API is the core API (CONTRACT C1-C5).
-	API APIConfig `koanf:"api"`
+	API api.Config `koanf:"api"`
 	// Accounts are the sub-accounts to read (C2). Empty means the token's own
 	// account: no Account-Name header, envelope account "default".
 	Accounts []string `koanf:"accounts"`
@@ -40,75 +36,9 @@ type Config struct {
 	Sources SourcesConfig `koanf:"sources"`
 }
 
-// RateConfig describes one token bucket of the API (CONTRACT C4).
-type RateConfig struct {
-	// Limit is tokens per period (and the bucket size). Default 480.
-	Limit int `koanf:"limit"`
-	// Period is the refill period. Default 1h.
-	Period time.Duration `koanf:"period"`
-	// Reserve is the fraction of the bucket left to other clients of the
-	// same user. Default 0.1.
-	Reserve float64 `koanf:"reserve"`
-}
-
-// RetryConfig is the backoff for transient errors (C5).
-type RetryConfig struct {
-	// Initial is the first backoff. Default 1s.
-	Initial time.Duration `koanf:"initial"`
-	// Max caps one backoff. Default 2m.
-	Max time.Duration `koanf:"max"`
-	// MaxAttempts bounds the attempts of one request for transient errors;
-	// 0 (the default) is unlimited.
-	MaxAttempts int `koanf:"max_attempts"`
-}
-
-// APIConfig configures the core API client.
-type APIConfig struct {
-	BaseURL string `koanf:"base_url"`
-	KeyID   string `koanf:"key_id"`
-	// Secret is the key's secret, usually from the environment. Secret wins
-	// over SecretFile.
-	Secret     secret.Secret `koanf:"secret"`
-	SecretFile string        `koanf:"secret_file"`
-	// SecretHeader names the header carrying the secret (C1). Default
-	// "X-SVC-UAKS".
-	SecretHeader string `koanf:"secret_header"`
-	// TokenTTL is the bearer token life asked for. Default 1h, at most 24h.
-	TokenTTL time.Duration `koanf:"token_ttl"`
-	// Timeout bounds one request, body included. Default 125s.
-	Timeout time.Duration `koanf:"timeout"`
-	// User names the budget group: credentials of one user share buckets
-	// (C4). Default: the key id.
-	User string     `koanf:"user"`
-	Rate RateConfig `koanf:"rate"`
-	// MaxHistory is how far back searches reach (C3). Default 92 days.
-	MaxHistory time.Duration `koanf:"max_history"`
-	// PageRows is rows per full page (C3). Default 5000.
-	PageRows int `koanf:"page_rows"`
-	// ResultCap is rows in all pages of one result set (C3). Default 500000.
-	ResultCap int64 `koanf:"result_cap"`
-	// NextPageTTL is how long a next-page URL stays valid (C3). Default 24h.
-	NextPageTTL time.Duration `koanf:"next_page_ttl"`
-	// MaxPages caps the pages walked per result set (C3). Default 100.
-	MaxPages int `koanf:"max_pages"`
-	// MaxBodyBytes bounds one response body. Default 64 MiB. A page over
-	// it is not an error of the window: the poller splits the window and
-	// asks the halves; only a window that cannot be split further fails
-	// (poll error kind "body_too_large").
-	MaxBodyBytes int64       `koanf:"max_body_bytes"`
-	Retry        RetryConfig `koanf:"retry"`
-	// AllowedOrigins lists the origins, besides base_url's, that may
-	// receive the bearer token and the account headers: next-page URLs
-	// (C3) and redirects to them are followed. Each entry is
-	// "scheme://host[:port]" (http or https; host case and default ports
-	// do not matter). Default empty: a next-page URL or a redirect to any
-	// other origin, and any redirect from https to http, is refused before
-	// a request is sent (poll error kind "origin"). Only for a service that
-	// really pages across hosts.
-	AllowedOrigins []string `koanf:"allowed_origins"`
-}
-
-// EdgeConfig configures the edge API client (CONTRACT C6).
+// EdgeConfig is the koanf section "edge" (CONTRACT C6): the edge streams'
+// own keys and, handed to the API client through Connection, the
+// connection to the edge API. Edge sources are off while BaseURL is empty.
 type EdgeConfig struct {
 	// BaseURL of the edge API; empty turns the edge sources off.
 	BaseURL string `koanf:"base_url"`
@@ -127,7 +57,7 @@ type EdgeConfig struct {
 	// Timeout bounds one request. Default 125s.
 	Timeout time.Duration `koanf:"timeout"`
 	// Rate is the edge bucket; limits are unpublished, default 480/1h.
-	Rate RateConfig `koanf:"rate"`
+	Rate api.RateConfig `koanf:"rate"`
 	// Accounts are sent as Account-Name; nil means the top-level accounts.
 	Accounts []string `koanf:"accounts"`
 	// AllowedOrigins lists the origins, besides base_url's, that may
@@ -135,6 +65,14 @@ type EdgeConfig struct {
 	// API. Default empty: redirects to another origin, and from https to
 	// http, are refused.
 	AllowedOrigins []string `koanf:"allowed_origins"`
+}
+
+// Connection returns the part of the section the edge API client reads.
+func (c EdgeConfig) Connection() api.EdgeConfig {
+	return api.EdgeConfig{
+		BaseURL: c.BaseURL, Token: c.Token, TokenFile: c.TokenFile,
+		Timeout: c.Timeout, Rate: c.Rate, AllowedOrigins: c.AllowedOrigins,
+	}
 }
 
 // Filter is one search filter passed verbatim to the search body (C3).
@@ -191,34 +129,15 @@ func DefaultSource() SourceSettings {
 	}
 }
 
-// DefaultRate returns 480 tokens per hour with 10% reserve (seed, C4).
-func DefaultRate() RateConfig { return RateConfig{Limit: 480, Period: time.Hour, Reserve: 0.1} }
-
-// DefaultAPIConfig returns the core API defaults of the seed and contract.
-func DefaultAPIConfig() APIConfig {
-	return APIConfig{
-		SecretHeader: "X-SVC-UAKS",
-		TokenTTL:     time.Hour,
-		Timeout:      125 * time.Second,
-		Rate:         DefaultRate(),
-		MaxHistory:   92 * Day,
-		PageRows:     5000,
-		ResultCap:    500000,
-		NextPageTTL:  24 * time.Hour,
-		MaxPages:     100,
-		MaxBodyBytes: 64 << 20,
-		Retry:        RetryConfig{Initial: time.Second, Max: 2 * time.Minute},
-	}
-}
-
 // DefaultEdgeConfig returns the edge defaults of CONTRACT C6.
 func DefaultEdgeConfig() EdgeConfig {
+	conn := api.DefaultEdgeConfig()
 	return EdgeConfig{
 		MaxRows:             10000,
 		AlertStatusFilter:   "OPEN,IN_PROGRESS,CLOSED",
 		AlertUpdateLookback: 24 * time.Hour,
-		Timeout:             125 * time.Second,
-		Rate:                DefaultRate(),
+		Timeout:             conn.Timeout,
+		Rate:                conn.Rate,
 	}
 }
 
@@ -227,7 +146,7 @@ func DefaultEdgeConfig() EdgeConfig {
 func DefaultConfig() Config {
 	d := DefaultSource()
 	return Config{
-		API:  DefaultAPIConfig(),
+		API:  api.DefaultConfig(),
 		Edge: DefaultEdgeConfig(),
 		Sources: SourcesConfig{DefaultSourcesKey: {
 			Enabled: &d.Enabled, Start: &d.Start, Lag: &d.Lag, Interval: &d.Interval,
@@ -286,7 +205,7 @@ func (r SourceSettings) StartTime(now time.Time) (time.Time, error) {
 // path; all problems are joined.
 func (c Config) Validate() error {
 	var errs []error
-	errs = append(errs, c.API.validate("api")...)
+	errs = append(errs, c.API.Validate())
 	for i, a := range c.Accounts {
 		if err := checkAccount(a); err != nil {
 			errs = append(errs, fmt.Errorf("accounts[%d]: %w", i, err))
@@ -299,96 +218,12 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (c APIConfig) validate(p string) []error {
-	var errs []error
-	add := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s.%s: %s", p, key, fmt.Sprintf(format, args...)))
-	}
-	if err := checkURL(c.BaseURL); err != nil {
-		add("base_url", "%v", err)
-	}
-	if c.KeyID == "" {
-		add("key_id", "must be set")
-	}
-	if !c.Secret.IsSet() && c.SecretFile == "" {
-		add("secret", "must be set (or %s.secret_file)", p)
-	}
-	if c.SecretHeader == "" {
-		add("secret_header", "must be set")
-	}
-	switch {
-	case c.TokenTTL < time.Minute:
-		add("token_ttl", "must be at least 1m")
-	case c.TokenTTL > MaxTokenTTL:
-		add("token_ttl", "must be at most 24h")
-	}
-	if c.Timeout <= 0 {
-		add("timeout", "must be positive")
-	}
-	errs = append(errs, c.Rate.validate(p+".rate")...)
-	if c.MaxHistory <= 0 {
-		add("max_history", "must be positive")
-	}
-	if c.PageRows <= 0 {
-		add("page_rows", "must be positive")
-	}
-	if c.ResultCap <= 0 {
-		add("result_cap", "must be positive")
-	}
-	if c.NextPageTTL <= 0 {
-		add("next_page_ttl", "must be positive")
-	}
-	if c.MaxPages <= 0 {
-		add("max_pages", "must be positive")
-	}
-	if c.MaxBodyBytes < 1024 {
-		add("max_body_bytes", "must be at least 1024")
-	}
-	errs = append(errs, c.Retry.validate(p+".retry")...)
-	errs = append(errs, validateOrigins(p+".allowed_origins", c.AllowedOrigins)...)
-	return errs
-}
-
-func (r RateConfig) validate(p string) []error {
-	var errs []error
-	if r.Limit <= 0 {
-		errs = append(errs, fmt.Errorf("%s.limit: must be positive", p))
-	}
-	if r.Period <= 0 {
-		errs = append(errs, fmt.Errorf("%s.period: must be positive", p))
-	}
-	if r.Reserve < 0 || r.Reserve >= 1 {
-		errs = append(errs, fmt.Errorf("%s.reserve: must be in [0, 1)", p))
-	} else if r.Limit > 0 && float64(r.Limit)*(1-r.Reserve) < 1 {
-		errs = append(errs, fmt.Errorf("%s.reserve: leaves less than one token of %d", p, r.Limit))
-	}
-	return errs
-}
-
-func (r RetryConfig) validate(p string) []error {
-	var errs []error
-	if r.Initial <= 0 {
-		errs = append(errs, fmt.Errorf("%s.initial: must be positive", p))
-	}
-	if r.Max < r.Initial {
-		errs = append(errs, fmt.Errorf("%s.max: must be at least %s.initial", p, p))
-	}
-	if r.MaxAttempts < 0 {
-		errs = append(errs, fmt.Errorf("%s.max_attempts: must not be negative (0 is unlimited)", p))
-	}
-	return errs
-}
-
+// validate checks the section: the connection's keys (api.EdgeConfig),
+// then the streams' own.
 func (c EdgeConfig) validate(p string) []error {
-	var errs []error
+	errs := []error{c.Connection().Validate()}
 	add := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s.%s: %s", p, key, fmt.Sprintf(format, args...)))
-	}
-	if err := checkURL(c.BaseURL); err != nil {
-		add("base_url", "%v", err)
-	}
-	if !c.Token.IsSet() && c.TokenFile == "" {
-		add("token", "must be set (or %s.token_file) when %s.base_url is set", p, p)
 	}
 	if c.MaxRows <= 0 {
 		add("max_rows", "must be positive")
@@ -399,16 +234,11 @@ func (c EdgeConfig) validate(p string) []error {
 	if c.AlertUpdateLookback < 0 {
 		add("alert_update_lookback", "must not be negative")
 	}
-	if c.Timeout <= 0 {
-		add("timeout", "must be positive")
-	}
-	errs = append(errs, c.Rate.validate(p+".rate")...)
 	for i, a := range c.Accounts {
 		if err := checkAccount(a); err != nil {
 			add(fmt.Sprintf("accounts[%d]", i), "%v", err)
 		}
 	}
-	errs = append(errs, validateOrigins(p+".allowed_origins", c.AllowedOrigins)...)
 	return errs
 }
 
@@ -503,28 +333,6 @@ func (f Filter) validate() error {
 	case "between":
 		if f.Value != "" || len(f.Values) != 2 {
 			return errors.New("between takes values with exactly two boundaries")
-		}
-	}
-	return nil
-}
-
-func checkURL(s string) error {
-	if s == "" {
-		return errors.New("must be set")
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return errors.New("is not a URL")
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return errors.New("must be an http or https URL")
-	}
-	if u.Host == "" || u.Hostname() == "" {
-		return errors.New("must have a host")
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("port %q must be a number from 1 to 65535", p)
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/secret"
 )
 
@@ -31,12 +32,12 @@ func TestConfig_YAMLOverridesOnlyWhatItNames(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	want := DefaultAPIConfig()
+	want := api.DefaultConfig()
 	want.BaseURL, want.KeyID, want.Secret = "https://api.example.test", "KEY1", secret.New("s3cr3t")
 	want.TokenTTL, want.User = 2*time.Hour, "svc-user"
-	want.Rate = RateConfig{Limit: 240, Period: 30 * time.Minute, Reserve: 0.2}
+	want.Rate = api.RateConfig{Limit: 240, Period: 30 * time.Minute, Reserve: 0.2}
 	want.MaxHistory = 30 * Day
-	want.Retry = RetryConfig{Initial: 2 * time.Second, Max: time.Minute, MaxAttempts: 5}
+	want.Retry = api.RetryConfig{Initial: 2 * time.Second, Max: time.Minute, MaxAttempts: 5}
 	if !reflect.DeepEqual(cfg.API, want) {
 		t.Errorf("api = %+v\nwant %+v", cfg.API, want)
 	}
@@ -96,7 +97,7 @@ func TestConfig_ValidateNamesEveryBadKey(t *testing.T) {
 
 func TestConfig_DefaultsAreTheContractsValues(t *testing.T) {
 	c := DefaultConfig()
-	if c.API.Rate != (RateConfig{480, time.Hour, 0.1}) || c.API.PageRows != 5000 || c.API.ResultCap != 500000 ||
+	if c.API.Rate != (api.RateConfig{Limit: 480, Period: time.Hour, Reserve: 0.1}) || c.API.PageRows != 5000 || c.API.ResultCap != 500000 ||
 		c.API.MaxPages != 100 || c.API.NextPageTTL != 24*time.Hour || c.API.MaxHistory != 92*Day ||
 		c.API.TokenTTL != time.Hour || c.API.Timeout != 125*time.Second || c.API.SecretHeader != "X-SVC-UAKS" {
 		t.Errorf("api defaults = %+v", c.API)
@@ -130,18 +131,5 @@ func TestConfig_ReturnsMustKeepTheRecordTime_C3(t *testing.T) {
 	err := cfg.Validate()
 	if err == nil || !strings.Contains(err.Error(), "sources.dns.returns: must include createdTime") {
 		t.Fatalf("err = %v", err)
-	}
-}
-
-func TestRenewAfter_C1(t *testing.T) {
-	for life, want := range map[time.Duration]time.Duration{
-		time.Hour:        48 * time.Minute,
-		10 * time.Minute: 5 * time.Minute,
-		24 * time.Hour:   24 * time.Hour * 8 / 10,
-		time.Minute:      30 * time.Second,
-	} {
-		if got := renewAfter(life); got != want {
-			t.Errorf("renewAfter(%v) = %v, want %v", life, got, want)
-		}
 	}
 }

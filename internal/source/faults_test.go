@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/secret"
 )
@@ -45,10 +46,10 @@ func TestPoller_C1_C3_C5_FaultsTogetherAreComplete(t *testing.T) {
 	checkTruth(t, srv, SourceDNS, "acme", pages, from, wm.Add(-overlap))
 	st := srv.Stats().Get("sim-admin", SourceDNS)
 	t.Logf("stats %+v", st)
-	if st.Unauthorized == 0 || st.ServerErrors == 0 || testutilValue(e.metrics.retries.WithLabelValues(SourceDNS, "body")) == 0 {
+	if st.Unauthorized == 0 || st.ServerErrors == 0 || e.apiMetric("collector_retries_total", "source", SourceDNS, "reason", "body") == 0 {
 		t.Fatalf("faults did not happen: %+v", st)
 	}
-	if testutilValue(e.metrics.tokenRenewals.WithLabelValues("core")) < 2 {
+	if e.apiMetric("collector_token_renewals_total", "api", "core") < 2 {
 		t.Fatal("token never renewed")
 	}
 	if strings.Contains(e.logs.String(), "sim-secret") || strings.Contains(e.logs.String(), "Bearer") {
@@ -64,7 +65,7 @@ func TestPoller_C1_WrongSecretNeverAppearsInLogsOrErrors(t *testing.T) {
 	cfg.API.Secret = secret.New("wrong-secret-Zq9")
 	e := newEnv(t, cfg, nil)
 	err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, (&collector{}).emit)
-	var se *StatusError
+	var se *api.StatusError
 	if !errors.As(err, &se) || se.Status != 401 {
 		t.Fatalf("err = %v, want a 401", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/secret"
 )
 
@@ -184,9 +185,9 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 func pageServerConfig(s *pageServer) Config {
 	cfg := DefaultConfig()
 	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = s.srv.URL, "k", secret.New("the-secret-value")
-	cfg.API.Retry = RetryConfig{Initial: time.Millisecond, Max: 5 * time.Millisecond}
+	cfg.API.Retry = api.RetryConfig{Initial: time.Millisecond, Max: 5 * time.Millisecond}
 	cfg.API.Timeout = 20 * time.Second
-	cfg.API.Rate = RateConfig{Limit: 100000, Period: time.Second, Reserve: 0.1}
+	cfg.API.Rate = api.RateConfig{Limit: 100000, Period: time.Second, Reserve: 0.1}
 	return cfg
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/window"
 )
 
@@ -21,7 +22,7 @@ func TestClassifyPage_C3_C5(t *testing.T) {
 		total     int64
 		next      string
 		records   int
-		malformed bool // the error wraps errMalformedPage (retry reason "malformed")
+		malformed bool // the error wraps api.ErrMalformedPage (retry reason "malformed")
 		wantError bool
 	}{
 		{name: "a paged answer gives its records, count and next page",
@@ -66,7 +67,7 @@ func TestClassifyPage_C3_C5(t *testing.T) {
 			if (err != nil) != tt.wantError {
 				t.Fatalf("err = %v, want error %v", err, tt.wantError)
 			}
-			if got := errors.Is(err, errMalformedPage); got != tt.malformed {
+			if got := errors.Is(err, api.ErrMalformedPage); got != tt.malformed {
 				t.Fatalf("err = %v: malformed %v, want %v", err, got, tt.malformed)
 			}
 			if err != nil {
@@ -202,29 +203,6 @@ func checkAccepted(t *testing.T, b []byte, p pageBody) {
 	}
 }
 
-func FuzzParseRateHeaders(f *testing.F) {
-	f.Add("480", "12", "7.5")
-	f.Fuzz(func(t *testing.T, l, r, s string) {
-		h := map[string][]string{"Ratelimit-Limit": {l}, "Ratelimit-Remaining": {r}, "Ratelimit-Reset": {s}}
-		got := ParseRateHeaders(h)
-		if got.Remaining < 0 || got.Reset < 0 || (got.HasLimit && got.Limit <= 0) {
-			t.Fatalf("got %+v", got)
-		}
-	})
-}
-
-func TestParseRateHeaders_C4(t *testing.T) {
-	h := map[string][]string{"Ratelimit-Limit": {"480"}, "Ratelimit-Remaining": {"0"}, "Ratelimit-Reset": {"7.5"}}
-	got := ParseRateHeaders(h)
-	want := RateHeaders{Limit: 480, Remaining: 0, Reset: 7500 * time.Millisecond, HasLimit: true, HasRemaining: true, HasReset: true}
-	if got != want {
-		t.Fatalf("got %+v want %+v", got, want)
-	}
-	if got := ParseRateHeaders(map[string][]string{"Ratelimit-Remaining": {"abc"}}); got.Any() {
-		t.Fatalf("garbage read as %+v", got)
-	}
-}
-
 func TestFirstPageURL_C3_C6(t *testing.T) {
 	w := window.Window{Start: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)}
 	dns, _ := LookupSpec(SourceDNS)
@@ -242,17 +220,5 @@ func TestFirstPageURL_C3_C6(t *testing.T) {
 	u, _, _ = firstPageURL(al, w, SourceSettings{}, EdgeConfig{AlertStatusFilter: "OPEN,CLOSED"})
 	if !strings.Contains(u, "start_time=1795132800000") || !strings.Contains(u, "end_time=1795219200000") || !strings.Contains(u, "status_filter=OPEN%2CCLOSED") {
 		t.Fatalf("edge alerts: %s", u)
-	}
-}
-
-func TestBackoff_FullJitterCappedAtMax(t *testing.T) {
-	top := func(n int64) int64 { return n - 1 }
-	for n, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second} {
-		if got := backoff(time.Second, 10*time.Second, n, top); got != want {
-			t.Errorf("attempt %d: max wait %v, want %v", n, got, want)
-		}
-	}
-	if got := backoff(time.Second, 10*time.Second, 3, func(int64) int64 { return 0 }); got != 0 {
-		t.Errorf("full jitter may wait 0, got %v", got)
 	}
 }

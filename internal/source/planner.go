@@ -1,6 +1,7 @@
 package source
 
 import (
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/window"
 )
 
@@ -9,7 +10,7 @@ import (
 // cap that is the smaller of api.result_cap and page_rows * max_pages (C3:
 // a chain stops at either). Edge sources use edge.max_rows as their cap
 // (C6).
-func NewPlanner(spec Spec, s SourceSettings, api APIConfig, edge EdgeConfig) window.Planner {
+func NewPlanner(spec Spec, s SourceSettings, api api.Config, edge EdgeConfig) window.Planner {
 	p := window.Planner{
 		MaxWindow:  s.MaxWindow,
 		Lag:        s.Lag,
@@ -27,6 +28,6 @@ func NewPlanner(spec Spec, s SourceSettings, api APIConfig, edge EdgeConfig) win
 
 // resultCap is the row count from which a core result set may be
 // truncated (C3).
-func resultCap(api APIConfig) int64 {
+func resultCap(api api.Config) int64 {
 	return min(api.ResultCap, int64(api.PageRows)*int64(api.MaxPages))
 }

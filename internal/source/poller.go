@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/ratelog"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/window"
 )
@@ -29,7 +32,7 @@ type PollerConfig struct {
 	Settings SourceSettings
 	// API holds the paging limits (page_rows, result_cap, max_pages,
 	// next_page_ttl, max_history) and the retry backoff.
-	API APIConfig
+	API api.Config
 	// Edge holds max_rows, the alert status filter and lookback (C6).
 	Edge EdgeConfig
 	// Once makes Run return once the stream caught up with now - lag as of
@@ -54,38 +57,35 @@ type PollerConfig struct {
 // each page to Emit with the cursor that holds once it is delivered (DESIGN
 // item 2). Run is not safe for concurrent use; Snapshot is.
 type Poller struct {
-	c       *Client
+	c       *api.Client
 	cfg     PollerConfig
 	plan    window.Planner
-	clk     Clock
+	clk     api.Clock
 	log     *slog.Logger
 	m       *Metrics
 	eb      envelopeBuilder
 	splitAt int64
 	alerts  *alertTracker
 	reserve Reserve
-	warn    *WarnLimiter
+	warn    *ratelog.Limiter
 
 	mu   sync.Mutex
 	snap Snapshot
 }
 
 // NewPoller returns the poller of cfg that fetches through c.
-func NewPoller(c *Client, cfg PollerConfig) (*Poller, error) {
+func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 	if c == nil {
 		return nil, errors.New("poller: nil client")
 	}
-	if cfg.Spec.Edge != (c.api == "edge") {
+	if cfg.Spec.Edge != (c.API() == "edge") {
 		return nil, fmt.Errorf("poller %s: source needs the %s client", cfg.Spec.Name, map[bool]string{true: "edge", false: "core"}[cfg.Spec.Edge])
 	}
 	if cfg.Account == "" {
 		cfg.Account = DefaultAccount
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = c.log
-	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = c.m
+		cfg.Logger = c.Logger()
 	}
 	if cfg.API.MaxPages <= 0 || cfg.API.PageRows <= 0 || cfg.API.ResultCap <= 0 || cfg.API.NextPageTTL <= 0 {
 		return nil, fmt.Errorf("poller %s/%s: api paging limits not set", cfg.Spec.Name, cfg.Account)
@@ -97,6 +97,7 @@ func NewPoller(c *Client, cfg PollerConfig) (*Poller, error) {
 		return nil, fmt.Errorf("poller %s/%s: interval not set", cfg.Spec.Name, cfg.Account)
 	}
 	cfg.Metrics.initStream(cfg.Spec, cfg.Account)
+	c.InitFunctionality(cfg.Spec.Functionality)
 	plan := NewPlanner(cfg.Spec, cfg.Settings, cfg.API, cfg.Edge)
 	if cfg.Planner != nil {
 		plan = *cfg.Planner
@@ -105,7 +106,7 @@ func NewPoller(c *Client, cfg PollerConfig) (*Poller, error) {
 		return nil, fmt.Errorf("poller %s/%s planner: %w", cfg.Spec.Name, cfg.Account, err)
 	}
 	p := &Poller{
-		c: c, cfg: cfg, plan: plan, clk: c.clk, m: cfg.Metrics,
+		c: c, cfg: cfg, plan: plan, clk: c.Clock(), m: cfg.Metrics,
 		log: cfg.Logger.With("source", cfg.Spec.Name, "account", cfg.Account),
 		// C3: a result set stops at result_cap rows or max_pages pages,
 		// whichever comes first; a window that may hold more is split.
@@ -116,7 +117,7 @@ func NewPoller(c *Client, cfg PollerConfig) (*Poller, error) {
 	}
 	// Its own limiter, on the logger without the stream's attributes:
 	// each line names its stream itself.
-	p.warn = NewWarnLimiter(cfg.Logger, c.clk, c.warn.every)
+	p.warn = ratelog.New(cfg.Logger, p.clk.Now, c.WarnEvery())
 	p.eb = envelopeBuilder{source: cfg.Spec.Name, account: cfg.Account, timeField: cfg.Spec.TimeField, log: p.log, m: p.m, warn: p.warn}
 	if cfg.Spec.Name == SourceEdgeAlerts && cfg.Edge.AlertUpdateLookback > 0 {
 		p.alerts = newAlertTracker(cfg.Edge.AlertUpdateLookback)
@@ -206,7 +207,7 @@ func (p *Poller) Run(ctx context.Context, cursor Cursor, emit Emit) error {
 	if !p.cfg.Once {
 		// A small deterministic offset per stream, so that pollers do
 		// not all start at once (STYLE item 5).
-		if err := sleep(ctx, p.clk, p.startOffset()); err != nil {
+		if err := api.Sleep(ctx, p.clk, p.startOffset()); err != nil {
 			return err
 		}
 	}
@@ -231,10 +232,10 @@ func (p *Poller) Run(ctx context.Context, cursor Cursor, emit Emit) error {
 		failures++
 		wait := p.failureWait(failures)
 		p.log.Error("poll failed", "kind", kind, "window_start", windowStart(r.cur), "retry_in", wait.String(), "err", err.Error())
-		if p.cfg.Once && IsPermanent(err) {
+		if p.cfg.Once && api.IsPermanent(err) {
 			return err
 		}
-		if err := sleep(ctx, p.clk, wait); err != nil {
+		if err := api.Sleep(ctx, p.clk, wait); err != nil {
 			return err
 		}
 	}
@@ -257,7 +258,7 @@ func (p *Poller) failureWait(n int) time.Duration {
 		d *= 2
 	}
 	d = max(min(d, limit), time.Millisecond)
-	return d/2 + time.Duration(jitterRand(int64(d/2)+1))
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }
 
 func (p *Poller) startOffset() time.Duration {
@@ -272,11 +273,11 @@ func (p *Poller) startOffset() time.Duration {
 
 // errorKind is the kind label of collector_poll_errors_total.
 func errorKind(err error) string {
-	var se *StatusError
+	var se *api.StatusError
 	switch {
-	case errors.As(err, new(*OriginError)):
+	case errors.As(err, new(*api.OriginError)):
 		return "origin"
-	case IsBodyTooLarge(err):
+	case api.IsBodyTooLarge(err):
 		return "body_too_large"
 	case errors.As(err, &se) && se.Status == 401:
 		return "auth"
@@ -284,9 +285,9 @@ func errorKind(err error) string {
 		return "forbidden"
 	case errors.As(err, &se) && se.Status == 400:
 		return "bad_request"
-	case IsNextPageExpired(err):
+	case api.IsNextPageExpired(err):
 		return "nextpage_expired"
-	case IsPermanent(err):
+	case api.IsPermanent(err):
 		return "permanent"
 	default:
 		return "transient"
@@ -335,7 +336,7 @@ func (r *run) step(ctx context.Context) error {
 	if p.cfg.Once {
 		return errCaughtUp
 	}
-	return sleep(ctx, p.clk, p.cfg.Settings.Interval)
+	return api.Sleep(ctx, p.clk, p.cfg.Settings.Interval)
 }
 
 // maxRestarts bounds the next-page restarts of one window in a row; past it
@@ -348,7 +349,7 @@ func (r *run) window(ctx context.Context, w window.Window) error {
 	p := r.p
 	for restarts := 0; ; restarts++ {
 		first, err := r.fetch(ctx, w, "", 0)
-		if IsBodyTooLarge(err) {
+		if api.IsBodyTooLarge(err) {
 			return r.splitTooLarge(ctx, w, err, r.window)
 		}
 		if err != nil {
@@ -368,7 +369,7 @@ func (r *run) window(ctx context.Context, w window.Window) error {
 			return nil
 		}
 		err = r.walk(ctx, w, first, Chain{Window: w, Started: first.received}, 0)
-		if IsBodyTooLarge(err) {
+		if api.IsBodyTooLarge(err) {
 			// A later page of the chain: its halves have shorter
 			// chains and smaller pages. What was delivered of w comes
 			// again (at least once, C7).
@@ -405,7 +406,7 @@ func (r *run) window(ctx context.Context, w window.Window) error {
 }
 
 // splitTooLarge answers an answer over api.max_body_bytes for window w
-// (a *BodyTooLargeError in err): the window is split with the planner's
+// (a *api.BodyTooLargeError in err): the window is split with the planner's
 // SplitFull and each part is asked with ask, so the window is never marked
 // done without its records. A window that cannot be split further is a
 // permanent error of the stream (poll error kind "body_too_large"): Run
@@ -520,7 +521,7 @@ func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain Chai
 		}
 		f, err := r.fetch(ctx, w, next, idx+1)
 		if err != nil {
-			if IsNextPageExpired(err) {
+			if api.IsNextPageExpired(err) {
 				return &restartError{age: p.clk.Now().Sub(chain.Started), err: err}
 			}
 			return err
@@ -545,10 +546,10 @@ func (r *run) resume(ctx context.Context) error {
 		if err == nil {
 			err = r.walk(ctx, w, f, ch, ch.Pages)
 			var re *restartError
-			if !errors.As(err, &re) && !IsBodyTooLarge(err) {
+			if !errors.As(err, &re) && !api.IsBodyTooLarge(err) {
 				return err
 			}
-		} else if !IsNextPageExpired(err) && !IsBodyTooLarge(err) {
+		} else if !api.IsNextPageExpired(err) && !api.IsBodyTooLarge(err) {
 			return err
 		}
 	}
@@ -565,7 +566,7 @@ func (r *run) resume(ctx context.Context) error {
 func (r *run) fetch(ctx context.Context, w window.Window, next string, idx int) (*fetched, error) {
 	p := r.p
 	spec := p.cfg.Spec
-	req := Request{
+	req := api.Request{
 		Method: "GET", URL: next, Account: p.cfg.AccountHeader, OrgAccess: p.cfg.OrgAccess,
 		Functionality: spec.Functionality, Priority: r.priority(w), NextPage: next != "",
 		What: fmt.Sprintf("fetch page %d of %s/%s %s", idx+1, spec.Name, p.cfg.Account, w),
@@ -578,7 +579,7 @@ func (r *run) fetch(ctx context.Context, w window.Window, next string, idx int) 
 	if next == "" {
 		u, body, err := firstPageURL(spec, w, p.cfg.Settings, p.cfg.Edge)
 		if err != nil {
-			return nil, &PermanentError{err}
+			return nil, &api.PermanentError{Err: err}
 		}
 		req.Method, req.URL, req.Body = spec.Method, u, body
 	}
@@ -641,7 +642,7 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 		last := end == len(records)
 		envs, err := p.eb.build(records[start:end], w, received)
 		if err != nil {
-			return &PermanentError{fmt.Errorf("%s/%s page %d of %s: %w", p.cfg.Spec.Name, p.cfg.Account, idx+1, w, err)}
+			return &api.PermanentError{Err: fmt.Errorf("%s/%s page %d of %s: %w", p.cfg.Spec.Name, p.cfg.Account, idx+1, w, err)}
 		}
 		page := Page{
 			Source: p.cfg.Spec.Name, Account: p.cfg.Account, Window: w, Index: idx,
@@ -666,8 +667,8 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 
 // priority ranks a request for w: fresh when w ends within one interval of
 // now - lag (DESIGN item 3).
-func (r *run) priority(w window.Window) Priority {
+func (r *run) priority(w window.Window) api.Priority {
 	p := r.p
 	edge := p.clk.Now().Add(-p.cfg.Settings.Lag - p.cfg.Settings.Interval)
-	return Priority{Account: p.cfg.Account, WindowEnd: w.End, Fresh: !w.End.Before(edge)}
+	return api.Priority{Account: p.cfg.Account, WindowEnd: w.End, Fresh: !w.End.Before(edge)}
 }

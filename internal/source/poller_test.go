@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/apisim"
 )
 
@@ -155,7 +156,7 @@ func TestPoller_C4_TwoAccountBackfillSeesNo429(t *testing.T) {
 	})
 	cfg := simConfig(srv)
 	cfg.API.PageRows = 500
-	cfg.API.Rate = RateConfig{Limit: 60, Period: 5 * time.Second, Reserve: 0.1}
+	cfg.API.Rate = api.RateConfig{Limit: 60, Period: 5 * time.Second, Reserve: 0.1}
 	lag := 5 * time.Minute
 	cfg.Sources["dns"] = SourceOverride{Start: ptr("24h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
@@ -184,7 +185,7 @@ func TestPoller_C4_NoisyNeighbourFew429sNothingLost(t *testing.T) {
 	})
 	cfg := simConfig(srv)
 	cfg.API.PageRows = 500
-	cfg.API.Rate = RateConfig{Limit: 60, Period: 5 * time.Second, Reserve: 0.1}
+	cfg.API.Rate = api.RateConfig{Limit: 60, Period: 5 * time.Second, Reserve: 0.1}
 	lag := 5 * time.Minute
 	cfg.Sources["dns"] = SourceOverride{Start: ptr("24h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)

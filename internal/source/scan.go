@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/svcexport/collector/internal/api"
 )
 
 // maxScanDepth bounds the nesting the page scanner follows.
@@ -18,7 +20,7 @@ type scanner struct {
 	b []byte
 	i int
 	// shape is the first problem of a well-formed document that is not a
-	// page (it wraps errMalformedPage). The scan goes on after it, so that
+	// page (it wraps api.ErrMalformedPage). The scan goes on after it, so that
 	// a body that is also cut off is reported as cut off.
 	shape error
 }
@@ -181,9 +183,9 @@ func (s *scanner) value(depth int) ([]byte, error) {
 }
 
 // malformedf returns an error of the page classifier for an answer that
-// is JSON but not a page; it wraps errMalformedPage.
+// is JSON but not a page; it wraps api.ErrMalformedPage.
 func malformedf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errMalformedPage, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", api.ErrMalformedPage, fmt.Sprintf(format, args...))
 }
 
 // classifyPage classifies one 2xx answer of a search or list request
@@ -214,7 +216,7 @@ func classifyPage(status int, body []byte, dataKey string) (pageBody, error) {
 // error, and a JSON body that is not such a page (empty, {}, no data
 // member, data null or not an array, a record that is not an object, a
 // member given twice, malformed paging) is an error wrapping
-// errMalformedPage. A null data member is refused too: the contract's empty
+// api.ErrMalformedPage. A null data member is refused too: the contract's empty
 // result is a 204 or an empty array, and a null says nothing about whether
 // the window held records. Each record is validated in full later, when its
 // id is computed. On error the page is empty.

@@ -1,13 +1,9 @@
 package source
 
-import "net/http"
+import (
+	"net/http"
 
-// Functionality names of the buckets that are not a core source (C4).
-const (
-	// FunctionalityToken is the token endpoint's bucket (C1, C4).
-	FunctionalityToken = "token"
-	// FunctionalityEdge is the one bucket of the edge API (C6).
-	FunctionalityEdge = "edge"
+	"github.com/svcexport/collector/internal/api"
 )
 
 // Spec describes one source: where its records come from and how to read
@@ -53,8 +49,8 @@ var specs = [...]Spec{
 	{Name: SourceAgentInfo, Functionality: SourceAgentInfo, Method: http.MethodPost, Path: "/api/v2/AgentInfo/search", TimeField: "createdTime", DataKey: "data"},
 	{Name: SourceAuditLogs, Functionality: SourceAuditLogs, Method: http.MethodPost, Path: "/api/v2/AuditLogs/search", TimeField: "createdTime", DataKey: "data", OrgLevel: true},
 	{Name: SourceCloudActivities, Functionality: SourceCloudActivities, Method: http.MethodGet, Path: "/api/v2/CloudActivities", TimeField: "startTime", DataKey: "data"},
-	{Name: SourceEdgeAuditEvents, Functionality: FunctionalityEdge, Method: http.MethodGet, Path: "/api/v1/audit_events", TimeField: "create_time", DataKey: "audit_events", Edge: true},
-	{Name: SourceEdgeAlerts, Functionality: FunctionalityEdge, Method: http.MethodGet, Path: "/api/v1/alerts", TimeField: "create_time", DataKey: "alerts", Edge: true},
+	{Name: SourceEdgeAuditEvents, Functionality: api.FunctionalityEdge, Method: http.MethodGet, Path: "/api/v1/audit_events", TimeField: "create_time", DataKey: "audit_events", Edge: true},
+	{Name: SourceEdgeAlerts, Functionality: api.FunctionalityEdge, Method: http.MethodGet, Path: "/api/v1/alerts", TimeField: "create_time", DataKey: "alerts", Edge: true},
 }
 
 // Specs returns the specs of every source, core first, in a fixed order.

@@ -1,4 +1,4 @@
-package source
+package api
 
 import (
 	"errors"
@@ -51,7 +51,7 @@ func IsNextPageExpired(err error) bool {
 	return errors.As(err, &s) && s.NextPage && s.Status == http.StatusNotFound
 }
 
-// errTransient marks a failed attempt the client retries (C5).
+// transientError marks a failed attempt the client retries (C5).
 type transientError struct {
 	reason string // metric label of collector_retries_total
 	err    error
@@ -123,8 +123,9 @@ func IsBodyTooLarge(err error) bool {
 	return errors.As(err, &b)
 }
 
-// errMalformedPage is wrapped by the page classifier's errors for an answer
-// that is well-formed JSON but not a page (C3, C5): an empty 200, {}, no
-// data member, data null or not an array, malformed paging. The client
-// retries it like a cut-off body, under retry reason "malformed".
-var errMalformedPage = errors.New("malformed page")
+// ErrMalformedPage is wrapped by a Request.Decode error for an answer that
+// is well-formed JSON but not a page (C3, C5): an empty 200, {}, no data
+// member, data null or not an array, malformed paging. The client retries
+// it like a cut-off body, under retry reason "malformed", and always warns
+// about it: taken as an empty window, it would lose records.
+var ErrMalformedPage = errors.New("malformed page")

@@ -1,4 +1,4 @@
-package source
+package ratelog
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// DefaultWarnEvery is the interval of a WarnLimiter when none is
-// configured: one line per (stream, kind) per minute.
-const DefaultWarnEvery = time.Minute
+// DefaultEvery is the interval of a Limiter when none is configured: one
+// line per (stream, kind) per minute.
+const DefaultEvery = time.Minute
 
-// WarnLimiter writes WARN lines that may repeat at a high rate (a flawed
+// Limiter writes WARN lines that may repeat at a high rate (a flawed
 // record per row of a page, a retry per request) at most once per interval
 // for each (stream, kind), and counts the lines it held back: the next line
 // written for that pair carries suppressed=N, the number of lines not
@@ -19,54 +19,62 @@ const DefaultWarnEvery = time.Minute
 // record wrote 1.8 million lines in a minute.
 //
 // The pairs are of bounded number (streams and fixed kinds), so its memory
-// is bounded too. A nil *WarnLimiter writes nothing. It is safe for
-// concurrent use.
-type WarnLimiter struct {
+// is bounded too. A nil *Limiter writes nothing. It is safe for concurrent
+// use.
+type Limiter struct {
 	log   *slog.Logger
-	clk   Clock
+	now   func() time.Time
 	every time.Duration
 
 	mu    sync.Mutex
-	pairs map[warnPair]*warnState
+	pairs map[pair]*state
 }
 
-type warnPair struct{ stream, kind string }
+type pair struct{ stream, kind string }
 
-type warnState struct {
+type state struct {
 	last       time.Time
 	suppressed int64
 }
 
-// NewWarnLimiter returns a limiter writing to log, reading time from clk
-// (nil: the system clock), one line per (stream, kind) per every (0 or
-// less: DefaultWarnEvery). A nil log discards.
-func NewWarnLimiter(log *slog.Logger, clk Clock, every time.Duration) *WarnLimiter {
+// New returns a limiter writing to log, reading time from now (nil:
+// time.Now), one line per (stream, kind) per every (0 or less:
+// DefaultEvery). A nil log discards.
+func New(log *slog.Logger, now func() time.Time, every time.Duration) *Limiter {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if clk == nil {
-		clk = SystemClock{}
+	if now == nil {
+		now = time.Now
 	}
 	if every <= 0 {
-		every = DefaultWarnEvery
+		every = DefaultEvery
 	}
-	return &WarnLimiter{log: log, clk: clk, every: every, pairs: map[warnPair]*warnState{}}
+	return &Limiter{log: log, now: now, every: every, pairs: map[pair]*state{}}
+}
+
+// Every returns the limiter's interval; 0 for a nil limiter.
+func (l *Limiter) Every() time.Duration {
+	if l == nil {
+		return 0
+	}
+	return l.every
 }
 
 // Warn writes msg with args at WARN, adding stream, kind and suppressed,
 // unless a line of the same (stream, kind) was written less than the
 // interval ago: then the line is only counted. It reports whether the line
 // was written.
-func (l *WarnLimiter) Warn(ctx context.Context, stream, kind, msg string, args ...any) bool {
+func (l *Limiter) Warn(ctx context.Context, stream, kind, msg string, args ...any) bool {
 	if l == nil {
 		return false
 	}
-	now := l.clk.Now()
-	k := warnPair{stream, kind}
+	now := l.now()
+	k := pair{stream, kind}
 	l.mu.Lock()
 	st := l.pairs[k]
 	if st == nil {
-		st = &warnState{}
+		st = &state{}
 		l.pairs[k] = st
 	} else if now.Sub(st.last) < l.every {
 		st.suppressed++

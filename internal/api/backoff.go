@@ -1,4 +1,4 @@
-package source
+package api
 
 import (
 	"math/rand/v2"

@@ -1,10 +1,18 @@
-package source
+package api
 
 import (
 	"context"
 	"math"
 	"sync"
 	"time"
+)
+
+// Functionality names of the buckets that are not a core source (C4).
+const (
+	// FunctionalityToken is the token endpoint's bucket (C1, C4).
+	FunctionalityToken = "token"
+	// FunctionalityEdge is the one bucket of the edge API (C6).
+	FunctionalityEdge = "edge"
 )
 
 // Priority orders the waiters of a bucket when tokens are scarce (DESIGN

@@ -1,4 +1,4 @@
-package source
+package api
 
 import (
 	"bytes"
@@ -14,13 +14,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svcexport/collector/internal/ratelog"
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
 )
 
 // Options are the injected dependencies of a Client. Every field may be
 // left zero: HTTPClient defaults to a new http.Client without timeout (the
 // Client sets one per request), Clock to SystemClock, Logger to a discarding
-// logger, Metrics to none, WarnEvery to DefaultWarnEvery.
+// logger, Metrics to none, WarnEvery to ratelog.DefaultEvery.
 type Options struct {
 	// HTTPClient is copied, never modified: the Client's copy gets a
 	// CheckRedirect that refuses redirects to other origins (C1), which
@@ -46,7 +48,7 @@ func (o Options) withDefaults() Options {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.WarnEvery <= 0 {
-		o.WarnEvery = DefaultWarnEvery
+		o.WarnEvery = ratelog.DefaultEvery
 	}
 	return o
 }
@@ -71,15 +73,13 @@ type Client struct {
 	tokens  tokenSource
 	secrets []secret.Secret // scrubbed from every error text
 	rnd     func(int64) int64
-	edge    EdgeConfig
-	core    APIConfig
-	origins originSet    // where the credentials may go (C1, C3, C6)
-	warn    *WarnLimiter // repeated warnings, one per stream and kind per interval
+	origins originSet        // where the credentials may go (C1, C3, C6)
+	warn    *ratelog.Limiter // repeated warnings, one per stream and kind per interval
 }
 
 // NewClient returns the core API client of cfg. The secret comes from
 // cfg.Secret or else cfg.SecretFile. budget is the process-wide budget.
-func NewClient(cfg APIConfig, budget *Budget, o Options) (*Client, error) {
+func NewClient(cfg Config, budget *Budget, o Options) (*Client, error) {
 	if errs := cfg.validate("api"); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -98,7 +98,7 @@ func NewClient(cfg APIConfig, budget *Budget, o Options) (*Client, error) {
 	if c.user == "" {
 		c.user = cfg.KeyID
 	}
-	c.rate, c.timeout, c.maxBody, c.retry, c.core = cfg.Rate, cfg.Timeout, cfg.MaxBodyBytes, cfg.Retry, cfg
+	c.rate, c.timeout, c.maxBody, c.retry = cfg.Rate, cfg.Timeout, cfg.MaxBodyBytes, cfg.Retry
 	c.secrets = []secret.Secret{s}
 	c.tokens = &coreTokens{c: c, keyID: cfg.KeyID, secret: s, header: cfg.SecretHeader, ttl: cfg.TokenTTL}
 	c.budget.Bucket(c.user, FunctionalityToken, cfg.Rate)
@@ -106,8 +106,8 @@ func NewClient(cfg APIConfig, budget *Budget, o Options) (*Client, error) {
 }
 
 // NewEdgeClient returns the edge API client of cfg (CONTRACT C6); retries
-// and the body limit come from api (api.retry, api.max_body_bytes).
-func NewEdgeClient(cfg EdgeConfig, api APIConfig, budget *Budget, o Options) (*Client, error) {
+// and the body limit come from core (api.retry, api.max_body_bytes).
+func NewEdgeClient(cfg EdgeConfig, core Config, budget *Budget, o Options) (*Client, error) {
 	if errs := cfg.validate("edge"); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -123,12 +123,12 @@ func NewEdgeClient(cfg EdgeConfig, api APIConfig, budget *Budget, o Options) (*C
 		return nil, err
 	}
 	c.user = "edge"
-	c.rate, c.timeout, c.maxBody, c.retry, c.edge, c.core = cfg.Rate, cfg.Timeout, api.MaxBodyBytes, api.Retry, cfg, api
+	c.rate, c.timeout, c.maxBody, c.retry = cfg.Rate, cfg.Timeout, core.MaxBodyBytes, core.Retry
 	if c.maxBody <= 0 {
-		c.maxBody = DefaultAPIConfig().MaxBodyBytes
+		c.maxBody = DefaultConfig().MaxBodyBytes
 	}
 	if c.retry.Initial <= 0 {
-		c.retry = DefaultAPIConfig().Retry
+		c.retry = DefaultConfig().Retry
 	}
 	c.secrets = []secret.Secret{s}
 	c.tokens = staticToken{s}
@@ -160,7 +160,7 @@ func newClient(api, base, originsKey string, allowed []string, budget *Budget, o
 	return &Client{
 		api: api, base: u, http: &hc, clk: o.Clock, log: log,
 		m: o.Metrics, budget: budget, rnd: jitterRand, origins: origins,
-		warn: NewWarnLimiter(log, o.Clock, o.WarnEvery),
+		warn: ratelog.New(log, o.Clock.Now, o.WarnEvery),
 	}, nil
 }
 
@@ -169,6 +169,23 @@ func (c *Client) API() string { return c.api }
 
 // Budget returns the budget the client spends.
 func (c *Client) Budget() *Budget { return c.budget }
+
+// Clock returns the client's clock (Options.Clock), for those that pace
+// their requests by it.
+func (c *Client) Clock() Clock { return c.clk }
+
+// Logger returns the client's logger: Options.Logger with the attribute
+// api="core" or "edge".
+func (c *Client) Logger() *slog.Logger { return c.log }
+
+// WarnEvery returns the interval of the client's rate-limited warnings
+// (Options.WarnEvery).
+func (c *Client) WarnEvery() time.Duration { return c.warn.Every() }
+
+// InitFunctionality creates the metric series of functionality at zero
+// (rate limited, rate wait), so that dashboards and alerts see them before
+// the first request spends its bucket.
+func (c *Client) InitFunctionality(functionality string) { c.m.initFunctionality(functionality) }
 
 // Check obtains a token (core) without reading data: for `collector check`.
 func (c *Client) Check(ctx context.Context) error {
@@ -205,7 +222,8 @@ type Request struct {
 	// pipeline).
 	Admitted func(ctx context.Context) error
 	// Decode reads a 2xx body (nil for 204); an error makes the answer a
-	// cut-off, non-JSON or malformed body, which is retried (C5).
+	// cut-off, non-JSON or malformed body, which is retried (C5). An error
+	// wrapping ErrMalformedPage is retried under reason "malformed".
 	Decode func(status int, body []byte) error
 }
 
@@ -300,7 +318,7 @@ func (c *Client) do(ctx context.Context, req Request, auth func(http.Header)) (*
 		} else {
 			c.log.Debug("request failed, retrying", args...)
 		}
-		if err := sleep(ctx, c.clk, wait); err != nil {
+		if err := Sleep(ctx, c.clk, wait); err != nil {
 			return nil, fmt.Errorf("%s: %w", req.What, err)
 		}
 	}
@@ -402,7 +420,7 @@ func (c *Client) once(ctx context.Context, req Request, u, tok string, auth func
 	if req.Decode != nil {
 		if err := req.Decode(res.StatusCode, resp.Body); err != nil {
 			reason := "body"
-			if errors.Is(err, errMalformedPage) {
+			if errors.Is(err, ErrMalformedPage) {
 				reason = "malformed"
 			}
 			return nil, res.StatusCode, &transientError{reason, fmt.Errorf("HTTP %d body: %s", res.StatusCode, c.scrub(err.Error()))}
@@ -417,7 +435,7 @@ const maxErrorBody = 64 << 10
 // streamKey names the stream of a request for the warning limiter.
 func streamKey(req Request) string {
 	if req.OrgAccess {
-		return req.Functionality + "/" + OrgAccountName
+		return req.Functionality + "/" + record.OrgAccount
 	}
 	return req.Functionality + "/" + req.Account
 }
@@ -513,19 +531,6 @@ func (c *Client) scrub(s string) string {
 		}
 	}
 	return s
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, clk Clock, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	select {
-	case <-clk.After(d):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // readBody reads at most limit+1 bytes of the body, into one buffer of the
