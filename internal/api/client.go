@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/svcexport/collector/internal/backoff"
 	"github.com/svcexport/collector/internal/ratelog"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
@@ -71,10 +73,10 @@ type Client struct {
 	maxBody int64
 	retry   RetryConfig
 	tokens  tokenSource
-	secrets []secret.Secret // scrubbed from every error text
-	rnd     func(int64) int64
-	origins originSet        // where the credentials may go (C1, C3, C6)
-	warn    *ratelog.Limiter // repeated warnings, one per stream and kind per interval
+	secrets []secret.Secret   // scrubbed from every error text
+	rnd     func(int64) int64 // draws the jitter of every wait
+	origins originSet         // where the credentials may go (C1, C3, C6)
+	warn    *ratelog.Limiter  // repeated warnings, one per stream and kind per interval
 }
 
 // NewClient returns the core API client of cfg. The secret comes from
@@ -159,7 +161,7 @@ func newClient(api, base, originsKey string, allowed []string, budget *Budget, o
 	log := o.Logger.With("api", api)
 	return &Client{
 		api: api, base: u, http: &hc, clk: o.Clock, log: log,
-		m: o.Metrics, budget: budget, rnd: jitterRand, origins: origins,
+		m: o.Metrics, budget: budget, rnd: rand.Int64N, origins: origins,
 		warn: ratelog.New(log, o.Clock.Now, o.WarnEvery),
 	}, nil
 }
@@ -298,7 +300,10 @@ func (c *Client) do(ctx context.Context, req Request, auth func(http.Header)) (*
 		if c.retry.MaxAttempts > 0 && attempt+1 >= c.retry.MaxAttempts {
 			return nil, fmt.Errorf("%s: giving up after %d attempts: %w", req.What, attempt+1, err)
 		}
-		wait := backoff(c.retry.Initial, c.retry.Max, attempt, c.rnd)
+		// C5: capped exponential backoff with full jitter (a uniform draw
+		// in [0, cap]), so that clients failing together do not retry
+		// together.
+		wait := backoff.Policy{Initial: c.retry.Initial, Max: c.retry.Max, Jitter: backoff.Full, Rand: c.rnd}.Wait(attempt)
 		if status == http.StatusTooManyRequests {
 			// C4/C5: the server's reset sets the minimum wait, up to
 			// the bucket's period (once logs the clamp); a little

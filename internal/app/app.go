@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/backoff"
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
 	"github.com/svcexport/collector/internal/pipeline"
@@ -236,7 +236,7 @@ func streamsOf(set *source.Set) []record.Stream {
 // unreachable: a collector that starts before its Kafka or ClickHouse must
 // wait for it, not exit. Readiness reports the last error meanwhile.
 func startSink(ctx context.Context, s sink.Sink, ready *readiness, log *slog.Logger) error {
-	backoff := time.Second
+	policy := backoff.Policy{Initial: time.Second, Max: time.Minute, Jitter: backoff.Equal}
 	for attempt := 1; ; attempt++ {
 		err := s.Start(ctx)
 		ready.set(err)
@@ -250,14 +250,13 @@ func startSink(ctx context.Context, s sink.Sink, ready *readiness, log *slog.Log
 		if errors.As(err, &cfgErr) {
 			return fmt.Errorf("start sink: %w", err)
 		}
-		wait := backoff/2 + time.Duration(rand.Int64N(int64(backoff)))
+		wait := policy.Wait(attempt - 1)
 		log.Warn("sink not ready; retrying", "attempt", attempt, "retry_in", wait.Round(time.Millisecond), "err", err)
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
 			return fmt.Errorf("start sink: %w", err)
 		}
-		backoff = min(backoff*2, time.Minute)
 	}
 }
 

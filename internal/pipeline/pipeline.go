@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/svcexport/collector/internal/backoff"
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
@@ -324,7 +324,8 @@ func (p *Pipeline) Stalled() error {
 // write hands b to the sink until it is acknowledged; it gives up only when
 // ctx ends.
 func (p *Pipeline) write(ctx context.Context, b *record.Batch) error {
-	backoff := p.cfg.RetryInitial
+	// Equal jitter: a refused write is never repeated at once.
+	policy := backoff.Policy{Initial: p.cfg.RetryInitial, Max: p.cfg.RetryMax, Jitter: backoff.Equal}
 	for attempt := 1; ; attempt++ {
 		wctx, cancel := context.WithTimeout(ctx, p.cfg.SinkTimeout)
 		err := p.sink.Write(wctx, b)
@@ -341,7 +342,7 @@ func (p *Pipeline) write(ctx context.Context, b *record.Batch) error {
 			msg: oneLine(fmt.Sprintf("write %d records of %s/%s page %d to the sink: %v", len(b.Envelopes), b.Source, b.Account, b.Page, err)),
 			err: err,
 		}})
-		wait := time.Duration(rand.Int64N(int64(backoff))) + backoff/2
+		wait := policy.Wait(attempt - 1)
 		p.log.Warn("sink write failed; retrying", "source", b.Source, "account", b.Account, "page", b.Page,
 			"records", len(b.Envelopes), "attempt", attempt, "retry_in", wait.Round(time.Millisecond), "err", err)
 		select {
@@ -349,7 +350,6 @@ func (p *Pipeline) write(ctx context.Context, b *record.Batch) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		backoff = min(backoff*2, p.cfg.RetryMax)
 	}
 }
 

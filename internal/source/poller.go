@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/backoff"
 	"github.com/svcexport/collector/internal/ratelog"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/window"
@@ -249,16 +249,14 @@ func windowStart(c Cursor) string {
 }
 
 // failureWait is the backoff after n failed polls in a row: exponential from
-// retry.initial up to max(retry.max, interval), with equal jitter so it is
-// never near zero.
+// retry.initial (at least 1ms) up to max(retry.max, interval), with equal
+// jitter so that it is never near zero.
 func (p *Poller) failureWait(n int) time.Duration {
-	d := p.cfg.API.Retry.Initial
-	limit := max(p.cfg.API.Retry.Max, p.cfg.Settings.Interval)
-	for i := 1; i < n && d < limit; i++ {
-		d *= 2
-	}
-	d = max(min(d, limit), time.Millisecond)
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+	return backoff.Policy{
+		Initial: max(p.cfg.API.Retry.Initial, time.Millisecond),
+		Max:     max(p.cfg.API.Retry.Max, p.cfg.Settings.Interval),
+		Jitter:  backoff.Equal,
+	}.Wait(n - 1)
 }
 
 func (p *Poller) startOffset() time.Duration {
