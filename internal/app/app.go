@@ -18,7 +18,6 @@ import (
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
 	"github.com/svcexport/collector/internal/pipeline"
-	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/telemetry"
@@ -42,13 +41,6 @@ func (o Options) withDefaults() Options {
 		o.Stdout = os.Stdout
 	}
 	return o
-}
-
-// poller adapts a source poller to the pipeline's interface.
-type poller struct{ *source.Poller }
-
-func (p poller) Key() record.Stream {
-	return record.Stream{Source: p.Source(), Account: p.Account()}
 }
 
 // Run runs the daemon until ctx ends (a stop) or, with once, until every
@@ -93,12 +85,16 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	if err != nil {
 		return err
 	}
-	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: log, Metrics: apiMetrics}, Metrics: srcMetrics}, once)
+	// A page larger than the buffer is emitted in batches of at most
+	// pipeline.buffer_records, so memory stays bounded by configuration.
+	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: log, Metrics: apiMetrics},
+		Metrics: srcMetrics, MaxBatchRecords: cfg.Pipeline.BufferRecords}, once)
 	if err != nil {
 		return err
 	}
 
-	snk, err := newSink(cfg, streamsOf(set), filepath.Dir(cfg.Checkpoint.Path), reg, log, o.Stdout)
+	streams := source.Streams(srcCfg)
+	snk, err := newSink(cfg, streams, filepath.Dir(cfg.Checkpoint.Path), reg, log, o.Stdout)
 	if err != nil {
 		return err
 	}
@@ -130,19 +126,12 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		}
 	}()
 
-	pollers := make([]pipeline.Poller, len(set.Pollers))
+	producers := make([]pipeline.Producer, len(set.Pollers))
 	for i, p := range set.Pollers {
-		pollers[i] = poller{p}
+		producers[i] = p
 	}
-	pl := pipeline.New(cfg.Pipeline, store, snk, pollers, reg, log, nil)
-	for _, p := range set.Pollers {
-		// Pages count against the buffer from before they are fetched.
-		p.SetReserve(pl.ReserveFor(record.Stream{Source: p.Source(), Account: p.Account()}))
-		// A page larger than the buffer is emitted in batches of at most
-		// this many records, so memory stays bounded by configuration.
-		p.SetMaxBatchRecords(cfg.Pipeline.BufferRecords)
-	}
-	prog := newProgress(cfg, set, pl, reg, log)
+	pl := pipeline.New(cfg.Pipeline, store, snk, producers, reg, log, nil)
+	prog := newProgress(cfg, streams, set, pl, reg, log)
 	if tel != nil {
 		tel.AddReadiness("checkpoint", func(context.Context) error { return pl.CommitError() })
 		// The sink's own Ready says whether it can reach its destination;
@@ -222,14 +211,6 @@ func resolveSource(cfg config.Config, log *slog.Logger) (source.Config, *apisim.
 	}
 	log.Info("API simulator started in-process (simulator.enabled)", "core", sim.URL(), "edge", sim.EdgeURL())
 	return config.SimulatorCredentials(sim.URL()).Apply(sc), sim, nil
-}
-
-func streamsOf(set *source.Set) []record.Stream {
-	out := make([]record.Stream, len(set.Pollers))
-	for i, p := range set.Pollers {
-		out[i] = record.Stream{Source: p.Source(), Account: p.Account()}
-	}
-	return out
 }
 
 // startSink starts the sink, retrying with backoff while the destination is

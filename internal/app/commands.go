@@ -107,24 +107,19 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 			fmt.Fprintf(w, "ok    edge API at %s reachable (token set; the edge API has no token endpoint to test it without spending a request)\n", redactedURL(srcCfg.Edge.BaseURL))
 		}
 	}
-	report("sink "+cfg.Sink.Type, checkSink(ctx, cfg, set, o, co.timeout()))
+	report("sink "+cfg.Sink.Type, checkSink(ctx, cfg, source.Streams(srcCfg), o, co.timeout()))
 	if failed {
 		return ErrCheckFailed
 	}
 	return nil
 }
 
-func checkSink(ctx context.Context, cfg config.Config, set *source.Set, o Options, timeout time.Duration) error {
+func checkSink(ctx context.Context, cfg config.Config, streams []record.Stream, o Options, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	streams := streamsOf(set)
 	switch cfg.Sink.Type {
 	case config.SinkKafka:
-		ks := make([]kafka.Stream, len(streams))
-		for i, k := range streams {
-			ks[i] = kafka.Stream{Source: k.Source, Account: k.Account}
-		}
-		rep, err := kafka.Check(ctx, cfg.Sink.Kafka, ks)
+		rep, err := kafka.Check(ctx, cfg.Sink.Kafka, kafkaStreams(streams))
 		fmt.Fprint(o.Stdout, rep.String())
 		return err
 	case config.SinkClickHouse:
@@ -226,20 +221,15 @@ func liveStates(ctx context.Context, cfg config.Config) ([]StreamState, error) {
 // no credentials: state and reset work with the secrets absent.
 func configuredStreams(cfg config.Config) ([]record.Stream, error) {
 	sc := cfg.SourceConfig()
-	cr := config.SimulatorCredentials("http://127.0.0.1:1")
-	cr.KeyID, cr.Secret, cr.EdgeToken = "state", "state-needs-no-secret", "state-needs-no-token"
 	if cfg.Simulator.Enabled {
-		sc = cr.Apply(sc)
-	} else {
-		edge := sc.Edge.BaseURL
-		sc = cr.Apply(sc)
-		sc.Edge.BaseURL = edge
+		// The edge streams are on: the simulator serves the edge API.
+		sc = config.SimulatorCredentials("http://127.0.0.1:1").Apply(sc)
 	}
-	set, err := source.Build(sc, nil, source.Options{}, true)
-	if err != nil {
-		return nil, err
+	streams := source.Streams(sc)
+	if len(streams) == 0 {
+		return nil, errors.New("sources: no source enabled")
 	}
-	return streamsOf(set), nil
+	return streams, nil
 }
 
 func reset(ctx context.Context, cfg config.Config, o Options, what string) error {

@@ -32,8 +32,8 @@ type progress struct {
 	lastAt   time.Time
 }
 
-func newProgress(cfg config.Config, set *source.Set, pl *pipeline.Pipeline, reg prometheus.Registerer, log *slog.Logger) *progress {
-	p := &progress{cfg: cfg, set: set, pl: pl, log: log, est: newEstimator(cfg.SourceConfig(), streamsOf(set)), started: time.Now(),
+func newProgress(cfg config.Config, streams []record.Stream, set *source.Set, pl *pipeline.Pipeline, reg prometheus.Registerer, log *slog.Logger) *progress {
+	p := &progress{cfg: cfg, set: set, pl: pl, log: log, est: newEstimator(cfg.SourceConfig(), streams), started: time.Now(),
 		windowsLeft: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "collector_backfill_windows_left",
 			Help: "Estimated windows left before the stream caught up with now - lag.",
@@ -53,7 +53,7 @@ func (p *progress) states(now time.Time) []StreamState {
 	acked := p.pl.States()
 	out := make([]StreamState, 0, len(p.set.Pollers))
 	for _, pl := range p.set.Pollers {
-		k := record.Stream{Source: pl.Source(), Account: pl.Account()}
+		k := pl.Stream()
 		st := acked[k]
 		snap := pl.Snapshot()
 		s := StreamState{Source: k.Source, Account: k.Account, Watermark: st.Watermark, Delivered: st.Delivered, LastError: snap.LastError}

@@ -190,9 +190,9 @@ func runInProcess(b *testing.B, c *corpus, dir string, fsync bool) int64 {
 	if err := snk.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	pollers := make([]pipeline.Poller, len(set.Pollers))
+	pollers := make([]pipeline.Producer, len(set.Pollers))
 	for i, p := range set.Pollers {
-		pollers[i] = pollerKey{p}
+		pollers[i] = p
 	}
 	pl := pipeline.New(pipeline.DefaultConfig(), store, snk, pollers, reg, log, nil)
 	if err := pl.Run(ctx); err != nil {

@@ -168,7 +168,7 @@ func recordCorpus() (*corpus, error) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		c.batches = append(c.batches, &record.Batch{Source: p.Source, Account: p.Account,
+		c.batches = append(c.batches, &record.Batch{Source: p.Stream.Source, Account: p.Stream.Account,
 			WindowStart: p.Window.Start, WindowEnd: p.Window.End, Page: p.Index, Envelopes: p.Envelopes})
 		c.rows += int64(len(p.Envelopes))
 		for i := range p.Envelopes {
@@ -222,7 +222,7 @@ func buildSet(cfg source.Config, rt http.RoundTripper, now time.Time, reg promet
 
 // pollAll runs every poller of cfg to completion, concurrently, handing
 // pages to emit.
-func pollAll(cfg source.Config, rt http.RoundTripper, now time.Time, reg prometheus.Registerer, emit source.Emit) error {
+func pollAll(cfg source.Config, rt http.RoundTripper, now time.Time, reg prometheus.Registerer, emit source.EmitFunc) error {
 	set, err := buildSet(cfg, rt, now, reg)
 	if err != nil {
 		return err
@@ -234,11 +234,4 @@ func pollAll(cfg source.Config, rt http.RoundTripper, now time.Time, reg prometh
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// pollerKey adapts a source poller to pipeline.Poller, as internal/app does.
-type pollerKey struct{ *source.Poller }
-
-func (p pollerKey) Key() record.Stream {
-	return record.Stream{Source: p.Source(), Account: p.Account()}
 }

@@ -27,28 +27,29 @@ type Store interface {
 	CommitMany(ctx context.Context, states map[record.Stream]checkpoint.State) error
 }
 
-// Poller pulls one stream. Run returns nil when the poller is done (once
-// mode, caught up) and ctx's error when stopped.
-type Poller interface {
-	Key() record.Stream
-	Run(ctx context.Context, from source.Cursor, emit source.Emit) error
+// Producer pulls one stream into the pipeline; *source.Poller is one. Run
+// gets the stream's cursor as last committed and the stream's own Output,
+// through which it reserves room and hands pages on; it returns nil when
+// the producer is done (once mode, caught up) and ctx's error when
+// stopped.
+type Producer interface {
+	Stream() record.Stream
+	Run(ctx context.Context, from source.Cursor, out source.Output) error
 }
 
-// Pipeline moves pages from pollers through a bounded buffer to a sink and
-// commits each stream's progress after its pages are acknowledged.
+// Pipeline moves pages from producers through a bounded buffer to a sink
+// and commits each stream's progress after its pages are acknowledged.
 type Pipeline struct {
-	cfg     Config
-	store   Store
-	sink    sink.Sink
-	pollers []Poller
-	log     *slog.Logger
-	m       *metrics
-	now     func() time.Time
+	cfg       Config
+	store     Store
+	sink      sink.Sink
+	producers []Producer
+	log       *slog.Logger
+	m         *metrics
+	now       func() time.Time
 
 	slots   *slots
 	pending atomic.Int64 // records handed to the sink and not yet acknowledged
-	flowsMu sync.Mutex
-	flows   map[record.Stream]*flow
 	queue   chan *item
 	tracker *tracker
 	rows    atomic.Int64 // records acknowledged by this run
@@ -68,21 +69,21 @@ type item struct {
 	handed  time.Time
 }
 
-// New builds a pipeline. reg receives the pipeline's metrics; now may be nil
-// for time.Now.
-func New(cfg Config, store Store, s sink.Sink, pollers []Poller, reg prometheus.Registerer, log *slog.Logger, now func() time.Time) *Pipeline {
+// New builds a pipeline of one producer per stream. reg receives the
+// pipeline's metrics; now may be nil for time.Now.
+func New(cfg Config, store Store, s sink.Sink, producers []Producer, reg prometheus.Registerer, log *slog.Logger, now func() time.Time) *Pipeline {
 	if now == nil {
 		now = time.Now
 	}
-	p := &Pipeline{cfg: cfg, store: store, sink: s, pollers: pollers, log: log, m: newMetrics(reg), now: now,
-		slots: newSlots(cfg.BufferRecords, now), flows: map[record.Stream]*flow{}, queue: make(chan *item, 1024)}
+	p := &Pipeline{cfg: cfg, store: store, sink: s, producers: producers, log: log, m: newMetrics(reg), now: now,
+		slots: newSlots(cfg.BufferRecords, now), queue: make(chan *item, 1024)}
 	p.m.capacity.Set(float64(cfg.BufferRecords))
 	return p
 }
 
-// Run loads the checkpoint, runs every poller and the sink workers, and
-// returns when ctx is cancelled (a stop) or every poller returned (once
-// mode). Either way it stops the pollers first, drains what was fetched into
+// Run loads the checkpoint, runs every producer and the sink workers, and
+// returns when ctx is cancelled (a stop) or every producer returned (once
+// mode). Either way it stops the producers first, drains what was fetched into
 // the sink (for at most StopTimeout after a stop), commits, and returns. The
 // sink must be started; Run does not shut it down.
 func (p *Pipeline) Run(ctx context.Context) error {
@@ -114,9 +115,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		p.commitLoop(workCtx, commitStop)
 	}()
 
-	pollErrs := p.runPollers(ctx, initial)
+	pollErrs := p.runProducers(ctx, initial)
 
-	// Pollers are gone: nobody sends any more; drain.
+	// Producers are gone: nobody sends any more; drain.
 	close(p.queue)
 	drained := make(chan struct{})
 	go func() { workers.Wait(); close(drained) }()
@@ -144,19 +145,20 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	return errors.Join(pollErrs, cerr)
 }
 
-func (p *Pipeline) runPollers(ctx context.Context, initial map[record.Stream]checkpoint.State) error {
+func (p *Pipeline) runProducers(ctx context.Context, initial map[record.Stream]checkpoint.State) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
-	for _, pl := range p.pollers {
+	for _, pr := range p.producers {
 		wg.Add(1)
 		p.m.pollersRunning.Inc()
 		go func() {
 			defer wg.Done()
 			defer p.m.pollersRunning.Dec()
-			k := pl.Key()
-			err := pl.Run(ctx, cursorOf(initial[k]), p.emitFor(k))
-			p.releaseFlow(k)
+			k := pr.Stream()
+			out := p.output(k)
+			err := pr.Run(ctx, cursorOf(initial[k]), out)
+			out.release()
 			if err != nil && !errors.Is(err, context.Canceled) {
 				p.log.Error("poller ended", "source", k.Source, "account", k.Account, "err", err)
 				mu.Lock()
@@ -167,94 +169,6 @@ func (p *Pipeline) runPollers(ctx context.Context, initial map[record.Stream]che
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// flow is the room one stream's poller reserved before fetching its next
-// page. Only that poller's goroutine uses it.
-type flow struct{ held int }
-
-func (p *Pipeline) flow(k record.Stream) *flow {
-	p.flowsMu.Lock()
-	defer p.flowsMu.Unlock()
-	f := p.flows[k]
-	if f == nil {
-		f = &flow{}
-		p.flows[k] = f
-	}
-	return f
-}
-
-// ReserveFor returns the Reserve function of one stream's poller: room for
-// a page is taken from the buffer before the page is fetched, so that pages
-// being fetched count against pipeline.buffer_records too. A stream that
-// already holds enough keeps it; one that needs more (a bigger page) takes
-// the difference if it is free at once, and otherwise gives back what it
-// holds and waits for the whole amount, so that it never waits while holding
-// room (see slots).
-func (p *Pipeline) ReserveFor(k record.Stream) source.Reserve {
-	f := p.flow(k)
-	return func(ctx context.Context, rows int) error {
-		return f.grow(ctx, p.slots, rows)
-	}
-}
-
-// grow makes f hold room for at least rows records (clamped to the
-// capacity), without waiting while it holds any. On error f holds nothing.
-func (f *flow) grow(ctx context.Context, s *slots, rows int) error {
-	rows = s.clamp(rows)
-	if f.held >= rows {
-		return nil
-	}
-	n, err := s.exchange(ctx, f.held, rows)
-	f.held = n
-	return err
-}
-
-// releaseFlow returns what a stopped poller still held.
-func (p *Pipeline) releaseFlow(k record.Stream) {
-	f := p.flow(k)
-	p.slots.release(f.held)
-	f.held = 0
-}
-
-// emitFor returns the Emit function of one stream's poller. It blocks while
-// the buffer is full: that is the backpressure that keeps memory flat.
-func (p *Pipeline) emitFor(k record.Stream) source.Emit {
-	f := p.flow(k)
-	return func(ctx context.Context, pg source.Page) error {
-		// A page larger than the room reserved for it (the server sent more
-		// than the configured page size) trades the reservation for the
-		// whole page rather than waiting for the rest while holding it.
-		need := p.slots.clamp(len(pg.Envelopes))
-		if err := f.grow(ctx, p.slots, need); err != nil {
-			return err
-		}
-		held := need
-		p.slots.release(f.held - need)
-		f.held = 0
-		p.pending.Add(int64(held))
-		p.busy.CompareAndSwap(0, p.now().UnixNano())
-		p.m.buffered.Set(float64(p.pending.Load()))
-		it := &item{key: k, seq: p.tracker.next(k), after: pg.After, revisit: pg.Revisit, held: held}
-		if len(pg.Envelopes) > 0 {
-			it.batch = &record.Batch{
-				Source: pg.Source, Account: pg.Account,
-				WindowStart: pg.Window.Start, WindowEnd: pg.Window.End,
-				Page: pg.Index, Seq: it.seq, Envelopes: pg.Envelopes,
-			}
-		}
-		it.handed = p.now()
-		select {
-		case p.queue <- it:
-			return nil
-		case <-ctx.Done():
-			// The page is dropped before the sink saw it; the poller stops
-			// and the next run fetches it again. Nothing is committed past it.
-			p.slots.release(held)
-			p.pending.Add(-int64(held))
-			return ctx.Err()
-		}
-	}
 }
 
 // work writes batches until the queue is closed and empty or ctx ends.

@@ -36,9 +36,9 @@ type scriptedPoller struct {
 	emitted atomic.Int64
 }
 
-func (s *scriptedPoller) Key() record.Stream { return s.key }
+func (s *scriptedPoller) Stream() record.Stream { return s.key }
 
-func (s *scriptedPoller) Run(ctx context.Context, from source.Cursor, emit source.Emit) error {
+func (s *scriptedPoller) Run(ctx context.Context, from source.Cursor, out source.Output) error {
 	if s.started != nil {
 		s.started <- from
 	}
@@ -49,7 +49,7 @@ func (s *scriptedPoller) Run(ctx context.Context, from source.Cursor, emit sourc
 	for w := 0; w < s.windows; w++ {
 		win := window.Window{Start: wm, End: wm.Add(time.Hour)}
 		for p := 0; p < s.pages; p++ {
-			pg := source.Page{Source: s.key.Source, Account: s.key.Account, Window: win, Index: p, FetchedAt: t0}
+			pg := source.Page{Stream: s.key, Window: win, Index: p, FetchedAt: t0}
 			for r := 0; r < s.rows; r++ {
 				raw := fmt.Sprintf(`{"createdTime":%q,"n":%d}`, win.Start.Format(time.RFC3339), int(s.emitted.Load()))
 				id, _ := record.ID(s.key.Source, []byte(raw))
@@ -61,7 +61,7 @@ func (s *scriptedPoller) Run(ctx context.Context, from source.Cursor, emit sourc
 			} else {
 				pg.After = source.Cursor{Watermark: wm, InFlight: &source.Chain{Window: win, NextURL: fmt.Sprintf("next-%d", p+1), Pages: p + 1}}
 			}
-			if err := emit(ctx, pg); err != nil {
+			if err := out.Emit(ctx, pg); err != nil {
 				return err
 			}
 		}
@@ -149,7 +149,7 @@ func testConfig() Config {
 func TestOnceDeliversEverythingAndCommitsTheLastWatermark(t *testing.T) {
 	db := openStore(t)
 	s := &testSink{failN: 3}
-	pollers := []Poller{
+	pollers := []Producer{
 		&scriptedPoller{key: record.Stream{Source: "dns", Account: "acme"}, windows: 5, pages: 3, rows: 100},
 		&scriptedPoller{key: record.Stream{Source: "dns", Account: "acme-dev"}, windows: 4, pages: 1, rows: 0},
 	}
@@ -185,7 +185,7 @@ func TestCheckpointNeverPassesAnUnacknowledgedPage(t *testing.T) {
 	cfg := testConfig()
 	cfg.SinkWorkers = 4
 	pl := &scriptedPoller{key: key, windows: 3, pages: 2, rows: 10, tail: true}
-	p := New(cfg, db, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+	p := New(cfg, db, s, []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- p.Run(ctx) }()
@@ -225,7 +225,7 @@ func TestAStalledSinkBoundsTheBufferAndHoldsTheCheckpoint(t *testing.T) {
 	cfg.BufferRecords = 250
 	cfg.SinkWorkers = 2
 	pl := &scriptedPoller{key: key, windows: 50, pages: 4, rows: 50}
-	p := New(cfg, db, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+	p := New(cfg, db, s, []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- p.Run(ctx) }()
@@ -264,7 +264,7 @@ func TestStopDrainsWhatWasFetchedAndResumesFromTheCheckpoint(t *testing.T) {
 	s := &testSink{}
 	key := record.Stream{Source: "dns", Account: "acme"}
 	pl := &scriptedPoller{key: key, windows: 2, pages: 2, rows: 10, tail: true}
-	p := New(testConfig(), db, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+	p := New(testConfig(), db, s, []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- p.Run(ctx) }()
@@ -278,7 +278,7 @@ func TestStopDrainsWhatWasFetchedAndResumesFromTheCheckpoint(t *testing.T) {
 	// A second run resumes where the first stopped.
 	started := make(chan source.Cursor, 1)
 	pl2 := &scriptedPoller{key: key, windows: 1, pages: 1, rows: 1, started: started}
-	p2 := New(testConfig(), db, s, []Poller{pl2}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+	p2 := New(testConfig(), db, s, []Producer{pl2}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 	if err := p2.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestStopDeadlineAbandonsUnwrittenPagesWithoutCommittingThem(t *testing.T) {
 	cfg := testConfig()
 	cfg.StopTimeout = 100 * time.Millisecond
 	pl := &scriptedPoller{key: key, windows: 3, pages: 1, rows: 5, tail: true}
-	p := New(cfg, db, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+	p := New(cfg, db, s, []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- p.Run(ctx) }()
@@ -325,7 +325,7 @@ func TestStalledReportsAWedgedSinkOnlyWhileRecordsWait(t *testing.T) {
 	cfg := testConfig()
 	cfg.StallTimeout = time.Minute
 	pl := &scriptedPoller{key: record.Stream{Source: "dns", Account: "acme"}, windows: 1, pages: 1, rows: 10}
-	p := New(cfg, db, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), now)
+	p := New(cfg, db, s, []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), now)
 	if err := p.Stalled(); err != nil {
 		t.Fatalf("an idle pipeline is not stalled: %v", err)
 	}
@@ -356,15 +356,14 @@ func TestReservationsBoundPagesBeingFetched(t *testing.T) {
 	s := &testSink{hold: make(chan struct{})}
 	cfg := testConfig()
 	cfg.BufferRecords = 300
-	var pollers []Poller
+	var pollers []Producer
 	var fetching atomic.Int64
 	var peak atomic.Int64
-	p := New(cfg, db, s, nil, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 	for i := 0; i < 20; i++ {
 		k := record.Stream{Source: "dns", Account: fmt.Sprintf("a%d", i)}
-		pollers = append(pollers, &reservingPoller{key: k, reserve: p.ReserveFor(k), rows: 100, fetching: &fetching, peak: &peak})
+		pollers = append(pollers, &reservingPoller{key: k, rows: 100, fetching: &fetching, peak: &peak})
 	}
-	p.pollers = pollers
+	p := New(cfg, db, s, pollers, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- p.Run(ctx) }()
@@ -391,17 +390,16 @@ func TestReservationsBoundPagesBeingFetched(t *testing.T) {
 // and emits pages until stopped.
 type reservingPoller struct {
 	key            record.Stream
-	reserve        source.Reserve
 	rows           int
 	fetching, peak *atomic.Int64
 }
 
-func (r *reservingPoller) Key() record.Stream { return r.key }
+func (r *reservingPoller) Stream() record.Stream { return r.key }
 
-func (r *reservingPoller) Run(ctx context.Context, from source.Cursor, emit source.Emit) error {
+func (r *reservingPoller) Run(ctx context.Context, from source.Cursor, out source.Output) error {
 	wm := t0
 	for {
-		if err := r.reserve(ctx, r.rows); err != nil {
+		if err := out.Reserve(ctx, r.rows); err != nil {
 			return err
 		}
 		n := r.fetching.Add(1)
@@ -413,12 +411,12 @@ func (r *reservingPoller) Run(ctx context.Context, from source.Cursor, emit sour
 		}
 		time.Sleep(time.Millisecond)
 		win := window.Window{Start: wm, End: wm.Add(time.Minute)}
-		pg := source.Page{Source: r.key.Source, Account: r.key.Account, Window: win, After: source.Cursor{Watermark: win.End}}
+		pg := source.Page{Stream: r.key, Window: win, After: source.Cursor{Watermark: win.End}}
 		for i := 0; i < r.rows; i++ {
 			raw := fmt.Sprintf(`{"createdTime":%q,"i":%d}`, win.Start.Format(time.RFC3339), i)
 			pg.Envelopes = append(pg.Envelopes, record.Envelope{ID: fmt.Sprint(r.key.Account, wm.Unix(), i), Source: r.key.Source, Account: r.key.Account, Record: []byte(raw)})
 		}
-		err := emit(ctx, pg)
+		err := out.Emit(ctx, pg)
 		r.fetching.Add(-1)
 		if err != nil {
 			return err

@@ -4,14 +4,16 @@
 // through package api (tokens, headers, retries, the rate budget).
 //
 // It never imports the sinks, the checkpoint, the pipeline or the
-// configuration loader: the pipeline hands a poller its Cursor at start
-// and receives Pages through an Emit function, each page describing the
-// cursor that holds once it is delivered.
+// configuration loader: the pipeline hands a poller its Cursor and an
+// Output at start; the poller reserves room through Output.Reserve before
+// each fetch and hands Pages to Output.Emit, each page describing the
+// cursor that holds once it is delivered. Streams lists the streams of a
+// configuration without credentials or clients.
 //
 // Building: Config (koanf keys api, accounts, org_audit_logs, edge,
 // sources) is validated with Config.Validate; Build makes one process-wide
 // api.Budget (or uses the one given), the core and edge api.Clients and one
-// Poller per (account, source). Each Poller's Run(ctx, cursor, emit) is
+// Poller per (account, source). Each Poller's Run(ctx, cursor, out) is
 // started in its own goroutine; Poller.Snapshot reports progress at any
 // time.
 //

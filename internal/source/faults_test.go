@@ -35,7 +35,7 @@ func TestPoller_C1_C3_C5_FaultsTogetherAreComplete(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Second) // one hour of API time
 	defer cancel()
 	var col collector
-	if err := p.Run(ctx, Cursor{}, col.emit); !errors.Is(err, context.DeadlineExceeded) {
+	if err := p.Run(ctx, Cursor{}, EmitFunc(col.emit)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("tailing run ended with %v", err)
 	}
 	pages := col.snapshot()
@@ -64,7 +64,7 @@ func TestPoller_C1_WrongSecretNeverAppearsInLogsOrErrors(t *testing.T) {
 	cfg := simConfig(srv)
 	cfg.API.Secret = secret.New("wrong-secret-Zq9")
 	e := newEnv(t, cfg, nil)
-	err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, (&collector{}).emit)
+	err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, EmitFunc((&collector{}).emit))
 	var se *api.StatusError
 	if !errors.As(err, &se) || se.Status != 401 {
 		t.Fatalf("err = %v, want a 401", err)

@@ -206,7 +206,8 @@ type tally struct {
 
 func newTally(n int) *tally { return &tally{seen: make([]bool, n)} }
 
-func (c *tally) emit(_ context.Context, p Page) error {
+// Emit records the page (Output).
+func (c *tally) Emit(_ context.Context, p Page) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range p.Envelopes {
@@ -226,7 +227,8 @@ func (c *tally) emit(_ context.Context, p Page) error {
 	return nil
 }
 
-func (c *tally) reserve(_ context.Context, rows int) error {
+// Reserve records the rows asked for (Output).
+func (c *tally) Reserve(_ context.Context, rows int) error {
 	c.mu.Lock()
 	c.reserved = append(c.reserved, rows)
 	c.mu.Unlock()

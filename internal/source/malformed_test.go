@@ -93,7 +93,7 @@ func TestPoller_C3_C5_MalformedAnswersLoseNoWindow(t *testing.T) {
 	})
 	e := newEnv(t, pageServerConfig(srv), nil)
 	col := newTally(len(times))
-	if err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col.emit); err != nil {
+	if err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col); err != nil {
 		t.Fatal(err)
 	}
 	if m := col.missing(); m != 0 {

@@ -75,7 +75,7 @@ func TestPoller_C1_C3_NextPageOfAnotherOriginGetsNoCredentials(t *testing.T) {
 			// as a network error for ever.
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			err := e.poller(SourceDNS, "acme", true).Run(ctx, Cursor{}, col.emit)
+			err := e.poller(SourceDNS, "acme", true).Run(ctx, Cursor{}, col)
 			var oe *api.OriginError
 			if !errors.As(err, &oe) || !api.IsPermanent(err) || oe.Redirect {
 				t.Fatalf("err = %v, want a permanent *OriginError", err)
@@ -108,7 +108,7 @@ func TestPoller_C1_C3_NextPageOfAnotherOriginGetsNoCredentials(t *testing.T) {
 		before := other.requests()
 		e := newEnv(t, cfg, nil)
 		col := newTally(len(times))
-		if err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col.emit); err != nil {
+		if err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col); err != nil {
 			t.Fatal(err)
 		}
 		if m := col.missing(); m != 0 {

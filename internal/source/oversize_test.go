@@ -48,8 +48,7 @@ func TestPoller_C3_PagesLargerThanPageRowsAreCompleteAndReservedFor(t *testing.T
 	e := newEnv(t, pageServerConfig(srv), nil)
 	p := e.poller(SourceDNS, "acme", true)
 	col := newTally(len(times))
-	p.SetReserve(col.reserve)
-	if err := p.Run(t.Context(), Cursor{}, col.emit); err != nil {
+	if err := p.Run(t.Context(), Cursor{}, col); err != nil {
 		t.Fatal(err)
 	}
 	pages, sizes, reserved := col.snapshot()
@@ -89,10 +88,10 @@ func TestPoller_C3_HugePageIsEmittedInBoundedBatches(t *testing.T) {
 	cfg := pageServerConfig(srv)
 	cfg.API.MaxBodyBytes = 512 << 20
 	e := newEnv(t, cfg, nil)
-	p := e.poller(SourceAuditLogs, "acme", true)
-	p.SetMaxBatchRecords(batch)
+	pc := e.pollerConfig(SourceAuditLogs, "acme", true)
+	pc.MaxBatchRecords = batch
+	p := e.newPoller(pc)
 	col := newTally(n)
-	p.SetReserve(col.reserve)
 
 	// A low GC target makes HeapInuse follow the live heap.
 	defer debug.SetGCPercent(debug.SetGCPercent(25))
@@ -117,7 +116,7 @@ func TestPoller_C3_HugePageIsEmittedInBoundedBatches(t *testing.T) {
 			}
 		}
 	}()
-	err := p.Run(t.Context(), Cursor{}, col.emit)
+	err := p.Run(t.Context(), Cursor{}, col)
 	close(stop)
 	peak := <-peakc
 	grew := int64(peak) - int64(base)
@@ -158,7 +157,7 @@ func TestPoller_C3_BodyOverMaxBodyBytesSplitsTheWindow(t *testing.T) {
 	cfg.API.MaxBodyBytes = 64 << 10 // about 600 records
 	e := newEnv(t, cfg, nil)
 	col := newTally(len(times))
-	if err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col.emit); err != nil {
+	if err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col); err != nil {
 		t.Fatal(err)
 	}
 	pages, sizes, _ := col.snapshot()
@@ -185,7 +184,7 @@ func TestPoller_C3_BodyOverMaxBodyBytesInAnUnsplittableWindowFails(t *testing.T)
 	cfg.API.MaxBodyBytes = 64 << 10
 	e := newEnv(t, cfg, nil)
 	col := newTally(len(times))
-	err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col.emit)
+	err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col)
 	var bt *api.BodyTooLargeError
 	if !errors.As(err, &bt) || !api.IsPermanent(err) || !strings.Contains(err.Error(), "cannot be split further") {
 		t.Fatalf("err = %v, want a permanent *BodyTooLargeError", err)

@@ -41,8 +41,8 @@ type PollerConfig struct {
 	// Planner plans the windows; nil builds one with NewPlanner.
 	Planner *window.Planner
 	// MaxBatchRecords bounds the records of one Page handed to Emit and
-	// the room reserved before a fetch; the app sets it to
-	// pipeline.buffer_records. A page with more records (a server with
+	// the room reserved before a fetch; Build sets it from
+	// Options.MaxBatchRecords (the app: pipeline.buffer_records). A page with more records (a server with
 	// bigger pages than page_rows, an audit log or edge answer without
 	// paging, C3 and C6) is emitted in several batches of at most this
 	// many, built one at a time, so that memory stays bounded by
@@ -54,8 +54,8 @@ type PollerConfig struct {
 }
 
 // Poller pulls one source of one account, window after window, and hands
-// each page to Emit with the cursor that holds once it is delivered (DESIGN
-// item 2). Run is not safe for concurrent use; Snapshot is.
+// each page to its Output with the cursor that holds once it is delivered
+// (DESIGN item 2). Run is not safe for concurrent use; Snapshot is.
 type Poller struct {
 	c       *api.Client
 	cfg     PollerConfig
@@ -66,7 +66,6 @@ type Poller struct {
 	eb      envelopeBuilder
 	splitAt int64
 	alerts  *alertTracker
-	reserve Reserve
 	warn    *ratelog.Limiter
 
 	mu   sync.Mutex
@@ -122,22 +121,13 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 	if cfg.Spec.Name == SourceEdgeAlerts && cfg.Edge.AlertUpdateLookback > 0 {
 		p.alerts = newAlertTracker(cfg.Edge.AlertUpdateLookback)
 	}
-	p.snap = Snapshot{Source: cfg.Spec.Name, Account: cfg.Account}
+	p.snap = Snapshot{Stream: p.Stream()}
 	return p, nil
 }
 
 // DefaultAccount is the envelope account when no account is configured:
 // the token's own account (C2).
 const DefaultAccount = "default"
-
-// SetReserve makes the poller reserve room in the pipeline before every
-// page it fetches (DESIGN item 5: memory bounded by configuration, however
-// many streams fetch at once). Call it before Run; nil turns it off.
-func (p *Poller) SetReserve(r Reserve) { p.reserve = r }
-
-// SetMaxBatchRecords sets PollerConfig.MaxBatchRecords (the app sets it
-// to pipeline.buffer_records; 0 bounds nothing). Call it before Run.
-func (p *Poller) SetMaxBatchRecords(n int) { p.cfg.MaxBatchRecords = max(n, 0) }
 
 // maxPageRows is the most records one answer of the source should hold by
 // configuration (api.page_rows, edge.max_rows).
@@ -160,27 +150,28 @@ func (p *Poller) reservation() int {
 	return n
 }
 
-// Source returns the source name.
-func (p *Poller) Source() string { return p.cfg.Spec.Name }
-
-// Account returns the envelope account.
-func (p *Poller) Account() string { return p.cfg.Account }
+// Stream returns the poller's stream: its source and envelope account.
+func (p *Poller) Stream() record.Stream {
+	return record.Stream{Source: p.cfg.Spec.Name, Account: p.cfg.Account}
+}
 
 // errCaughtUp ends a Once run.
 var errCaughtUp = errors.New("caught up")
 
-// Run pulls the stream from cursor on and hands every page to emit, in
-// order, each with the cursor that holds once it is delivered. A zero
+// Run pulls the stream from cursor on and hands every page to out, in
+// order, each with the cursor that holds once it is delivered; room for
+// each page is reserved with out.Reserve once the budget admitted its
+// request, before it is sent (DESIGN item 5). A zero
 // cursor starts at the source's configured start; a cursor with a chain in
 // flight continues it (C3). Transient failures are retried and never end
 // Run; a permanent failure is logged, counted and retried after a backoff
 // (in Once mode it ends Run with the error, so a batch run fails loudly
 // instead of hanging). Run returns ctx's error when ctx ends, an error of
-// emit (wrapped) when the pipeline refuses a page, or nil in Once mode once
+// out.Emit (wrapped) when the pipeline refuses a page, or nil in Once mode once
 // the stream caught up with now - lag as of when Run started. Run must not
 // be called concurrently on one Poller; a Poller may be run again after
 // Run returned (it keeps its learned density and alert tracker).
-func (p *Poller) Run(ctx context.Context, cursor Cursor, emit Emit) error {
+func (p *Poller) Run(ctx context.Context, cursor Cursor, out Output) error {
 	started := p.clk.Now()
 	if cursor.Watermark.IsZero() {
 		st, clamped, err := p.plan.Start(p.cfg.Settings.Start, started)
@@ -202,7 +193,7 @@ func (p *Poller) Run(ctx context.Context, cursor Cursor, emit Emit) error {
 	if cursor.Density > 0 && p.density() == 0 {
 		p.setDensity(cursor.Density)
 	}
-	r := &run{p: p, cur: cursor, emit: emit, started: started}
+	r := &run{p: p, cur: cursor, out: out, started: started}
 	p.begin(started, cursor)
 	if !p.cfg.Once {
 		// A small deterministic offset per stream, so that pollers do
@@ -296,7 +287,7 @@ func errorKind(err error) string {
 type run struct {
 	p                 *Poller
 	cur               Cursor
-	emit              Emit
+	out               Output
 	started           time.Time
 	warnedUnreachable bool
 }
@@ -569,11 +560,10 @@ func (r *run) fetch(ctx context.Context, w window.Window, next string, idx int) 
 		Functionality: spec.Functionality, Priority: r.priority(w), NextPage: next != "",
 		What: fmt.Sprintf("fetch page %d of %s/%s %s", idx+1, spec.Name, p.cfg.Account, w),
 	}
-	if p.reserve != nil {
-		// Room for the page is reserved once the budget admitted the
-		// request, right before it is sent (DESIGN item 5).
-		req.Admitted = func(ctx context.Context) error { return p.reserve(ctx, p.reservation()) }
-	}
+	// Room for the page is reserved once the budget admitted the request,
+	// right before it is sent (DESIGN item 5): a stream waiting for budget
+	// holds no room.
+	req.Admitted = func(ctx context.Context) error { return r.out.Reserve(ctx, p.reservation()) }
 	if next == "" {
 		u, body, err := firstPageURL(spec, w, p.cfg.Settings, p.cfg.Edge)
 		if err != nil {
@@ -643,7 +633,7 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 			return &api.PermanentError{Err: fmt.Errorf("%s/%s page %d of %s: %w", p.cfg.Spec.Name, p.cfg.Account, idx+1, w, err)}
 		}
 		page := Page{
-			Source: p.cfg.Spec.Name, Account: p.cfg.Account, Window: w, Index: idx,
+			Stream: p.Stream(), Window: w, Index: idx,
 			Envelopes: envs, After: after, Revisit: revisit, FetchedAt: received,
 		}
 		if !last {
@@ -651,7 +641,7 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 		}
 		n := len(envs)
 		envs = nil
-		if err := r.emit(ctx, page); err != nil {
+		if err := r.out.Emit(ctx, page); err != nil {
 			return &emitError{err}
 		}
 		if !revisit {

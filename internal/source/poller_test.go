@@ -22,7 +22,7 @@ func TestPoller_C3_C8_OnceOverTwoDaysIsCompletePerTruth(t *testing.T) {
 	e := newEnv(t, cfg, nil)
 	p := e.poller(SourceDNS, "acme", true)
 	var col collector
-	if err := p.Run(t.Context(), Cursor{}, col.emit); err != nil {
+	if err := p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)); err != nil {
 		t.Fatal(err)
 	}
 	pages := col.snapshot()
@@ -91,7 +91,7 @@ func TestPoller_C3_DenseWindowsAreSplitBeforeTheCap(t *testing.T) {
 	e := newEnv(t, cfg, nil)
 	p := e.poller(SourceConnections, "acme-dev", true)
 	var col collector
-	if err := p.Run(t.Context(), Cursor{}, col.emit); err != nil {
+	if err := p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)); err != nil {
 		t.Fatal(err)
 	}
 	pages := col.snapshot()
@@ -133,7 +133,7 @@ func TestPoller_C3_NextPageExpiryShorterThanTheWalkIsComplete(t *testing.T) {
 	e := newEnv(t, cfg, nil)
 	p := e.poller(SourceUserLogins, "acme", true)
 	col := collector{delay: 250 * time.Millisecond}
-	if err := p.Run(t.Context(), Cursor{}, col.emit); err != nil {
+	if err := p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)); err != nil {
 		t.Fatal(err)
 	}
 	pages := col.snapshot()
@@ -210,7 +210,7 @@ func runAccounts(t *testing.T, e *env, source string, accounts []string) map[str
 		col := &collector{}
 		res[a] = col
 		p := e.poller(source, a, true)
-		go func() { errs <- p.Run(t.Context(), Cursor{}, col.emit) }()
+		go func() { errs <- p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)) }()
 	}
 	for range accounts {
 		if err := <-errs; err != nil {

@@ -26,7 +26,7 @@ func interrupted(t *testing.T, e *env, n int) *collector {
 		}
 		return nil
 	}
-	if err := e.poller(SourceDNS, "acme", true).Run(ctx, Cursor{}, emit); err != context.Canceled {
+	if err := e.poller(SourceDNS, "acme", true).Run(ctx, Cursor{}, EmitFunc(emit)); err != context.Canceled {
 		t.Fatalf("interrupted run: %v", err)
 	}
 	if c := col.last(); c.InFlight == nil || c.InFlight.NextURL == "" || c.InFlight.Pages != n {
@@ -55,7 +55,7 @@ func TestPoller_C3_ResumeContinuesTheChainInFlight(t *testing.T) {
 	first := interrupted(t, e, 3)
 	cur := first.last()
 	var second collector
-	if err := e.poller(SourceDNS, "acme", true).Run(t.Context(), cur, second.emit); err != nil {
+	if err := e.poller(SourceDNS, "acme", true).Run(t.Context(), cur, EmitFunc(second.emit)); err != nil {
 		t.Fatal(err)
 	}
 	ps := second.snapshot()
@@ -79,7 +79,7 @@ func TestPoller_C3_ResumeWithAnExpiredURLRestartsTheWindow(t *testing.T) {
 	ch.Started = ch.Started.Add(-25 * time.Hour)
 	cur.InFlight = &ch
 	var second collector
-	if err := e.poller(SourceDNS, "acme", true).Run(t.Context(), cur, second.emit); err != nil {
+	if err := e.poller(SourceDNS, "acme", true).Run(t.Context(), cur, EmitFunc(second.emit)); err != nil {
 		t.Fatal(err)
 	}
 	ps := second.snapshot()
@@ -106,12 +106,12 @@ func TestPoller_C6_AlertUpdatesAreEmittedOnTheLookbackReask(t *testing.T) {
 	e := newEnv(t, cfg, clk)
 	p := e.poller(SourceEdgeAlerts, "acme", true)
 	var col collector
-	if err := p.Run(t.Context(), Cursor{}, col.emit); err != nil {
+	if err := p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)); err != nil {
 		t.Fatal(err)
 	}
 	n := len(col.snapshot())
 	clk.Jump(2 * time.Hour) // updates happen in the first 6 hours of an alert
-	if err := p.Run(t.Context(), col.last(), col.emit); err != nil {
+	if err := p.Run(t.Context(), col.last(), EmitFunc(col.emit)); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]int64{}

@@ -107,18 +107,30 @@ func tail(s string, n int) string {
 // poller builds the poller of source for account (the Account-Name sent).
 func (e *env) poller(source, account string, once bool) *Poller {
 	e.t.Helper()
+	return e.newPoller(e.pollerConfig(source, account, once))
+}
+
+// pollerConfig is the configuration of the poller of source for account.
+func (e *env) pollerConfig(source, account string, once bool) PollerConfig {
+	e.t.Helper()
 	spec, ok := LookupSpec(source)
 	if !ok {
 		e.t.Fatalf("no source %s", source)
-	}
-	c := e.core
-	if spec.Edge {
-		c = e.edge
 	}
 	pc := PollerConfig{Spec: spec, Account: account, AccountHeader: account, Settings: e.cfg.Sources.Resolve(source),
 		API: e.cfg.API, Edge: e.cfg.Edge, Once: once, Metrics: e.metrics}
 	if account == OrgAccountName {
 		pc.AccountHeader, pc.OrgAccess = "", true
+	}
+	return pc
+}
+
+// newPoller builds the poller of pc on the env's core or edge client.
+func (e *env) newPoller(pc PollerConfig) *Poller {
+	e.t.Helper()
+	c := e.core
+	if pc.Spec.Edge {
+		c = e.edge
 	}
 	p, err := NewPoller(c, pc)
 	if err != nil {
