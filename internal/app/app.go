@@ -13,13 +13,13 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/api"
-	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/backoff"
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
 	"github.com/svcexport/collector/internal/pipeline"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/status"
 	"github.com/svcexport/collector/internal/telemetry"
 )
 
@@ -131,7 +131,10 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		producers[i] = p
 	}
 	pl := pipeline.New(cfg.Pipeline, store, snk, producers, reg, log, nil)
-	prog := newProgress(cfg, streams, set, pl, reg, log)
+	prog, err := status.NewReporter(cfg.SourceConfig(), streams, set.Pollers, pl, cfg.Log.Progress, reg, log)
+	if err != nil {
+		return err
+	}
 	if tel != nil {
 		tel.AddReadiness("checkpoint", func(context.Context) error { return pl.CommitError() })
 		// The sink's own Ready says whether it can reach its destination;
@@ -147,19 +150,19 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 			}
 			return err
 		})
-		tel.AddHandler("/state", prog.stateHandler())
+		tel.AddHandler("/state", prog.Handler())
 	}
 
 	log.Info("collector started", "streams", len(set.Pollers), "sink", cfg.Sink.Type, "once", once,
 		"checkpoint", cfg.Checkpoint.Path, "buffer_records", cfg.Pipeline.BufferRecords)
 	progCtx, stopProg := context.WithCancel(context.Background())
 	progDone := make(chan struct{})
-	go func() { defer close(progDone); prog.run(progCtx, cfg.Log.Progress) }()
+	go func() { defer close(progDone); prog.Run(progCtx) }()
 
 	runErr := pl.Run(ctx)
 	stopProg()
 	<-progDone
-	prog.summary()
+	prog.Summary()
 	if runErr != nil {
 		return runErr
 	}
@@ -188,29 +191,6 @@ func openCheckpoint(cfg config.Config, log *slog.Logger) (*checkpoint.DB, error)
 		log.Warn("checkpoint file was damaged and recovered", "path", cfg.Checkpoint.Path, "detail", r)
 	}
 	return db, nil
-}
-
-// resolveSource returns the pollers' configuration, with the in-process
-// simulator's addresses and credentials filled in when it is enabled.
-func resolveSource(cfg config.Config, log *slog.Logger) (source.Config, *apisim.Server, error) {
-	sc := cfg.SourceConfig()
-	if !cfg.Simulator.Enabled {
-		return sc, nil, nil
-	}
-	simCfg, err := cfg.SimulatorSettings()
-	if err != nil {
-		return sc, nil, err
-	}
-	sim, err := apisim.New(simCfg)
-	if err != nil {
-		return sc, nil, fmt.Errorf("simulator: %w", err)
-	}
-	if err := sim.Start(cfg.Simulator.Listen); err != nil {
-		sim.Close()
-		return sc, nil, fmt.Errorf("simulator: %w", err)
-	}
-	log.Info("API simulator started in-process (simulator.enabled)", "core", sim.URL(), "edge", sim.EdgeURL())
-	return config.SimulatorCredentials(sim.URL()).Apply(sc), sim, nil
 }
 
 // startSink starts the sink, retrying with backoff while the destination is

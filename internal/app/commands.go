@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
-
-	"encoding/json"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -21,6 +18,7 @@ import (
 	"github.com/svcexport/collector/internal/sink/clickhouse"
 	"github.com/svcexport/collector/internal/sink/kafka"
 	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/status"
 )
 
 // CheckOptions tune the check command.
@@ -167,9 +165,9 @@ func State(ctx context.Context, cfg config.Config, o Options, so StateOptions) e
 	if so.Reset != "" {
 		return reset(ctx, cfg, o, so.Reset)
 	}
-	if states, err := liveStates(ctx, cfg); err == nil {
+	if states, err := status.Live(ctx, cfg.Metrics.Listen); err == nil {
 		fmt.Fprintf(o.Stdout, "# live, from the running collector at %s\n", cfg.Metrics.Listen)
-		return printStates(o.Stdout, states, so.JSON)
+		return status.Print(o.Stdout, states, so.JSON)
 	}
 	keys, err := configuredStreams(cfg)
 	if err != nil {
@@ -189,32 +187,7 @@ func State(ctx context.Context, cfg config.Config, o Options, so StateOptions) e
 	} else {
 		fmt.Fprintf(o.Stdout, "# no checkpoint at %s yet: nothing collected\n", cfg.Checkpoint.Path)
 	}
-	return printStates(o.Stdout, statesFromCheckpoint(cfg, stored, keys, time.Now()), so.JSON)
-}
-
-func liveStates(ctx context.Context, cfg config.Config) ([]StreamState, error) {
-	if cfg.Metrics.Listen == "" {
-		return nil, errors.New("no metrics.listen")
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+cfg.Metrics.Listen+"/state", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("status %d", resp.StatusCode)
-	}
-	var states []StreamState
-	if err := json.NewDecoder(resp.Body).Decode(&states); err != nil {
-		return nil, err
-	}
-	return states, nil
+	return status.Print(o.Stdout, status.FromCheckpoint(cfg.SourceConfig(), stored, keys, time.Now()), so.JSON)
 }
 
 // configuredStreams lists the streams the configuration defines. It needs
@@ -223,7 +196,7 @@ func configuredStreams(cfg config.Config) ([]record.Stream, error) {
 	sc := cfg.SourceConfig()
 	if cfg.Simulator.Enabled {
 		// The edge streams are on: the simulator serves the edge API.
-		sc = config.SimulatorCredentials("http://127.0.0.1:1").Apply(sc)
+		sc = simulatorEndpoints("http://127.0.0.1:1").Fill(sc)
 	}
 	streams := source.Streams(sc)
 	if len(streams) == 0 {

@@ -1,4 +1,4 @@
-package app
+package status
 
 import (
 	"encoding/json"
@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/checkpoint"
-	"github.com/svcexport/collector/internal/config"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/window"
 )
 
-// StreamState is one line of "collector state": where a (source, account)
-// stream stands and how long it needs to catch up.
+// StreamState is one line of "collector state" and of the /state endpoint:
+// where a (source, account) stream stands and how long it needs to catch
+// up. Its JSON form is what /state serves.
 type StreamState struct {
 	Source    string    `json:"source"`
 	Account   string    `json:"account"`
@@ -52,9 +52,9 @@ type estimator struct {
 	shares map[string]int // streams per functionality
 }
 
-func newEstimator(cfg source.Config, keys []record.Stream) *estimator {
+func newEstimator(cfg source.Config, streams []record.Stream) *estimator {
 	e := &estimator{cfg: cfg, shares: map[string]int{}}
-	for _, k := range keys {
+	for _, k := range streams {
 		if spec, ok := source.LookupSpec(k.Source); ok {
 			e.shares[spec.Functionality]++
 		}
@@ -104,10 +104,12 @@ func (e *estimator) fill(s *StreamState, density float64, now time.Time) {
 	}
 }
 
-// statesFromCheckpoint builds the state lines of every configured stream
-// from the stored states (streams never run show as not started).
-func statesFromCheckpoint(cfg config.Config, stored map[record.Stream]checkpoint.State, keys []record.Stream, now time.Time) []StreamState {
-	est := newEstimator(cfg.SourceConfig(), keys)
+// FromCheckpoint builds the state lines of every stream of streams (those
+// cfg configures) and of every other stored one, from the stored states
+// at now, sorted by source and account. Streams never run show as not
+// started; their backlog starts at their configured start.
+func FromCheckpoint(cfg source.Config, stored map[record.Stream]checkpoint.State, streams []record.Stream, now time.Time) []StreamState {
+	est := newEstimator(cfg, streams)
 	seen := map[record.Stream]bool{}
 	var out []StreamState
 	add := func(k record.Stream, st checkpoint.State) {
@@ -124,7 +126,7 @@ func statesFromCheckpoint(cfg config.Config, stored map[record.Stream]checkpoint
 		}
 		out = append(out, s)
 	}
-	for _, k := range keys {
+	for _, k := range streams {
 		seen[k] = true
 		add(k, stored[k])
 	}
@@ -142,8 +144,8 @@ func statesFromCheckpoint(cfg config.Config, stored map[record.Stream]checkpoint
 	return out
 }
 
-// printStates writes the state lines as a table, or as JSON.
-func printStates(w io.Writer, states []StreamState, asJSON bool) error {
+// Print writes the state lines as a table, or as JSON.
+func Print(w io.Writer, states []StreamState, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

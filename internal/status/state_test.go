@@ -1,4 +1,4 @@
-package app
+package status
 
 import (
 	"bytes"
@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/checkpoint"
-	"github.com/svcexport/collector/internal/config"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/source"
 )
 
-func stateConfig(t *testing.T) config.Config {
+func stateConfig(t *testing.T) source.Config {
 	t.Helper()
-	cfg := config.Default()
+	cfg := source.DefaultConfig()
 	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = "http://127.0.0.1:1", "k", secret.New("s")
 	cfg.Accounts = []string{"acme", "acme-dev"}
 	if err := cfg.Validate(); err != nil {
@@ -25,10 +25,7 @@ func stateConfig(t *testing.T) config.Config {
 
 func TestStateEstimatesTheBacklogFromWatermarkDensityAndBudget(t *testing.T) {
 	cfg := stateConfig(t)
-	keys, err := configuredStreams(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := source.Streams(cfg)
 	if len(keys) != 14 { // 7 core sources x 2 accounts; no edge base URL
 		t.Fatalf("%d streams: %v", len(keys), keys)
 	}
@@ -41,7 +38,7 @@ func TestStateEstimatesTheBacklogFromWatermarkDensityAndBudget(t *testing.T) {
 			InFlight: &checkpoint.InFlight{Start: now.Add(-48 * time.Hour), End: now.Add(-46 * time.Hour), Pages: 3}},
 		caught: {Watermark: now.Add(-30 * time.Minute), Density: 100_000},
 	}
-	states := statesFromCheckpoint(cfg, stored, keys, now)
+	states := FromCheckpoint(cfg, stored, keys, now)
 	byKey := map[record.Stream]StreamState{}
 	for _, s := range states {
 		byKey[record.Stream{Source: s.Source, Account: s.Account}] = s
@@ -66,7 +63,7 @@ func TestStateEstimatesTheBacklogFromWatermarkDensityAndBudget(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	if err := printStates(&out, states, false); err != nil {
+	if err := Print(&out, states, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"dns               acme      2026-11-20T12:00:00Z  2.0d", "caught up", "not started", "p3"} {
