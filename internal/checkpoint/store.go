@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/svcexport/collector/internal/checkpoint/boltfile"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -36,23 +37,23 @@ type Store interface {
 }
 
 // Errors a Store returns, wrapped with the file and key concerned; test them
-// with errors.Is.
+// with errors.Is. Those of the file itself are package boltfile's.
 var (
 	// ErrLocked: another process holds the checkpoint file.
-	ErrLocked = errors.New("checkpoint file locked")
+	ErrLocked = boltfile.ErrLocked
 	// ErrCorrupt: the file or a stored value cannot be read: the file was
 	// a checkpoint (or a bbolt file) once and is damaged now. A runtime
 	// failure: the message says how to recover.
-	ErrCorrupt = errors.New("checkpoint corrupt")
+	ErrCorrupt = boltfile.ErrCorrupt
 	// ErrNotCheckpoint: the path names something that never was a
 	// checkpoint: a directory, a FIFO or another file that is not a regular
 	// file, a file that is not a bbolt file at all (a YAML or text file), or
 	// another program's bbolt file. A configuration error (checkpoint.path),
 	// distinct from ErrCorrupt: an error never wraps both.
-	ErrNotCheckpoint = errors.New("not a checkpoint file")
+	ErrNotCheckpoint = boltfile.ErrNotCheckpoint
 	// ErrUnknownVersion: the file or a value was written by a newer (or an
 	// unknown) version of the collector.
-	ErrUnknownVersion = errors.New("unknown checkpoint version")
+	ErrUnknownVersion = boltfile.ErrUnknownVersion
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("checkpoint store closed")
 	// ErrInvalidKey: a key has an empty source or a source with a NUL byte.
