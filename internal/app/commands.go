@@ -18,6 +18,7 @@ import (
 	"github.com/svcexport/collector/internal/sink/clickhouse"
 	"github.com/svcexport/collector/internal/sink/kafka"
 	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/status"
 )
 
@@ -207,8 +208,8 @@ func configuredStreams(cfg config.Config) ([]record.Stream, error) {
 
 func reset(ctx context.Context, cfg config.Config, o Options, what string) error {
 	src, account, _ := strings.Cut(what, "/")
-	if _, ok := source.LookupSpec(src); !ok {
-		return fmt.Errorf("--reset %s: unknown source %q (%s)", what, src, strings.Join(source.SpecNames(), ", "))
+	if _, ok := catalog.LookupSpec(src); !ok {
+		return fmt.Errorf("--reset %s: unknown source %q (%s)", what, src, strings.Join(catalog.SpecNames(), ", "))
 	}
 	if _, err := os.Stat(cfg.Checkpoint.Path); err != nil {
 		return fmt.Errorf("--reset: no checkpoint at %s: %w", cfg.Checkpoint.Path, err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/config"
-	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
 // The in-process API simulator (simulator.enabled): the settings it takes,
@@ -61,7 +61,7 @@ func simulatorSettings(c config.SimulatorConfig) (apisim.Config, error) {
 
 // resolveSource returns the pollers' configuration, with the in-process
 // simulator's addresses and credentials filled in when it is enabled.
-func resolveSource(cfg config.Config, log *slog.Logger) (source.Config, *apisim.Server, error) {
+func resolveSource(cfg config.Config, log *slog.Logger) (catalog.Config, *apisim.Server, error) {
 	sc := cfg.SourceConfig()
 	if !cfg.Simulator.Enabled {
 		return sc, nil, nil
@@ -84,6 +84,6 @@ func resolveSource(cfg config.Config, log *slog.Logger) (source.Config, *apisim.
 
 // simulatorEndpoints are the addresses and credentials of a simulator
 // serving at base: the edge API under base/edge.
-func simulatorEndpoints(base string) source.Endpoints {
-	return source.Endpoints{BaseURL: base, EdgeURL: base + "/edge", KeyID: simKeyID, Secret: simSecret, EdgeToken: simEdgeToken}
+func simulatorEndpoints(base string) catalog.Endpoints {
+	return catalog.Endpoints{BaseURL: base, EdgeURL: base + "/edge", KeyID: simKeyID, Secret: simSecret, EdgeToken: simEdgeToken}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
 // replay is an http.RoundTripper that records every answer of a live
@@ -122,7 +123,7 @@ type corpus struct {
 	rows    int64
 	bytes   int64 // raw record bytes
 	pages   int   // answers served
-	srcCfg  source.Config
+	srcCfg  catalog.Config
 }
 
 var (
@@ -189,21 +190,21 @@ func recordCorpus() (*corpus, error) {
 // inProcessSourceConfig is the source configuration of the in-process
 // benchmarks: all nine sources, two accounts, a corpusSpan backfill, lag
 // 2m, and a budget too large to ever wait.
-func inProcessSourceConfig(sim *apisim.Server) source.Config {
-	cfg := source.DefaultConfig()
+func inProcessSourceConfig(sim *apisim.Server) catalog.Config {
+	cfg := catalog.DefaultConfig()
 	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = sim.URL(), "sim-key", secret.New("sim-secret")
 	cfg.Edge.BaseURL, cfg.Edge.Token = sim.EdgeURL(), secret.New("sim-edge-token")
 	generous := api.RateConfig{Limit: 1 << 30, Period: time.Hour, Reserve: 0.1}
 	cfg.API.Rate, cfg.Edge.Rate = generous, generous
 	cfg.Accounts = twoAccounts
 	enabled, start, lag, interval := true, fmt.Sprintf("%dh", int(corpusSpan.Hours())), 2*time.Minute, time.Second
-	cfg.Sources = source.SourcesConfig{source.DefaultSourcesKey: {Enabled: &enabled, Start: &start, Lag: &lag, Interval: &interval}}
+	cfg.Sources = catalog.SourcesConfig{catalog.DefaultSourcesKey: {Enabled: &enabled, Start: &start, Lag: &lag, Interval: &interval}}
 	return cfg
 }
 
 // buildSet builds the pollers of cfg (once mode) over transport rt with
 // the clock stopped at now; reg receives their metrics (nil: none).
-func buildSet(cfg source.Config, rt http.RoundTripper, now time.Time, reg prometheus.Registerer) (*source.Set, error) {
+func buildSet(cfg catalog.Config, rt http.RoundTripper, now time.Time, reg prometheus.Registerer) (*source.Set, error) {
 	m, err := source.NewMetrics(reg)
 	if err != nil {
 		return nil, err
@@ -222,7 +223,7 @@ func buildSet(cfg source.Config, rt http.RoundTripper, now time.Time, reg promet
 
 // pollAll runs every poller of cfg to completion, concurrently, handing
 // pages to emit.
-func pollAll(cfg source.Config, rt http.RoundTripper, now time.Time, reg prometheus.Registerer, emit source.EmitFunc) error {
+func pollAll(cfg catalog.Config, rt http.RoundTripper, now time.Time, reg prometheus.Registerer, emit source.EmitFunc) error {
 	set, err := buildSet(cfg, rt, now, reg)
 	if err != nil {
 		return err

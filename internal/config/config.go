@@ -18,24 +18,24 @@ import (
 	"github.com/svcexport/collector/internal/sink/file"
 	"github.com/svcexport/collector/internal/sink/kafka"
 	"github.com/svcexport/collector/internal/sink/stdout"
-	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
 // Config is the whole configuration of the collector. Every section is
 // owned by the package that uses it; see configs/collector.yaml for every
 // key with its comment and default.
 type Config struct {
-	API          api.Config           `koanf:"api"`
-	Accounts     []string             `koanf:"accounts"`
-	OrgAuditLogs bool                 `koanf:"org_audit_logs"`
-	Edge         source.EdgeConfig    `koanf:"edge"`
-	Sources      source.SourcesConfig `koanf:"sources"`
-	Checkpoint   CheckpointConfig     `koanf:"checkpoint"`
-	Pipeline     pipeline.Config      `koanf:"pipeline"`
-	Sink         SinkConfig           `koanf:"sink"`
-	Metrics      MetricsConfig        `koanf:"metrics"`
-	Log          LogConfig            `koanf:"log"`
-	Simulator    SimulatorConfig      `koanf:"simulator"`
+	API          api.Config            `koanf:"api"`
+	Accounts     []string              `koanf:"accounts"`
+	OrgAuditLogs bool                  `koanf:"org_audit_logs"`
+	Edge         catalog.EdgeConfig    `koanf:"edge"`
+	Sources      catalog.SourcesConfig `koanf:"sources"`
+	Checkpoint   CheckpointConfig      `koanf:"checkpoint"`
+	Pipeline     pipeline.Config       `koanf:"pipeline"`
+	Sink         SinkConfig            `koanf:"sink"`
+	Metrics      MetricsConfig         `koanf:"metrics"`
+	Log          LogConfig             `koanf:"log"`
+	Simulator    SimulatorConfig       `koanf:"simulator"`
 }
 
 // CheckpointConfig locates the checkpoint file (key "checkpoint").
@@ -100,7 +100,7 @@ type SimulatorConfig struct {
 
 // Default returns the configuration before any file or environment.
 func Default() Config {
-	src := source.DefaultConfig()
+	src := catalog.DefaultConfig()
 	return Config{
 		API:        src.API,
 		Edge:       src.Edge,
@@ -134,8 +134,8 @@ func Load(path string, environ []string) (Config, error) {
 }
 
 // SourceConfig returns the part of the configuration the pollers use.
-func (c Config) SourceConfig() source.Config {
-	return source.Config{API: c.API, Accounts: c.Accounts, OrgAuditLogs: c.OrgAuditLogs, Edge: c.Edge, Sources: c.Sources}
+func (c Config) SourceConfig() catalog.Config {
+	return catalog.Config{API: c.API, Accounts: c.Accounts, OrgAuditLogs: c.OrgAuditLogs, Edge: c.Edge, Sources: c.Sources}
 }
 
 // Validate checks every section; each message names its key.
@@ -201,12 +201,12 @@ func checkListen(addr string) error {
 // advance), naming the block that set the value.
 func (c Config) validatePlanners() []error {
 	var errs []error
-	for _, spec := range source.Specs() {
+	for _, spec := range catalog.Specs() {
 		st := c.Sources.Resolve(spec.Name)
 		if !st.Enabled {
 			continue
 		}
-		err := source.NewPlanner(spec, st, c.API, c.Edge).Validate()
+		err := catalog.NewPlanner(spec, st, c.API, c.Edge).Validate()
 		if err == nil {
 			continue
 		}
@@ -217,7 +217,7 @@ func (c Config) validatePlanners() []error {
 			}
 			block := spec.Name
 			if _, set := c.Sources[spec.Name]; !set {
-				block = source.DefaultSourcesKey
+				block = catalog.DefaultSourcesKey
 			}
 			key := "sources." + block
 			if field != "" {
@@ -248,7 +248,7 @@ func splitJoined(err error) []error {
 func (c Config) validateSource() error {
 	sc := c.SourceConfig()
 	if c.Simulator.Enabled {
-		sc = source.Endpoints{
+		sc = catalog.Endpoints{
 			BaseURL: "http://127.0.0.1:1", EdgeURL: "http://127.0.0.1:1/edge",
 			KeyID: "simulator", Secret: "simulator", EdgeToken: "simulator",
 		}.Fill(sc)

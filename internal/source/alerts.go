@@ -8,6 +8,7 @@ import (
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/window"
 )
 
@@ -112,7 +113,7 @@ func (r *run) revisitAlerts(ctx context.Context) error {
 		start = p.alerts.from
 	}
 	p.alerts.prune(start)
-	maxSpan := min(p.cfg.Settings.MaxWindow, MaxWindowLimit)
+	maxSpan := min(p.cfg.Settings.MaxWindow, catalog.MaxWindowLimit)
 	for s := start; s.Before(end); {
 		e := s.Add(maxSpan)
 		if e.After(end) {

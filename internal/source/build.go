@@ -6,6 +6,7 @@ import (
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
 // Options tune Build: the dependencies of the clients and the pollers, and
@@ -38,7 +39,7 @@ type Set struct {
 // Build validates cfg and builds its clients and one poller per stream of
 // Streams(cfg). budget is the process-wide budget (nil makes one); once
 // makes every poller stop when it caught up.
-func Build(cfg Config, budget *api.Budget, o Options, once bool) (*Set, error) {
+func Build(cfg catalog.Config, budget *api.Budget, o Options, once bool) (*Set, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -75,7 +76,7 @@ func Build(cfg Config, budget *api.Budget, o Options, once bool) (*Set, error) {
 }
 
 // client returns the set's core or edge client, making it on first use.
-func (set *Set) client(cfg Config, budget *api.Budget, o Options, edge bool) (*api.Client, error) {
+func (set *Set) client(cfg catalog.Config, budget *api.Budget, o Options, edge bool) (*api.Client, error) {
 	var err error
 	switch {
 	case edge && set.Edge == nil:
@@ -96,7 +97,7 @@ func (set *Set) client(cfg Config, budget *api.Budget, o Options, edge bool) (*a
 // sources, while edge.base_url is set, use edge.accounts or else the
 // top-level accounts. It needs no credentials and builds no client: the
 // state command, the check command and the sinks' stream lists use it.
-func Streams(cfg Config) []record.Stream {
+func Streams(cfg catalog.Config) []record.Stream {
 	pcs := plan(cfg)
 	out := make([]record.Stream, len(pcs))
 	for i, pc := range pcs {
@@ -107,9 +108,9 @@ func Streams(cfg Config) []record.Stream {
 
 // plan returns the poller of every stream of cfg, with its spec and
 // account set (see Streams).
-func plan(cfg Config) []PollerConfig {
+func plan(cfg catalog.Config) []PollerConfig {
 	var out []PollerConfig
-	for _, spec := range Specs() {
+	for _, spec := range catalog.Specs() {
 		if spec.Edge || !cfg.Sources.Resolve(spec.Name).Enabled {
 			continue
 		}
@@ -127,7 +128,7 @@ func plan(cfg Config) []PollerConfig {
 	if accounts == nil {
 		accounts = cfg.Accounts
 	}
-	for _, spec := range Specs() {
+	for _, spec := range catalog.Specs() {
 		if !spec.Edge || !cfg.Sources.Resolve(spec.Name).Enabled {
 			continue
 		}

@@ -6,17 +6,18 @@ import (
 
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
 // Streams needs no credential and lists exactly the streams Build makes
 // pollers for, in the same order.
 func TestStreams_AreThePollersOfBuildWithoutCredentials(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := catalog.DefaultConfig()
 	cfg.Accounts = []string{"acme", "acme-dev"}
 	cfg.OrgAuditLogs = true
 	cfg.Edge.BaseURL, cfg.Edge.Accounts = "http://127.0.0.1:1/edge", []string{"acme"}
 	off := false
-	cfg.Sources[SourceConnections] = SourceOverride{Enabled: &off}
+	cfg.Sources[catalog.SourceConnections] = catalog.SourceOverride{Enabled: &off}
 	streams := Streams(cfg) // no api.base_url, no key, no secret, no token
 	// 6 enabled core sources x 2 accounts, audit logs of "org", 2 edge
 	// sources x 1 edge account.
@@ -24,14 +25,14 @@ func TestStreams_AreThePollersOfBuildWithoutCredentials(t *testing.T) {
 		t.Fatalf("%d streams: %v", len(streams), streams)
 	}
 	for _, s := range []record.Stream{
-		{Source: SourceDNS, Account: "acme-dev"}, {Source: SourceAuditLogs, Account: OrgAccountName},
-		{Source: SourceEdgeAlerts, Account: "acme"},
+		{Source: catalog.SourceDNS, Account: "acme-dev"}, {Source: catalog.SourceAuditLogs, Account: OrgAccountName},
+		{Source: catalog.SourceEdgeAlerts, Account: "acme"},
 	} {
 		if !slices.Contains(streams, s) {
 			t.Errorf("%v missing from %v", s, streams)
 		}
 	}
-	if slices.Contains(streams, record.Stream{Source: SourceConnections, Account: "acme"}) {
+	if slices.Contains(streams, record.Stream{Source: catalog.SourceConnections, Account: "acme"}) {
 		t.Error("a disabled source has streams")
 	}
 
@@ -51,7 +52,7 @@ func TestStreams_AreThePollersOfBuildWithoutCredentials(t *testing.T) {
 }
 
 func TestStreams_NoAccountIsTheDefaultAccountAndNoEdgeURLNoEdgeStreams(t *testing.T) {
-	streams := Streams(DefaultConfig())
+	streams := Streams(catalog.DefaultConfig())
 	if len(streams) != 7 {
 		t.Fatalf("%d streams: %v", len(streams), streams)
 	}
@@ -59,7 +60,7 @@ func TestStreams_NoAccountIsTheDefaultAccountAndNoEdgeURLNoEdgeStreams(t *testin
 		if s.Account != DefaultAccount {
 			t.Fatalf("stream %v, want account %q", s, DefaultAccount)
 		}
-		if spec, _ := LookupSpec(s.Source); spec.Edge {
+		if spec, _ := catalog.LookupSpec(s.Source); spec.Edge {
 			t.Fatalf("edge stream %v without edge.base_url", s)
 		}
 	}

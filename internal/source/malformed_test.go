@@ -16,6 +16,8 @@ import (
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/ratelog"
 	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/source/catalog"
+	"github.com/svcexport/collector/internal/source/pagescan"
 	"github.com/svcexport/collector/internal/testinfra/simtest"
 	"github.com/svcexport/collector/internal/window"
 )
@@ -51,12 +53,12 @@ func TestClient_C5_MalformedAnswersAreRetriedNotEmpty(t *testing.T) {
 			var logs simtest.SyncBuffer
 			reg := prometheus.NewRegistry()
 			c := malformedClient(t, srv.URL, reg, slogTo(&logs))
-			var pb pageBody
+			var pb pagescan.Body
 			_, err := c.Do(t.Context(), api.Request{Method: "GET", URL: "/api/v2/CloudActivities", Account: "acme",
-				Functionality: SourceCloudActivities, What: "fetch page 1 of cloud_activities/acme",
+				Functionality: catalog.SourceCloudActivities, What: "fetch page 1 of cloud_activities/acme",
 				Decode: func(s int, b []byte) error {
 					var err error
-					pb, err = classifyPage(s, b, "data")
+					pb, err = pagescan.Classify(s, b, "data")
 					return err
 				}})
 			if err != nil || len(pb.Records) != 1 {
@@ -65,7 +67,7 @@ func TestClient_C5_MalformedAnswersAreRetriedNotEmpty(t *testing.T) {
 			if n.Load() != 2 {
 				t.Fatalf("%d requests, want 2", n.Load())
 			}
-			if got := gathered(t, reg, "collector_retries_total", "source", SourceCloudActivities, "reason", "malformed"); got != 1 {
+			if got := gathered(t, reg, "collector_retries_total", "source", catalog.SourceCloudActivities, "reason", "malformed"); got != 1 {
 				t.Fatalf("retries{reason=malformed} = %v", got)
 			}
 			if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "reason=malformed") {
@@ -93,7 +95,7 @@ func TestPoller_C3_C5_MalformedAnswersLoseNoWindow(t *testing.T) {
 	})
 	e := newEnv(t, pageServerConfig(srv), nil)
 	col := newTally(len(times))
-	if err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col); err != nil {
+	if err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col); err != nil {
 		t.Fatal(err)
 	}
 	if m := col.missing(); m != 0 {
@@ -101,7 +103,7 @@ func TestPoller_C3_C5_MalformedAnswersLoseNoWindow(t *testing.T) {
 	}
 	pages, sizes, _ := col.snapshot()
 	checkBatches(t, pages, sizes, 0)
-	if got := e.apiMetric("collector_retries_total", "source", SourceDNS, "reason", "malformed"); got != float64(len(bad)) {
+	if got := e.apiMetric("collector_retries_total", "source", catalog.SourceDNS, "reason", "malformed"); got != float64(len(bad)) {
 		t.Fatalf("retries{malformed} = %v, want %d", got, len(bad))
 	}
 	if !strings.Contains(e.logs.String(), "reason=malformed") {
@@ -115,7 +117,7 @@ func TestEnvelopes_BadRecordsAreCountedByReasonAndLoggedRateLimited(t *testing.T
 	var buf bytes.Buffer
 	m, _ := NewMetrics(nil)
 	clk := &stepClock{t: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)}
-	eb := envelopeBuilder{source: SourceDNS, account: "acme", timeField: "createdTime", log: discardLogger(), m: m,
+	eb := envelopeBuilder{source: catalog.SourceDNS, account: "acme", timeField: "createdTime", log: discardLogger(), m: m,
 		warn: ratelog.New(slogTo(&buf), clk.Now, time.Minute)}
 	var body strings.Builder
 	body.WriteString(`{"data":[`)
@@ -126,7 +128,7 @@ func TestEnvelopes_BadRecordsAreCountedByReasonAndLoggedRateLimited(t *testing.T
 		fmt.Fprintf(&body, `{"createdTime":"when %d?"},{"n":%d}`, i, i)
 	}
 	body.WriteString("]}")
-	p, err := parsePage([]byte(body.String()), "data")
+	p, err := pagescan.Parse([]byte(body.String()), "data")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,17 +137,17 @@ func TestEnvelopes_BadRecordsAreCountedByReasonAndLoggedRateLimited(t *testing.T
 	if err != nil || len(envs) != 20000 {
 		t.Fatalf("%d envelopes, err %v", len(envs), err)
 	}
-	if got := testutilValue(m.badRecords.WithLabelValues(SourceDNS, "acme", BadRecordTimeUnreadable)); got != 10000 {
+	if got := testutilValue(m.badRecords.WithLabelValues(catalog.SourceDNS, "acme", BadRecordTimeUnreadable)); got != 10000 {
 		t.Fatalf("bad records{time_unreadable} = %v", got)
 	}
-	if got := testutilValue(m.badRecords.WithLabelValues(SourceDNS, "acme", BadRecordTimeMissing)); got != 10000 {
+	if got := testutilValue(m.badRecords.WithLabelValues(catalog.SourceDNS, "acme", BadRecordTimeMissing)); got != 10000 {
 		t.Fatalf("bad records{time_missing} = %v", got)
 	}
 	if n := strings.Count(buf.String(), "\n"); n != 2 {
 		t.Fatalf("%d log lines, want one per reason:\n%.2000s", n, buf.String())
 	}
-	m.BadRecord(SourceDNS, "acme", "something new")
-	if got := testutilValue(m.badRecords.WithLabelValues(SourceDNS, "acme", BadRecordOther)); got != 1 {
+	m.BadRecord(catalog.SourceDNS, "acme", "something new")
+	if got := testutilValue(m.badRecords.WithLabelValues(catalog.SourceDNS, "acme", BadRecordOther)); got != 1 {
 		t.Fatalf("an unknown reason is not counted as other: %v", got)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
 // Metrics are the pollers' Prometheus metrics: rows and pages fetched,
@@ -149,7 +151,7 @@ func (m *Metrics) pollError(source, account, kind string) {
 // initStream creates the series of one stream at zero, so that dashboards
 // and alerts (increase() over a counter) see them before their first
 // event. The client creates its functionality's (api.Client.InitFunctionality).
-func (m *Metrics) initStream(spec Spec, account string) {
+func (m *Metrics) initStream(spec catalog.Spec, account string) {
 	if m == nil {
 		return
 	}

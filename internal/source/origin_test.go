@@ -10,37 +10,8 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/api"
-	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
-
-func TestConfig_AllowedOriginsAreValidated(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = "https://api.example.test", "k", secret.New("s")
-	cfg.API.AllowedOrigins = []string{"https://pages.example.test", "https://ok.test:8443", "pages.example.test",
-		"https://x.test/path", "https://u:pw-Zq@x.test", "https://x.test:99999", "ftp://x.test"}
-	cfg.Edge.BaseURL, cfg.Edge.Token = "https://edge.example.test", secret.New("t")
-	cfg.Edge.AllowedOrigins = []string{"http://edge-pages.test", "https://edge.test?x=1"}
-	err := cfg.Validate()
-	if err == nil {
-		t.Fatal("no error")
-	}
-	for _, want := range []string{
-		"api.allowed_origins[2]:", "api.allowed_origins[3]:", "api.allowed_origins[4]:", "api.allowed_origins[5]:",
-		"api.allowed_origins[6]:", "edge.allowed_origins[1]:",
-	} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error lacks %q:\n%v", want, err)
-		}
-	}
-	for _, bad := range []string{"api.allowed_origins[0]", "api.allowed_origins[1]", "edge.allowed_origins[0]", "pw-Zq"} {
-		if strings.Contains(err.Error(), bad) {
-			t.Errorf("error names %q:\n%v", bad, err)
-		}
-	}
-	if d := DefaultConfig(); d.API.AllowedOrigins != nil || d.Edge.AllowedOrigins != nil {
-		t.Errorf("allowed origins are not empty by default")
-	}
-}
 
 // C1, C3: a next-page URL of another origin never receives the bearer
 // token or the account header: it is refused before any request, as a
@@ -75,7 +46,7 @@ func TestPoller_C1_C3_NextPageOfAnotherOriginGetsNoCredentials(t *testing.T) {
 			// as a network error for ever.
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			err := e.poller(SourceDNS, "acme", true).Run(ctx, Cursor{}, col)
+			err := e.poller(catalog.SourceDNS, "acme", true).Run(ctx, Cursor{}, col)
 			var oe *api.OriginError
 			if !errors.As(err, &oe) || !api.IsPermanent(err) || oe.Redirect {
 				t.Fatalf("err = %v, want a permanent *OriginError", err)
@@ -86,7 +57,7 @@ func TestPoller_C1_C3_NextPageOfAnotherOriginGetsNoCredentials(t *testing.T) {
 			if got := home.requests(); got != 1 {
 				t.Fatalf("home got %d data requests, want the first page only", got)
 			}
-			if got := testutilValue(e.metrics.pollErrors.WithLabelValues(SourceDNS, "acme", "origin")); got != 1 {
+			if got := testutilValue(e.metrics.pollErrors.WithLabelValues(catalog.SourceDNS, "acme", "origin")); got != 1 {
 				t.Fatalf("poll errors{kind=origin} = %v, want 1", got)
 			}
 			for _, s := range []string{err.Error(), e.logs.String()} {
@@ -108,7 +79,7 @@ func TestPoller_C1_C3_NextPageOfAnotherOriginGetsNoCredentials(t *testing.T) {
 		before := other.requests()
 		e := newEnv(t, cfg, nil)
 		col := newTally(len(times))
-		if err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col); err != nil {
+		if err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col); err != nil {
 			t.Fatal(err)
 		}
 		if m := col.missing(); m != 0 {

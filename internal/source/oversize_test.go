@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
 // checkBatches checks the pages of one Run cut into batches: each at most
@@ -46,7 +47,7 @@ func TestPoller_C3_PagesLargerThanPageRowsAreCompleteAndReservedFor(t *testing.T
 	times := spread(time.Now().Add(-20*time.Hour), 15000, 4*time.Second)
 	srv := newPageServer(t, times, 6000, nil)
 	e := newEnv(t, pageServerConfig(srv), nil)
-	p := e.poller(SourceDNS, "acme", true)
+	p := e.poller(catalog.SourceDNS, "acme", true)
 	col := newTally(len(times))
 	if err := p.Run(t.Context(), Cursor{}, col); err != nil {
 		t.Fatal(err)
@@ -64,7 +65,7 @@ func TestPoller_C3_PagesLargerThanPageRowsAreCompleteAndReservedFor(t *testing.T
 	if got := p.Snapshot().PageRowsSeen; got != 6000 {
 		t.Fatalf("snapshot PageRowsSeen = %d", got)
 	}
-	if got := testutilValue(e.metrics.pageRowsSeen.WithLabelValues(SourceDNS, "acme")); got != 6000 {
+	if got := testutilValue(e.metrics.pageRowsSeen.WithLabelValues(catalog.SourceDNS, "acme")); got != 6000 {
 		t.Fatalf("collector_page_rows_seen = %v", got)
 	}
 	checkBatches(t, pages, sizes, 0)
@@ -88,7 +89,7 @@ func TestPoller_C3_HugePageIsEmittedInBoundedBatches(t *testing.T) {
 	cfg := pageServerConfig(srv)
 	cfg.API.MaxBodyBytes = 512 << 20
 	e := newEnv(t, cfg, nil)
-	pc := e.pollerConfig(SourceAuditLogs, "acme", true)
+	pc := e.pollerConfig(catalog.SourceAuditLogs, "acme", true)
 	pc.MaxBatchRecords = batch
 	p := e.newPoller(pc)
 	col := newTally(n)
@@ -157,7 +158,7 @@ func TestPoller_C3_BodyOverMaxBodyBytesSplitsTheWindow(t *testing.T) {
 	cfg.API.MaxBodyBytes = 64 << 10 // about 600 records
 	e := newEnv(t, cfg, nil)
 	col := newTally(len(times))
-	if err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col); err != nil {
+	if err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col); err != nil {
 		t.Fatal(err)
 	}
 	pages, sizes, _ := col.snapshot()
@@ -165,10 +166,10 @@ func TestPoller_C3_BodyOverMaxBodyBytesSplitsTheWindow(t *testing.T) {
 		t.Fatalf("missing %d, unreadable %d", m, col.bad)
 	}
 	checkBatches(t, pages, sizes, 0)
-	if got := testutilValue(e.metrics.splits.WithLabelValues(SourceDNS, "acme")); got < 3 {
+	if got := testutilValue(e.metrics.splits.WithLabelValues(catalog.SourceDNS, "acme")); got < 3 {
 		t.Fatalf("splits = %v", got)
 	}
-	if got := testutilValue(e.metrics.pollErrors.WithLabelValues(SourceDNS, "acme", "body_too_large")); got != 0 {
+	if got := testutilValue(e.metrics.pollErrors.WithLabelValues(catalog.SourceDNS, "acme", "body_too_large")); got != 0 {
 		t.Fatalf("poll errors{body_too_large} = %v", got)
 	}
 }
@@ -184,12 +185,12 @@ func TestPoller_C3_BodyOverMaxBodyBytesInAnUnsplittableWindowFails(t *testing.T)
 	cfg.API.MaxBodyBytes = 64 << 10
 	e := newEnv(t, cfg, nil)
 	col := newTally(len(times))
-	err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col)
+	err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col)
 	var bt *api.BodyTooLargeError
 	if !errors.As(err, &bt) || !api.IsPermanent(err) || !strings.Contains(err.Error(), "cannot be split further") {
 		t.Fatalf("err = %v, want a permanent *BodyTooLargeError", err)
 	}
-	if got := testutilValue(e.metrics.pollErrors.WithLabelValues(SourceDNS, "acme", "body_too_large")); got != 1 {
+	if got := testutilValue(e.metrics.pollErrors.WithLabelValues(catalog.SourceDNS, "acme", "body_too_large")); got != 1 {
 		t.Fatalf("poll errors{body_too_large} = %v", got)
 	}
 	if !strings.Contains(e.logs.String(), "kind=body_too_large") || !strings.Contains(err.Error(), "dns/acme [") {

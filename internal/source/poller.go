@@ -14,13 +14,15 @@ import (
 	"github.com/svcexport/collector/internal/backoff"
 	"github.com/svcexport/collector/internal/ratelog"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/source/catalog"
+	"github.com/svcexport/collector/internal/source/pagescan"
 	"github.com/svcexport/collector/internal/window"
 )
 
 // PollerConfig configures one poller: one source of one account.
 type PollerConfig struct {
 	// Spec is the source.
-	Spec Spec
+	Spec catalog.Spec
 	// Account is the envelope account: the sub-account, "org" or
 	// "default" (C7).
 	Account string
@@ -29,12 +31,12 @@ type PollerConfig struct {
 	// OrgAccess sends Org-Access: true (C2: organization audit logs).
 	OrgAccess bool
 	// Settings are the resolved source settings.
-	Settings SourceSettings
+	Settings catalog.SourceSettings
 	// API holds the paging limits (page_rows, result_cap, max_pages,
 	// next_page_ttl, max_history) and the retry backoff.
 	API api.Config
 	// Edge holds max_rows, the alert status filter and lookback (C6).
-	Edge EdgeConfig
+	Edge catalog.EdgeConfig
 	// Once makes Run return once the stream caught up with now - lag as of
 	// the start of Run.
 	Once bool
@@ -97,7 +99,7 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 	}
 	cfg.Metrics.initStream(cfg.Spec, cfg.Account)
 	c.InitFunctionality(cfg.Spec.Functionality)
-	plan := NewPlanner(cfg.Spec, cfg.Settings, cfg.API, cfg.Edge)
+	plan := catalog.NewPlanner(cfg.Spec, cfg.Settings, cfg.API, cfg.Edge)
 	if cfg.Planner != nil {
 		plan = *cfg.Planner
 	}
@@ -109,7 +111,7 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 		log: cfg.Logger.With("source", cfg.Spec.Name, "account", cfg.Account),
 		// C3: a result set stops at result_cap rows or max_pages pages,
 		// whichever comes first; a window that may hold more is split.
-		splitAt: resultCap(cfg.API),
+		splitAt: catalog.ResultCap(cfg.API),
 	}
 	if cfg.MaxBatchRecords < 0 {
 		return nil, fmt.Errorf("poller %s/%s: negative MaxBatchRecords", cfg.Spec.Name, cfg.Account)
@@ -118,7 +120,7 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 	// each line names its stream itself.
 	p.warn = ratelog.New(cfg.Logger, p.clk.Now, c.WarnEvery())
 	p.eb = envelopeBuilder{source: cfg.Spec.Name, account: cfg.Account, timeField: cfg.Spec.TimeField, log: p.log, m: p.m, warn: p.warn}
-	if cfg.Spec.Name == SourceEdgeAlerts && cfg.Edge.AlertUpdateLookback > 0 {
+	if cfg.Spec.Name == catalog.SourceEdgeAlerts && cfg.Edge.AlertUpdateLookback > 0 {
 		p.alerts = newAlertTracker(cfg.Edge.AlertUpdateLookback)
 	}
 	p.snap = Snapshot{Stream: p.Stream()}
@@ -465,7 +467,7 @@ func (e *restartError) Error() string { return e.err.Error() }
 func (e *restartError) Unwrap() error { return e.err }
 
 type fetched struct {
-	body     pageBody
+	body     pagescan.Body
 	received time.Time
 }
 
@@ -565,16 +567,16 @@ func (r *run) fetch(ctx context.Context, w window.Window, next string, idx int) 
 	// holds no room.
 	req.Admitted = func(ctx context.Context) error { return r.out.Reserve(ctx, p.reservation()) }
 	if next == "" {
-		u, body, err := firstPageURL(spec, w, p.cfg.Settings, p.cfg.Edge)
+		u, body, err := spec.FirstPage(w, p.cfg.Settings, p.cfg.Edge)
 		if err != nil {
 			return nil, &api.PermanentError{Err: err}
 		}
 		req.Method, req.URL, req.Body = spec.Method, u, body
 	}
-	var pb pageBody
+	var pb pagescan.Body
 	req.Decode = func(status int, b []byte) error {
 		var err error
-		pb, err = classifyPage(status, b, spec.DataKey)
+		pb, err = pagescan.Classify(status, b, spec.DataKey)
 		return err
 	}
 	resp, err := p.c.Do(ctx, req)

@@ -13,6 +13,7 @@ import (
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/testinfra/simtest"
 )
 
@@ -30,8 +31,8 @@ func startSim(t *testing.T, mut func(*apisim.Config)) *apisim.Server {
 
 // simConfig is the collector configuration for srv: the simulator's
 // default credentials, fast retries.
-func simConfig(srv *apisim.Server) Config {
-	cfg := DefaultConfig()
+func simConfig(srv *apisim.Server) catalog.Config {
+	cfg := catalog.DefaultConfig()
 	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = srv.URL(), "sim-key", secret.New("sim-secret")
 	cfg.API.Retry = api.RetryConfig{Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond}
 	cfg.API.Timeout = 10 * time.Second
@@ -45,7 +46,7 @@ func simConfig(srv *apisim.Server) Config {
 // captured in a buffer.
 type env struct {
 	t       *testing.T
-	cfg     Config
+	cfg     catalog.Config
 	clk     api.Clock
 	budget  *api.Budget
 	reg     *prometheus.Registry
@@ -56,7 +57,7 @@ type env struct {
 	edge    *api.Client
 }
 
-func newEnv(t *testing.T, cfg Config, clk api.Clock) *env {
+func newEnv(t *testing.T, cfg catalog.Config, clk api.Clock) *env {
 	t.Helper()
 	if clk == nil {
 		clk = api.SystemClock{}
@@ -113,7 +114,7 @@ func (e *env) poller(source, account string, once bool) *Poller {
 // pollerConfig is the configuration of the poller of source for account.
 func (e *env) pollerConfig(source, account string, once bool) PollerConfig {
 	e.t.Helper()
-	spec, ok := LookupSpec(source)
+	spec, ok := catalog.LookupSpec(source)
 	if !ok {
 		e.t.Fatalf("no source %s", source)
 	}

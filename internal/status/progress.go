@@ -14,6 +14,7 @@ import (
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
 // Acked is what the reporter reads of the pipeline: every stream's
@@ -50,7 +51,7 @@ type Reporter struct {
 // estimates; every is the interval of the progress line (log.progress, 0:
 // no line, the gauges still move every 30 s). The gauges are registered
 // with reg.
-func NewReporter(cfg source.Config, streams []record.Stream, pollers []*source.Poller, acked Acked, every time.Duration,
+func NewReporter(cfg catalog.Config, streams []record.Stream, pollers []*source.Poller, acked Acked, every time.Duration,
 	reg prometheus.Registerer, log *slog.Logger) (*Reporter, error) {
 	p := &Reporter{pollers: pollers, acked: acked, every: every, log: log, est: newEstimator(cfg, streams), started: time.Now(),
 		windowsLeft: prometheus.NewGaugeVec(prometheus.GaugeOpts{

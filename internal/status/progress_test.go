@@ -14,6 +14,7 @@ import (
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
 type fakeAcked struct {
@@ -29,9 +30,9 @@ func (f fakeAcked) Delivered() int64                           { return f.delive
 func TestReporter_StatesAreServedOnStateAndReadBackByLive(t *testing.T) {
 	cfg := stateConfig(t)
 	off := false
-	for _, spec := range source.Specs() {
-		if spec.Name != source.SourceDNS {
-			cfg.Sources[spec.Name] = source.SourceOverride{Enabled: &off}
+	for _, spec := range catalog.Specs() {
+		if spec.Name != catalog.SourceDNS {
+			cfg.Sources[spec.Name] = catalog.SourceOverride{Enabled: &off}
 		}
 	}
 	set, err := source.Build(cfg, nil, source.Options{}, true) // no request until Run
@@ -40,7 +41,7 @@ func TestReporter_StatesAreServedOnStateAndReadBackByLive(t *testing.T) {
 	}
 	wm := time.Now().Add(-3 * time.Hour).UTC().Truncate(time.Second)
 	acked := fakeAcked{states: map[record.Stream]checkpoint.State{
-		{Source: source.SourceDNS, Account: "acme"}: {Watermark: wm, Delivered: 42},
+		{Source: catalog.SourceDNS, Account: "acme"}: {Watermark: wm, Delivered: 42},
 	}, delivered: 42}
 	var logs bytes.Buffer
 	reg := prometheus.NewRegistry()
@@ -49,7 +50,7 @@ func TestReporter_StatesAreServedOnStateAndReadBackByLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	states := r.States(time.Now())
-	if len(states) != 2 || states[0].Source != source.SourceDNS || states[0].Account != "acme" ||
+	if len(states) != 2 || states[0].Source != catalog.SourceDNS || states[0].Account != "acme" ||
 		!states[0].Watermark.Equal(wm) || states[0].Delivered != 42 || states[0].LagSeconds < 3*3600 {
 		t.Fatalf("states %+v", states)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/record"
-	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/window"
 )
 
@@ -48,26 +48,26 @@ type InFlightState struct {
 // estimator computes backlogs and ETAs from the configuration alone, for a
 // stream whose poller is not running.
 type estimator struct {
-	cfg    source.Config
+	cfg    catalog.Config
 	shares map[string]int // streams per functionality
 }
 
-func newEstimator(cfg source.Config, streams []record.Stream) *estimator {
+func newEstimator(cfg catalog.Config, streams []record.Stream) *estimator {
 	e := &estimator{cfg: cfg, shares: map[string]int{}}
 	for _, k := range streams {
-		if spec, ok := source.LookupSpec(k.Source); ok {
+		if spec, ok := catalog.LookupSpec(k.Source); ok {
 			e.shares[spec.Functionality]++
 		}
 	}
 	return e
 }
 
-func (e *estimator) planner(name string) (window.Planner, source.Spec, bool) {
-	spec, ok := source.LookupSpec(name)
+func (e *estimator) planner(name string) (window.Planner, catalog.Spec, bool) {
+	spec, ok := catalog.LookupSpec(name)
 	if !ok {
 		return window.Planner{}, spec, false
 	}
-	return source.NewPlanner(spec, e.cfg.Sources.Resolve(name), e.cfg.API, e.cfg.Edge), spec, true
+	return catalog.NewPlanner(spec, e.cfg.Sources.Resolve(name), e.cfg.API, e.cfg.Edge), spec, true
 }
 
 // fill sets the backlog fields of s from its watermark and density.
@@ -108,7 +108,7 @@ func (e *estimator) fill(s *StreamState, density float64, now time.Time) {
 // cfg configures) and of every other stored one, from the stored states
 // at now, sorted by source and account. Streams never run show as not
 // started; their backlog starts at their configured start.
-func FromCheckpoint(cfg source.Config, stored map[record.Stream]checkpoint.State, streams []record.Stream, now time.Time) []StreamState {
+func FromCheckpoint(cfg catalog.Config, stored map[record.Stream]checkpoint.State, streams []record.Stream, now time.Time) []StreamState {
 	est := newEstimator(cfg, streams)
 	seen := map[record.Stream]bool{}
 	var out []StreamState

@@ -10,11 +10,12 @@ import (
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
-func stateConfig(t *testing.T) source.Config {
+func stateConfig(t *testing.T) catalog.Config {
 	t.Helper()
-	cfg := source.DefaultConfig()
+	cfg := catalog.DefaultConfig()
 	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = "http://127.0.0.1:1", "k", secret.New("s")
 	cfg.Accounts = []string{"acme", "acme-dev"}
 	if err := cfg.Validate(); err != nil {

@@ -1,4 +1,4 @@
-package source
+package catalog
 
 import (
 	"github.com/svcexport/collector/internal/api"
@@ -16,7 +16,7 @@ func NewPlanner(spec Spec, s SourceSettings, api api.Config, edge EdgeConfig) wi
 		Lag:        s.Lag,
 		Overlap:    s.Overlap,
 		MaxHistory: api.MaxHistory,
-		ResultCap:  resultCap(api),
+		ResultCap:  ResultCap(api),
 		PageRows:   int64(api.PageRows),
 	}
 	if spec.Edge {
@@ -26,8 +26,9 @@ func NewPlanner(spec Spec, s SourceSettings, api api.Config, edge EdgeConfig) wi
 	return p
 }
 
-// resultCap is the row count from which a core result set may be
-// truncated (C3).
-func resultCap(api api.Config) int64 {
+// ResultCap is the row count from which a core result set may be
+// truncated (C3): the smaller of api.result_cap and page_rows * max_pages,
+// as a chain stops at either.
+func ResultCap(api api.Config) int64 {
 	return min(api.ResultCap, int64(api.PageRows)*int64(api.MaxPages))
 }

@@ -1,4 +1,4 @@
-package source
+package catalog
 
 import "github.com/svcexport/collector/internal/secret"
 

@@ -1,4 +1,4 @@
-package source
+package pagescan
 
 import (
 	"bytes"
@@ -9,6 +9,26 @@ import (
 
 	"github.com/svcexport/collector/internal/api"
 )
+
+// Body is one decoded answer of a search or list request.
+type Body struct {
+	// HasPaging is set when the answer has a paging member: paging is in
+	// effect only then (C3; audit logs may answer without it).
+	HasPaging bool
+	Rows      int
+	TotalRows int64
+	// Next is the next-page URL as sent, empty on the last page.
+	Next    string
+	Records []json.RawMessage
+}
+
+type pagingJSON struct {
+	Rows      int   `json:"rows"`
+	TotalRows int64 `json:"totalRows"`
+	Urls      *struct {
+		NextPage *string `json:"nextPage"`
+	} `json:"urls"`
+}
 
 // maxScanDepth bounds the nesting the page scanner follows.
 const maxScanDepth = 512
@@ -188,22 +208,22 @@ func malformedf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", api.ErrMalformedPage, fmt.Sprintf(format, args...))
 }
 
-// classifyPage classifies one 2xx answer of a search or list request
+// Classify classifies one 2xx answer of a search or list request
 // (CONTRACT C3, C5, C6). Only two answers are results: a 204 (an empty
 // result, whatever its body) and a 200 holding a well-formed page (see
-// parsePage). Every other answer is an error, never an empty window: an
+// Parse). Every other answer is an error, never an empty window: an
 // empty window moves the watermark past records that were never read.
-func classifyPage(status int, body []byte, dataKey string) (pageBody, error) {
+func Classify(status int, body []byte, dataKey string) (Body, error) {
 	switch status {
 	case http.StatusNoContent:
-		return pageBody{}, nil
+		return Body{}, nil
 	case http.StatusOK:
-		return parsePage(body, dataKey)
+		return Parse(body, dataKey)
 	}
-	return pageBody{}, malformedf("HTTP %d is not an answer of a search (want 200 or 204)", status)
+	return Body{}, malformedf("HTTP %d is not an answer of a search (want 200 or 204)", status)
 }
 
-// parsePage reads the body of a 200: one JSON object whose member dataKey
+// Parse reads the body of a 200: one JSON object whose member dataKey
 // is an array of JSON objects, the records (sub-slices of body, not
 // copies), possibly empty. Paging is in effect when the paging member is
 // present and not null (C3: audit logs may answer without it); then it must
@@ -220,16 +240,16 @@ func classifyPage(status int, body []byte, dataKey string) (pageBody, error) {
 // result is a 204 or an empty array, and a null says nothing about whether
 // the window held records. Each record is validated in full later, when its
 // id is computed. On error the page is empty.
-func parsePage(body []byte, dataKey string) (pageBody, error) {
+func Parse(body []byte, dataKey string) (Body, error) {
 	p, err := scanPage(body, dataKey)
 	if err != nil {
-		return pageBody{}, err
+		return Body{}, err
 	}
 	return p, nil
 }
 
-func scanPage(body []byte, dataKey string) (pageBody, error) {
-	var p pageBody
+func scanPage(body []byte, dataKey string) (Body, error) {
+	var p Body
 	s := &scanner{b: body}
 	if s.ws(); s.i == len(s.b) {
 		return p, malformedf("empty body (an empty result is a 204)")
@@ -313,7 +333,7 @@ func scanPage(body []byte, dataKey string) (pageBody, error) {
 }
 
 // paging reads the paging member v (C3) into p.
-func (p *pageBody) paging(v []byte) error {
+func (p *Body) paging(v []byte) error {
 	if string(v) == "null" {
 		return nil // as if absent
 	}
@@ -356,7 +376,7 @@ func jsonKind(v []byte) string {
 // records reads the array of records at s.i into p.Records. A value that
 // is not an array, or a record that is not an object, is noted as a shape
 // problem and skipped.
-func (s *scanner) records(p *pageBody) error {
+func (s *scanner) records(p *Body) error {
 	if s.peek() != '[' {
 		v, err := s.value(1)
 		if err != nil {

@@ -1,4 +1,4 @@
-package source
+package catalog
 
 import (
 	"encoding/json"
@@ -9,26 +9,6 @@ import (
 
 	"github.com/svcexport/collector/internal/window"
 )
-
-// pageBody is one decoded answer of a search or list request.
-type pageBody struct {
-	// HasPaging is set when the answer has a paging member: paging is in
-	// effect only then (C3; audit logs may answer without it).
-	HasPaging bool
-	Rows      int
-	TotalRows int64
-	// Next is the next-page URL as sent, empty on the last page.
-	Next    string
-	Records []json.RawMessage
-}
-
-type pagingJSON struct {
-	Rows      int   `json:"rows"`
-	TotalRows int64 `json:"totalRows"`
-	Urls      *struct {
-		NextPage *string `json:"nextPage"`
-	} `json:"urls"`
-}
 
 // apiTimeLayout is the milliseconds form of the core API (seed, C3).
 const apiTimeLayout = "2006-01-02T15:04:05.000Z"
@@ -45,9 +25,11 @@ type searchBody struct {
 	Returns []string `json:"returns,omitempty"`
 }
 
-// firstPageURL returns the URL and body of the first request of window w
-// (C3 for core, C6 for edge).
-func firstPageURL(spec Spec, w window.Window, s SourceSettings, edge EdgeConfig) (string, []byte, error) {
+// FirstPage returns the URL (relative to the API's base URL) and the body
+// (nil for a GET) of the first request of window w of the source: a core
+// search or list (C3) with the settings' filters and returns, or an edge
+// query (C6) with edge.alert_status_filter for alerts.
+func (spec Spec) FirstPage(w window.Window, s SourceSettings, edge EdgeConfig) (string, []byte, error) {
 	if spec.Edge {
 		q := url.Values{}
 		q.Set("start_time", strconv.FormatInt(w.Start.UnixMilli(), 10))

@@ -1,4 +1,4 @@
-package source
+package catalog
 
 import (
 	"net/http"

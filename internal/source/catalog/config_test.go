@@ -1,4 +1,4 @@
-package source
+package catalog
 
 import (
 	"reflect"
@@ -131,5 +131,34 @@ func TestConfig_ReturnsMustKeepTheRecordTime_C3(t *testing.T) {
 	err := cfg.Validate()
 	if err == nil || !strings.Contains(err.Error(), "sources.dns.returns: must include createdTime") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestConfig_AllowedOriginsAreValidated(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = "https://api.example.test", "k", secret.New("s")
+	cfg.API.AllowedOrigins = []string{"https://pages.example.test", "https://ok.test:8443", "pages.example.test",
+		"https://x.test/path", "https://u:pw-Zq@x.test", "https://x.test:99999", "ftp://x.test"}
+	cfg.Edge.BaseURL, cfg.Edge.Token = "https://edge.example.test", secret.New("t")
+	cfg.Edge.AllowedOrigins = []string{"http://edge-pages.test", "https://edge.test?x=1"}
+	err := cfg.Validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		"api.allowed_origins[2]:", "api.allowed_origins[3]:", "api.allowed_origins[4]:", "api.allowed_origins[5]:",
+		"api.allowed_origins[6]:", "edge.allowed_origins[1]:",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	for _, bad := range []string{"api.allowed_origins[0]", "api.allowed_origins[1]", "edge.allowed_origins[0]", "pw-Zq"} {
+		if strings.Contains(err.Error(), bad) {
+			t.Errorf("error names %q:\n%v", bad, err)
+		}
+	}
+	if d := DefaultConfig(); d.API.AllowedOrigins != nil || d.Edge.AllowedOrigins != nil {
+		t.Errorf("allowed origins are not empty by default")
 	}
 }

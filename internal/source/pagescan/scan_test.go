@@ -1,16 +1,13 @@
-package source
+package pagescan
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/svcexport/collector/internal/api"
-	"github.com/svcexport/collector/internal/window"
 )
 
 func TestClassifyPage_C3_C5(t *testing.T) {
@@ -63,7 +60,7 @@ func TestClassifyPage_C3_C5(t *testing.T) {
 			if status == 0 {
 				status = 200
 			}
-			p, err := classifyPage(status, []byte(tt.body), "data")
+			p, err := Classify(status, []byte(tt.body), "data")
 			if (err != nil) != tt.wantError {
 				t.Fatalf("err = %v, want error %v", err, tt.wantError)
 			}
@@ -84,7 +81,7 @@ func TestClassifyPage_C3_C5(t *testing.T) {
 }
 
 func TestParsePage_EdgeDataKey_C6(t *testing.T) {
-	p, err := parsePage([]byte(`{"alerts":[{"uuid":"a"}],"data":[{"x":1},{"y":2}]}`), "alerts")
+	p, err := Parse([]byte(`{"alerts":[{"uuid":"a"}],"data":[{"x":1},{"y":2}]}`), "alerts")
 	if err != nil || len(p.Records) != 1 || p.HasPaging {
 		t.Fatalf("p = %+v err = %v", p, err)
 	}
@@ -104,7 +101,7 @@ func FuzzParsePage(f *testing.F) {
 	f.Add([]byte(`{"paging":{"rows":-1},"data":[{"a":[1,{"b":"\u00e9"}]}]}`))
 	f.Add([]byte(`[{"data":[]}]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		p, err := parsePage(b, "data")
+		p, err := Parse(b, "data")
 		if err != nil {
 			if len(p.Records) != 0 || p.HasPaging || p.Next != "" {
 				t.Fatalf("refused page %q came with content %+v", b, p)
@@ -127,7 +124,7 @@ func FuzzParsePage(f *testing.F) {
 		// A page cut anywhere before its end is never accepted (C5).
 		if err == nil && len(b) > 1 {
 			cut := bytes.TrimSpace(b)
-			if _, err := parsePage(cut[:len(cut)-1], "data"); err == nil {
+			if _, err := Parse(cut[:len(cut)-1], "data"); err == nil {
 				t.Fatalf("cut page %q accepted", cut[:len(cut)-1])
 			}
 		}
@@ -144,7 +141,7 @@ func slicesContainNil(recs []map[string]json.RawMessage) bool {
 }
 
 // checkAccepted checks a page parsePage accepted from b.
-func checkAccepted(t *testing.T, b []byte, p pageBody) {
+func checkAccepted(t *testing.T, b []byte, p Body) {
 	t.Helper()
 	for _, r := range p.Records {
 		if len(r) == 0 || r[0] != '{' || r[len(r)-1] != '}' {
@@ -189,7 +186,7 @@ func checkAccepted(t *testing.T, b []byte, p pageBody) {
 		enc.Write(r)
 	}
 	enc.WriteString("]}")
-	q, err := parsePage(enc.Bytes(), "data")
+	q, err := Parse(enc.Bytes(), "data")
 	if err != nil {
 		t.Fatalf("re-encoded page %q refused: %v", enc.Bytes(), err)
 	}
@@ -200,25 +197,5 @@ func checkAccepted(t *testing.T, b []byte, p pageBody) {
 		if !bytes.Equal(q.Records[i], p.Records[i]) {
 			t.Fatalf("re-encoded record %d is %q, want %q", i, q.Records[i], p.Records[i])
 		}
-	}
-}
-
-func TestFirstPageURL_C3_C6(t *testing.T) {
-	w := window.Window{Start: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)}
-	dns, _ := LookupSpec(SourceDNS)
-	u, body, err := firstPageURL(dns, w, SourceSettings{Filters: []Filter{{Expression: "eq", Field: "fqdn", Value: "x"}}}, EdgeConfig{})
-	if err != nil || u != "/api/v2/Activities/DNSs/search" ||
-		string(body) != `{"timeFilter":{"startTime":"2026-11-20T00:00:00.000Z","endTime":"2026-11-21T00:00:00.000Z"},"filters":[{"expression":"eq","field":"fqdn","value":"x"}]}` {
-		t.Fatalf("dns: %s %s %v", u, body, err)
-	}
-	ca, _ := LookupSpec(SourceCloudActivities)
-	u, body, _ = firstPageURL(ca, w, SourceSettings{}, EdgeConfig{})
-	if body != nil || u != "/api/v2/CloudActivities?endTime=2026-11-21T00%3A00%3A00.000Z&startTime=2026-11-20T00%3A00%3A00.000Z" {
-		t.Fatalf("cloud activities: %s", u)
-	}
-	al, _ := LookupSpec(SourceEdgeAlerts)
-	u, _, _ = firstPageURL(al, w, SourceSettings{}, EdgeConfig{AlertStatusFilter: "OPEN,CLOSED"})
-	if !strings.Contains(u, "start_time=1795132800000") || !strings.Contains(u, "end_time=1795219200000") || !strings.Contains(u, "status_filter=OPEN%2CCLOSED") {
-		t.Fatalf("edge alerts: %s", u)
 	}
 }
