@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/svcexport/collector/internal/api/budget"
+	"github.com/svcexport/collector/internal/api/origin"
 	"github.com/svcexport/collector/internal/secret"
 )
 
@@ -107,7 +109,15 @@ type EdgeConfig struct {
 }
 
 // DefaultRate returns 480 tokens per hour with 10% reserve (seed, C4).
-func DefaultRate() RateConfig { return RateConfig{Limit: 480, Period: time.Hour, Reserve: 0.1} }
+func DefaultRate() RateConfig {
+	r := budget.DefaultRate()
+	return RateConfig{Limit: r.Limit, Period: r.Period, Reserve: r.Reserve}
+}
+
+// bucket returns the rate of a budget bucket.
+func (r RateConfig) bucket() budget.Rate {
+	return budget.Rate{Limit: r.Limit, Period: r.Period, Reserve: r.Reserve}
+}
 
 // DefaultConfig returns the core API defaults of the seed and contract.
 func DefaultConfig() Config {
@@ -181,7 +191,7 @@ func (c Config) validate(p string) []error {
 		add("max_body_bytes", "must be at least 1024")
 	}
 	errs = append(errs, c.Retry.validate(p+".retry")...)
-	errs = append(errs, validateOrigins(p+".allowed_origins", c.AllowedOrigins)...)
+	errs = append(errs, origin.Validate(p+".allowed_origins", c.AllowedOrigins)...)
 	return errs
 }
 
@@ -204,7 +214,7 @@ func (c EdgeConfig) validate(p string) []error {
 		add("timeout", "must be positive")
 	}
 	errs = append(errs, c.Rate.validate(p+".rate")...)
-	errs = append(errs, validateOrigins(p+".allowed_origins", c.AllowedOrigins)...)
+	errs = append(errs, origin.Validate(p+".allowed_origins", c.AllowedOrigins)...)
 	return errs
 }
 

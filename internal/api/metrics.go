@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/svcexport/collector/internal/api/budget"
 )
 
 // Metrics are the API client's Prometheus metrics: requests, their
@@ -90,19 +92,27 @@ func (m *Metrics) rateLimitedInc(fn string) {
 	}
 }
 
-func (m *Metrics) remaining(fn string, n int) {
+var _ budget.Observer = (*Metrics)(nil)
+
+// ObserveRemaining sets collector_rate_tokens_remaining of fn to the
+// RateLimit-Remaining of its last answer (budget.Observer).
+func (m *Metrics) ObserveRemaining(fn string, n int) {
 	if m != nil {
 		m.tokensLeft.WithLabelValues(fn).Set(float64(n))
 	}
 }
 
-func (m *Metrics) budget(fn string, tokens float64) {
+// ObserveTokens sets collector_rate_budget_tokens of fn to the budget's
+// local estimate (budget.Observer).
+func (m *Metrics) ObserveTokens(fn string, tokens float64) {
 	if m != nil {
 		m.budgetTokens.WithLabelValues(fn).Set(tokens)
 	}
 }
 
-func (m *Metrics) waited(fn string, seconds float64) {
+// ObserveWait adds to collector_rate_wait_seconds_total of fn
+// (budget.Observer).
+func (m *Metrics) ObserveWait(fn string, seconds float64) {
 	if m != nil && seconds > 0 {
 		m.rateWait.WithLabelValues(fn).Add(seconds)
 	}

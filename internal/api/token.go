@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svcexport/collector/internal/api/budget"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
 )
@@ -138,7 +139,7 @@ func (t *coreTokens) fetch(ctx context.Context) (string, time.Time, error) {
 		URL:           "/api/v2/access/tokens",
 		Body:          body,
 		Functionality: FunctionalityToken,
-		Priority:      Priority{Fresh: true},
+		Priority:      budget.Priority{Fresh: true},
 		What:          "obtain API token for key " + t.keyID,
 		Decode: func(status int, b []byte) error {
 			if err := json.Unmarshal(b, &tr); err != nil {

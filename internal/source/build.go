@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/api/budget"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source/catalog"
 )
@@ -37,22 +38,22 @@ type Set struct {
 }
 
 // Build validates cfg and builds its clients and one poller per stream of
-// Streams(cfg). budget is the process-wide budget (nil makes one); once
-// makes every poller stop when it caught up.
-func Build(cfg catalog.Config, budget *api.Budget, o Options, once bool) (*Set, error) {
+// Streams(cfg). b is the process-wide budget (nil makes one, a
+// budget.Budget); once makes every poller stop when it caught up.
+func Build(cfg catalog.Config, b api.Budget, o Options, once bool) (*Set, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if o.MaxBatchRecords < 0 {
 		return nil, fmt.Errorf("sources: negative MaxBatchRecords %d", o.MaxBatchRecords)
 	}
-	if budget == nil {
-		budget = api.NewBudget(o.Client.Clock, o.Client.Metrics)
+	if b == nil {
+		b = budget.New(o.Client.Clock, o.Client.Metrics)
 	}
 	set := &Set{}
 	var errs []error
 	for _, pc := range plan(cfg) {
-		c, err := set.client(cfg, budget, o, pc.Spec.Edge)
+		c, err := set.client(cfg, b, o, pc.Spec.Edge)
 		if err != nil {
 			return nil, err
 		}
@@ -76,13 +77,13 @@ func Build(cfg catalog.Config, budget *api.Budget, o Options, once bool) (*Set, 
 }
 
 // client returns the set's core or edge client, making it on first use.
-func (set *Set) client(cfg catalog.Config, budget *api.Budget, o Options, edge bool) (*api.Client, error) {
+func (set *Set) client(cfg catalog.Config, b api.Budget, o Options, edge bool) (*api.Client, error) {
 	var err error
 	switch {
 	case edge && set.Edge == nil:
-		set.Edge, err = api.NewEdgeClient(cfg.Edge.Connection(), cfg.API, budget, o.Client)
+		set.Edge, err = api.NewEdgeClient(cfg.Edge.Connection(), cfg.API, b, o.Client)
 	case !edge && set.Core == nil:
-		set.Core, err = api.NewClient(cfg.API, budget, o.Client)
+		set.Core, err = api.NewClient(cfg.API, b, o.Client)
 	}
 	if edge {
 		return set.Edge, err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/api/origin"
 	"github.com/svcexport/collector/internal/source/catalog"
 )
 
@@ -47,7 +48,7 @@ func TestPoller_C1_C3_NextPageOfAnotherOriginGetsNoCredentials(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			err := e.poller(catalog.SourceDNS, "acme", true).Run(ctx, Cursor{}, col)
-			var oe *api.OriginError
+			var oe *origin.Error
 			if !errors.As(err, &oe) || !api.IsPermanent(err) || oe.Redirect {
 				t.Fatalf("err = %v, want a permanent *OriginError", err)
 			}

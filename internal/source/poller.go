@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/api/budget"
+	"github.com/svcexport/collector/internal/api/origin"
 	"github.com/svcexport/collector/internal/backoff"
 	"github.com/svcexport/collector/internal/ratelog"
 	"github.com/svcexport/collector/internal/record"
@@ -266,7 +268,7 @@ func (p *Poller) startOffset() time.Duration {
 func errorKind(err error) string {
 	var se *api.StatusError
 	switch {
-	case errors.As(err, new(*api.OriginError)):
+	case errors.As(err, new(*origin.Error)):
 		return "origin"
 	case api.IsBodyTooLarge(err):
 		return "body_too_large"
@@ -657,8 +659,8 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 
 // priority ranks a request for w: fresh when w ends within one interval of
 // now - lag (DESIGN item 3).
-func (r *run) priority(w window.Window) api.Priority {
+func (r *run) priority(w window.Window) budget.Priority {
 	p := r.p
 	edge := p.clk.Now().Add(-p.cfg.Settings.Lag - p.cfg.Settings.Interval)
-	return api.Priority{Account: p.cfg.Account, WindowEnd: w.End, Fresh: !w.End.Before(edge)}
+	return budget.Priority{Account: p.cfg.Account, WindowEnd: w.End, Fresh: !w.End.Before(edge)}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/api/budget"
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
@@ -48,7 +49,7 @@ type env struct {
 	t       *testing.T
 	cfg     catalog.Config
 	clk     api.Clock
-	budget  *api.Budget
+	budget  *budget.Budget
 	reg     *prometheus.Registry
 	metrics *Metrics
 	logs    *simtest.SyncBuffer
@@ -73,7 +74,7 @@ func newEnv(t *testing.T, cfg catalog.Config, clk api.Clock) *env {
 	}
 	e := &env{t: t, cfg: cfg, clk: clk, reg: reg, metrics: m, logs: &simtest.SyncBuffer{}}
 	e.log = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e.budget = api.NewBudget(clk, am)
+	e.budget = budget.New(clk, am)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("logs:\n%s", tail(e.logs.String(), 4000))

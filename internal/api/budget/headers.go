@@ -1,4 +1,4 @@
-package api
+package budget
 
 import (
 	"net/http"
@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// RateHeaders are the RateLimit-* headers of one response (CONTRACT C4).
-// A field whose header is absent or unreadable has its Has flag false.
-type RateHeaders struct {
+// Headers are the RateLimit-* headers of one response (CONTRACT C4). A
+// field whose header is absent or unreadable has its Has flag false.
+type Headers struct {
 	Limit, Remaining       int
 	Reset                  time.Duration
 	HasLimit, HasRemaining bool
@@ -17,13 +17,13 @@ type RateHeaders struct {
 }
 
 // Any reports whether at least one RateLimit header was read.
-func (h RateHeaders) Any() bool { return h.HasLimit || h.HasRemaining || h.HasReset }
+func (h Headers) Any() bool { return h.HasLimit || h.HasRemaining || h.HasReset }
 
-// ParseRateHeaders reads RateLimit-Limit, RateLimit-Remaining and
+// ParseHeaders reads RateLimit-Limit, RateLimit-Remaining and
 // RateLimit-Reset (seconds, integer or decimal). Garbage is ignored: the
 // headers steer pacing, they never fail a request.
-func ParseRateHeaders(h http.Header) RateHeaders {
-	var r RateHeaders
+func ParseHeaders(h http.Header) Headers {
+	var r Headers
 	if n, ok := headerInt(h.Get("RateLimit-Limit")); ok && n > 0 {
 		r.Limit, r.HasLimit = n, true
 	}
@@ -56,4 +56,13 @@ func headerInt(s string) (int, bool) {
 		n = int(f)
 	}
 	return n, true
+}
+
+// Clamp caps Reset at period (C4: a token comes back within one period; a
+// reset of 9999999 s would put a stream to sleep for months).
+func (h Headers) Clamp(period time.Duration) Headers {
+	if h.HasReset && period > 0 && h.Reset > period {
+		h.Reset = period
+	}
+	return h
 }

@@ -1,4 +1,4 @@
-package api
+package origin
 
 import (
 	"errors"
@@ -65,45 +65,49 @@ func parseOrigin(s string) (string, error) {
 	return o, nil
 }
 
-// validateOrigins checks an allowed_origins list and names each bad entry
-// by its key.
-func validateOrigins(key string, list []string) []error {
+// Validate checks an allowed_origins list and names each bad entry by its
+// key ("api.allowed_origins[2]: ..."); an entry is "scheme://host[:port]"
+// of http or https, without path, query, fragment or user info.
+func Validate(key string, list []string) []error {
 	var errs []error
 	for i, s := range list {
 		if _, err := parseOrigin(s); err != nil {
-			errs = append(errs, fmt.Errorf("%s[%d]: %q %w", key, i, scrubURLs(s), err))
+			errs = append(errs, fmt.Errorf("%s[%d]: %q %w", key, i, ScrubURLs(s), err))
 		}
 	}
 	return errs
 }
 
-// originSet is the set of origins a client sends its credentials to: the
-// base URL's and the configured allow-list (C1, C3, C6).
-type originSet struct {
+// Set is the set of origins a client sends its credentials to: the base
+// URL's and the configured allow-list (C1, C3, C6). The zero Set allows
+// nothing. A Set is not modified after New; it is safe for concurrent use.
+type Set struct {
 	home    string
 	allowed map[string]bool
 	key     string // the allow-list setting, for errors
 }
 
-func newOriginSet(base *url.URL, key string, list []string) (originSet, error) {
+// New returns the set of base's origin and the origins of list, the
+// allow-list setting key (for errors).
+func New(base *url.URL, key string, list []string) (Set, error) {
 	home, ok := originOf(base)
 	if !ok {
-		return originSet{}, errors.New("has no http(s) origin")
+		return Set{}, errors.New("has no http(s) origin")
 	}
-	s := originSet{home: home, allowed: map[string]bool{home: true}, key: key}
+	s := Set{home: home, allowed: map[string]bool{home: true}, key: key}
 	for i, e := range list {
 		o, err := parseOrigin(e)
 		if err != nil {
-			return originSet{}, fmt.Errorf("%s[%d]: %w", key, i, err)
+			return Set{}, fmt.Errorf("%s[%d]: %w", key, i, err)
 		}
 		s.allowed[o] = true
 	}
 	return s, nil
 }
 
-// check returns an *OriginError unless u's origin may receive the
-// credentials.
-func (s originSet) check(u *url.URL, redirect bool) error {
+// Check returns an *Error unless u's origin may receive the credentials;
+// redirect says whether u is a redirect's target.
+func (s Set) Check(u *url.URL, redirect bool) error {
 	o, ok := originOf(u)
 	if ok && s.allowed[o] {
 		return nil
@@ -111,27 +115,27 @@ func (s originSet) check(u *url.URL, redirect bool) error {
 	if !ok {
 		o = strings.ToLower(u.Scheme) + ":"
 	}
-	return &OriginError{Origin: o, Home: s.home, Key: s.key, Redirect: redirect}
+	return &Error{Origin: o, Home: s.home, Key: s.key, Redirect: redirect}
 }
 
-// checkRedirect returns the CheckRedirect of a client's http.Client: a
+// CheckRedirect returns the CheckRedirect of a client's http.Client: a
 // redirect to an origin outside the set, or from https to http, is refused
-// with an *OriginError (Go strips Authorization only across domains, never
+// with an *Error (Go strips Authorization only across domains, never
 // a custom header such as Account-Name, and follows https to http); a
 // redirect to an origin of the set keeps the bearer token even on another
 // host; next,
 // the caller's own policy, runs after ours; without one, Go's default of 10
 // redirects applies.
-func (s originSet) checkRedirect(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+func (s Set) CheckRedirect(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		if n := len(via); n > 0 && strings.EqualFold(via[n-1].URL.Scheme, "https") && !strings.EqualFold(req.URL.Scheme, "https") {
 			o, ok := originOf(req.URL)
 			if !ok {
 				o = strings.ToLower(req.URL.Scheme) + ":"
 			}
-			return &OriginError{Origin: o, Home: s.home, Key: s.key, Redirect: true, Downgrade: true}
+			return &Error{Origin: o, Home: s.home, Key: s.key, Redirect: true, Downgrade: true}
 		}
-		if err := s.check(req.URL, true); err != nil {
+		if err := s.Check(req.URL, true); err != nil {
 			return err
 		}
 		// Go drops Authorization on a redirect to another host; to an
@@ -151,12 +155,12 @@ func (s originSet) checkRedirect(next func(*http.Request, []*http.Request) error
 	}
 }
 
-// scrubURLs replaces the user info of every URL in s ("http://u:p@host")
+// ScrubURLs replaces the user info of every URL in s ("http://u:p@host")
 // with the redaction mark: errors and logs never show it (C1). The user
 // info is taken to run from "://" to the last "@" before the next space or
 // quote, so that a password holding "/" or "@" is hidden too; an "@" later
 // in a path or query hides a little more than needed, never less.
-func scrubURLs(s string) string {
+func ScrubURLs(s string) string {
 	if !strings.Contains(s, "@") {
 		return s
 	}

@@ -1,4 +1,4 @@
-package api
+package budget
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 // limit/period*(1-reserve).
 func TestBudget_C4_RefillsAtTheConfiguredRateLessTheReserve(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := NewBudget(nil, nil)
-		bk := b.Bucket("u", "dns", RateConfig{Limit: 60, Period: 5 * time.Second, Reserve: 0.1})
+		b := New(nil, nil)
+		bk := b.Bucket("u", "dns", Rate{Limit: 60, Period: 5 * time.Second, Reserve: 0.1})
 		if got := bk.Tokens(); got != 54 {
 			t.Fatalf("initial tokens = %v, want 54", got)
 		}
@@ -26,7 +26,7 @@ func TestBudget_C4_RefillsAtTheConfiguredRateLessTheReserve(t *testing.T) {
 			if err := bk.Acquire(ctx, Priority{Account: "a"}); err != nil {
 				t.Fatal(err)
 			}
-			bk.Done(RateHeaders{}, 200)
+			bk.Done(Headers{}, 200)
 		}
 		// 27 tokens beyond the capacity need 27 / (54/5s) = 2.5 s.
 		if el := time.Since(start); el < 2400*time.Millisecond || el > 2600*time.Millisecond {
@@ -39,8 +39,8 @@ func TestBudget_C4_RefillsAtTheConfiguredRateLessTheReserve(t *testing.T) {
 // bucket, and our requests in flight are counted too.
 func TestBudget_C4_HeaderResyncLowersTheLocalCount(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := NewBudget(nil, nil)
-		bk := b.Bucket("u", "dns", RateConfig{Limit: 100, Period: 100 * time.Second, Reserve: 0.1})
+		b := New(nil, nil)
+		bk := b.Bucket("u", "dns", Rate{Limit: 100, Period: 100 * time.Second, Reserve: 0.1})
 		ctx := context.Background()
 		for range 3 {
 			if err := bk.Acquire(ctx, Priority{}); err != nil {
@@ -49,17 +49,17 @@ func TestBudget_C4_HeaderResyncLowersTheLocalCount(t *testing.T) {
 		}
 		// 87 left locally; the server says 40 remain after one request
 		// while two more of ours are in flight: 40 - 10 - 2 = 28.
-		bk.Done(RateHeaders{Remaining: 40, HasRemaining: true}, 200)
+		bk.Done(Headers{Remaining: 40, HasRemaining: true}, 200)
 		if got := bk.Tokens(); got != 28 {
 			t.Fatalf("tokens after resync = %v, want 28", got)
 		}
 		// A higher Remaining while requests are in flight is not trusted.
-		bk.Done(RateHeaders{Remaining: 80, HasRemaining: true}, 200)
+		bk.Done(Headers{Remaining: 80, HasRemaining: true}, 200)
 		if got := bk.Tokens(); got != 28 {
 			t.Fatalf("tokens = %v, want 28 (stale answer ignored upward)", got)
 		}
 		// With nothing in flight the answer is current: 70 - 10 = 60.
-		bk.Done(RateHeaders{Remaining: 70, HasRemaining: true}, 200)
+		bk.Done(Headers{Remaining: 70, HasRemaining: true}, 200)
 		if got := bk.Tokens(); got != 60 {
 			t.Fatalf("tokens = %v, want 60", got)
 		}
@@ -71,14 +71,14 @@ func TestBudget_C4_HeaderResyncLowersTheLocalCount(t *testing.T) {
 func TestBudget_C4_ResetIsHonoured(t *testing.T) {
 	for _, status := range []int{200, 429} {
 		synctest.Test(t, func(t *testing.T) {
-			b := NewBudget(nil, nil)
-			bk := b.Bucket("u", "dns", RateConfig{Limit: 1000, Period: 10 * time.Second, Reserve: 0})
+			b := New(nil, nil)
+			bk := b.Bucket("u", "dns", Rate{Limit: 1000, Period: 10 * time.Second, Reserve: 0})
 			ctx := context.Background()
 			if err := bk.Acquire(ctx, Priority{}); err != nil {
 				t.Fatal(err)
 			}
 			start := time.Now()
-			bk.Done(RateHeaders{Remaining: 0, HasRemaining: true, Reset: 3 * time.Second, HasReset: true}, status)
+			bk.Done(Headers{Remaining: 0, HasRemaining: true, Reset: 3 * time.Second, HasReset: true}, status)
 			if err := bk.Acquire(ctx, Priority{}); err != nil {
 				t.Fatal(err)
 			}
@@ -95,14 +95,14 @@ func TestBudget_C4_ResetIsHonoured(t *testing.T) {
 func TestBudget_C4_ResetBeyondThePeriodIsClampedToThePeriod(t *testing.T) {
 	for _, status := range []int{200, 429} {
 		synctest.Test(t, func(t *testing.T) {
-			b := NewBudget(nil, nil)
-			bk := b.Bucket("u", "dns", RateConfig{Limit: 1000, Period: 2 * time.Second, Reserve: 0})
+			b := New(nil, nil)
+			bk := b.Bucket("u", "dns", Rate{Limit: 1000, Period: 2 * time.Second, Reserve: 0})
 			ctx := context.Background()
 			if err := bk.Acquire(ctx, Priority{}); err != nil {
 				t.Fatal(err)
 			}
 			start := time.Now()
-			bk.Done(RateHeaders{Remaining: 0, HasRemaining: true, Reset: 9999999 * time.Second, HasReset: true}, status)
+			bk.Done(Headers{Remaining: 0, HasRemaining: true, Reset: 9999999 * time.Second, HasReset: true}, status)
 			if nb := bk.NotBefore().Sub(start); nb != 2*time.Second {
 				t.Fatalf("status %d: not before now + %v, want the period (2s)", status, nb)
 			}
@@ -118,8 +118,8 @@ func TestBudget_C4_ResetBeyondThePeriodIsClampedToThePeriod(t *testing.T) {
 
 func TestBudget_AcquireEndsWithTheContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := NewBudget(nil, nil)
-		bk := b.Bucket("u", "dns", RateConfig{Limit: 1, Period: time.Hour})
+		b := New(nil, nil)
+		bk := b.Bucket("u", "dns", Rate{Limit: 1, Period: time.Hour})
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		if err := bk.Acquire(ctx, Priority{}); err != nil {
@@ -137,8 +137,8 @@ func grants(t *testing.T, ps []Priority) []int {
 	t.Helper()
 	var order []int
 	synctest.Test(t, func(t *testing.T) {
-		b := NewBudget(nil, nil)
-		bk := b.Bucket("u", "dns", RateConfig{Limit: 1, Period: time.Second})
+		b := New(nil, nil)
+		bk := b.Bucket("u", "dns", Rate{Limit: 1, Period: time.Second})
 		ctx := context.Background()
 		if err := bk.Acquire(ctx, Priority{}); err != nil { // empty it
 			t.Fatal(err)
@@ -199,14 +199,40 @@ func TestBudget_C4_AccountsTakeTurns(t *testing.T) {
 
 func TestBudget_ServerLimitHeaderWins(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := NewBudget(nil, nil)
-		bk := b.Bucket("u", "dns", RateConfig{Limit: 100, Period: 100 * time.Second})
+		b := New(nil, nil)
+		bk := b.Bucket("u", "dns", Rate{Limit: 100, Period: 100 * time.Second})
 		if err := bk.Acquire(context.Background(), Priority{}); err != nil {
 			t.Fatal(err)
 		}
-		bk.Done(RateHeaders{Limit: 50, HasLimit: true}, 200)
+		bk.Done(Headers{Limit: 50, HasLimit: true}, 200)
 		if got := bk.Tokens(); math.Abs(got-49.5) > 1e-9 {
 			t.Fatalf("tokens = %v, want 49.5", got)
+		}
+	})
+}
+
+// The budget's own Acquire, Done and Period reach the bucket of (user,
+// functionality), made with the rate of its first Acquire: users and
+// functionalities never share a bucket.
+func TestBudget_C4_CallsByUserAndFunctionalityShareOneBucketEach(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New(nil, nil)
+		ctx := context.Background()
+		rate := Rate{Limit: 10, Period: 10 * time.Second}
+		if err := b.Acquire(ctx, "u", "dns", rate, Priority{}); err != nil {
+			t.Fatal(err)
+		}
+		b.Done("u", "dns", Headers{Remaining: 0, HasRemaining: true}, 200)
+		if got := b.Bucket("u", "dns", Rate{Limit: 99, Period: time.Hour}).Tokens(); got != 0 {
+			t.Fatalf("dns of u holds %v tokens after RateLimit-Remaining 0, want 0", got)
+		}
+		if p := b.Period("u", "dns"); p != 10*time.Second {
+			t.Fatalf("period %v, want the first Acquire's 10s", p)
+		}
+		for _, other := range [][2]string{{"u", "connections"}, {"v", "dns"}} {
+			if got := b.Bucket(other[0], other[1], rate).Tokens(); got != 10 {
+				t.Fatalf("%s/%s holds %v tokens, want a full bucket of its own", other[0], other[1], got)
+			}
 		}
 	})
 }

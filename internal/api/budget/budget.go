@@ -1,4 +1,4 @@
-package api
+package budget
 
 import (
 	"context"
@@ -7,13 +7,41 @@ import (
 	"time"
 )
 
-// Functionality names of the buckets that are not a core source (C4).
-const (
-	// FunctionalityToken is the token endpoint's bucket (C1, C4).
-	FunctionalityToken = "token"
-	// FunctionalityEdge is the one bucket of the edge API (C6).
-	FunctionalityEdge = "edge"
-)
+// Clock is the time source of a budget; api.Clock is one.
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+	// After sends the time on the returned channel once d has passed.
+	After(d time.Duration) <-chan time.Time
+}
+
+// systemClock is the Clock of package time.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                         { return time.Now() }
+func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Rate describes one bucket of the API (CONTRACT C4): Limit tokens per
+// Period, of which the fraction Reserve is left to the user's other
+// clients.
+type Rate struct {
+	Limit   int
+	Period  time.Duration
+	Reserve float64
+}
+
+// DefaultRate is 480 tokens per hour with 10% reserve (seed, C4).
+func DefaultRate() Rate { return Rate{Limit: 480, Period: time.Hour, Reserve: 0.1} }
+
+// Observer receives what a budget measures, by functionality: the local
+// estimate of the tokens left, the RateLimit-Remaining of the last answer
+// and the time spent waiting. *api.Metrics is one. Its methods must be
+// safe for concurrent use.
+type Observer interface {
+	ObserveTokens(functionality string, tokens float64)
+	ObserveRemaining(functionality string, remaining int)
+	ObserveWait(functionality string, seconds float64)
+}
 
 // Priority orders the waiters of a bucket when tokens are scarce (DESIGN
 // item 3): fresh windows before backfill, then accounts in turn (the one
@@ -34,7 +62,7 @@ type Priority struct {
 // and pass it to every Client. It is safe for concurrent use.
 type Budget struct {
 	clk Clock
-	m   *Metrics
+	obs Observer
 
 	mu      sync.Mutex
 	buckets map[bucketKey]*Bucket
@@ -42,41 +70,59 @@ type Budget struct {
 
 type bucketKey struct{ user, fn string }
 
-// NewBudget returns an empty budget. clk nil means the system clock; m may
-// be nil.
-func NewBudget(clk Clock, m *Metrics) *Budget {
+// New returns an empty budget. clk nil means the system clock; obs may be
+// nil.
+func New(clk Clock, obs Observer) *Budget {
 	if clk == nil {
-		clk = SystemClock{}
+		clk = systemClock{}
 	}
-	return &Budget{clk: clk, m: m, buckets: map[bucketKey]*Bucket{}}
+	return &Budget{clk: clk, obs: obs, buckets: map[bucketKey]*Bucket{}}
 }
 
 // Bucket returns the bucket of user and functionality, creating it with rc
 // on first use; later calls return the same bucket whatever their rc.
-func (b *Budget) Bucket(user, functionality string, rc RateConfig) *Bucket {
+func (b *Budget) Bucket(user, functionality string, rc Rate) *Bucket {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	k := bucketKey{user, functionality}
 	if bk, ok := b.buckets[k]; ok {
 		return bk
 	}
-	bk := newBucket(functionality, rc, b.clk, b.m)
+	bk := newBucket(functionality, rc, b.clk, b.obs)
 	b.buckets[k] = bk
 	return bk
 }
 
-// Acquire takes one token of user's functionality bucket, waiting (ctx
-// aware) until one is available and p is the best waiter. The bucket must
-// exist (see Bucket). Every successful Acquire must be followed by exactly
-// one Bucket.Done.
-func (b *Budget) Acquire(ctx context.Context, user, functionality string, p Priority) error {
+// Acquire takes one token of the bucket of user and functionality,
+// waiting (ctx aware) until one is available and p is the best waiter. The
+// bucket is made with rate on first use. Every successful Acquire must be
+// followed by exactly one Done of the same bucket.
+func (b *Budget) Acquire(ctx context.Context, user, functionality string, rate Rate, p Priority) error {
+	return b.Bucket(user, functionality, rate).Acquire(ctx, p)
+}
+
+// Done ends a request that Acquire admitted and re-syncs the bucket from
+// its answer (see Bucket.Done).
+func (b *Budget) Done(user, functionality string, h Headers, status int) {
+	b.lookup(user, functionality).Done(h, status)
+}
+
+// Period returns the refill period of the bucket of user and
+// functionality: the longest a RateLimit-Reset is honoured.
+func (b *Budget) Period(user, functionality string) time.Duration {
+	return b.lookup(user, functionality).Period()
+}
+
+// lookup returns an existing bucket; one that does not exist yet is made
+// with DefaultRate.
+func (b *Budget) lookup(user, functionality string) *Bucket {
 	b.mu.Lock()
 	bk := b.buckets[bucketKey{user, functionality}]
 	b.mu.Unlock()
 	if bk == nil {
 		bk = b.Bucket(user, functionality, DefaultRate())
 	}
-	return bk.Acquire(ctx, p)
+	return bk
 }
 
 // Remaining returns the local token estimate of every bucket by
@@ -97,7 +143,7 @@ func (b *Budget) Remaining() map[string]float64 {
 type Bucket struct {
 	fn  string
 	clk Clock
-	m   *Metrics
+	obs Observer
 
 	mu        sync.Mutex
 	limit     float64
@@ -119,12 +165,12 @@ type waiter struct {
 	arrival uint64
 }
 
-func newBucket(fn string, rc RateConfig, clk Clock, m *Metrics) *Bucket {
+func newBucket(fn string, rc Rate, clk Clock, obs Observer) *Bucket {
 	if rc.Limit <= 0 || rc.Period <= 0 {
 		rc = DefaultRate()
 	}
 	k := &Bucket{
-		fn: fn, clk: clk, m: m,
+		fn: fn, clk: clk, obs: obs,
 		limit: float64(rc.Limit), period: rc.Period, reserve: rc.Reserve,
 		last:    clk.Now(),
 		served:  map[string]uint64{},
@@ -149,7 +195,9 @@ func (k *Bucket) refill(now time.Time) {
 func (k *Bucket) broadcast() {
 	close(k.changed)
 	k.changed = make(chan struct{})
-	k.m.budget(k.fn, k.tokens)
+	if k.obs != nil {
+		k.obs.ObserveTokens(k.fn, k.tokens)
+	}
 }
 
 // better reports whether a goes before b.
@@ -206,7 +254,7 @@ func (k *Bucket) Acquire(ctx context.Context, p Priority) error {
 				k.remove(w)
 				k.broadcast()
 				k.mu.Unlock()
-				k.m.waited(k.fn, k.clk.Now().Sub(start).Seconds())
+				k.waited(start)
 				return nil
 			}
 			wait := k.notBefore.Sub(now)
@@ -226,7 +274,7 @@ func (k *Bucket) Acquire(ctx context.Context, p Priority) error {
 			k.remove(w)
 			k.broadcast()
 			k.mu.Unlock()
-			k.m.waited(k.fn, k.clk.Now().Sub(start).Seconds())
+			k.waited(start)
 			return ctx.Err()
 		}
 		k.mu.Lock()
@@ -238,10 +286,10 @@ func (k *Bucket) Acquire(ctx context.Context, p Priority) error {
 // bucket). h may be empty (no answer); status is the HTTP status or 0. A
 // Reset beyond the bucket's period counts as one period: by C4 a token
 // comes back within it.
-func (k *Bucket) Done(h RateHeaders, status int) {
+func (k *Bucket) Done(h Headers, status int) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	h = clampReset(h, k.period)
+	h = h.Clamp(k.period)
 	if k.inFlight > 0 {
 		k.inFlight--
 	}
@@ -255,7 +303,9 @@ func (k *Bucket) Done(h RateHeaders, status int) {
 		k.tokens = frac * k.capacity()
 	}
 	if h.HasRemaining {
-		k.m.remaining(k.fn, h.Remaining)
+		if k.obs != nil {
+			k.obs.ObserveRemaining(k.fn, h.Remaining)
+		}
 		// Our share of what the server has left: keep the reserve for
 		// the user's other clients, and count our own requests that are
 		// already on their way.
@@ -281,6 +331,15 @@ func (k *Bucket) Done(h RateHeaders, status int) {
 		k.notBefore = later(k.notBefore, now.Add(reset))
 	}
 	k.broadcast()
+}
+
+// waited reports the wait of an Acquire that began at start.
+func (k *Bucket) waited(start time.Time) {
+	if k.obs != nil {
+		if s := k.clk.Now().Sub(start).Seconds(); s > 0 {
+			k.obs.ObserveWait(k.fn, s)
+		}
+	}
 }
 
 // Tokens returns the local estimate of the tokens left.
