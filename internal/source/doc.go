@@ -1,29 +1,27 @@
-// Package source pulls records from the platform: the table of sources (C3,
-// C6), the paging of result sets and one poller per account and source
-// that turns pages into batches of envelopes (C7). It talks to the APIs
-// through package api (tokens, headers, retries, the rate budget).
+// Package source pulls records from the platform: one poller per account
+// and source, window after window, that walks each result set's pages and
+// turns them into batches of envelopes (C3, C6, C7). It asks the APIs
+// through package api (tokens, headers, retries, the rate budget), learns
+// what to poll from package catalog (the sources, their settings and
+// requests) and reads answers with package pagescan.
 //
 // It never imports the sinks, the checkpoint, the pipeline or the
 // configuration loader: the pipeline hands a poller its Cursor and an
 // Output at start; the poller reserves room through Output.Reserve before
 // each fetch and hands Pages to Output.Emit, each page describing the
-// cursor that holds once it is delivered. Streams lists the streams of a
-// configuration without credentials or clients.
+// cursor that holds once it is delivered.
 //
-// Building: Config (koanf keys api, accounts, org_audit_logs, edge,
-// sources) is validated with Config.Validate; Build makes one process-wide
-// api.Budget (or uses the one given), the core and edge api.Clients and one
-// Poller per (account, source). Each Poller's Run(ctx, cursor, out) is
-// started in its own goroutine; Poller.Snapshot reports progress at any
-// time.
+// Building: Build validates a catalog.Config, makes one process-wide
+// budget (or uses the one given), the core and edge api.Clients and one
+// Poller per stream; Streams lists those streams without credentials or
+// clients. Each Poller's Run(ctx, cursor, out) is started in its own
+// goroutine; Poller.Snapshot reports progress at any time.
 //
-// Files, one job each: config.go (configuration of accounts, the edge
-// section and the sources), specs.go (the source table of C3 and C6),
-// paging.go (first-page requests), scan.go (the page classifier: every
-// answer is a page or an error), envelopes.go and badrecords.go (C7
-// envelopes, flawed records), poller.go (windows, splits, chains, resume,
-// bounded batches), alerts.go (edge alert updates), snapshot.go
-// (progress), metrics.go, build.go.
+// Files, one job each: types.go (cursors, pages, Output), build.go (Build,
+// Streams), poller.go (a poller, its run loop and failures), walk.go
+// (windows, splits, chains, resume, bounded batches), alerts.go (edge
+// alert updates), envelopes.go and badrecords.go (C7 envelopes, flawed
+// records), snapshot.go (progress), metrics.go.
 //
 // A 2xx answer is a result only when it is a 204 or a well-formed page;
 // anything else is retried (C5), never taken as an empty window. Pages
