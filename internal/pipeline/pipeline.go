@@ -5,16 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/svcexport/collector/internal/backoff"
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
@@ -171,102 +167,6 @@ func (p *Pipeline) runProducers(ctx context.Context, initial map[record.Stream]c
 	return errors.Join(errs...)
 }
 
-// work writes batches until the queue is closed and empty or ctx ends.
-func (p *Pipeline) work(ctx context.Context) {
-	for it := range p.queue {
-		if ctx.Err() != nil {
-			p.slots.release(it.held)
-			p.pending.Add(-int64(it.held))
-			continue
-		}
-		if it.batch != nil {
-			if err := p.write(ctx, it.batch); err != nil {
-				// Only a stop deadline ends the retries: the page is not
-				// acknowledged and comes again after the restart.
-				p.slots.release(it.held)
-				p.pending.Add(-int64(it.held))
-				continue
-			}
-		}
-		rows := 0
-		if it.batch != nil {
-			rows = len(it.batch.Envelopes)
-			p.m.delivered.WithLabelValues(it.key.Source, it.key.Account).Add(float64(rows))
-			p.rows.Add(int64(rows))
-		}
-		p.m.batchDuration.Observe(p.now().Sub(it.handed).Seconds())
-		now := p.now()
-		p.m.lastAckUnixTime.Set(float64(now.UnixNano()) / 1e9)
-		p.lastAck.Store(now.UnixNano())
-		p.tracker.ack(it.key, it.seq, ackedPage{after: it.after, revisit: it.revisit, rows: rows}, p.now())
-		p.slots.release(it.held)
-		inUse := p.pending.Add(-int64(it.held))
-		p.m.buffered.Set(float64(inUse))
-		if inUse == 0 {
-			p.busy.Store(0)
-		} else {
-			p.busy.Store(now.UnixNano())
-		}
-	}
-}
-
-// Stalled returns an error when the pipeline stopped moving for longer than
-// StallTimeout: records handed to the sink were not acknowledged (the sink
-// or a worker is wedged), or streams wait for room in the buffer and no room
-// was granted nor any batch acknowledged (whatever holds the room never
-// gives it back). A pipeline with nothing to write and nobody waiting for
-// room is never stalled. It is safe for concurrent use.
-func (p *Pipeline) Stalled() error {
-	now := p.now()
-	if since, waiting := p.busy.Load(), p.pending.Load(); since != 0 && waiting != 0 {
-		if waited := now.Sub(time.Unix(0, since)); waited > p.cfg.StallTimeout {
-			return fmt.Errorf("no batch acknowledged for %v while %d records wait", waited.Round(time.Second), waiting)
-		}
-	}
-	if n, rows, since := p.slots.waiting(); n > 0 {
-		if ack := p.lastAck.Load(); ack != 0 && time.Unix(0, ack).After(since) {
-			since = time.Unix(0, ack)
-		}
-		if waited := now.Sub(since); waited > p.cfg.StallTimeout {
-			return fmt.Errorf("no room granted and no batch acknowledged for %v while %d streams wait for room for %d records (%d of %d records held)",
-				waited.Round(time.Second), n, rows, p.slots.inUse(), p.cfg.BufferRecords)
-		}
-	}
-	return nil
-}
-
-// write hands b to the sink until it is acknowledged; it gives up only when
-// ctx ends.
-func (p *Pipeline) write(ctx context.Context, b *record.Batch) error {
-	// Equal jitter: a refused write is never repeated at once.
-	policy := backoff.Policy{Initial: p.cfg.RetryInitial, Max: p.cfg.RetryMax, Jitter: backoff.Equal}
-	for attempt := 1; ; attempt++ {
-		wctx, cancel := context.WithTimeout(ctx, p.cfg.SinkTimeout)
-		err := p.sink.Write(wctx, b)
-		cancel()
-		if err == nil {
-			p.writeE.Store(errBox{})
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		p.m.sinkErrors.Inc()
-		p.writeE.Store(errBox{&writeError{
-			msg: oneLine(fmt.Sprintf("write %d records of %s/%s page %d to the sink: %v", len(b.Envelopes), b.Source, b.Account, b.Page, err)),
-			err: err,
-		}})
-		wait := policy.Wait(attempt - 1)
-		p.log.Warn("sink write failed; retrying", "source", b.Source, "account", b.Account, "page", b.Page,
-			"records", len(b.Envelopes), "attempt", attempt, "retry_in", wait.Round(time.Millisecond), "err", err)
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
 // commitLoop commits dirty stream states as acknowledgements move them,
 // one transaction at a time (so commits coalesce under load), until stop.
 func (p *Pipeline) commitLoop(ctx context.Context, stop <-chan struct{}) {
@@ -318,89 +218,4 @@ func (p *Pipeline) commit(ctx context.Context) error {
 		p.observe(k, st)
 	}
 	return nil
-}
-
-type errBox struct{ err error }
-
-// CommitError returns the last checkpoint commit error, nil after a
-// successful commit (for /readyz).
-func (p *Pipeline) CommitError() error {
-	if v, ok := p.commitE.Load().(errBox); ok {
-		return v.err
-	}
-	return nil
-}
-
-// WriteError returns the error of the most recent failed sink Write when no
-// Write has succeeded since, and nil otherwise (also before any Write), for
-// /readyz: a sink may say it is ready while every write fails (a full disk).
-// The message is one line of bounded length; errors.Is and errors.As see
-// the sink's error. A Write cut short by a stop does not count. It is safe
-// for concurrent use.
-func (p *Pipeline) WriteError() error {
-	if v, ok := p.writeE.Load().(errBox); ok {
-		return v.err
-	}
-	return nil
-}
-
-// writeError is a failed sink Write as WriteError reports it.
-type writeError struct {
-	msg string // one line
-	err error
-}
-
-func (e *writeError) Error() string { return e.msg }
-func (e *writeError) Unwrap() error { return e.err }
-
-// maxErrorLen bounds the message of WriteError, so that a sink quoting a
-// whole server response does not flood /readyz.
-const maxErrorLen = 512
-
-// oneLine turns control characters (newlines included) and runs of spaces
-// into single spaces and cuts s to maxErrorLen bytes on a rune boundary.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)), " ")
-	if len(s) <= maxErrorLen {
-		return s
-	}
-	cut := maxErrorLen
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func (p *Pipeline) observe(k record.Stream, st checkpoint.State) {
-	if st.Watermark.IsZero() {
-		return
-	}
-	p.m.watermark.WithLabelValues(k.Source, k.Account).Set(float64(st.Watermark.UnixMilli()) / 1e3)
-	p.m.lag.WithLabelValues(k.Source, k.Account).Set(p.now().Sub(st.Watermark).Seconds())
-}
-
-func (p *Pipeline) observeAll() {
-	if p.tracker == nil {
-		return
-	}
-	for k, st := range p.tracker.states() {
-		p.observe(k, st)
-	}
-}
-
-// Delivered returns the records the sink acknowledged since Run began.
-func (p *Pipeline) Delivered() int64 { return p.rows.Load() }
-
-// States returns every stream's acknowledged state (what is committed or
-// about to be), for the live state endpoint.
-func (p *Pipeline) States() map[record.Stream]checkpoint.State {
-	if p.tracker == nil {
-		return nil
-	}
-	return p.tracker.states()
 }
