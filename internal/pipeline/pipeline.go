@@ -53,6 +53,13 @@ type Pipeline struct {
 	busy    atomic.Int64 // unix nanoseconds since when records wait, 0 when none
 	commitE atomic.Value // last commit error (errBox)
 	writeE  atomic.Value // last sink write error since the last success (errBox)
+
+	// stops ends a producer's Run (made by Run before anything starts,
+	// read-only after); failures holds the streams a permanent sink error
+	// stopped.
+	stops    map[record.Stream]context.CancelCauseFunc
+	failMu   sync.Mutex
+	failures map[record.Stream]error
 }
 
 type item struct {
@@ -72,7 +79,7 @@ func New(cfg Config, store Store, s sink.Sink, producers []Producer, reg prometh
 		now = time.Now
 	}
 	p := &Pipeline{cfg: cfg, store: store, sink: s, producers: producers, log: log, m: newMetrics(reg), now: now,
-		slots: newSlots(cfg.BufferRecords, now), queue: make(chan *item, 1024)}
+		slots: newSlots(cfg.BufferRecords, now), queue: make(chan *item, 1024), failures: map[record.Stream]error{}}
 	p.m.capacity.Set(float64(cfg.BufferRecords))
 	return p
 }
@@ -82,6 +89,11 @@ func New(cfg Config, store Store, s sink.Sink, producers []Producer, reg prometh
 // mode). Either way it stops the producers first, drains what was fetched into
 // the sink (for at most StopTimeout after a stop), commits, and returns. The
 // sink must be started; Run does not shut it down.
+//
+// A batch the sink refuses with a permanent error (sink.IsPermanent) is
+// not retried: its stream stops (see Failures), while the others go on,
+// and Run's error names it. Run's error also holds the producers' own
+// errors and a failed final commit; a stop by ctx is no error.
 func (p *Pipeline) Run(ctx context.Context) error {
 	initial, err := p.store.All(ctx)
 	if err != nil {
@@ -90,6 +102,18 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.tracker = newTracker(initial)
 	for k, st := range initial {
 		p.observe(k, st)
+	}
+	// Each producer runs under a context of its own, which a permanent
+	// sink error of its stream cancels.
+	ctxs := make([]context.Context, len(p.producers))
+	p.stops = make(map[record.Stream]context.CancelCauseFunc, len(p.producers))
+	for i, pr := range p.producers {
+		var stop context.CancelCauseFunc
+		ctxs[i], stop = context.WithCancelCause(ctx)
+		defer stop(nil)
+		k := pr.Stream()
+		p.stops[k] = stop
+		p.m.initStream(k)
 	}
 
 	// The sink workers and the committer outlive a stop by up to
@@ -111,7 +135,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		p.commitLoop(workCtx, commitStop)
 	}()
 
-	pollErrs := p.runProducers(ctx, initial)
+	pollErrs := p.runProducers(ctxs, initial)
 
 	// Producers are gone: nobody sends any more; drain.
 	close(p.queue)
@@ -138,14 +162,15 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if cerr != nil {
 		cerr = fmt.Errorf("final checkpoint commit: %w", cerr)
 	}
-	return errors.Join(pollErrs, cerr)
+	return errors.Join(pollErrs, p.failed(), cerr)
 }
 
-func (p *Pipeline) runProducers(ctx context.Context, initial map[record.Stream]checkpoint.State) error {
+// runProducers runs producer i under ctxs[i] until every one returned.
+func (p *Pipeline) runProducers(ctxs []context.Context, initial map[record.Stream]checkpoint.State) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
-	for _, pr := range p.producers {
+	for i, pr := range p.producers {
 		wg.Add(1)
 		p.m.pollersRunning.Inc()
 		go func() {
@@ -153,7 +178,7 @@ func (p *Pipeline) runProducers(ctx context.Context, initial map[record.Stream]c
 			defer p.m.pollersRunning.Dec()
 			k := pr.Stream()
 			out := p.output(k)
-			err := pr.Run(ctx, cursorOf(initial[k]), out)
+			err := pr.Run(ctxs[i], cursorOf(initial[k]), out)
 			out.release()
 			if err != nil && !errors.Is(err, context.Canceled) {
 				p.log.Error("poller ended", "source", k.Source, "account", k.Account, "err", err)

@@ -20,6 +20,7 @@ type tracker struct {
 }
 
 type stream struct {
+	failed     bool   // stopped by a permanent error: no ack moves it any more
 	nextSeq    uint64 // seq of the next emitted page
 	nextCommit uint64 // seq of the oldest page not yet acknowledged
 	acked      map[uint64]ackedPage
@@ -66,6 +67,9 @@ func (t *tracker) ack(k record.Stream, seq uint64, p ackedPage, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.streamLocked(k)
+	if s.failed {
+		return
+	}
 	s.acked[seq] = p
 	moved := false
 	for {
@@ -94,6 +98,17 @@ func (t *tracker) ack(k record.Stream, seq uint64, p ackedPage, now time.Time) {
 	case t.signal <- struct{}{}:
 	default:
 	}
+}
+
+// fail stops stream k: acknowledgements of its pages are ignored from now
+// on and those waiting for an earlier page are forgotten, so that its
+// state stays what the contiguous run before the failure made it.
+func (t *tracker) fail(k record.Stream) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.streamLocked(k)
+	s.failed = true
+	clear(s.acked)
 }
 
 // takeDirty returns the states changed since the last call and forgets

@@ -18,11 +18,13 @@ import (
 )
 
 // Acked is what the reporter reads of the pipeline: every stream's
-// acknowledged state and the records acknowledged since it started.
-// *pipeline.Pipeline implements it.
+// acknowledged state, the records acknowledged since it started, and the
+// streams a permanent sink error stopped. *pipeline.Pipeline implements
+// it.
 type Acked interface {
 	States() map[record.Stream]checkpoint.State
 	Delivered() int64
+	Failures() map[record.Stream]error
 }
 
 // Reporter reports a running collector's progress: a log line every
@@ -73,9 +75,11 @@ func NewReporter(cfg catalog.Config, streams []record.Stream, pollers []*source.
 }
 
 // States merges the acknowledged states with the pollers' live view, one
-// line per poller, at now.
+// line per poller, at now. A stream the sink stopped shows that error as
+// its last.
 func (p *Reporter) States(now time.Time) []StreamState {
 	acked := p.acked.States()
+	failures := p.acked.Failures()
 	out := make([]StreamState, 0, len(p.pollers))
 	for _, pl := range p.pollers {
 		k := pl.Stream()
@@ -97,6 +101,9 @@ func (p *Reporter) States(now time.Time) []StreamState {
 		s.CaughtUp = snap.CaughtUp
 		if eta, ok := snap.ETA(now); ok {
 			s.ETASeconds = eta.Seconds()
+		}
+		if err := failures[k]; err != nil {
+			s.LastError = err.Error()
 		}
 		out = append(out, s)
 	}

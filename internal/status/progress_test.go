@@ -2,6 +2,7 @@ package status
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
@@ -20,10 +21,12 @@ import (
 type fakeAcked struct {
 	states    map[record.Stream]checkpoint.State
 	delivered int64
+	failures  map[record.Stream]error
 }
 
 func (f fakeAcked) States() map[record.Stream]checkpoint.State { return f.states }
 func (f fakeAcked) Delivered() int64                           { return f.delivered }
+func (f fakeAcked) Failures() map[record.Stream]error          { return f.failures }
 
 // The reporter merges what the pipeline acknowledged with the pollers'
 // view; /state serves exactly that, and Live reads it back.
@@ -42,7 +45,9 @@ func TestReporter_StatesAreServedOnStateAndReadBackByLive(t *testing.T) {
 	wm := time.Now().Add(-3 * time.Hour).UTC().Truncate(time.Second)
 	acked := fakeAcked{states: map[record.Stream]checkpoint.State{
 		{Source: catalog.SourceDNS, Account: "acme"}: {Watermark: wm, Delivered: 42},
-	}, delivered: 42}
+	}, delivered: 42, failures: map[record.Stream]error{
+		{Source: catalog.SourceDNS, Account: "acme-dev"}: errors.New("stream dns/acme-dev stopped: the sink refused it"),
+	}}
 	var logs bytes.Buffer
 	reg := prometheus.NewRegistry()
 	r, err := NewReporter(cfg, source.Streams(cfg), set.Pollers, acked, time.Second, reg, slog.New(slog.NewTextHandler(&logs, nil)))
@@ -54,7 +59,7 @@ func TestReporter_StatesAreServedOnStateAndReadBackByLive(t *testing.T) {
 		!states[0].Watermark.Equal(wm) || states[0].Delivered != 42 || states[0].LagSeconds < 3*3600 {
 		t.Fatalf("states %+v", states)
 	}
-	if !states[1].Watermark.IsZero() || states[1].Account != "acme-dev" {
+	if !states[1].Watermark.IsZero() || states[1].Account != "acme-dev" || !strings.Contains(states[1].LastError, "stopped") {
 		t.Fatalf("a stream without acknowledged state: %+v", states[1])
 	}
 
