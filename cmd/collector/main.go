@@ -107,6 +107,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cfg, err := config.Load(*cfgPath, os.Environ())
+	if err == nil {
+		err = app.Validate(cfg) // simulator.settings
+	}
 	if err != nil {
 		for _, line := range strings.Split(err.Error(), "\n") {
 			fmt.Fprintf(stderr, "config: %s\n", line)

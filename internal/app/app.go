@@ -6,19 +6,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/backoff"
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
 	"github.com/svcexport/collector/internal/pipeline"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/status"
 	"github.com/svcexport/collector/internal/telemetry"
 )
 
@@ -40,13 +41,6 @@ func (o Options) withDefaults() Options {
 		o.Stdout = os.Stdout
 	}
 	return o
-}
-
-// poller adapts a source poller to the pipeline's interface.
-type poller struct{ *source.Poller }
-
-func (p poller) Key() checkpoint.Key {
-	return checkpoint.Key{Source: p.Source(), Account: p.Account()}
 }
 
 // Run runs the daemon until ctx ends (a stop) or, with once, until every
@@ -87,12 +81,20 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	if err != nil {
 		return err
 	}
-	set, err := source.Build(srcCfg, nil, source.Options{Logger: log, Metrics: srcMetrics}, once)
+	apiMetrics, err := api.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	// A page larger than the buffer is emitted in batches of at most
+	// pipeline.buffer_records, so memory stays bounded by configuration.
+	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: log, Metrics: apiMetrics},
+		Metrics: srcMetrics, MaxBatchRecords: cfg.Pipeline.BufferRecords}, once)
 	if err != nil {
 		return err
 	}
 
-	snk, err := newSink(cfg, streamsOf(set), filepath.Dir(cfg.Checkpoint.Path), reg, log, o.Stdout)
+	streams := source.Streams(srcCfg)
+	snk, err := newSink(cfg, streams, filepath.Dir(cfg.Checkpoint.Path), reg, log, o.Stdout)
 	if err != nil {
 		return err
 	}
@@ -124,19 +126,15 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		}
 	}()
 
-	pollers := make([]pipeline.Poller, len(set.Pollers))
+	producers := make([]pipeline.Producer, len(set.Pollers))
 	for i, p := range set.Pollers {
-		pollers[i] = poller{p}
+		producers[i] = p
 	}
-	pl := pipeline.New(cfg.Pipeline, store, snk, pollers, reg, log, nil)
-	for _, p := range set.Pollers {
-		// Pages count against the buffer from before they are fetched.
-		p.SetReserve(pl.ReserveFor(checkpoint.Key{Source: p.Source(), Account: p.Account()}))
-		// A page larger than the buffer is emitted in batches of at most
-		// this many records, so memory stays bounded by configuration.
-		p.SetMaxBatchRecords(cfg.Pipeline.BufferRecords)
+	pl := pipeline.New(cfg.Pipeline, store, snk, producers, reg, log, nil)
+	prog, err := status.NewReporter(cfg.SourceConfig(), streams, set.Pollers, pl, cfg.Log.Progress, reg, log)
+	if err != nil {
+		return err
 	}
-	prog := newProgress(cfg, set, pl, reg, log)
 	if tel != nil {
 		tel.AddReadiness("checkpoint", func(context.Context) error { return pl.CommitError() })
 		// The sink's own Ready says whether it can reach its destination;
@@ -152,19 +150,19 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 			}
 			return err
 		})
-		tel.AddHandler("/state", prog.stateHandler())
+		tel.AddHandler("/state", prog.Handler())
 	}
 
 	log.Info("collector started", "streams", len(set.Pollers), "sink", cfg.Sink.Type, "once", once,
 		"checkpoint", cfg.Checkpoint.Path, "buffer_records", cfg.Pipeline.BufferRecords)
 	progCtx, stopProg := context.WithCancel(context.Background())
 	progDone := make(chan struct{})
-	go func() { defer close(progDone); prog.run(progCtx, cfg.Log.Progress) }()
+	go func() { defer close(progDone); prog.Run(progCtx) }()
 
 	runErr := pl.Run(ctx)
 	stopProg()
 	<-progDone
-	prog.summary()
+	prog.Summary()
 	if runErr != nil {
 		return runErr
 	}
@@ -195,42 +193,11 @@ func openCheckpoint(cfg config.Config, log *slog.Logger) (*checkpoint.DB, error)
 	return db, nil
 }
 
-// resolveSource returns the pollers' configuration, with the in-process
-// simulator's addresses and credentials filled in when it is enabled.
-func resolveSource(cfg config.Config, log *slog.Logger) (source.Config, *apisim.Server, error) {
-	sc := cfg.SourceConfig()
-	if !cfg.Simulator.Enabled {
-		return sc, nil, nil
-	}
-	simCfg, err := cfg.SimulatorSettings()
-	if err != nil {
-		return sc, nil, err
-	}
-	sim, err := apisim.New(simCfg)
-	if err != nil {
-		return sc, nil, fmt.Errorf("simulator: %w", err)
-	}
-	if err := sim.Start(cfg.Simulator.Listen); err != nil {
-		sim.Close()
-		return sc, nil, fmt.Errorf("simulator: %w", err)
-	}
-	log.Info("API simulator started in-process (simulator.enabled)", "core", sim.URL(), "edge", sim.EdgeURL())
-	return config.SimulatorCredentials(sim.URL()).Apply(sc), sim, nil
-}
-
-func streamsOf(set *source.Set) []checkpoint.Key {
-	out := make([]checkpoint.Key, len(set.Pollers))
-	for i, p := range set.Pollers {
-		out[i] = checkpoint.Key{Source: p.Source(), Account: p.Account()}
-	}
-	return out
-}
-
 // startSink starts the sink, retrying with backoff while the destination is
 // unreachable: a collector that starts before its Kafka or ClickHouse must
 // wait for it, not exit. Readiness reports the last error meanwhile.
 func startSink(ctx context.Context, s sink.Sink, ready *readiness, log *slog.Logger) error {
-	backoff := time.Second
+	policy := backoff.Policy{Initial: time.Second, Max: time.Minute, Jitter: backoff.Equal}
 	for attempt := 1; ; attempt++ {
 		err := s.Start(ctx)
 		ready.set(err)
@@ -244,14 +211,13 @@ func startSink(ctx context.Context, s sink.Sink, ready *readiness, log *slog.Log
 		if errors.As(err, &cfgErr) {
 			return fmt.Errorf("start sink: %w", err)
 		}
-		wait := backoff/2 + time.Duration(rand.Int64N(int64(backoff)))
+		wait := policy.Wait(attempt - 1)
 		log.Warn("sink not ready; retrying", "attempt", attempt, "retry_in", wait.Round(time.Millisecond), "err", err)
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
 			return fmt.Errorf("start sink: %w", err)
 		}
-		backoff = min(backoff*2, time.Minute)
 	}
 }
 

@@ -4,21 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
 
-	"encoding/json"
-
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink/clickhouse"
 	"github.com/svcexport/collector/internal/sink/kafka"
 	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/catalog"
+	"github.com/svcexport/collector/internal/status"
 )
 
 // CheckOptions tune the check command.
@@ -83,7 +84,7 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 	srcCfg.API.Retry.MaxAttempts = 1
 	srcCfg.API.Timeout = min(srcCfg.API.Timeout, co.timeout())
 	srcCfg.Edge.Timeout = min(srcCfg.Edge.Timeout, co.timeout())
-	set, err := source.Build(srcCfg, nil, source.Options{Logger: o.Log}, true)
+	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: o.Log}}, true)
 	if err != nil {
 		report("sources", err)
 		return ErrCheckFailed
@@ -105,24 +106,19 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 			fmt.Fprintf(w, "ok    edge API at %s reachable (token set; the edge API has no token endpoint to test it without spending a request)\n", redactedURL(srcCfg.Edge.BaseURL))
 		}
 	}
-	report("sink "+cfg.Sink.Type, checkSink(ctx, cfg, set, o, co.timeout()))
+	report("sink "+cfg.Sink.Type, checkSink(ctx, cfg, source.Streams(srcCfg), o, co.timeout()))
 	if failed {
 		return ErrCheckFailed
 	}
 	return nil
 }
 
-func checkSink(ctx context.Context, cfg config.Config, set *source.Set, o Options, timeout time.Duration) error {
+func checkSink(ctx context.Context, cfg config.Config, streams []record.Stream, o Options, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	streams := streamsOf(set)
 	switch cfg.Sink.Type {
 	case config.SinkKafka:
-		ks := make([]kafka.Stream, len(streams))
-		for i, k := range streams {
-			ks[i] = kafka.Stream{Source: k.Source, Account: k.Account}
-		}
-		rep, err := kafka.Check(ctx, cfg.Sink.Kafka, ks)
+		rep, err := kafka.Check(ctx, cfg.Sink.Kafka, kafkaStreams(streams))
 		fmt.Fprint(o.Stdout, rep.String())
 		return err
 	case config.SinkClickHouse:
@@ -170,15 +166,15 @@ func State(ctx context.Context, cfg config.Config, o Options, so StateOptions) e
 	if so.Reset != "" {
 		return reset(ctx, cfg, o, so.Reset)
 	}
-	if states, err := liveStates(ctx, cfg); err == nil {
+	if states, err := status.Live(ctx, cfg.Metrics.Listen); err == nil {
 		fmt.Fprintf(o.Stdout, "# live, from the running collector at %s\n", cfg.Metrics.Listen)
-		return printStates(o.Stdout, states, so.JSON)
+		return status.Print(o.Stdout, states, so.JSON)
 	}
 	keys, err := configuredStreams(cfg)
 	if err != nil {
 		return err
 	}
-	stored := map[checkpoint.Key]checkpoint.State{}
+	stored := map[record.Stream]checkpoint.State{}
 	if _, err := os.Stat(cfg.Checkpoint.Path); err == nil {
 		db, err := openCheckpoint(cfg, o.Log)
 		if err != nil {
@@ -192,58 +188,28 @@ func State(ctx context.Context, cfg config.Config, o Options, so StateOptions) e
 	} else {
 		fmt.Fprintf(o.Stdout, "# no checkpoint at %s yet: nothing collected\n", cfg.Checkpoint.Path)
 	}
-	return printStates(o.Stdout, statesFromCheckpoint(cfg, stored, keys, time.Now()), so.JSON)
-}
-
-func liveStates(ctx context.Context, cfg config.Config) ([]StreamState, error) {
-	if cfg.Metrics.Listen == "" {
-		return nil, errors.New("no metrics.listen")
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+cfg.Metrics.Listen+"/state", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("status %d", resp.StatusCode)
-	}
-	var states []StreamState
-	if err := json.NewDecoder(resp.Body).Decode(&states); err != nil {
-		return nil, err
-	}
-	return states, nil
+	return status.Print(o.Stdout, status.FromCheckpoint(cfg.SourceConfig(), stored, keys, time.Now()), so.JSON)
 }
 
 // configuredStreams lists the streams the configuration defines. It needs
 // no credentials: state and reset work with the secrets absent.
-func configuredStreams(cfg config.Config) ([]checkpoint.Key, error) {
+func configuredStreams(cfg config.Config) ([]record.Stream, error) {
 	sc := cfg.SourceConfig()
-	cr := config.SimulatorCredentials("http://127.0.0.1:1")
-	cr.KeyID, cr.Secret, cr.EdgeToken = "state", "state-needs-no-secret", "state-needs-no-token"
 	if cfg.Simulator.Enabled {
-		sc = cr.Apply(sc)
-	} else {
-		edge := sc.Edge.BaseURL
-		sc = cr.Apply(sc)
-		sc.Edge.BaseURL = edge
+		// The edge streams are on: the simulator serves the edge API.
+		sc = simulatorEndpoints("http://127.0.0.1:1").Fill(sc)
 	}
-	set, err := source.Build(sc, nil, source.Options{}, true)
-	if err != nil {
-		return nil, err
+	streams := source.Streams(sc)
+	if len(streams) == 0 {
+		return nil, errors.New("sources: no source enabled")
 	}
-	return streamsOf(set), nil
+	return streams, nil
 }
 
 func reset(ctx context.Context, cfg config.Config, o Options, what string) error {
 	src, account, _ := strings.Cut(what, "/")
-	if _, ok := source.LookupSpec(src); !ok {
-		return fmt.Errorf("--reset %s: unknown source %q (%s)", what, src, strings.Join(source.SpecNames(), ", "))
+	if _, ok := catalog.LookupSpec(src); !ok {
+		return fmt.Errorf("--reset %s: unknown source %q (%s)", what, src, strings.Join(catalog.SpecNames(), ", "))
 	}
 	if _, err := os.Stat(cfg.Checkpoint.Path); err != nil {
 		return fmt.Errorf("--reset: no checkpoint at %s: %w", cfg.Checkpoint.Path, err)

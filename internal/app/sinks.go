@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/clickhouse"
 	"github.com/svcexport/collector/internal/sink/file"
@@ -18,20 +18,26 @@ import (
 
 // newSink builds the sink sink.type names. deadLetterDir is where sinks put
 // records that can never be delivered (next to the checkpoint).
-func newSink(cfg config.Config, streams []checkpoint.Key, deadLetterDir string, reg prometheus.Registerer, log *slog.Logger, out io.Writer) (sink.Sink, error) {
+func newSink(cfg config.Config, streams []record.Stream, deadLetterDir string, reg prometheus.Registerer, log *slog.Logger, out io.Writer) (sink.Sink, error) {
 	switch cfg.Sink.Type {
 	case config.SinkFile:
 		return file.New(cfg.Sink.File, reg, log)
 	case config.SinkStdout:
 		return stdout.New(cfg.Sink.Stdout, out, reg)
 	case config.SinkKafka:
-		ks := make([]kafka.Stream, len(streams))
-		for i, k := range streams {
-			ks[i] = kafka.Stream{Source: k.Source, Account: k.Account}
-		}
-		return kafka.New(cfg.Sink.Kafka, ks, deadLetterDir, reg, log)
+		return kafka.New(cfg.Sink.Kafka, kafkaStreams(streams), deadLetterDir, reg, log)
 	case config.SinkClickHouse:
 		return clickhouse.New(cfg.Sink.ClickHouse, reg, log)
 	}
 	return nil, fmt.Errorf("sink.type: unknown sink %q", cfg.Sink.Type)
+}
+
+// kafkaStreams lists streams in the Kafka sink's own type, which names the
+// topics to check and create.
+func kafkaStreams(streams []record.Stream) []kafka.Stream {
+	out := make([]kafka.Stream, len(streams))
+	for i, s := range streams {
+		out[i] = kafka.Stream{Source: s.Source, Account: s.Account}
+	}
+	return out
 }

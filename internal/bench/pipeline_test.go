@@ -18,6 +18,7 @@ import (
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink/file"
 	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
 // meter sums rows, wall time and CPU time over a benchmark's iterations
@@ -106,7 +107,7 @@ func BenchmarkPipeline(b *testing.B) {
 		}
 		var recs []raw
 		for _, bt := range c.batches {
-			spec, _ := source.LookupSpec(bt.Source)
+			spec, _ := catalog.LookupSpec(bt.Source)
 			for i := range bt.Envelopes {
 				recs = append(recs, raw{bt.Source, spec.TimeField, bt.Envelopes[i].Record})
 			}
@@ -190,9 +191,9 @@ func runInProcess(b *testing.B, c *corpus, dir string, fsync bool) int64 {
 	if err := snk.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	pollers := make([]pipeline.Poller, len(set.Pollers))
+	pollers := make([]pipeline.Producer, len(set.Pollers))
 	for i, p := range set.Pollers {
-		pollers[i] = pollerKey{p}
+		pollers[i] = p
 	}
 	pl := pipeline.New(pipeline.DefaultConfig(), store, snk, pollers, reg, log, nil)
 	if err := pl.Run(ctx); err != nil {

@@ -15,11 +15,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/apisim"
-	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
 // replay is an http.RoundTripper that records every answer of a live
@@ -122,7 +123,7 @@ type corpus struct {
 	rows    int64
 	bytes   int64 // raw record bytes
 	pages   int   // answers served
-	srcCfg  source.Config
+	srcCfg  catalog.Config
 }
 
 var (
@@ -168,7 +169,7 @@ func recordCorpus() (*corpus, error) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		c.batches = append(c.batches, &record.Batch{Source: p.Source, Account: p.Account,
+		c.batches = append(c.batches, &record.Batch{Source: p.Stream.Source, Account: p.Stream.Account,
 			WindowStart: p.Window.Start, WindowEnd: p.Window.End, Page: p.Index, Envelopes: p.Envelopes})
 		c.rows += int64(len(p.Envelopes))
 		for i := range p.Envelopes {
@@ -189,36 +190,40 @@ func recordCorpus() (*corpus, error) {
 // inProcessSourceConfig is the source configuration of the in-process
 // benchmarks: all nine sources, two accounts, a corpusSpan backfill, lag
 // 2m, and a budget too large to ever wait.
-func inProcessSourceConfig(sim *apisim.Server) source.Config {
-	cfg := source.DefaultConfig()
+func inProcessSourceConfig(sim *apisim.Server) catalog.Config {
+	cfg := catalog.DefaultConfig()
 	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = sim.URL(), "sim-key", secret.New("sim-secret")
 	cfg.Edge.BaseURL, cfg.Edge.Token = sim.EdgeURL(), secret.New("sim-edge-token")
-	generous := source.RateConfig{Limit: 1 << 30, Period: time.Hour, Reserve: 0.1}
+	generous := api.RateConfig{Limit: 1 << 30, Period: time.Hour, Reserve: 0.1}
 	cfg.API.Rate, cfg.Edge.Rate = generous, generous
 	cfg.Accounts = twoAccounts
 	enabled, start, lag, interval := true, fmt.Sprintf("%dh", int(corpusSpan.Hours())), 2*time.Minute, time.Second
-	cfg.Sources = source.SourcesConfig{source.DefaultSourcesKey: {Enabled: &enabled, Start: &start, Lag: &lag, Interval: &interval}}
+	cfg.Sources = catalog.SourcesConfig{catalog.DefaultSourcesKey: {Enabled: &enabled, Start: &start, Lag: &lag, Interval: &interval}}
 	return cfg
 }
 
 // buildSet builds the pollers of cfg (once mode) over transport rt with
 // the clock stopped at now; reg receives their metrics (nil: none).
-func buildSet(cfg source.Config, rt http.RoundTripper, now time.Time, reg prometheus.Registerer) (*source.Set, error) {
+func buildSet(cfg catalog.Config, rt http.RoundTripper, now time.Time, reg prometheus.Registerer) (*source.Set, error) {
 	m, err := source.NewMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
-	return source.Build(cfg, nil, source.Options{
+	am, err := api.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return source.Build(cfg, nil, source.Options{Client: api.Options{
 		HTTPClient: &http.Client{Transport: rt},
 		Clock:      fixedClock{now},
 		Logger:     slog.New(slog.DiscardHandler),
-		Metrics:    m,
-	}, true)
+		Metrics:    am,
+	}, Metrics: m}, true)
 }
 
 // pollAll runs every poller of cfg to completion, concurrently, handing
 // pages to emit.
-func pollAll(cfg source.Config, rt http.RoundTripper, now time.Time, reg prometheus.Registerer, emit source.Emit) error {
+func pollAll(cfg catalog.Config, rt http.RoundTripper, now time.Time, reg prometheus.Registerer, emit source.EmitFunc) error {
 	set, err := buildSet(cfg, rt, now, reg)
 	if err != nil {
 		return err
@@ -230,11 +235,4 @@ func pollAll(cfg source.Config, rt http.RoundTripper, now time.Time, reg prometh
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// pollerKey adapts a source poller to pipeline.Poller, as internal/app does.
-type pollerKey struct{ *source.Poller }
-
-func (p pollerKey) Key() checkpoint.Key {
-	return checkpoint.Key{Source: p.Source(), Account: p.Account()}
 }

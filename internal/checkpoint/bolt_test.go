@@ -16,6 +16,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 	"go.uber.org/goleak"
+
+	"github.com/svcexport/collector/internal/record"
 )
 
 func TestMain(m *testing.M) {
@@ -74,7 +76,7 @@ func statesEqual(t *testing.T, got, want State) {
 func TestRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	d, _ := openTemp(t)
-	k := Key{Source: "dns", Account: "acme"}
+	k := record.Stream{Source: "dns", Account: "acme"}
 
 	if _, ok, err := d.Load(ctx, k); err != nil || ok {
 		t.Fatalf("Load of a new key = ok %v, err %v; want not found", ok, err)
@@ -90,7 +92,7 @@ func TestRoundTrip(t *testing.T) {
 	statesEqual(t, got, want)
 
 	// A state without a window in flight and an account-less key.
-	k2 := Key{Source: "audit_logs"}
+	k2 := record.Stream{Source: "audit_logs"}
 	want2 := State{Watermark: t0.Add(time.Hour), Updated: t0}
 	if err := d.Commit(ctx, k2, want2); err != nil {
 		t.Fatalf("Commit: %v", err)
@@ -106,7 +108,7 @@ func TestCommitSetsUpdatedOnlyWhenZero(t *testing.T) {
 	ctx := context.Background()
 	clock := t0.Add(99 * time.Hour)
 	d, _ := openTemp(t, WithClock(func() time.Time { return clock }))
-	k := Key{Source: "dns", Account: "acme"}
+	k := record.Stream{Source: "dns", Account: "acme"}
 
 	if err := d.Commit(ctx, k, State{Watermark: t0}); err != nil {
 		t.Fatal(err)
@@ -127,7 +129,7 @@ func TestCommitSetsUpdatedOnlyWhenZero(t *testing.T) {
 func TestCommitStoresABadDensityAsUnknown(t *testing.T) {
 	ctx := context.Background()
 	d, _ := openTemp(t)
-	k := Key{Source: "dns", Account: "acme"}
+	k := record.Stream{Source: "dns", Account: "acme"}
 	for _, density := range []float64{-1, math.Inf(1), math.NaN()} {
 		if err := d.Commit(ctx, k, State{Watermark: t0, Density: density}); err != nil {
 			t.Fatalf("Commit with density %v: %v", density, err)
@@ -146,10 +148,10 @@ func TestReopenAfterCloseKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[Key]State{
-		{"dns", "acme"}:         sampleState(),
-		{"connections", "acme"}: {Watermark: t0, Delivered: 3, Updated: t0},
-		{"audit_logs", "org"}:   {Watermark: t0.Add(time.Minute), Updated: t0},
+	want := map[record.Stream]State{
+		{Source: "dns", Account: "acme"}:         sampleState(),
+		{Source: "connections", Account: "acme"}: {Watermark: t0, Delivered: 3, Updated: t0},
+		{Source: "audit_logs", Account: "org"}:   {Watermark: t0.Add(time.Minute), Updated: t0},
 	}
 	if err := d.CommitMany(ctx, want); err != nil {
 		t.Fatal(err)
@@ -314,7 +316,7 @@ func TestABrokenFileIsAClearErrorAndIsLeftAlone(t *testing.T) {
 			write: func(t *testing.T, path string) {
 				validFile(t, path)
 				rawBolt(t, path, func(tx *bolt.Tx) error {
-					return tx.Bucket(bucketStates).Put(encodeKey(Key{"dns", "acme"}), []byte(`{"v":7,"watermark":"2026-11-20T00:00:00Z"}`))
+					return tx.Bucket(bucketStates).Put(encodeKey(record.Stream{Source: "dns", Account: "acme"}), []byte(`{"v":7,"watermark":"2026-11-20T00:00:00Z"}`))
 				})
 			},
 			want: ErrUnknownVersion,
@@ -325,7 +327,7 @@ func TestABrokenFileIsAClearErrorAndIsLeftAlone(t *testing.T) {
 			write: func(t *testing.T, path string) {
 				validFile(t, path)
 				rawBolt(t, path, func(tx *bolt.Tx) error {
-					return tx.Bucket(bucketStates).Put(encodeKey(Key{"dns", "acme"}), []byte{0xde, 0xad})
+					return tx.Bucket(bucketStates).Put(encodeKey(record.Stream{Source: "dns", Account: "acme"}), []byte{0xde, 0xad})
 				})
 			},
 			want: ErrCorrupt,
@@ -401,27 +403,27 @@ func TestDecodeStateRefusesWhatItCannotRead(t *testing.T) {
 
 func TestReset(t *testing.T) {
 	ctx := context.Background()
-	seed := map[Key]State{
-		{"dns", "acme"}:         {Watermark: t0},
-		{"dns", "globex"}:       {Watermark: t0},
-		{"dns", ""}:             {Watermark: t0},
-		{"dnsx", "acme"}:        {Watermark: t0}, // shares a prefix with "dns"
-		{"connections", "acme"}: {Watermark: t0},
+	seed := map[record.Stream]State{
+		{Source: "dns", Account: "acme"}:         {Watermark: t0},
+		{Source: "dns", Account: "globex"}:       {Watermark: t0},
+		{Source: "dns", Account: ""}:             {Watermark: t0},
+		{Source: "dnsx", Account: "acme"}:        {Watermark: t0}, // shares a prefix with "dns"
+		{Source: "connections", Account: "acme"}: {Watermark: t0},
 	}
 	cases := []struct {
 		name            string
 		source, account string
 		wantN           int
-		wantLeft        []Key
+		wantLeft        []record.Stream
 	}{
 		{"reset of one account removes only that account", "dns", "acme", 1,
-			[]Key{{"dns", "globex"}, {"dns", ""}, {"dnsx", "acme"}, {"connections", "acme"}}},
+			[]record.Stream{{Source: "dns", Account: "globex"}, {Source: "dns", Account: ""}, {Source: "dnsx", Account: "acme"}, {Source: "connections", Account: "acme"}}},
 		{"reset of a whole source removes every account of it and nothing else", "dns", "", 3,
-			[]Key{{"dnsx", "acme"}, {"connections", "acme"}}},
+			[]record.Stream{{Source: "dnsx", Account: "acme"}, {Source: "connections", Account: "acme"}}},
 		{"reset of an unknown account removes nothing", "dns", "initech", 0,
-			[]Key{{"dns", "acme"}, {"dns", "globex"}, {"dns", ""}, {"dnsx", "acme"}, {"connections", "acme"}}},
+			[]record.Stream{{Source: "dns", Account: "acme"}, {Source: "dns", Account: "globex"}, {Source: "dns", Account: ""}, {Source: "dnsx", Account: "acme"}, {Source: "connections", Account: "acme"}}},
 		{"reset of an unknown source removes nothing", "user_logins", "", 0,
-			[]Key{{"dns", "acme"}, {"dns", "globex"}, {"dns", ""}, {"dnsx", "acme"}, {"connections", "acme"}}},
+			[]record.Stream{{Source: "dns", Account: "acme"}, {Source: "dns", Account: "globex"}, {Source: "dns", Account: ""}, {Source: "dnsx", Account: "acme"}, {Source: "connections", Account: "acme"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -457,9 +459,9 @@ func TestReset(t *testing.T) {
 func TestCommitManyStoresAllOrNothing(t *testing.T) {
 	ctx := context.Background()
 	d, _ := openTemp(t)
-	bad := map[Key]State{
-		{"dns", "acme"}: {Watermark: t0},
-		{"", "acme"}:    {Watermark: t0},
+	bad := map[record.Stream]State{
+		{Source: "dns", Account: "acme"}: {Watermark: t0},
+		{Source: "", Account: "acme"}:    {Watermark: t0},
 	}
 	if err := d.CommitMany(ctx, bad); !errors.Is(err, ErrInvalidKey) {
 		t.Fatalf("CommitMany with an empty source = %v, want ErrInvalidKey", err)
@@ -475,7 +477,7 @@ func TestCommitManyStoresAllOrNothing(t *testing.T) {
 func TestInvalidKeysAreRefused(t *testing.T) {
 	ctx := context.Background()
 	d, _ := openTemp(t)
-	for _, k := range []Key{{"", "acme"}, {"d\x00ns", "acme"}} {
+	for _, k := range []record.Stream{{Source: "", Account: "acme"}, {Source: "d\x00ns", Account: "acme"}} {
 		if err := d.Commit(ctx, k, State{}); !errors.Is(err, ErrInvalidKey) {
 			t.Fatalf("Commit(%q) = %v, want ErrInvalidKey", k, err)
 		}
@@ -484,7 +486,7 @@ func TestInvalidKeysAreRefused(t *testing.T) {
 		}
 	}
 	// A NUL byte in the account is fine: the first NUL splits the key.
-	k := Key{"dns", "a\x00b"}
+	k := record.Stream{Source: "dns", Account: "a\x00b"}
 	if err := d.Commit(ctx, k, State{Watermark: t0}); err != nil {
 		t.Fatal(err)
 	}
@@ -499,7 +501,7 @@ func TestInvalidKeysAreRefused(t *testing.T) {
 
 func TestAClosedStoreAndACanceledContextAreErrors(t *testing.T) {
 	d, _ := openTemp(t)
-	k := Key{"dns", "acme"}
+	k := record.Stream{Source: "dns", Account: "acme"}
 
 	canceled, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -531,15 +533,15 @@ func TestConcurrentCommitsAreSafe(t *testing.T) {
 	errs := make(chan error, workers*commits*3)
 	for w := range workers {
 		wg.Go(func() {
-			own := Key{"dns", fmt.Sprintf("acct-%d", w)}
+			own := record.Stream{Source: "dns", Account: fmt.Sprintf("acct-%d", w)}
 			for i := range commits {
 				s := State{Watermark: t0.Add(time.Duration(i+1) * time.Hour), Delivered: int64(i + 1)}
 				if err := d.Commit(ctx, own, s); err != nil {
 					errs <- err
 				}
-				if err := d.CommitMany(ctx, map[Key]State{
-					{"shared", "x"}:              s,
-					{"connections", own.Account}: s,
+				if err := d.CommitMany(ctx, map[record.Stream]State{
+					{Source: "shared", Account: "x"}:              s,
+					{Source: "connections", Account: own.Account}: s,
 				}); err != nil {
 					errs <- err
 				}
@@ -562,7 +564,7 @@ func TestConcurrentCommitsAreSafe(t *testing.T) {
 		t.Fatalf("All = %d states, want %d", len(all), 2*workers+1)
 	}
 	for w := range workers {
-		s := all[Key{"dns", fmt.Sprintf("acct-%d", w)}]
+		s := all[record.Stream{Source: "dns", Account: fmt.Sprintf("acct-%d", w)}]
 		if s.Delivered != commits {
 			t.Fatalf("worker %d: Delivered = %d, want the last commit's %d", w, s.Delivered, commits)
 		}
@@ -574,7 +576,7 @@ func TestConcurrentCommitsAreSafe(t *testing.T) {
 func BenchmarkCommit(b *testing.B) {
 	ctx := context.Background()
 	d, _ := openTemp(b)
-	k := Key{"dns", "acme"}
+	k := record.Stream{Source: "dns", Account: "acme"}
 	s := sampleState()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
@@ -591,9 +593,9 @@ func BenchmarkCommit(b *testing.B) {
 func BenchmarkCommitMany64(b *testing.B) {
 	ctx := context.Background()
 	d, _ := openTemp(b)
-	m := make(map[Key]State, 64)
+	m := make(map[record.Stream]State, 64)
 	for i := range 64 {
-		m[Key{"dns", fmt.Sprintf("acct-%02d", i)}] = sampleState()
+		m[record.Stream{Source: "dns", Account: fmt.Sprintf("acct-%02d", i)}] = sampleState()
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -619,9 +621,9 @@ func validFile(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	m := map[Key]State{}
+	m := map[record.Stream]State{}
 	for i := range 50 {
-		m[Key{"dns", fmt.Sprintf("acct-%02d", i)}] = sampleState()
+		m[record.Stream{Source: "dns", Account: fmt.Sprintf("acct-%02d", i)}] = sampleState()
 	}
 	if err := d.CommitMany(context.Background(), m); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/svcexport/collector/internal/record"
 )
 
 // stateVersion is the version of the encoding of a State value. A change of
@@ -38,7 +40,7 @@ type wireInFlight struct {
 	Rows         int64     `json:"rows"`
 }
 
-func validateKey(k Key) error {
+func validateKey(k record.Stream) error {
 	if k.Source == "" {
 		return fmt.Errorf("key %q: empty source: %w", k.String(), ErrInvalidKey)
 	}
@@ -48,7 +50,7 @@ func validateKey(k Key) error {
 	return nil
 }
 
-func encodeKey(k Key) []byte {
+func encodeKey(k record.Stream) []byte {
 	b := make([]byte, 0, len(k.Source)+len(keySep)+len(k.Account))
 	b = append(b, k.Source...)
 	b = append(b, keySep...)
@@ -58,12 +60,12 @@ func encodeKey(k Key) []byte {
 // sourcePrefix is the prefix of every stored key of source.
 func sourcePrefix(source string) []byte { return []byte(source + keySep) }
 
-func decodeKey(b []byte) (Key, error) {
+func decodeKey(b []byte) (record.Stream, error) {
 	source, account, ok := bytes.Cut(b, []byte(keySep))
 	if !ok || len(source) == 0 {
-		return Key{}, fmt.Errorf("stored key %q: %w", b, ErrCorrupt)
+		return record.Stream{}, fmt.Errorf("stored key %q: %w", b, ErrCorrupt)
 	}
-	return Key{Source: string(source), Account: string(account)}, nil
+	return record.Stream{Source: string(source), Account: string(account)}, nil
 }
 
 // utc drops the location and the monotonic reading; the zero time stays zero.

@@ -6,6 +6,12 @@
 //
 // Store is the interface the pipeline consumes; DB (Open) implements it on a
 // bbolt file, and package checkpointtest holds an in-memory fake for tests.
+// States are keyed by record.Stream; the stored key is "source NUL
+// account", unchanged since the first version (testdata holds a file of
+// that version). Package boltfile owns the file below the buckets: its
+// checks before bbolt opens it, its atomic creation, and the repair of a
+// damaged meta page; this package owns the buckets, the values and Open,
+// which joins them.
 // Stored values are versioned JSON: a file or value this version cannot
 // read is an error naming the file and key, never a silent reset.
 //
@@ -15,9 +21,9 @@
 // fsynced, then linked into place), so an empty or half-made checkpoint is
 // never ours: Open refuses one rather than start over from the configured
 // start. Before bbolt sees an existing file, Open reads it itself, never
-// past its end (format.go describes bbolt's layout): the size, both meta
-// pages, and every page the current transaction reaches, which must lie
-// inside the file. bbolt maps the file, and a truncated one would otherwise
+// past its end (package boltfile, which describes bbolt's layout): the
+// size, both meta pages, and every page the current transaction reaches,
+// which must lie inside the file. bbolt maps the file, and a truncated one would otherwise
 // fault (SIGBUS) in bbolt's check and kill the process; as a second line of
 // defence bbolt runs with debug.SetPanicOnFault, so a fault still becomes an
 // error. Errors say what happened and how to recover:

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svcexport/collector/internal/record"
 )
 
 // FuzzOpen writes arbitrary bytes as a checkpoint file and opens it: Open
@@ -23,7 +25,7 @@ func FuzzOpen(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	if err := d.Commit(context.Background(), Key{"dns", "acme"}, sampleState()); err != nil {
+	if err := d.Commit(context.Background(), record.Stream{Source: "dns", Account: "acme"}, sampleState()); err != nil {
 		f.Fatal(err)
 	}
 	if err := d.Close(); err != nil {
@@ -74,7 +76,7 @@ func FuzzOpen(f *testing.F) {
 			if _, err := d.All(ctx); err != nil {
 				t.Fatalf("All on a file Open accepted: %v", err)
 			}
-			if err := d.Commit(ctx, Key{"dns", "fuzz"}, State{Watermark: t0, Updated: t0}); err != nil {
+			if err := d.Commit(ctx, record.Stream{Source: "dns", Account: "fuzz"}, State{Watermark: t0, Updated: t0}); err != nil {
 				t.Fatalf("Commit on a file Open accepted: %v", err)
 			}
 			if err := d.Close(); err != nil {

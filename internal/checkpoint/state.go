@@ -2,14 +2,6 @@ package checkpoint
 
 import "time"
 
-// Key names one stream: a source and an account.
-type Key struct {
-	Source, Account string
-}
-
-// String returns "source/account".
-func (k Key) String() string { return k.Source + "/" + k.Account }
-
 // InFlight is the window whose next-page chain was being walked.
 type InFlight struct {
 	Start, End   time.Time

@@ -3,9 +3,12 @@ package checkpoint
 import (
 	"context"
 	"errors"
+
+	"github.com/svcexport/collector/internal/checkpoint/boltfile"
+	"github.com/svcexport/collector/internal/record"
 )
 
-// Store keeps one State per Key. The pipeline is its only writer: it commits
+// Store keeps one State per stream (record.Stream). The pipeline is its only writer: it commits
 // a State only after every page the State covers was acknowledged by the sink
 // (DESIGN item 7), so what a Store holds never runs ahead of what was
 // delivered.
@@ -17,14 +20,14 @@ type Store interface {
 	// cannot be decoded is an error (wrapping ErrCorrupt or
 	// ErrUnknownVersion), never a missing state: a stream must not restart
 	// from scratch because its checkpoint was unreadable.
-	Load(ctx context.Context, k Key) (State, bool, error)
+	Load(ctx context.Context, k record.Stream) (State, bool, error)
 	// Commit durably stores s as the state of k before it returns.
-	Commit(ctx context.Context, k Key, s State) error
+	Commit(ctx context.Context, k record.Stream, s State) error
 	// CommitMany durably stores every state of m in one transaction: either
 	// all of them are stored or none. An empty m does nothing.
-	CommitMany(ctx context.Context, m map[Key]State) error
+	CommitMany(ctx context.Context, m map[record.Stream]State) error
 	// All returns every stored state.
-	All(ctx context.Context) (map[Key]State, error)
+	All(ctx context.Context) (map[record.Stream]State, error)
 	// Reset removes the state of one account of source, or of every account
 	// of source when account is "", and returns how many states it removed.
 	// The next run starts those streams from their configured start.
@@ -34,23 +37,23 @@ type Store interface {
 }
 
 // Errors a Store returns, wrapped with the file and key concerned; test them
-// with errors.Is.
+// with errors.Is. Those of the file itself are package boltfile's.
 var (
 	// ErrLocked: another process holds the checkpoint file.
-	ErrLocked = errors.New("checkpoint file locked")
+	ErrLocked = boltfile.ErrLocked
 	// ErrCorrupt: the file or a stored value cannot be read: the file was
 	// a checkpoint (or a bbolt file) once and is damaged now. A runtime
 	// failure: the message says how to recover.
-	ErrCorrupt = errors.New("checkpoint corrupt")
+	ErrCorrupt = boltfile.ErrCorrupt
 	// ErrNotCheckpoint: the path names something that never was a
 	// checkpoint: a directory, a FIFO or another file that is not a regular
 	// file, a file that is not a bbolt file at all (a YAML or text file), or
 	// another program's bbolt file. A configuration error (checkpoint.path),
 	// distinct from ErrCorrupt: an error never wraps both.
-	ErrNotCheckpoint = errors.New("not a checkpoint file")
+	ErrNotCheckpoint = boltfile.ErrNotCheckpoint
 	// ErrUnknownVersion: the file or a value was written by a newer (or an
 	// unknown) version of the collector.
-	ErrUnknownVersion = errors.New("unknown checkpoint version")
+	ErrUnknownVersion = boltfile.ErrUnknownVersion
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("checkpoint store closed")
 	// ErrInvalidKey: a key has an empty source or a source with a NUL byte.

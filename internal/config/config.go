@@ -12,31 +12,30 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/pipeline"
-	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink/clickhouse"
 	"github.com/svcexport/collector/internal/sink/file"
 	"github.com/svcexport/collector/internal/sink/kafka"
 	"github.com/svcexport/collector/internal/sink/stdout"
-	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
 // Config is the whole configuration of the collector. Every section is
 // owned by the package that uses it; see configs/collector.yaml for every
 // key with its comment and default.
 type Config struct {
-	API          source.APIConfig     `koanf:"api"`
-	Accounts     []string             `koanf:"accounts"`
-	OrgAuditLogs bool                 `koanf:"org_audit_logs"`
-	Edge         source.EdgeConfig    `koanf:"edge"`
-	Sources      source.SourcesConfig `koanf:"sources"`
-	Checkpoint   CheckpointConfig     `koanf:"checkpoint"`
-	Pipeline     pipeline.Config      `koanf:"pipeline"`
-	Sink         SinkConfig           `koanf:"sink"`
-	Metrics      MetricsConfig        `koanf:"metrics"`
-	Log          LogConfig            `koanf:"log"`
-	Simulator    SimulatorConfig      `koanf:"simulator"`
+	API          api.Config            `koanf:"api"`
+	Accounts     []string              `koanf:"accounts"`
+	OrgAuditLogs bool                  `koanf:"org_audit_logs"`
+	Edge         catalog.EdgeConfig    `koanf:"edge"`
+	Sources      catalog.SourcesConfig `koanf:"sources"`
+	Checkpoint   CheckpointConfig      `koanf:"checkpoint"`
+	Pipeline     pipeline.Config       `koanf:"pipeline"`
+	Sink         SinkConfig            `koanf:"sink"`
+	Metrics      MetricsConfig         `koanf:"metrics"`
+	Log          LogConfig             `koanf:"log"`
+	Simulator    SimulatorConfig       `koanf:"simulator"`
 }
 
 // CheckpointConfig locates the checkpoint file (key "checkpoint").
@@ -87,7 +86,9 @@ type LogConfig struct {
 
 // SimulatorConfig runs the project's API simulator inside the collector, for
 // the demo and tests (key "simulator"). When enabled, api.base_url,
-// edge.base_url and the credentials default to the simulator's.
+// edge.base_url and the credentials default to the simulator's. The
+// application starts it and checks its settings; this package only loads
+// the keys.
 type SimulatorConfig struct {
 	Enabled bool `koanf:"enabled"`
 	// Listen is the simulator's address. Default 127.0.0.1:0 (a free port).
@@ -99,7 +100,7 @@ type SimulatorConfig struct {
 
 // Default returns the configuration before any file or environment.
 func Default() Config {
-	src := source.DefaultConfig()
+	src := catalog.DefaultConfig()
 	return Config{
 		API:        src.API,
 		Edge:       src.Edge,
@@ -133,30 +134,8 @@ func Load(path string, environ []string) (Config, error) {
 }
 
 // SourceConfig returns the part of the configuration the pollers use.
-func (c Config) SourceConfig() source.Config {
-	return source.Config{API: c.API, Accounts: c.Accounts, OrgAuditLogs: c.OrgAuditLogs, Edge: c.Edge, Sources: c.Sources}
-}
-
-// SimulatorSettings decodes simulator.settings into the simulator's config,
-// strictly: an unknown key is an error naming it.
-func (c Config) SimulatorSettings() (apisim.Config, error) {
-	sc := apisim.DefaultConfig()
-	if len(c.Simulator.Settings) == 0 {
-		return sc, nil
-	}
-	b, err := yaml.Marshal(c.Simulator.Settings)
-	if err != nil {
-		return sc, &KeyError{Key: "simulator.settings", Msg: err.Error()}
-	}
-	dec := yaml.NewDecoder(strings.NewReader(string(b)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&sc); err != nil {
-		return sc, &KeyError{Key: "simulator.settings", Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
-	}
-	if err := sc.Validate(); err != nil {
-		return sc, &KeyError{Key: "simulator.settings", Msg: err.Error()}
-	}
-	return sc, nil
+func (c Config) SourceConfig() catalog.Config {
+	return catalog.Config{API: c.API, Accounts: c.Accounts, OrgAuditLogs: c.OrgAuditLogs, Edge: c.Edge, Sources: c.Sources}
 }
 
 // Validate checks every section; each message names its key.
@@ -198,11 +177,6 @@ func (c Config) Validate() error {
 	if c.Log.Progress < 0 {
 		errs = append(errs, &KeyError{Key: "log.progress", Msg: "must not be negative"})
 	}
-	if c.Simulator.Enabled {
-		if _, err := c.SimulatorSettings(); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	return errors.Join(errs...)
 }
 
@@ -227,12 +201,12 @@ func checkListen(addr string) error {
 // advance), naming the block that set the value.
 func (c Config) validatePlanners() []error {
 	var errs []error
-	for _, spec := range source.Specs() {
+	for _, spec := range catalog.Specs() {
 		st := c.Sources.Resolve(spec.Name)
 		if !st.Enabled {
 			continue
 		}
-		err := source.NewPlanner(spec, st, c.API, c.Edge).Validate()
+		err := catalog.NewPlanner(spec, st, c.API, c.Edge).Validate()
 		if err == nil {
 			continue
 		}
@@ -243,7 +217,7 @@ func (c Config) validatePlanners() []error {
 			}
 			block := spec.Name
 			if _, set := c.Sources[spec.Name]; !set {
-				block = source.DefaultSourcesKey
+				block = catalog.DefaultSourcesKey
 			}
 			key := "sources." + block
 			if field != "" {
@@ -267,46 +241,19 @@ func splitJoined(err error) []error {
 }
 
 // validateSource validates the pollers' part. With the simulator on, the
-// API location and credentials come from it, so they may be missing here.
+// application fills the API locations and credentials the configuration
+// leaves unset from the simulator it starts, so they may be missing here:
+// stand-ins take their place while the rest is validated. The simulator's
+// own settings (simulator.settings) are the application's to check.
 func (c Config) validateSource() error {
 	sc := c.SourceConfig()
 	if c.Simulator.Enabled {
-		sim := SimulatorCredentials("http://127.0.0.1:1")
-		sc = sim.Apply(sc)
+		sc = catalog.Endpoints{
+			BaseURL: "http://127.0.0.1:1", EdgeURL: "http://127.0.0.1:1/edge",
+			KeyID: "simulator", Secret: "simulator", EdgeToken: "simulator",
+		}.Fill(sc)
 	}
 	return sc.Validate()
-}
-
-// Credentials is what an in-process simulator hands the collector.
-type Credentials struct {
-	BaseURL, EdgeURL, KeyID, Secret, EdgeToken string
-}
-
-// SimulatorCredentials returns the simulator's default credentials for a
-// simulator listening at base.
-func SimulatorCredentials(base string) Credentials {
-	return Credentials{BaseURL: base, EdgeURL: base + "/edge", KeyID: "sim-key", Secret: "sim-secret", EdgeToken: "sim-edge-token"}
-}
-
-// Apply fills what the configuration leaves unset from cr; what the user set
-// stays.
-func (cr Credentials) Apply(sc source.Config) source.Config {
-	if sc.API.BaseURL == "" {
-		sc.API.BaseURL = cr.BaseURL
-	}
-	if sc.API.KeyID == "" {
-		sc.API.KeyID = cr.KeyID
-	}
-	if !sc.API.Secret.IsSet() && sc.API.SecretFile == "" {
-		sc.API.Secret = secret.New(cr.Secret)
-	}
-	if sc.Edge.BaseURL == "" {
-		sc.Edge.BaseURL = cr.EdgeURL
-	}
-	if !sc.Edge.Token.IsSet() && sc.Edge.TokenFile == "" {
-		sc.Edge.Token = secret.New(cr.EdgeToken)
-	}
-	return sc
 }
 
 // Dump writes the effective configuration as YAML with every secret

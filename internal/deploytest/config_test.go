@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/svcexport/collector/internal/config"
-	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
 // secretsEnv is what a deployment of the example configurations puts in the
@@ -110,7 +110,7 @@ func TestCollectorYAMLHoldsTheCodeDefaults(t *testing.T) {
 	noDefault := map[string]bool{"api.base_url": true, "api.key_id": true, "api.secret": true}
 	def.API.BaseURL, def.API.KeyID, def.API.Secret = cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret
 	if def.Sources == nil {
-		def.Sources = source.SourcesConfig{}
+		def.Sources = catalog.SourcesConfig{}
 	}
 	for _, k := range diffValues(reflect.ValueOf(cfg), reflect.ValueOf(def), "") {
 		if !noDefault[k] {

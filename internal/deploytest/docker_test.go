@@ -261,7 +261,7 @@ func TestDockerignoreKeepsTheBuildInputsAndDropsTheRest(t *testing.T) {
 		return ex
 	}
 	for _, p := range []string{"go.mod", "go.sum", "cmd/collector/main.go", "cmd/apisim/main.go", "internal/config/config.go",
-		"internal/source/config.go", "scripts/release-build.sh"} {
+		"internal/source/catalog/config.go", "scripts/release-build.sh"} {
 		if excluded(p) {
 			t.Errorf(".dockerignore excludes %s, which the build needs", p)
 		}

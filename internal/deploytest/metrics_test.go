@@ -20,6 +20,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/pipeline"
 	"github.com/svcexport/collector/internal/sink/clickhouse"
 	"github.com/svcexport/collector/internal/sink/file"
@@ -284,6 +285,9 @@ func registered(t *testing.T, fams map[string]*family) {
 	t.Helper()
 	rec := &recorder{reg: prometheus.NewRegistry(), fams: fams}
 	if _, err := source.NewMetrics(rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.NewMetrics(rec); err != nil {
 		t.Fatal(err)
 	}
 	pipeline.New(pipeline.DefaultConfig(), nil, nil, nil, rec, slog.New(slog.DiscardHandler), nil)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/record"
 )
 
 // The server's pages are bigger than api.page_rows (6,000 against 5,000)
@@ -124,9 +125,9 @@ func TestATruncatedCheckpointExits1SayingHowToRecover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	states := map[checkpoint.Key]checkpoint.State{}
+	states := map[record.Stream]checkpoint.State{}
 	for i := range 200 {
-		states[checkpoint.Key{Source: "dns", Account: "acct-" + strings.Repeat("x", i%7) + string(rune('a'+i%26))}] = checkpoint.State{Watermark: time.Now().UTC(), Delivered: int64(i)}
+		states[record.Stream{Source: "dns", Account: "acct-" + strings.Repeat("x", i%7) + string(rune('a'+i%26))}] = checkpoint.State{Watermark: time.Now().UTC(), Delivered: int64(i)}
 	}
 	if err := db.CommitMany(context.Background(), states); err != nil {
 		t.Fatal(err)

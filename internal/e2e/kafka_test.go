@@ -20,7 +20,7 @@ import (
 
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/record"
-	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/testinfra/simtest"
 )
 
@@ -287,7 +287,7 @@ func TestKafkaRecordFormatCarriesTheRawRecordAndHeaders(t *testing.T) {
 		if err := json.Unmarshal(value, &obj); err != nil {
 			t.Fatalf("%s/%d@%d: value is not a JSON object: %v", m.Topic, m.Partition, m.Offset, err)
 		}
-		spec, ok := source.LookupSpec(h["source"])
+		spec, ok := catalog.LookupSpec(h["source"])
 		if !ok {
 			t.Fatalf("header source %q is no source", h["source"])
 		}

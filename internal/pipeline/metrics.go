@@ -1,6 +1,10 @@
 package pipeline
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/svcexport/collector/internal/record"
+)
 
 // metrics of the pipeline; built once per Registerer.
 type metrics struct {
@@ -16,6 +20,8 @@ type metrics struct {
 	lag             *prometheus.GaugeVec
 	pollersRunning  prometheus.Gauge
 	lastAckUnixTime prometheus.Gauge
+	streamFailed    *prometheus.GaugeVec
+	permanentErrors *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -70,8 +76,24 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "collector_last_ack_timestamp_seconds",
 			Help: "When the sink last acknowledged a batch (Unix seconds).",
 		}),
+		streamFailed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "collector_stream_failed",
+			Help: "1 while the stream is stopped because the sink refused one of its batches for good (a permanent error), else 0; a restart after the fix resumes it.",
+		}, []string{"source", "account"}),
+		permanentErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "collector_sink_permanent_errors_total",
+			Help: "Batches the sink refused for good (a permanent error): they are not retried, and their stream stops.",
+		}, []string{"source", "account"}),
 	}
 	reg.MustRegister(m.delivered, m.buffered, m.capacity, m.batchDuration, m.sinkErrors, m.commits,
-		m.commitErrors, m.commitDuration, m.watermark, m.lag, m.pollersRunning, m.lastAckUnixTime)
+		m.commitErrors, m.commitDuration, m.watermark, m.lag, m.pollersRunning, m.lastAckUnixTime,
+		m.streamFailed, m.permanentErrors)
 	return m
+}
+
+// initStream creates the failure series of stream k at zero, so that
+// alerts see them before a failure.
+func (m *metrics) initStream(k record.Stream) {
+	m.streamFailed.WithLabelValues(k.Source, k.Account).Set(0)
+	m.permanentErrors.WithLabelValues(k.Source, k.Account)
 }

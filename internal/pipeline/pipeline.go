@@ -5,13 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -23,32 +19,33 @@ import (
 
 // Store is what the pipeline needs of the checkpoint.
 type Store interface {
-	All(ctx context.Context) (map[checkpoint.Key]checkpoint.State, error)
-	CommitMany(ctx context.Context, states map[checkpoint.Key]checkpoint.State) error
+	All(ctx context.Context) (map[record.Stream]checkpoint.State, error)
+	CommitMany(ctx context.Context, states map[record.Stream]checkpoint.State) error
 }
 
-// Poller pulls one stream. Run returns nil when the poller is done (once
-// mode, caught up) and ctx's error when stopped.
-type Poller interface {
-	Key() checkpoint.Key
-	Run(ctx context.Context, from source.Cursor, emit source.Emit) error
+// Producer pulls one stream into the pipeline; *source.Poller is one. Run
+// gets the stream's cursor as last committed and the stream's own Output,
+// through which it reserves room and hands pages on; it returns nil when
+// the producer is done (once mode, caught up) and ctx's error when
+// stopped.
+type Producer interface {
+	Stream() record.Stream
+	Run(ctx context.Context, from source.Cursor, out source.Output) error
 }
 
-// Pipeline moves pages from pollers through a bounded buffer to a sink and
-// commits each stream's progress after its pages are acknowledged.
+// Pipeline moves pages from producers through a bounded buffer to a sink
+// and commits each stream's progress after its pages are acknowledged.
 type Pipeline struct {
-	cfg     Config
-	store   Store
-	sink    sink.Sink
-	pollers []Poller
-	log     *slog.Logger
-	m       *metrics
-	now     func() time.Time
+	cfg       Config
+	store     Store
+	sink      sink.Sink
+	producers []Producer
+	log       *slog.Logger
+	m         *metrics
+	now       func() time.Time
 
 	slots   *slots
 	pending atomic.Int64 // records handed to the sink and not yet acknowledged
-	flowsMu sync.Mutex
-	flows   map[checkpoint.Key]*flow
 	queue   chan *item
 	tracker *tracker
 	rows    atomic.Int64 // records acknowledged by this run
@@ -56,10 +53,17 @@ type Pipeline struct {
 	busy    atomic.Int64 // unix nanoseconds since when records wait, 0 when none
 	commitE atomic.Value // last commit error (errBox)
 	writeE  atomic.Value // last sink write error since the last success (errBox)
+
+	// stops ends a producer's Run (made by Run before anything starts,
+	// read-only after); failures holds the streams a permanent sink error
+	// stopped.
+	stops    map[record.Stream]context.CancelCauseFunc
+	failMu   sync.Mutex
+	failures map[record.Stream]error
 }
 
 type item struct {
-	key     checkpoint.Key
+	key     record.Stream
 	seq     uint64
 	batch   *record.Batch
 	after   source.Cursor
@@ -68,23 +72,28 @@ type item struct {
 	handed  time.Time
 }
 
-// New builds a pipeline. reg receives the pipeline's metrics; now may be nil
-// for time.Now.
-func New(cfg Config, store Store, s sink.Sink, pollers []Poller, reg prometheus.Registerer, log *slog.Logger, now func() time.Time) *Pipeline {
+// New builds a pipeline of one producer per stream. reg receives the
+// pipeline's metrics; now may be nil for time.Now.
+func New(cfg Config, store Store, s sink.Sink, producers []Producer, reg prometheus.Registerer, log *slog.Logger, now func() time.Time) *Pipeline {
 	if now == nil {
 		now = time.Now
 	}
-	p := &Pipeline{cfg: cfg, store: store, sink: s, pollers: pollers, log: log, m: newMetrics(reg), now: now,
-		slots: newSlots(cfg.BufferRecords, now), flows: map[checkpoint.Key]*flow{}, queue: make(chan *item, 1024)}
+	p := &Pipeline{cfg: cfg, store: store, sink: s, producers: producers, log: log, m: newMetrics(reg), now: now,
+		slots: newSlots(cfg.BufferRecords, now), queue: make(chan *item, 1024), failures: map[record.Stream]error{}}
 	p.m.capacity.Set(float64(cfg.BufferRecords))
 	return p
 }
 
-// Run loads the checkpoint, runs every poller and the sink workers, and
-// returns when ctx is cancelled (a stop) or every poller returned (once
-// mode). Either way it stops the pollers first, drains what was fetched into
+// Run loads the checkpoint, runs every producer and the sink workers, and
+// returns when ctx is cancelled (a stop) or every producer returned (once
+// mode). Either way it stops the producers first, drains what was fetched into
 // the sink (for at most StopTimeout after a stop), commits, and returns. The
 // sink must be started; Run does not shut it down.
+//
+// A batch the sink refuses with a permanent error (sink.IsPermanent) is
+// not retried: its stream stops (see Failures), while the others go on,
+// and Run's error names it. Run's error also holds the producers' own
+// errors and a failed final commit; a stop by ctx is no error.
 func (p *Pipeline) Run(ctx context.Context) error {
 	initial, err := p.store.All(ctx)
 	if err != nil {
@@ -93,6 +102,18 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.tracker = newTracker(initial)
 	for k, st := range initial {
 		p.observe(k, st)
+	}
+	// Each producer runs under a context of its own, which a permanent
+	// sink error of its stream cancels.
+	ctxs := make([]context.Context, len(p.producers))
+	p.stops = make(map[record.Stream]context.CancelCauseFunc, len(p.producers))
+	for i, pr := range p.producers {
+		var stop context.CancelCauseFunc
+		ctxs[i], stop = context.WithCancelCause(ctx)
+		defer stop(nil)
+		k := pr.Stream()
+		p.stops[k] = stop
+		p.m.initStream(k)
 	}
 
 	// The sink workers and the committer outlive a stop by up to
@@ -114,9 +135,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		p.commitLoop(workCtx, commitStop)
 	}()
 
-	pollErrs := p.runPollers(ctx, initial)
+	pollErrs := p.runProducers(ctxs, initial)
 
-	// Pollers are gone: nobody sends any more; drain.
+	// Producers are gone: nobody sends any more; drain.
 	close(p.queue)
 	drained := make(chan struct{})
 	go func() { workers.Wait(); close(drained) }()
@@ -141,22 +162,24 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if cerr != nil {
 		cerr = fmt.Errorf("final checkpoint commit: %w", cerr)
 	}
-	return errors.Join(pollErrs, cerr)
+	return errors.Join(pollErrs, p.failed(), cerr)
 }
 
-func (p *Pipeline) runPollers(ctx context.Context, initial map[checkpoint.Key]checkpoint.State) error {
+// runProducers runs producer i under ctxs[i] until every one returned.
+func (p *Pipeline) runProducers(ctxs []context.Context, initial map[record.Stream]checkpoint.State) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
-	for _, pl := range p.pollers {
+	for i, pr := range p.producers {
 		wg.Add(1)
 		p.m.pollersRunning.Inc()
 		go func() {
 			defer wg.Done()
 			defer p.m.pollersRunning.Dec()
-			k := pl.Key()
-			err := pl.Run(ctx, cursorOf(initial[k]), p.emitFor(k))
-			p.releaseFlow(k)
+			k := pr.Stream()
+			out := p.output(k)
+			err := pr.Run(ctxs[i], cursorOf(initial[k]), out)
+			out.release()
 			if err != nil && !errors.Is(err, context.Canceled) {
 				p.log.Error("poller ended", "source", k.Source, "account", k.Account, "err", err)
 				mu.Lock()
@@ -167,190 +190,6 @@ func (p *Pipeline) runPollers(ctx context.Context, initial map[checkpoint.Key]ch
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// flow is the room one stream's poller reserved before fetching its next
-// page. Only that poller's goroutine uses it.
-type flow struct{ held int }
-
-func (p *Pipeline) flow(k checkpoint.Key) *flow {
-	p.flowsMu.Lock()
-	defer p.flowsMu.Unlock()
-	f := p.flows[k]
-	if f == nil {
-		f = &flow{}
-		p.flows[k] = f
-	}
-	return f
-}
-
-// ReserveFor returns the Reserve function of one stream's poller: room for
-// a page is taken from the buffer before the page is fetched, so that pages
-// being fetched count against pipeline.buffer_records too. A stream that
-// already holds enough keeps it; one that needs more (a bigger page) takes
-// the difference if it is free at once, and otherwise gives back what it
-// holds and waits for the whole amount, so that it never waits while holding
-// room (see slots).
-func (p *Pipeline) ReserveFor(k checkpoint.Key) source.Reserve {
-	f := p.flow(k)
-	return func(ctx context.Context, rows int) error {
-		return f.grow(ctx, p.slots, rows)
-	}
-}
-
-// grow makes f hold room for at least rows records (clamped to the
-// capacity), without waiting while it holds any. On error f holds nothing.
-func (f *flow) grow(ctx context.Context, s *slots, rows int) error {
-	rows = s.clamp(rows)
-	if f.held >= rows {
-		return nil
-	}
-	n, err := s.exchange(ctx, f.held, rows)
-	f.held = n
-	return err
-}
-
-// releaseFlow returns what a stopped poller still held.
-func (p *Pipeline) releaseFlow(k checkpoint.Key) {
-	f := p.flow(k)
-	p.slots.release(f.held)
-	f.held = 0
-}
-
-// emitFor returns the Emit function of one stream's poller. It blocks while
-// the buffer is full: that is the backpressure that keeps memory flat.
-func (p *Pipeline) emitFor(k checkpoint.Key) source.Emit {
-	f := p.flow(k)
-	return func(ctx context.Context, pg source.Page) error {
-		// A page larger than the room reserved for it (the server sent more
-		// than the configured page size) trades the reservation for the
-		// whole page rather than waiting for the rest while holding it.
-		need := p.slots.clamp(len(pg.Envelopes))
-		if err := f.grow(ctx, p.slots, need); err != nil {
-			return err
-		}
-		held := need
-		p.slots.release(f.held - need)
-		f.held = 0
-		p.pending.Add(int64(held))
-		p.busy.CompareAndSwap(0, p.now().UnixNano())
-		p.m.buffered.Set(float64(p.pending.Load()))
-		it := &item{key: k, seq: p.tracker.next(k), after: pg.After, revisit: pg.Revisit, held: held}
-		if len(pg.Envelopes) > 0 {
-			it.batch = &record.Batch{
-				Source: pg.Source, Account: pg.Account,
-				WindowStart: pg.Window.Start, WindowEnd: pg.Window.End,
-				Page: pg.Index, Seq: it.seq, Envelopes: pg.Envelopes,
-			}
-		}
-		it.handed = p.now()
-		select {
-		case p.queue <- it:
-			return nil
-		case <-ctx.Done():
-			// The page is dropped before the sink saw it; the poller stops
-			// and the next run fetches it again. Nothing is committed past it.
-			p.slots.release(held)
-			p.pending.Add(-int64(held))
-			return ctx.Err()
-		}
-	}
-}
-
-// work writes batches until the queue is closed and empty or ctx ends.
-func (p *Pipeline) work(ctx context.Context) {
-	for it := range p.queue {
-		if ctx.Err() != nil {
-			p.slots.release(it.held)
-			p.pending.Add(-int64(it.held))
-			continue
-		}
-		if it.batch != nil {
-			if err := p.write(ctx, it.batch); err != nil {
-				// Only a stop deadline ends the retries: the page is not
-				// acknowledged and comes again after the restart.
-				p.slots.release(it.held)
-				p.pending.Add(-int64(it.held))
-				continue
-			}
-		}
-		rows := 0
-		if it.batch != nil {
-			rows = len(it.batch.Envelopes)
-			p.m.delivered.WithLabelValues(it.key.Source, it.key.Account).Add(float64(rows))
-			p.rows.Add(int64(rows))
-		}
-		p.m.batchDuration.Observe(p.now().Sub(it.handed).Seconds())
-		now := p.now()
-		p.m.lastAckUnixTime.Set(float64(now.UnixNano()) / 1e9)
-		p.lastAck.Store(now.UnixNano())
-		p.tracker.ack(it.key, it.seq, ackedPage{after: it.after, revisit: it.revisit, rows: rows}, p.now())
-		p.slots.release(it.held)
-		inUse := p.pending.Add(-int64(it.held))
-		p.m.buffered.Set(float64(inUse))
-		if inUse == 0 {
-			p.busy.Store(0)
-		} else {
-			p.busy.Store(now.UnixNano())
-		}
-	}
-}
-
-// Stalled returns an error when the pipeline stopped moving for longer than
-// StallTimeout: records handed to the sink were not acknowledged (the sink
-// or a worker is wedged), or streams wait for room in the buffer and no room
-// was granted nor any batch acknowledged (whatever holds the room never
-// gives it back). A pipeline with nothing to write and nobody waiting for
-// room is never stalled. It is safe for concurrent use.
-func (p *Pipeline) Stalled() error {
-	now := p.now()
-	if since, waiting := p.busy.Load(), p.pending.Load(); since != 0 && waiting != 0 {
-		if waited := now.Sub(time.Unix(0, since)); waited > p.cfg.StallTimeout {
-			return fmt.Errorf("no batch acknowledged for %v while %d records wait", waited.Round(time.Second), waiting)
-		}
-	}
-	if n, rows, since := p.slots.waiting(); n > 0 {
-		if ack := p.lastAck.Load(); ack != 0 && time.Unix(0, ack).After(since) {
-			since = time.Unix(0, ack)
-		}
-		if waited := now.Sub(since); waited > p.cfg.StallTimeout {
-			return fmt.Errorf("no room granted and no batch acknowledged for %v while %d streams wait for room for %d records (%d of %d records held)",
-				waited.Round(time.Second), n, rows, p.slots.inUse(), p.cfg.BufferRecords)
-		}
-	}
-	return nil
-}
-
-// write hands b to the sink until it is acknowledged; it gives up only when
-// ctx ends.
-func (p *Pipeline) write(ctx context.Context, b *record.Batch) error {
-	backoff := p.cfg.RetryInitial
-	for attempt := 1; ; attempt++ {
-		wctx, cancel := context.WithTimeout(ctx, p.cfg.SinkTimeout)
-		err := p.sink.Write(wctx, b)
-		cancel()
-		if err == nil {
-			p.writeE.Store(errBox{})
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		p.m.sinkErrors.Inc()
-		p.writeE.Store(errBox{&writeError{
-			msg: oneLine(fmt.Sprintf("write %d records of %s/%s page %d to the sink: %v", len(b.Envelopes), b.Source, b.Account, b.Page, err)),
-			err: err,
-		}})
-		wait := time.Duration(rand.Int64N(int64(backoff))) + backoff/2
-		p.log.Warn("sink write failed; retrying", "source", b.Source, "account", b.Account, "page", b.Page,
-			"records", len(b.Envelopes), "attempt", attempt, "retry_in", wait.Round(time.Millisecond), "err", err)
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		backoff = min(backoff*2, p.cfg.RetryMax)
-	}
 }
 
 // commitLoop commits dirty stream states as acknowledgements move them,
@@ -404,89 +243,4 @@ func (p *Pipeline) commit(ctx context.Context) error {
 		p.observe(k, st)
 	}
 	return nil
-}
-
-type errBox struct{ err error }
-
-// CommitError returns the last checkpoint commit error, nil after a
-// successful commit (for /readyz).
-func (p *Pipeline) CommitError() error {
-	if v, ok := p.commitE.Load().(errBox); ok {
-		return v.err
-	}
-	return nil
-}
-
-// WriteError returns the error of the most recent failed sink Write when no
-// Write has succeeded since, and nil otherwise (also before any Write), for
-// /readyz: a sink may say it is ready while every write fails (a full disk).
-// The message is one line of bounded length; errors.Is and errors.As see
-// the sink's error. A Write cut short by a stop does not count. It is safe
-// for concurrent use.
-func (p *Pipeline) WriteError() error {
-	if v, ok := p.writeE.Load().(errBox); ok {
-		return v.err
-	}
-	return nil
-}
-
-// writeError is a failed sink Write as WriteError reports it.
-type writeError struct {
-	msg string // one line
-	err error
-}
-
-func (e *writeError) Error() string { return e.msg }
-func (e *writeError) Unwrap() error { return e.err }
-
-// maxErrorLen bounds the message of WriteError, so that a sink quoting a
-// whole server response does not flood /readyz.
-const maxErrorLen = 512
-
-// oneLine turns control characters (newlines included) and runs of spaces
-// into single spaces and cuts s to maxErrorLen bytes on a rune boundary.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)), " ")
-	if len(s) <= maxErrorLen {
-		return s
-	}
-	cut := maxErrorLen
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func (p *Pipeline) observe(k checkpoint.Key, st checkpoint.State) {
-	if st.Watermark.IsZero() {
-		return
-	}
-	p.m.watermark.WithLabelValues(k.Source, k.Account).Set(float64(st.Watermark.UnixMilli()) / 1e3)
-	p.m.lag.WithLabelValues(k.Source, k.Account).Set(p.now().Sub(st.Watermark).Seconds())
-}
-
-func (p *Pipeline) observeAll() {
-	if p.tracker == nil {
-		return
-	}
-	for k, st := range p.tracker.states() {
-		p.observe(k, st)
-	}
-}
-
-// Delivered returns the records the sink acknowledged since Run began.
-func (p *Pipeline) Delivered() int64 { return p.rows.Load() }
-
-// States returns every stream's acknowledged state (what is committed or
-// about to be), for the live state endpoint.
-func (p *Pipeline) States() map[checkpoint.Key]checkpoint.State {
-	if p.tracker == nil {
-		return nil
-	}
-	return p.tracker.states()
 }

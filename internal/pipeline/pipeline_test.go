@@ -9,12 +9,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/checkpoint/checkpointtest"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/window"
@@ -27,7 +29,7 @@ var t0 = time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 // scriptedPoller emits pages of n records for consecutive one-hour windows,
 // as a source poller would, then returns (once mode) or waits for ctx.
 type scriptedPoller struct {
-	key     checkpoint.Key
+	key     record.Stream
 	windows int
 	pages   int // pages per window
 	rows    int // rows per page
@@ -36,9 +38,9 @@ type scriptedPoller struct {
 	emitted atomic.Int64
 }
 
-func (s *scriptedPoller) Key() checkpoint.Key { return s.key }
+func (s *scriptedPoller) Stream() record.Stream { return s.key }
 
-func (s *scriptedPoller) Run(ctx context.Context, from source.Cursor, emit source.Emit) error {
+func (s *scriptedPoller) Run(ctx context.Context, from source.Cursor, out source.Output) error {
 	if s.started != nil {
 		s.started <- from
 	}
@@ -49,7 +51,7 @@ func (s *scriptedPoller) Run(ctx context.Context, from source.Cursor, emit sourc
 	for w := 0; w < s.windows; w++ {
 		win := window.Window{Start: wm, End: wm.Add(time.Hour)}
 		for p := 0; p < s.pages; p++ {
-			pg := source.Page{Source: s.key.Source, Account: s.key.Account, Window: win, Index: p, FetchedAt: t0}
+			pg := source.Page{Stream: s.key, Window: win, Index: p, FetchedAt: t0}
 			for r := 0; r < s.rows; r++ {
 				raw := fmt.Sprintf(`{"createdTime":%q,"n":%d}`, win.Start.Format(time.RFC3339), int(s.emitted.Load()))
 				id, _ := record.ID(s.key.Source, []byte(raw))
@@ -61,7 +63,7 @@ func (s *scriptedPoller) Run(ctx context.Context, from source.Cursor, emit sourc
 			} else {
 				pg.After = source.Cursor{Watermark: wm, InFlight: &source.Chain{Window: win, NextURL: fmt.Sprintf("next-%d", p+1), Pages: p + 1}}
 			}
-			if err := emit(ctx, pg); err != nil {
+			if err := out.Emit(ctx, pg); err != nil {
 				return err
 			}
 		}
@@ -128,6 +130,13 @@ func (s *testSink) Write(ctx context.Context, b *record.Batch) error {
 	return nil
 }
 
+// written returns how many distinct records the sink took.
+func (s *testSink) written() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.ids)
+}
+
 func openStore(t *testing.T) *checkpoint.DB {
 	t.Helper()
 	db, err := checkpoint.Open(filepath.Join(t.TempDir(), "cp.db"))
@@ -149,9 +158,9 @@ func testConfig() Config {
 func TestOnceDeliversEverythingAndCommitsTheLastWatermark(t *testing.T) {
 	db := openStore(t)
 	s := &testSink{failN: 3}
-	pollers := []Poller{
-		&scriptedPoller{key: checkpoint.Key{Source: "dns", Account: "acme"}, windows: 5, pages: 3, rows: 100},
-		&scriptedPoller{key: checkpoint.Key{Source: "dns", Account: "acme-dev"}, windows: 4, pages: 1, rows: 0},
+	pollers := []Producer{
+		&scriptedPoller{key: record.Stream{Source: "dns", Account: "acme"}, windows: 5, pages: 3, rows: 100},
+		&scriptedPoller{key: record.Stream{Source: "dns", Account: "acme-dev"}, windows: 4, pages: 1, rows: 0},
 	}
 	p := New(testConfig(), db, s, pollers, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 	if err := p.Run(context.Background()); err != nil {
@@ -160,248 +169,248 @@ func TestOnceDeliversEverythingAndCommitsTheLastWatermark(t *testing.T) {
 	if len(s.ids) != 1500 {
 		t.Fatalf("delivered %d distinct records, want 1500", len(s.ids))
 	}
-	st, ok, err := db.Load(context.Background(), checkpoint.Key{Source: "dns", Account: "acme"})
+	st, ok, err := db.Load(context.Background(), record.Stream{Source: "dns", Account: "acme"})
 	if err != nil || !ok || !st.Watermark.Equal(t0.Add(5*time.Hour)) || st.InFlight != nil || st.Delivered != 1500 {
 		t.Fatalf("acme state %+v ok=%v err=%v", st, ok, err)
 	}
-	st, _, _ = db.Load(context.Background(), checkpoint.Key{Source: "dns", Account: "acme-dev"})
+	st, _, _ = db.Load(context.Background(), record.Stream{Source: "dns", Account: "acme-dev"})
 	if !st.Watermark.Equal(t0.Add(4 * time.Hour)) {
 		t.Fatalf("empty windows must advance the watermark too: %+v", st)
 	}
 }
 
 func TestCheckpointNeverPassesAnUnacknowledgedPage(t *testing.T) {
-	db := openStore(t)
-	// The stream's first page is held in the sink while every later page is
-	// acknowledged; the committed state must not move past it.
-	release := make(chan struct{})
-	s := &testSink{delay: func(b *record.Batch) time.Duration {
-		if b.Page == 0 && b.WindowStart.Equal(t0) {
-			<-release
-		}
-		return 0
-	}}
-	key := checkpoint.Key{Source: "dns", Account: "acme"}
-	cfg := testConfig()
-	cfg.SinkWorkers = 4
-	pl := &scriptedPoller{key: key, windows: 3, pages: 2, rows: 10, tail: true}
-	p := New(cfg, db, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- p.Run(ctx) }()
+	synctest.Test(t, func(t *testing.T) {
+		store := &checkpointtest.Store{}
+		// The stream's first page is held in the sink while every later page is
+		// acknowledged; the committed state must not move past it.
+		release := make(chan struct{})
+		s := &testSink{delay: func(b *record.Batch) time.Duration {
+			if b.Page == 0 && b.WindowStart.Equal(t0) {
+				<-release
+			}
+			return 0
+		}}
+		key := record.Stream{Source: "dns", Account: "acme"}
+		cfg := testConfig()
+		cfg.SinkWorkers = 4
+		pl := &scriptedPoller{key: key, windows: 3, pages: 2, rows: 10, tail: true}
+		p := New(cfg, store, s, []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- p.Run(ctx) }()
 
-	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.ids) == 50 })
-	time.Sleep(50 * time.Millisecond) // give a wrong commit the time to happen
-	if st, ok, _ := db.Load(context.Background(), key); ok {
-		t.Fatalf("state committed while page 0 was unacknowledged: %+v", st)
-	}
-	close(release)
-	waitFor(t, func() bool {
-		st, ok, _ := db.Load(context.Background(), key)
-		return ok && st.Watermark.Equal(t0.Add(3*time.Hour)) && st.Delivered == 60
+		synctest.Wait() // every page but the first is written; the first waits in the sink
+		if n := s.written(); n != 50 {
+			t.Fatalf("%d records written, want the 50 after the held page", n)
+		}
+		time.Sleep(time.Minute) // commit ticks come and go
+		synctest.Wait()
+		if st, ok, _ := store.Load(t.Context(), key); ok {
+			t.Fatalf("state committed while page 0 was unacknowledged: %+v", st)
+		}
+		close(release)
+		synctest.Wait()
+		if st, ok, _ := store.Load(t.Context(), key); !ok || !st.Watermark.Equal(t0.Add(3*time.Hour)) || st.Delivered != 60 {
+			t.Fatalf("committed %+v (%v) once every page was acknowledged, want watermark %s and 60 rows", st, ok, t0.Add(3*time.Hour))
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10s")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 func TestAStalledSinkBoundsTheBufferAndHoldsTheCheckpoint(t *testing.T) {
-	db := openStore(t)
-	s := &testSink{hold: make(chan struct{})}
-	key := checkpoint.Key{Source: "connections", Account: "acme"}
-	cfg := testConfig()
-	cfg.BufferRecords = 250
-	cfg.SinkWorkers = 2
-	pl := &scriptedPoller{key: key, windows: 50, pages: 4, rows: 50}
-	p := New(cfg, db, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- p.Run(ctx) }()
+	synctest.Test(t, func(t *testing.T) {
+		store := &checkpointtest.Store{}
+		s := &testSink{hold: make(chan struct{})}
+		key := record.Stream{Source: "connections", Account: "acme"}
+		cfg := testConfig()
+		cfg.BufferRecords = 250
+		cfg.SinkWorkers = 2
+		pl := &scriptedPoller{key: key, windows: 50, pages: 4, rows: 50}
+		p := New(cfg, store, s, []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+		done := make(chan error)
+		go func() { done <- p.Run(t.Context()) }()
 
-	// Wait until the poller is blocked: it can have emitted the records in
-	// the buffer plus one page waiting for room, never more.
-	time.Sleep(300 * time.Millisecond)
-	emitted := pl.emitted.Load()
-	if emitted > int64(cfg.BufferRecords)+50 {
-		t.Fatalf("poller emitted %d records past a stalled sink; the buffer holds %d", emitted, cfg.BufferRecords)
-	}
-	if n := p.slots.inUse(); n > cfg.BufferRecords {
-		t.Fatalf("buffer holds %d > %d", n, cfg.BufferRecords)
-	}
-	if _, ok, _ := db.Load(context.Background(), key); ok {
-		t.Fatal("checkpoint moved while nothing was acknowledged")
-	}
-	close(s.hold) // the sink recovers
-	// Let the rest flow, then stop.
-	deadline := time.Now().Add(10 * time.Second)
-	for pl.emitted.Load() < 50*4*50 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	err := <-done // once mode: the poller returns by itself
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(s.ids) != 50*4*50 {
-		t.Fatalf("delivered %d, want %d", len(s.ids), 50*4*50)
-	}
+		// The poller is blocked now: it can have emitted the records in the
+		// buffer plus one page waiting for room, never more.
+		synctest.Wait()
+		emitted := pl.emitted.Load()
+		if emitted > int64(cfg.BufferRecords)+50 {
+			t.Fatalf("poller emitted %d records past a stalled sink; the buffer holds %d", emitted, cfg.BufferRecords)
+		}
+		if n := p.slots.inUse(); n > cfg.BufferRecords {
+			t.Fatalf("buffer holds %d > %d", n, cfg.BufferRecords)
+		}
+		if _, ok, _ := store.Load(t.Context(), key); ok {
+			t.Fatal("checkpoint moved while nothing was acknowledged")
+		}
+		close(s.hold)                  // the sink recovers
+		if err := <-done; err != nil { // once mode: the poller returns by itself
+			t.Fatal(err)
+		}
+		if n := s.written(); n != 50*4*50 {
+			t.Fatalf("delivered %d, want %d", n, 50*4*50)
+		}
+	})
 }
 
 func TestStopDrainsWhatWasFetchedAndResumesFromTheCheckpoint(t *testing.T) {
-	db := openStore(t)
-	s := &testSink{}
-	key := checkpoint.Key{Source: "dns", Account: "acme"}
-	pl := &scriptedPoller{key: key, windows: 2, pages: 2, rows: 10, tail: true}
-	p := New(testConfig(), db, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- p.Run(ctx) }()
-	for pl.emitted.Load() < 40 {
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	// A second run resumes where the first stopped.
-	started := make(chan source.Cursor, 1)
-	pl2 := &scriptedPoller{key: key, windows: 1, pages: 1, rows: 1, started: started}
-	p2 := New(testConfig(), db, s, []Poller{pl2}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
-	if err := p2.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if c := <-started; !c.Watermark.Equal(t0.Add(2*time.Hour)) || c.InFlight != nil {
-		t.Fatalf("resumed from %+v", c)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		store := &checkpointtest.Store{}
+		s := &testSink{}
+		key := record.Stream{Source: "dns", Account: "acme"}
+		pl := &scriptedPoller{key: key, windows: 2, pages: 2, rows: 10, tail: true}
+		p := New(testConfig(), store, s, []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- p.Run(ctx) }()
+		synctest.Wait() // the poller emitted everything and waits for the stop
+		if n := pl.emitted.Load(); n != 40 {
+			t.Fatalf("emitted %d records before the stop, want 40", n)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		// A second run resumes where the first stopped.
+		started := make(chan source.Cursor, 1)
+		pl2 := &scriptedPoller{key: key, windows: 1, pages: 1, rows: 1, started: started}
+		p2 := New(testConfig(), store, s, []Producer{pl2}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+		if err := p2.Run(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if c := <-started; !c.Watermark.Equal(t0.Add(2*time.Hour)) || c.InFlight != nil {
+			t.Fatalf("resumed from %+v", c)
+		}
+	})
 }
 
 func TestStopDeadlineAbandonsUnwrittenPagesWithoutCommittingThem(t *testing.T) {
-	db := openStore(t)
-	s := &testSink{hold: make(chan struct{})} // never released
-	key := checkpoint.Key{Source: "dns", Account: "acme"}
-	cfg := testConfig()
-	cfg.StopTimeout = 100 * time.Millisecond
-	pl := &scriptedPoller{key: key, windows: 3, pages: 1, rows: 5, tail: true}
-	p := New(cfg, db, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- p.Run(ctx) }()
-	for s.holding.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		store := &checkpointtest.Store{}
+		s := &testSink{hold: make(chan struct{})} // never released
+		key := record.Stream{Source: "dns", Account: "acme"}
+		cfg := testConfig()
+		cfg.StopTimeout = 100 * time.Millisecond
+		pl := &scriptedPoller{key: key, windows: 3, pages: 1, rows: 5, tail: true}
+		p := New(cfg, store, s, []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- p.Run(ctx) }()
+		synctest.Wait() // the sink holds the writes
+		if s.holding.Load() == 0 {
+			t.Fatal("no write reached the sink")
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not honour the stop deadline")
-	}
-	if _, ok, _ := db.Load(context.Background(), key); ok {
-		t.Fatal("pages the sink never acknowledged were committed")
-	}
+		cancel()
+		stopped := time.Now()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Run did not honour the stop deadline")
+		}
+		if el := time.Since(stopped); el < cfg.StopTimeout {
+			t.Fatalf("Run returned %v after the stop, before the %v deadline", el, cfg.StopTimeout)
+		}
+		if _, ok, _ := store.Load(t.Context(), key); ok {
+			t.Fatal("pages the sink never acknowledged were committed")
+		}
+	})
 }
 
+// Inside the bubble, time.Now (the pipeline's clock when now is nil) is
+// the fake clock: two minutes pass at once.
 func TestStalledReportsAWedgedSinkOnlyWhileRecordsWait(t *testing.T) {
-	db := openStore(t)
-	s := &testSink{hold: make(chan struct{})}
-	clock := time.Now()
-	var mu sync.Mutex
-	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
-	cfg := testConfig()
-	cfg.StallTimeout = time.Minute
-	pl := &scriptedPoller{key: checkpoint.Key{Source: "dns", Account: "acme"}, windows: 1, pages: 1, rows: 10}
-	p := New(cfg, db, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), now)
-	if err := p.Stalled(); err != nil {
-		t.Fatalf("an idle pipeline is not stalled: %v", err)
-	}
-	done := make(chan error)
-	go func() { done <- p.Run(context.Background()) }()
-	waitFor(t, func() bool { return s.holding.Load() == 1 })
-	if err := p.Stalled(); err != nil {
-		t.Fatalf("stalled right away: %v", err)
-	}
-	advance(2 * time.Minute)
-	if err := p.Stalled(); err == nil {
-		t.Fatal("records waited 2m past a 1m stall timeout without being reported")
-	}
-	close(s.hold)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Stalled(); err != nil {
-		t.Fatalf("stalled after everything was written: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := &testSink{hold: make(chan struct{})}
+		cfg := testConfig()
+		cfg.StallTimeout = time.Minute
+		pl := &scriptedPoller{key: record.Stream{Source: "dns", Account: "acme"}, windows: 1, pages: 1, rows: 10}
+		p := New(cfg, &checkpointtest.Store{}, s, []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+		if err := p.Stalled(); err != nil {
+			t.Fatalf("an idle pipeline is not stalled: %v", err)
+		}
+		done := make(chan error)
+		go func() { done <- p.Run(t.Context()) }()
+		synctest.Wait()
+		if s.holding.Load() != 1 {
+			t.Fatalf("%d writes held, want 1", s.holding.Load())
+		}
+		if err := p.Stalled(); err != nil {
+			t.Fatalf("stalled right away: %v", err)
+		}
+		time.Sleep(2 * time.Minute)
+		if err := p.Stalled(); err == nil {
+			t.Fatal("records waited 2m past a 1m stall timeout without being reported")
+		}
+		close(s.hold)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Stalled(); err != nil {
+			t.Fatalf("stalled after everything was written: %v", err)
+		}
+	})
 }
 
 // A poller that reserves room before each fetch never has more records in
 // flight, reserved or buffered, than the buffer holds, however many streams
 // run (DESIGN item 5).
 func TestReservationsBoundPagesBeingFetched(t *testing.T) {
-	db := openStore(t)
-	s := &testSink{hold: make(chan struct{})}
-	cfg := testConfig()
-	cfg.BufferRecords = 300
-	var pollers []Poller
-	var fetching atomic.Int64
-	var peak atomic.Int64
-	p := New(cfg, db, s, nil, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
-	for i := 0; i < 20; i++ {
-		k := checkpoint.Key{Source: "dns", Account: fmt.Sprintf("a%d", i)}
-		pollers = append(pollers, &reservingPoller{key: k, reserve: p.ReserveFor(k), rows: 100, fetching: &fetching, peak: &peak})
-	}
-	p.pollers = pollers
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- p.Run(ctx) }()
-	time.Sleep(300 * time.Millisecond)
-	if n := p.slots.inUse(); n > cfg.BufferRecords {
-		t.Fatalf("%d slots in use > %d", n, cfg.BufferRecords)
-	}
-	// 20 pollers of 100-record pages against a 300-record buffer: at most
-	// three pages can be held at once, fetched or buffered.
-	if pk := peak.Load(); pk > 3 {
-		t.Fatalf("%d pages were being fetched at once with room for 3", pk)
-	}
-	close(s.hold)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if n := p.slots.inUse(); n != 0 {
-		t.Fatalf("%d slots still held after Run", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := &testSink{hold: make(chan struct{})}
+		cfg := testConfig()
+		cfg.BufferRecords = 300
+		var pollers []Producer
+		var fetching atomic.Int64
+		var peak atomic.Int64
+		for i := 0; i < 20; i++ {
+			k := record.Stream{Source: "dns", Account: fmt.Sprintf("a%d", i)}
+			pollers = append(pollers, &reservingPoller{key: k, rows: 100, fetching: &fetching, peak: &peak})
+		}
+		p := New(cfg, &checkpointtest.Store{}, s, pollers, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- p.Run(ctx) }()
+		synctest.Wait() // the buffer is full of held writes and reservations
+		if n := p.slots.inUse(); n > cfg.BufferRecords {
+			t.Fatalf("%d slots in use > %d", n, cfg.BufferRecords)
+		}
+		// 20 pollers of 100-record pages against a 300-record buffer: at most
+		// three pages can be held at once, fetched or buffered.
+		if pk := peak.Load(); pk > 3 || pk == 0 {
+			t.Fatalf("%d pages were being fetched at once with room for 3", pk)
+		}
+		close(s.hold)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if n := p.slots.inUse(); n != 0 {
+			t.Fatalf("%d slots still held after Run", n)
+		}
+	})
 }
 
 // reservingPoller reserves room, "fetches" (counts itself as fetching),
 // and emits pages until stopped.
 type reservingPoller struct {
-	key            checkpoint.Key
-	reserve        source.Reserve
+	key            record.Stream
 	rows           int
 	fetching, peak *atomic.Int64
 }
 
-func (r *reservingPoller) Key() checkpoint.Key { return r.key }
+func (r *reservingPoller) Stream() record.Stream { return r.key }
 
-func (r *reservingPoller) Run(ctx context.Context, from source.Cursor, emit source.Emit) error {
+func (r *reservingPoller) Run(ctx context.Context, from source.Cursor, out source.Output) error {
 	wm := t0
 	for {
-		if err := r.reserve(ctx, r.rows); err != nil {
+		if err := out.Reserve(ctx, r.rows); err != nil {
 			return err
 		}
 		n := r.fetching.Add(1)
@@ -413,12 +422,12 @@ func (r *reservingPoller) Run(ctx context.Context, from source.Cursor, emit sour
 		}
 		time.Sleep(time.Millisecond)
 		win := window.Window{Start: wm, End: wm.Add(time.Minute)}
-		pg := source.Page{Source: r.key.Source, Account: r.key.Account, Window: win, After: source.Cursor{Watermark: win.End}}
+		pg := source.Page{Stream: r.key, Window: win, After: source.Cursor{Watermark: win.End}}
 		for i := 0; i < r.rows; i++ {
 			raw := fmt.Sprintf(`{"createdTime":%q,"i":%d}`, win.Start.Format(time.RFC3339), i)
 			pg.Envelopes = append(pg.Envelopes, record.Envelope{ID: fmt.Sprint(r.key.Account, wm.Unix(), i), Source: r.key.Source, Account: r.key.Account, Record: []byte(raw)})
 		}
-		err := emit(ctx, pg)
+		err := out.Emit(ctx, pg)
 		r.fetching.Add(-1)
 		if err != nil {
 			return err

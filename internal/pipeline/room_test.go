@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/checkpoint/checkpointtest"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
@@ -27,8 +26,7 @@ import (
 // until gate is closed, reserves again for rows when regrow is set, and
 // emits a page of rows records. Then it returns (once mode).
 type roomPoller struct {
-	key         checkpoint.Key
-	reserve     source.Reserve
+	key         record.Stream
 	reserveRows int
 	rows        int
 	pages       int
@@ -38,13 +36,13 @@ type roomPoller struct {
 	gate        chan struct{}
 }
 
-func (r *roomPoller) Key() checkpoint.Key { return r.key }
+func (r *roomPoller) Stream() record.Stream { return r.key }
 
-func (r *roomPoller) Run(ctx context.Context, _ source.Cursor, emit source.Emit) error {
+func (r *roomPoller) Run(ctx context.Context, _ source.Cursor, out source.Output) error {
 	wm := t0
 	time.Sleep(r.start)
 	for i := 0; i < r.pages; i++ {
-		if err := r.reserve(ctx, r.reserveRows); err != nil {
+		if err := out.Reserve(ctx, r.reserveRows); err != nil {
 			return err
 		}
 		time.Sleep(r.fetch)
@@ -56,17 +54,17 @@ func (r *roomPoller) Run(ctx context.Context, _ source.Cursor, emit source.Emit)
 			}
 		}
 		if r.regrow {
-			if err := r.reserve(ctx, r.rows); err != nil {
+			if err := out.Reserve(ctx, r.rows); err != nil {
 				return err
 			}
 		}
 		win := window.Window{Start: wm, End: wm.Add(time.Minute)}
-		pg := source.Page{Source: r.key.Source, Account: r.key.Account, Window: win, Index: 0, After: source.Cursor{Watermark: win.End}}
+		pg := source.Page{Stream: r.key, Window: win, Index: 0, After: source.Cursor{Watermark: win.End}}
 		for j := 0; j < r.rows; j++ {
 			pg.Envelopes = append(pg.Envelopes, record.Envelope{ID: fmt.Sprint(r.key.Account, "-", i, "-", j),
 				Source: r.key.Source, Account: r.key.Account, Time: win.Start, Record: []byte(`{}`)})
 		}
-		if err := emit(ctx, pg); err != nil {
+		if err := out.Emit(ctx, pg); err != nil {
 			return err
 		}
 		wm = win.End
@@ -75,14 +73,13 @@ func (r *roomPoller) Run(ctx context.Context, _ source.Cursor, emit source.Emit)
 }
 
 // newRoomPipeline builds, inside the caller's bubble, a pipeline whose
-// pollers are the given roomPollers, each reserving through ReserveFor.
+// producers are the given roomPollers.
 func newRoomPipeline(cfg Config, s *testSink, pollers ...*roomPoller) *Pipeline {
-	p := New(cfg, &checkpointtest.Store{}, s, nil, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
-	for _, r := range pollers {
-		r.reserve = p.ReserveFor(r.key)
-		p.pollers = append(p.pollers, r)
+	producers := make([]Producer, len(pollers))
+	for i, r := range pollers {
+		producers[i] = r
 	}
-	return p
+	return New(cfg, &checkpointtest.Store{}, s, producers, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 }
 
 // The review's reproduction, scaled down: a 50-record buffer, twelve streams
@@ -107,7 +104,7 @@ func TestPagesLargerThanTheirReservationNeverDeadlockAFullBuffer(t *testing.T) {
 				const streams, pages = 12, 5
 				var pollers []*roomPoller
 				for i := 0; i < streams; i++ {
-					pollers = append(pollers, &roomPoller{key: checkpoint.Key{Source: "dns", Account: fmt.Sprintf("a%02d", i)},
+					pollers = append(pollers, &roomPoller{key: record.Stream{Source: "dns", Account: fmt.Sprintf("a%02d", i)},
 						reserveRows: 5, rows: tt.rows, pages: pages, regrow: tt.regrow, fetch: time.Second})
 				}
 				s := &testSink{}
@@ -190,8 +187,8 @@ func TestStalledReportsStreamsWaitingForRoomThatNeverComes(t *testing.T) {
 		cfg.StallTimeout = time.Minute
 		gate := make(chan struct{})
 		// a holds the whole buffer while its fetch hangs; b waits for room.
-		a := &roomPoller{key: checkpoint.Key{Source: "dns", Account: "a"}, reserveRows: 10, rows: 10, pages: 1, gate: gate}
-		b := &roomPoller{key: checkpoint.Key{Source: "dns", Account: "b"}, reserveRows: 5, rows: 5, pages: 1, start: time.Second}
+		a := &roomPoller{key: record.Stream{Source: "dns", Account: "a"}, reserveRows: 10, rows: 10, pages: 1, gate: gate}
+		b := &roomPoller{key: record.Stream{Source: "dns", Account: "b"}, reserveRows: 5, rows: 5, pages: 1, start: time.Second}
 		p := newRoomPipeline(cfg, &testSink{}, a, b)
 		done := make(chan error, 1)
 		go func() { done <- p.Run(t.Context()) }()
@@ -233,8 +230,8 @@ func TestWriteErrorReportsTheLastFailedWriteUntilOneSucceeds(t *testing.T) {
 		cfg := testConfig()
 		cfg.SinkWorkers = 1
 		cfg.RetryInitial, cfg.RetryMax = time.Second, time.Second
-		pl := &scriptedPoller{key: checkpoint.Key{Source: "dns", Account: "acme"}, windows: 1, pages: 1, rows: 3}
-		p := New(cfg, &checkpointtest.Store{}, s, []Poller{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+		pl := &scriptedPoller{key: record.Stream{Source: "dns", Account: "acme"}, windows: 1, pages: 1, rows: 3}
+		p := New(cfg, &checkpointtest.Store{}, s, []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 		if err := p.WriteError(); err != nil {
 			t.Fatalf("WriteError before any write: %v", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
 )
 
@@ -13,12 +14,13 @@ import (
 // of acknowledged pages of each stream (DESIGN item 7, STYLE item 4).
 type tracker struct {
 	mu      sync.Mutex
-	streams map[checkpoint.Key]*stream
-	dirty   map[checkpoint.Key]struct{}
+	streams map[record.Stream]*stream
+	dirty   map[record.Stream]struct{}
 	signal  chan struct{} // capacity 1: "something is dirty"
 }
 
 type stream struct {
+	failed     bool   // stopped by a permanent error: no ack moves it any more
 	nextSeq    uint64 // seq of the next emitted page
 	nextCommit uint64 // seq of the oldest page not yet acknowledged
 	acked      map[uint64]ackedPage
@@ -31,15 +33,15 @@ type ackedPage struct {
 	rows    int
 }
 
-func newTracker(initial map[checkpoint.Key]checkpoint.State) *tracker {
-	t := &tracker{streams: map[checkpoint.Key]*stream{}, dirty: map[checkpoint.Key]struct{}{}, signal: make(chan struct{}, 1)}
+func newTracker(initial map[record.Stream]checkpoint.State) *tracker {
+	t := &tracker{streams: map[record.Stream]*stream{}, dirty: map[record.Stream]struct{}{}, signal: make(chan struct{}, 1)}
 	for k, st := range initial {
 		t.streams[k] = &stream{acked: map[uint64]ackedPage{}, state: st}
 	}
 	return t
 }
 
-func (t *tracker) streamLocked(k checkpoint.Key) *stream {
+func (t *tracker) streamLocked(k record.Stream) *stream {
 	s, ok := t.streams[k]
 	if !ok {
 		s = &stream{acked: map[uint64]ackedPage{}}
@@ -49,7 +51,7 @@ func (t *tracker) streamLocked(k checkpoint.Key) *stream {
 }
 
 // next assigns the sequence number of a stream's next page.
-func (t *tracker) next(k checkpoint.Key) uint64 {
+func (t *tracker) next(k record.Stream) uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.streamLocked(k)
@@ -61,10 +63,13 @@ func (t *tracker) next(k checkpoint.Key) uint64 {
 // ack records that page seq of stream k is delivered. The stream's state
 // moves over every page that is now contiguous with the acknowledged run.
 // It reports the rows that became part of the run.
-func (t *tracker) ack(k checkpoint.Key, seq uint64, p ackedPage, now time.Time) {
+func (t *tracker) ack(k record.Stream, seq uint64, p ackedPage, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.streamLocked(k)
+	if s.failed {
+		return
+	}
 	s.acked[seq] = p
 	moved := false
 	for {
@@ -95,15 +100,26 @@ func (t *tracker) ack(k checkpoint.Key, seq uint64, p ackedPage, now time.Time) 
 	}
 }
 
+// fail stops stream k: acknowledgements of its pages are ignored from now
+// on and those waiting for an earlier page are forgotten, so that its
+// state stays what the contiguous run before the failure made it.
+func (t *tracker) fail(k record.Stream) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.streamLocked(k)
+	s.failed = true
+	clear(s.acked)
+}
+
 // takeDirty returns the states changed since the last call and forgets
 // them; putBack returns them after a failed commit.
-func (t *tracker) takeDirty() map[checkpoint.Key]checkpoint.State {
+func (t *tracker) takeDirty() map[record.Stream]checkpoint.State {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.dirty) == 0 {
 		return nil
 	}
-	out := make(map[checkpoint.Key]checkpoint.State, len(t.dirty))
+	out := make(map[record.Stream]checkpoint.State, len(t.dirty))
 	for k := range t.dirty {
 		out[k] = t.streams[k].state
 		delete(t.dirty, k)
@@ -111,7 +127,7 @@ func (t *tracker) takeDirty() map[checkpoint.Key]checkpoint.State {
 	return out
 }
 
-func (t *tracker) putBack(states map[checkpoint.Key]checkpoint.State) {
+func (t *tracker) putBack(states map[record.Stream]checkpoint.State) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for k := range states {
@@ -120,10 +136,10 @@ func (t *tracker) putBack(states map[checkpoint.Key]checkpoint.State) {
 }
 
 // states returns a copy of every stream's acknowledged state.
-func (t *tracker) states() map[checkpoint.Key]checkpoint.State {
+func (t *tracker) states() map[record.Stream]checkpoint.State {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[checkpoint.Key]checkpoint.State, len(t.streams))
+	out := make(map[record.Stream]checkpoint.State, len(t.streams))
 	for k, s := range t.streams {
 		out[k] = s.state
 	}

@@ -1,6 +1,8 @@
 // Package record holds what every stage of the collector passes along: the
 // envelope of one record (CONTRACT C7), batches of envelopes, the stable record
-// id, and the lenient parsing of record times (C3, C6).
+// id, the lenient parsing of record times (C3, C6), and Stream, the one name
+// of a (source, account) stream in every stage. It imports no package of the
+// collector.
 //
 // # Record id (CONTRACT C7)
 //

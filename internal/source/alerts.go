@@ -6,7 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/window"
 )
 
@@ -111,7 +113,7 @@ func (r *run) revisitAlerts(ctx context.Context) error {
 		start = p.alerts.from
 	}
 	p.alerts.prune(start)
-	maxSpan := min(p.cfg.Settings.MaxWindow, MaxWindowLimit)
+	maxSpan := min(p.cfg.Settings.MaxWindow, catalog.MaxWindowLimit)
 	for s := start; s.Before(end); {
 		e := s.Add(maxSpan)
 		if e.After(end) {
@@ -128,7 +130,7 @@ func (r *run) revisitAlerts(ctx context.Context) error {
 func (r *run) revisitWindow(ctx context.Context, w window.Window) error {
 	p := r.p
 	f, err := r.fetch(ctx, w, "", 0)
-	if IsBodyTooLarge(err) {
+	if api.IsBodyTooLarge(err) {
 		return r.splitTooLarge(ctx, w, err, r.revisitWindow)
 	}
 	if err != nil {

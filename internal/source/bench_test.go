@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcexport/collector/internal/source/catalog"
+	"github.com/svcexport/collector/internal/source/pagescan"
 	"github.com/svcexport/collector/internal/window"
 )
 
@@ -31,12 +33,12 @@ func dnsPage(n int) []byte {
 // page of a poller.
 func BenchmarkPage(b *testing.B) {
 	body := dnsPage(5000)
-	eb := envelopeBuilder{source: SourceDNS, account: "acme", timeField: "createdTime"}
+	eb := envelopeBuilder{source: catalog.SourceDNS, account: "acme", timeField: "createdTime"}
 	w := window.Window{Start: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		p, err := parsePage(body, "data")
+		p, err := pagescan.Parse(body, "data")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -54,9 +56,9 @@ func BenchmarkPage(b *testing.B) {
 // its time, counted and logged; it is never dropped (C3: parse leniently).
 func TestEnvelopes_BadTimeIsDeliveredNotDropped(t *testing.T) {
 	m, _ := NewMetrics(nil)
-	eb := envelopeBuilder{source: SourceDNS, account: "acme", timeField: "createdTime", log: discardLogger(), m: m}
+	eb := envelopeBuilder{source: catalog.SourceDNS, account: "acme", timeField: "createdTime", log: discardLogger(), m: m}
 	w := window.Window{Start: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)}
-	p, err := parsePage([]byte(`{"data":[{"createdTime":"2026-11-20T10:00:00+0000","a":1},{"createdTime":"yesterday"},{"b":2}]}`), "data")
+	p, err := pagescan.Parse([]byte(`{"data":[{"createdTime":"2026-11-20T10:00:00+0000","a":1},{"createdTime":"yesterday"},{"b":2}]}`), "data")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +75,7 @@ func TestEnvelopes_BadTimeIsDeliveredNotDropped(t *testing.T) {
 		}
 	}
 	for reason, want := range map[string]float64{BadRecordTimeUnreadable: 1, BadRecordTimeMissing: 1, BadRecordNotJSON: 0} {
-		if got := testutilValue(m.badRecords.WithLabelValues(SourceDNS, "acme", reason)); got != want {
+		if got := testutilValue(m.badRecords.WithLabelValues(catalog.SourceDNS, "acme", reason)); got != want {
 			t.Errorf("bad records{reason=%q} = %v, want %v", reason, got, want)
 		}
 	}
@@ -81,15 +83,3 @@ func TestEnvelopes_BadTimeIsDeliveredNotDropped(t *testing.T) {
 
 // BenchmarkParsePage measures the page classifier alone on a 5,000-row
 // page: the single pass that validates the body and slices out its records.
-func BenchmarkParsePage(b *testing.B) {
-	body := dnsPage(5000)
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		p, err := parsePage(body, "data")
-		if err != nil || len(p.Records) != 5000 {
-			b.Fatal(err, len(p.Records))
-		}
-	}
-	b.ReportMetric(float64(b.N)*5000/b.Elapsed().Seconds(), "rows/s")
-}

@@ -3,85 +3,69 @@ package source
 import (
 	"errors"
 	"fmt"
+
+	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/api/budget"
+	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
+
+// Options tune Build: the dependencies of the clients and the pollers, and
+// the bound of a batch.
+type Options struct {
+	// Client holds those of the API clients: HTTP client, clock, logger
+	// (the pollers log there too), API metrics and the interval of
+	// rate-limited warnings. See api.Options for the defaults.
+	Client api.Options
+	// Metrics are the pollers' metrics; nil records none.
+	Metrics *Metrics
+	// MaxBatchRecords is PollerConfig.MaxBatchRecords of every poller: the
+	// most records one Page may carry and one reservation may ask for.
+	// The app sets it to pipeline.buffer_records, so that memory stays
+	// bounded by configuration whatever the server sends. 0 bounds nothing.
+	MaxBatchRecords int
+}
 
 // Set is what a configuration builds: the clients and one poller per
 // (account, source) stream.
 type Set struct {
 	// Core is the core API client; nil when no core source is enabled.
-	Core *Client
+	Core *api.Client
 	// Edge is the edge API client; nil when edge.base_url is empty (C6).
-	Edge *Client
-	// Pollers are the streams, core first, in a fixed order.
+	Edge *api.Client
+	// Pollers are the streams, core first, in the order of Streams.
 	Pollers []*Poller
 }
 
-// Build validates cfg and builds its clients and pollers. budget is the
-// process-wide budget (nil makes one); once makes every poller stop when it
-// caught up. Accounts: each configured account is a stream of every
-// enabled source; no account means the token's own account, envelope
-// account "default"; org_audit_logs adds audit_logs of account "org" with
-// Org-Access: true (C2). Edge sources use edge.accounts, or else the
-// top-level accounts.
-func Build(cfg Config, budget *Budget, o Options, once bool) (*Set, error) {
+// Build validates cfg and builds its clients and one poller per stream of
+// Streams(cfg). b is the process-wide budget (nil makes one, a
+// budget.Budget); once makes every poller stop when it caught up.
+func Build(cfg catalog.Config, b api.Budget, o Options, once bool) (*Set, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	o = o.withDefaults()
-	if budget == nil {
-		budget = NewBudget(o.Clock, o.Metrics)
+	if o.MaxBatchRecords < 0 {
+		return nil, fmt.Errorf("sources: negative MaxBatchRecords %d", o.MaxBatchRecords)
+	}
+	if b == nil {
+		b = budget.New(o.Client.Clock, o.Client.Metrics)
 	}
 	set := &Set{}
 	var errs []error
-	add := func(c *Client, pc PollerConfig) {
+	for _, pc := range plan(cfg) {
+		c, err := set.client(cfg, b, o, pc.Spec.Edge)
+		if err != nil {
+			return nil, err
+		}
 		pc.API, pc.Edge, pc.Once = cfg.API, cfg.Edge, once
 		pc.Settings = cfg.Sources.Resolve(pc.Spec.Name)
-		pc.Logger, pc.Metrics = o.Logger, o.Metrics
+		pc.Logger, pc.Metrics, pc.MaxBatchRecords = o.Client.Logger, o.Metrics, o.MaxBatchRecords
 		p, err := NewPoller(c, pc)
 		if err != nil {
 			errs = append(errs, err)
-			return
-		}
-		set.Pollers = append(set.Pollers, p)
-	}
-	for _, spec := range Specs() {
-		if spec.Edge || !cfg.Sources.Resolve(spec.Name).Enabled {
 			continue
 		}
-		if set.Core == nil {
-			c, err := NewClient(cfg.API, budget, o)
-			if err != nil {
-				return nil, err
-			}
-			set.Core = c
-		}
-		for _, a := range streamAccounts(cfg.Accounts) {
-			add(set.Core, PollerConfig{Spec: spec, Account: a.name, AccountHeader: a.header})
-		}
-		if spec.OrgLevel && cfg.OrgAuditLogs {
-			add(set.Core, PollerConfig{Spec: spec, Account: OrgAccountName, OrgAccess: true})
-		}
-	}
-	if cfg.Edge.BaseURL != "" {
-		accounts := cfg.Edge.Accounts
-		if accounts == nil {
-			accounts = cfg.Accounts
-		}
-		for _, spec := range Specs() {
-			if !spec.Edge || !cfg.Sources.Resolve(spec.Name).Enabled {
-				continue
-			}
-			if set.Edge == nil {
-				c, err := NewEdgeClient(cfg.Edge, cfg.API, budget, o)
-				if err != nil {
-					return nil, err
-				}
-				set.Edge = c
-			}
-			for _, a := range streamAccounts(accounts) {
-				add(set.Edge, PollerConfig{Spec: spec, Account: a.name, AccountHeader: a.header})
-			}
-		}
+		set.Pollers = append(set.Pollers, p)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -92,8 +76,72 @@ func Build(cfg Config, budget *Budget, o Options, once bool) (*Set, error) {
 	return set, nil
 }
 
+// client returns the set's core or edge client, making it on first use.
+func (set *Set) client(cfg catalog.Config, b api.Budget, o Options, edge bool) (*api.Client, error) {
+	var err error
+	switch {
+	case edge && set.Edge == nil:
+		set.Edge, err = api.NewEdgeClient(cfg.Edge.Connection(), cfg.API, b, o.Client)
+	case !edge && set.Core == nil:
+		set.Core, err = api.NewClient(cfg.API, b, o.Client)
+	}
+	if edge {
+		return set.Edge, err
+	}
+	return set.Core, err
+}
+
+// Streams returns the streams cfg configures, in the order Build makes
+// their pollers: each configured account is a stream of every enabled
+// source; no account means the token's own account, envelope account
+// "default"; org_audit_logs adds audit_logs of account "org" (C2); edge
+// sources, while edge.base_url is set, use edge.accounts or else the
+// top-level accounts. It needs no credentials and builds no client: the
+// state command, the check command and the sinks' stream lists use it.
+func Streams(cfg catalog.Config) []record.Stream {
+	pcs := plan(cfg)
+	out := make([]record.Stream, len(pcs))
+	for i, pc := range pcs {
+		out[i] = record.Stream{Source: pc.Spec.Name, Account: pc.Account}
+	}
+	return out
+}
+
+// plan returns the poller of every stream of cfg, with its spec and
+// account set (see Streams).
+func plan(cfg catalog.Config) []PollerConfig {
+	var out []PollerConfig
+	for _, spec := range catalog.Specs() {
+		if spec.Edge || !cfg.Sources.Resolve(spec.Name).Enabled {
+			continue
+		}
+		for _, a := range streamAccounts(cfg.Accounts) {
+			out = append(out, PollerConfig{Spec: spec, Account: a.name, AccountHeader: a.header})
+		}
+		if spec.OrgLevel && cfg.OrgAuditLogs {
+			out = append(out, PollerConfig{Spec: spec, Account: OrgAccountName, OrgAccess: true})
+		}
+	}
+	if cfg.Edge.BaseURL == "" {
+		return out
+	}
+	accounts := cfg.Edge.Accounts
+	if accounts == nil {
+		accounts = cfg.Accounts
+	}
+	for _, spec := range catalog.Specs() {
+		if !spec.Edge || !cfg.Sources.Resolve(spec.Name).Enabled {
+			continue
+		}
+		for _, a := range streamAccounts(accounts) {
+			out = append(out, PollerConfig{Spec: spec, Account: a.name, AccountHeader: a.header})
+		}
+	}
+	return out
+}
+
 // OrgAccountName is the envelope account of organization-level data (C7).
-const OrgAccountName = "org"
+const OrgAccountName = record.OrgAccount
 
 type streamAccount struct{ name, header string }
 

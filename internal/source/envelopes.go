@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/svcexport/collector/internal/ratelog"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/window"
 )
@@ -18,7 +19,7 @@ type envelopeBuilder struct {
 	m                          *Metrics
 	// warn writes the flawed-record warnings, one per (stream, reason)
 	// per interval; nil writes none.
-	warn *WarnLimiter
+	warn *ratelog.Limiter
 }
 
 // build returns the envelopes of records fetched in window w.

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
 // C1, C3, C5: with 5% 5xx, 5% cut-off bodies, token revocation every 50
@@ -28,13 +30,13 @@ func TestPoller_C1_C3_C5_FaultsTogetherAreComplete(t *testing.T) {
 	cfg := simConfig(srv)
 	cfg.API.PageRows = 500
 	lag, overlap, interval := 10*time.Minute, 30*time.Minute, 5*time.Minute
-	cfg.Sources["dns"] = SourceOverride{Start: ptr("6h"), Lag: &lag, Overlap: &overlap, Interval: &interval}
+	cfg.Sources["dns"] = catalog.SourceOverride{Start: ptr("6h"), Lag: &lag, Overlap: &overlap, Interval: &interval}
 	e := newEnv(t, cfg, clk)
-	p := e.poller(SourceDNS, "acme", false)
+	p := e.poller(catalog.SourceDNS, "acme", false)
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Second) // one hour of API time
 	defer cancel()
 	var col collector
-	if err := p.Run(ctx, Cursor{}, col.emit); !errors.Is(err, context.DeadlineExceeded) {
+	if err := p.Run(ctx, Cursor{}, EmitFunc(col.emit)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("tailing run ended with %v", err)
 	}
 	pages := col.snapshot()
@@ -42,13 +44,13 @@ func TestPoller_C1_C3_C5_FaultsTogetherAreComplete(t *testing.T) {
 	if wm.Sub(from) < 6*time.Hour {
 		t.Fatalf("watermark moved only %v in an hour of API time", wm.Sub(from))
 	}
-	checkTruth(t, srv, SourceDNS, "acme", pages, from, wm.Add(-overlap))
-	st := srv.Stats().Get("sim-admin", SourceDNS)
+	checkTruth(t, srv, catalog.SourceDNS, "acme", pages, from, wm.Add(-overlap))
+	st := srv.Stats().Get("sim-admin", catalog.SourceDNS)
 	t.Logf("stats %+v", st)
-	if st.Unauthorized == 0 || st.ServerErrors == 0 || testutilValue(e.metrics.retries.WithLabelValues(SourceDNS, "body")) == 0 {
+	if st.Unauthorized == 0 || st.ServerErrors == 0 || e.apiMetric("collector_retries_total", "source", catalog.SourceDNS, "reason", "body") == 0 {
 		t.Fatalf("faults did not happen: %+v", st)
 	}
-	if testutilValue(e.metrics.tokenRenewals.WithLabelValues("core")) < 2 {
+	if e.apiMetric("collector_token_renewals_total", "api", "core") < 2 {
 		t.Fatal("token never renewed")
 	}
 	if strings.Contains(e.logs.String(), "sim-secret") || strings.Contains(e.logs.String(), "Bearer") {
@@ -63,8 +65,8 @@ func TestPoller_C1_WrongSecretNeverAppearsInLogsOrErrors(t *testing.T) {
 	cfg := simConfig(srv)
 	cfg.API.Secret = secret.New("wrong-secret-Zq9")
 	e := newEnv(t, cfg, nil)
-	err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, (&collector{}).emit)
-	var se *StatusError
+	err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), Cursor{}, EmitFunc((&collector{}).emit))
+	var se *api.StatusError
 	if !errors.As(err, &se) || se.Status != 401 {
 		t.Fatalf("err = %v, want a 401", err)
 	}
@@ -73,7 +75,7 @@ func TestPoller_C1_WrongSecretNeverAppearsInLogsOrErrors(t *testing.T) {
 			t.Fatalf("secret leaked: %s", s)
 		}
 	}
-	if got := testutilValue(e.metrics.pollErrors.WithLabelValues(SourceDNS, "acme", "auth")); got != 1 {
+	if got := testutilValue(e.metrics.pollErrors.WithLabelValues(catalog.SourceDNS, "acme", "auth")); got != 1 {
 		t.Fatalf("poll errors = %v", got)
 	}
 }

@@ -20,3 +20,39 @@ func fmtAll(v any) string { return fmt.Sprintf("%v %+v %#v", v, v, v) }
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 func testutilValue(c prometheus.Collector) float64 { return testutil.ToFloat64(c) }
+
+// gathered returns the value of the series of metric name in g with the
+// labels of pairs (name, value, name, value...), a counter or a gauge; 0
+// when there is none.
+func gathered(t *testing.T, g prometheus.Gatherer, name string, pairs ...string) float64 {
+	t.Helper()
+	want := map[string]string{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		want[pairs[i]] = pairs[i+1]
+	}
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) != len(want) {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if want[l.GetName()] != l.GetValue() {
+					continue series
+				}
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return 0
+}

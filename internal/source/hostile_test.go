@@ -19,7 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
 // pageServer is a hostile stand-in for the core API, for what the
@@ -69,6 +71,20 @@ func spread(first time.Time, n int, step time.Duration) []time.Time {
 		out[i] = first.Add(time.Duration(i) * step).Truncate(time.Millisecond)
 	}
 	return out
+}
+
+// apiTimeLayout is the milliseconds form of times in the core API's
+// requests and answers (seed, C3).
+const apiTimeLayout = "2006-01-02T15:04:05.000Z"
+
+func apiTime(t time.Time) string { return t.UTC().Format(apiTimeLayout) }
+
+// searchBody is the part of a core search body the server reads (C3).
+type searchBody struct {
+	TimeFilter struct {
+		StartTime string `json:"startTime"`
+		EndTime   string `json:"endTime"`
+	} `json:"timeFilter"`
 }
 
 func (s *pageServer) requests() int64 { return s.n.Load() }
@@ -181,12 +197,12 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 // pageServerConfig is the configuration of a poller reading s: fast
 // retries, a generous rate, audit_logs and dns starting 24 hours back.
-func pageServerConfig(s *pageServer) Config {
-	cfg := DefaultConfig()
+func pageServerConfig(s *pageServer) catalog.Config {
+	cfg := catalog.DefaultConfig()
 	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = s.srv.URL, "k", secret.New("the-secret-value")
-	cfg.API.Retry = RetryConfig{Initial: time.Millisecond, Max: 5 * time.Millisecond}
+	cfg.API.Retry = api.RetryConfig{Initial: time.Millisecond, Max: 5 * time.Millisecond}
 	cfg.API.Timeout = 20 * time.Second
-	cfg.API.Rate = RateConfig{Limit: 100000, Period: time.Second, Reserve: 0.1}
+	cfg.API.Rate = api.RateConfig{Limit: 100000, Period: time.Second, Reserve: 0.1}
 	return cfg
 }
 
@@ -205,7 +221,8 @@ type tally struct {
 
 func newTally(n int) *tally { return &tally{seen: make([]bool, n)} }
 
-func (c *tally) emit(_ context.Context, p Page) error {
+// Emit records the page (Output).
+func (c *tally) Emit(_ context.Context, p Page) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range p.Envelopes {
@@ -225,7 +242,8 @@ func (c *tally) emit(_ context.Context, p Page) error {
 	return nil
 }
 
-func (c *tally) reserve(_ context.Context, rows int) error {
+// Reserve records the rows asked for (Output).
+func (c *tally) Reserve(_ context.Context, rows int) error {
 	c.mu.Lock()
 	c.reserved = append(c.reserved, rows)
 	c.mu.Unlock()

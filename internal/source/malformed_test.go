@@ -3,13 +3,22 @@ package source
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/ratelog"
+	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/source/catalog"
+	"github.com/svcexport/collector/internal/source/pagescan"
+	"github.com/svcexport/collector/internal/testinfra/simtest"
 	"github.com/svcexport/collector/internal/window"
 )
 
@@ -31,32 +40,34 @@ func TestClient_C5_MalformedAnswersAreRetriedNotEmpty(t *testing.T) {
 		{"a 202", `{"data":[]}`, 202},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &fakeAPI{}
-			f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
-				if n == 1 {
+			var n atomic.Int64
+			srv := httptest.NewServer(tokenThen(func(w http.ResponseWriter, r *http.Request) {
+				if n.Add(1) == 1 {
 					w.WriteHeader(tt.status)
 					fmt.Fprint(w, tt.body)
 					return
 				}
 				fmt.Fprint(w, `{"data":[{"a":1}]}`)
-			}
-			var logs bytes.Buffer
-			c, m := testClient(t, f, &logs)
-			var pb pageBody
-			_, err := c.Do(t.Context(), Request{Method: "GET", URL: "/api/v2/CloudActivities", Account: "acme",
-				Functionality: SourceCloudActivities, What: "fetch page 1 of cloud_activities/acme",
+			}))
+			t.Cleanup(srv.Close)
+			var logs simtest.SyncBuffer
+			reg := prometheus.NewRegistry()
+			c := malformedClient(t, srv.URL, reg, slogTo(&logs))
+			var pb pagescan.Body
+			_, err := c.Do(t.Context(), api.Request{Method: "GET", URL: "/api/v2/CloudActivities", Account: "acme",
+				Functionality: catalog.SourceCloudActivities, What: "fetch page 1 of cloud_activities/acme",
 				Decode: func(s int, b []byte) error {
 					var err error
-					pb, err = classifyPage(s, b, "data")
+					pb, err = pagescan.Classify(s, b, "data")
 					return err
 				}})
 			if err != nil || len(pb.Records) != 1 {
 				t.Fatalf("err %v, %d records, want the retried page", err, len(pb.Records))
 			}
-			if f.n.Load() != 2 {
-				t.Fatalf("%d requests, want 2", f.n.Load())
+			if n.Load() != 2 {
+				t.Fatalf("%d requests, want 2", n.Load())
 			}
-			if got := testutil.ToFloat64(m.retries.WithLabelValues(SourceCloudActivities, "malformed")); got != 1 {
+			if got := gathered(t, reg, "collector_retries_total", "source", catalog.SourceCloudActivities, "reason", "malformed"); got != 1 {
 				t.Fatalf("retries{reason=malformed} = %v", got)
 			}
 			if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "reason=malformed") {
@@ -84,7 +95,7 @@ func TestPoller_C3_C5_MalformedAnswersLoseNoWindow(t *testing.T) {
 	})
 	e := newEnv(t, pageServerConfig(srv), nil)
 	col := newTally(len(times))
-	if err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col.emit); err != nil {
+	if err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col); err != nil {
 		t.Fatal(err)
 	}
 	if m := col.missing(); m != 0 {
@@ -92,50 +103,11 @@ func TestPoller_C3_C5_MalformedAnswersLoseNoWindow(t *testing.T) {
 	}
 	pages, sizes, _ := col.snapshot()
 	checkBatches(t, pages, sizes, 0)
-	if got := testutilValue(e.metrics.retries.WithLabelValues(SourceDNS, "malformed")); got != float64(len(bad)) {
+	if got := e.apiMetric("collector_retries_total", "source", catalog.SourceDNS, "reason", "malformed"); got != float64(len(bad)) {
 		t.Fatalf("retries{malformed} = %v, want %d", got, len(bad))
 	}
 	if !strings.Contains(e.logs.String(), "reason=malformed") {
 		t.Fatal("malformed answers not logged")
-	}
-}
-
-// The warning limiter writes one line per (stream, kind) per interval and
-// says how many it held back.
-func TestWarnLimiter_OneLinePerStreamAndKindPerInterval(t *testing.T) {
-	var buf bytes.Buffer
-	clk := &stepClock{t: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)}
-	l := NewWarnLimiter(slogTo(&buf), clk, time.Minute)
-	for range 1000 {
-		l.Warn(t.Context(), "dns/acme", "bad_record_time_unreadable", "flawed")
-	}
-	l.Warn(t.Context(), "dns/acme", "retry_5xx", "retrying")
-	l.Warn(t.Context(), "dns/other", "bad_record_time_unreadable", "flawed")
-	clk.Advance(59 * time.Second)
-	if l.Warn(t.Context(), "dns/acme", "bad_record_time_unreadable", "flawed") {
-		t.Fatal("a second line within the interval")
-	}
-	clk.Advance(time.Second)
-	if !l.Warn(t.Context(), "dns/acme", "bad_record_time_unreadable", "flawed", "record_id", "x") {
-		t.Fatal("no line after the interval")
-	}
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("%d lines:\n%s", len(lines), buf.String())
-	}
-	for i, want := range []string{
-		"level=WARN msg=flawed stream=dns/acme kind=bad_record_time_unreadable suppressed=0",
-		"msg=retrying stream=dns/acme kind=retry_5xx suppressed=0",
-		"stream=dns/other kind=bad_record_time_unreadable suppressed=0",
-		"msg=flawed record_id=x stream=dns/acme kind=bad_record_time_unreadable suppressed=1000",
-	} {
-		if !strings.Contains(lines[i], want) {
-			t.Errorf("line %d = %q, want %q", i, lines[i], want)
-		}
-	}
-	var nilLimiter *WarnLimiter
-	if nilLimiter.Warn(t.Context(), "a", "b", "c") {
-		t.Fatal("a nil limiter wrote")
 	}
 }
 
@@ -145,8 +117,8 @@ func TestEnvelopes_BadRecordsAreCountedByReasonAndLoggedRateLimited(t *testing.T
 	var buf bytes.Buffer
 	m, _ := NewMetrics(nil)
 	clk := &stepClock{t: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)}
-	eb := envelopeBuilder{source: SourceDNS, account: "acme", timeField: "createdTime", log: discardLogger(), m: m,
-		warn: NewWarnLimiter(slogTo(&buf), clk, time.Minute)}
+	eb := envelopeBuilder{source: catalog.SourceDNS, account: "acme", timeField: "createdTime", log: discardLogger(), m: m,
+		warn: ratelog.New(slogTo(&buf), clk.Now, time.Minute)}
 	var body strings.Builder
 	body.WriteString(`{"data":[`)
 	for i := range 10000 {
@@ -156,7 +128,7 @@ func TestEnvelopes_BadRecordsAreCountedByReasonAndLoggedRateLimited(t *testing.T
 		fmt.Fprintf(&body, `{"createdTime":"when %d?"},{"n":%d}`, i, i)
 	}
 	body.WriteString("]}")
-	p, err := parsePage([]byte(body.String()), "data")
+	p, err := pagescan.Parse([]byte(body.String()), "data")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,17 +137,53 @@ func TestEnvelopes_BadRecordsAreCountedByReasonAndLoggedRateLimited(t *testing.T
 	if err != nil || len(envs) != 20000 {
 		t.Fatalf("%d envelopes, err %v", len(envs), err)
 	}
-	if got := testutilValue(m.badRecords.WithLabelValues(SourceDNS, "acme", BadRecordTimeUnreadable)); got != 10000 {
+	if got := testutilValue(m.badRecords.WithLabelValues(catalog.SourceDNS, "acme", BadRecordTimeUnreadable)); got != 10000 {
 		t.Fatalf("bad records{time_unreadable} = %v", got)
 	}
-	if got := testutilValue(m.badRecords.WithLabelValues(SourceDNS, "acme", BadRecordTimeMissing)); got != 10000 {
+	if got := testutilValue(m.badRecords.WithLabelValues(catalog.SourceDNS, "acme", BadRecordTimeMissing)); got != 10000 {
 		t.Fatalf("bad records{time_missing} = %v", got)
 	}
 	if n := strings.Count(buf.String(), "\n"); n != 2 {
 		t.Fatalf("%d log lines, want one per reason:\n%.2000s", n, buf.String())
 	}
-	m.BadRecord(SourceDNS, "acme", "something new")
-	if got := testutilValue(m.badRecords.WithLabelValues(SourceDNS, "acme", BadRecordOther)); got != 1 {
+	m.BadRecord(catalog.SourceDNS, "acme", "something new")
+	if got := testutilValue(m.badRecords.WithLabelValues(catalog.SourceDNS, "acme", BadRecordOther)); got != 1 {
 		t.Fatalf("an unknown reason is not counted as other: %v", got)
 	}
+}
+
+// tokenThen answers the token endpoint and sends generous RateLimit
+// headers; every other request goes to data.
+func tokenThen(data http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("RateLimit-Limit", "1000")
+		w.Header().Set("RateLimit-Remaining", "999")
+		w.Header().Set("RateLimit-Reset", "0")
+		if r.URL.Path == "/api/v2/access/tokens" {
+			w.WriteHeader(http.StatusCreated)
+			fmt.Fprintf(w, `{"token":"tok-1","expiresAt":"%s"}`, time.Now().Add(time.Hour).UTC().Format(apiTimeLayout))
+			return
+		}
+		data(w, r)
+	})
+}
+
+// malformedClient is a core client of base with fast retries, its metrics
+// on reg and its logs at DEBUG in log.
+func malformedClient(t *testing.T, base string, reg prometheus.Registerer, log *slog.Logger) *api.Client {
+	t.Helper()
+	cfg := api.DefaultConfig()
+	cfg.BaseURL, cfg.KeyID, cfg.Secret = base, "k", secret.New("the-secret-value")
+	cfg.Retry = api.RetryConfig{Initial: time.Millisecond, Max: 5 * time.Millisecond}
+	cfg.Timeout = 2 * time.Second
+	cfg.Rate = api.RateConfig{Limit: 1000, Period: time.Second, Reserve: 0.1}
+	m, err := api.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := api.NewClient(cfg, nil, api.Options{Logger: log, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

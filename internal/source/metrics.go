@@ -4,29 +4,24 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
-// Metrics are the package's Prometheus metrics. Build one per process with
-// NewMetrics and share it between the clients, the budget and the pollers.
-// Labels are of bounded cardinality: source names, functionalities, status
-// codes, configured accounts, fixed reasons. A nil *Metrics is valid and
-// records nothing.
+// Metrics are the pollers' Prometheus metrics: rows and pages fetched,
+// splits, restarts, flawed records, poll errors and page sizes, per
+// stream. The API client's own (requests, retries, the budget) are
+// api.Metrics. Build one per process with NewMetrics and share it between
+// the pollers. Labels are of bounded cardinality: source names, configured
+// accounts, fixed reasons. A nil *Metrics is valid and records nothing.
 type Metrics struct {
-	requests      *prometheus.CounterVec   // source, status
-	duration      *prometheus.HistogramVec // source
-	rateLimited   *prometheus.CounterVec   // functionality
-	tokensLeft    *prometheus.GaugeVec     // functionality
-	rateWait      *prometheus.CounterVec   // functionality
-	rows          *prometheus.CounterVec   // source, account
-	pages         *prometheus.CounterVec   // source, account
-	splits        *prometheus.CounterVec   // source, account
-	restarts      *prometheus.CounterVec   // source, account
-	retries       *prometheus.CounterVec   // source, reason
-	tokenRenewals *prometheus.CounterVec   // api
-	badRecords    *prometheus.CounterVec   // source, account, reason
-	pollErrors    *prometheus.CounterVec   // source, account, kind
-	budgetTokens  *prometheus.GaugeVec     // functionality (local estimate)
-	pageRowsSeen  *prometheus.GaugeVec     // source, account
+	rows         *prometheus.CounterVec // source, account
+	pages        *prometheus.CounterVec // source, account
+	splits       *prometheus.CounterVec // source, account
+	restarts     *prometheus.CounterVec // source, account
+	badRecords   *prometheus.CounterVec // source, account, reason
+	pollErrors   *prometheus.CounterVec // source, account, kind
+	pageRowsSeen *prometheus.GaugeVec   // source, account
 }
 
 // Reasons of collector_bad_records_total: why a record was delivered with
@@ -60,27 +55,6 @@ func BadRecordReasons() []string {
 // gives unregistered metrics (tests, tools).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "collector_requests_total",
-			Help: "API requests by functionality (source, token, edge) and HTTP status (or \"error\" without an answer).",
-		}, []string{"source", "status"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "collector_request_duration_seconds",
-			Help:    "Duration of API requests, body included, by functionality.",
-			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 125},
-		}, []string{"source"}),
-		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "collector_rate_limited_total",
-			Help: "429 answers seen, by functionality (a healthy collector sees none).",
-		}, []string{"functionality"}),
-		tokensLeft: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "collector_rate_tokens_remaining",
-			Help: "RateLimit-Remaining of the last answer, by functionality.",
-		}, []string{"functionality"}),
-		rateWait: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "collector_rate_wait_seconds_total",
-			Help: "Time spent waiting for rate budget, by functionality.",
-		}, []string{"functionality"}),
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "collector_rows_fetched_total",
 			Help: "Records fetched, by source and account.",
@@ -97,14 +71,6 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "collector_nextpage_restarts_total",
 			Help: "Windows asked again from their first page after a next-page URL expired (C3).",
 		}, []string{"source", "account"}),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "collector_retries_total",
-			Help: "Requests repeated, by functionality and reason (429, 5xx, network, body, malformed, status, timeout, 401).",
-		}, []string{"source", "reason"}),
-		tokenRenewals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "collector_token_renewals_total",
-			Help: "Bearer tokens obtained, by API.",
-		}, []string{"api"}),
 		badRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "collector_bad_records_total",
 			Help: "Records delivered with a flaw, by reason (invalid_utf8, not_json, time_missing, time_unreadable, time_out_of_range): a time flaw sets the record time to the window start.",
@@ -113,10 +79,6 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "collector_poll_errors_total",
 			Help: "Poll failures by kind (permanent, auth, origin, body_too_large, truncated, page_cap, ...); the poller retries later.",
 		}, []string{"source", "account", "kind"}),
-		budgetTokens: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "collector_rate_budget_tokens",
-			Help: "Local estimate of the tokens this collector may still spend, by functionality.",
-		}, []string{"functionality"}),
 		pageRowsSeen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "collector_page_rows_seen",
 			Help: "Most records the API sent in one page of the stream; what the poller reserves in the pipeline before each fetch (at least api.page_rows, at most the pipeline's batch bound).",
@@ -126,8 +88,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.rateLimited, m.tokensLeft, m.rateWait,
-		m.rows, m.pages, m.splits, m.restarts, m.retries, m.tokenRenewals, m.badRecords, m.pollErrors, m.budgetTokens, m.pageRowsSeen} {
+	for _, c := range []prometheus.Collector{m.rows, m.pages, m.splits, m.restarts, m.badRecords, m.pollErrors, m.pageRowsSeen} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}
@@ -136,38 +97,6 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	return m, nil
-}
-
-func (m *Metrics) request(fn, status string, seconds float64) {
-	if m == nil {
-		return
-	}
-	m.requests.WithLabelValues(fn, status).Inc()
-	m.duration.WithLabelValues(fn).Observe(seconds)
-}
-
-func (m *Metrics) rateLimitedInc(fn string) {
-	if m != nil {
-		m.rateLimited.WithLabelValues(fn).Inc()
-	}
-}
-
-func (m *Metrics) remaining(fn string, n int) {
-	if m != nil {
-		m.tokensLeft.WithLabelValues(fn).Set(float64(n))
-	}
-}
-
-func (m *Metrics) budget(fn string, tokens float64) {
-	if m != nil {
-		m.budgetTokens.WithLabelValues(fn).Set(tokens)
-	}
-}
-
-func (m *Metrics) waited(fn string, seconds float64) {
-	if m != nil && seconds > 0 {
-		m.rateWait.WithLabelValues(fn).Add(seconds)
-	}
 }
 
 func (m *Metrics) fetched(source, account string, rows int) {
@@ -186,18 +115,6 @@ func (m *Metrics) split(source, account string) {
 func (m *Metrics) restart(source, account string) {
 	if m != nil {
 		m.restarts.WithLabelValues(source, account).Inc()
-	}
-}
-
-func (m *Metrics) retry(fn, reason string) {
-	if m != nil {
-		m.retries.WithLabelValues(fn, reason).Inc()
-	}
-}
-
-func (m *Metrics) renewal(api string) {
-	if m != nil {
-		m.tokenRenewals.WithLabelValues(api).Inc()
 	}
 }
 
@@ -231,10 +148,10 @@ func (m *Metrics) pollError(source, account, kind string) {
 	}
 }
 
-// initStream creates the series of one stream and its functionality at
-// zero, so that dashboards and alerts (increase() over a counter) see them
-// before their first event.
-func (m *Metrics) initStream(spec Spec, account string) {
+// initStream creates the series of one stream at zero, so that dashboards
+// and alerts (increase() over a counter) see them before their first
+// event. The client creates its functionality's (api.Client.InitFunctionality).
+func (m *Metrics) initStream(spec catalog.Spec, account string) {
 	if m == nil {
 		return
 	}
@@ -245,6 +162,4 @@ func (m *Metrics) initStream(spec Spec, account string) {
 		m.badRecords.WithLabelValues(spec.Name, account, r)
 	}
 	m.pageRowsSeen.WithLabelValues(spec.Name, account)
-	m.rateLimited.WithLabelValues(spec.Functionality)
-	m.rateWait.WithLabelValues(spec.Functionality)
 }

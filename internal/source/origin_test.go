@@ -1,115 +1,18 @@
 package source
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/api/origin"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
-
-// originClient is a core client of base with the given allow-list and
-// http.Client (nil: a new one), logging at DEBUG into logs when not nil.
-func originClient(t *testing.T, base string, hc *http.Client, allowed []string, logs *bytes.Buffer) (*Client, *Metrics) {
-	t.Helper()
-	cfg := DefaultAPIConfig()
-	cfg.BaseURL, cfg.KeyID, cfg.Secret = base, "k", secret.New("the-secret-value")
-	cfg.Retry = RetryConfig{Initial: time.Millisecond, Max: 5 * time.Millisecond}
-	cfg.Timeout = 2 * time.Second
-	cfg.Rate = RateConfig{Limit: 1000, Period: time.Second, Reserve: 0.1}
-	cfg.AllowedOrigins = allowed
-	m, err := NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := discardLogger()
-	if logs != nil {
-		log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	c, err := NewClient(cfg, nil, Options{HTTPClient: hc, Logger: log, Metrics: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, m
-}
-
-// C1, C3: an origin is scheme, host and port; the host's case and the
-// default port do not make another origin, anything else does.
-func TestOrigin_C1_C3_NormalizedComparison(t *testing.T) {
-	base, _ := url.Parse("https://api.example.test")
-	set, err := newOriginSet(base, "api.allowed_origins", []string{"https://Pages.Example.test:8443/", "http://10.0.0.7"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tt := range []struct {
-		url  string
-		want bool
-	}{
-		{"https://api.example.test/api/v2/x?p=1", true},
-		{"https://API.EXAMPLE.TEST:443/x", true},
-		{"HTTPS://api.example.test:0443/x", true},
-		{"https://pages.example.test:8443/n", true},
-		{"http://10.0.0.7:80/n", true},
-		{"http://api.example.test/x", false},       // another scheme
-		{"https://api.example.test:8443/x", false}, // another port
-		{"https://api.example.test.evil.test/x", false},
-		{"https://pages.example.test/n", false}, // allowed only on 8443
-		{"https://10.0.0.7/n", false},
-		{"ftp://api.example.test/x", false},
-		{"file:///etc/passwd", false},
-		{"https://u:p@evil.test/x", false},
-	} {
-		u, err := url.Parse(tt.url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = set.check(u, false)
-		var oe *OriginError
-		if got := err == nil; got != tt.want || (err != nil && !errors.As(err, &oe)) {
-			t.Errorf("%s: allowed %v (%v), want %v", tt.url, got, err, tt.want)
-		}
-	}
-}
-
-func TestConfig_AllowedOriginsAreValidated(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = "https://api.example.test", "k", secret.New("s")
-	cfg.API.AllowedOrigins = []string{"https://pages.example.test", "https://ok.test:8443", "pages.example.test",
-		"https://x.test/path", "https://u:pw-Zq@x.test", "https://x.test:99999", "ftp://x.test"}
-	cfg.Edge.BaseURL, cfg.Edge.Token = "https://edge.example.test", secret.New("t")
-	cfg.Edge.AllowedOrigins = []string{"http://edge-pages.test", "https://edge.test?x=1"}
-	err := cfg.Validate()
-	if err == nil {
-		t.Fatal("no error")
-	}
-	for _, want := range []string{
-		"api.allowed_origins[2]:", "api.allowed_origins[3]:", "api.allowed_origins[4]:", "api.allowed_origins[5]:",
-		"api.allowed_origins[6]:", "edge.allowed_origins[1]:",
-	} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error lacks %q:\n%v", want, err)
-		}
-	}
-	for _, bad := range []string{"api.allowed_origins[0]", "api.allowed_origins[1]", "edge.allowed_origins[0]", "pw-Zq"} {
-		if strings.Contains(err.Error(), bad) {
-			t.Errorf("error names %q:\n%v", bad, err)
-		}
-	}
-	if d := DefaultConfig(); d.API.AllowedOrigins != nil || d.Edge.AllowedOrigins != nil {
-		t.Errorf("allowed origins are not empty by default")
-	}
-}
 
 // C1, C3: a next-page URL of another origin never receives the bearer
 // token or the account header: it is refused before any request, as a
@@ -144,9 +47,9 @@ func TestPoller_C1_C3_NextPageOfAnotherOriginGetsNoCredentials(t *testing.T) {
 			// as a network error for ever.
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			err := e.poller(SourceDNS, "acme", true).Run(ctx, Cursor{}, col.emit)
-			var oe *OriginError
-			if !errors.As(err, &oe) || !IsPermanent(err) || oe.Redirect {
+			err := e.poller(catalog.SourceDNS, "acme", true).Run(ctx, Cursor{}, col)
+			var oe *origin.Error
+			if !errors.As(err, &oe) || !api.IsPermanent(err) || oe.Redirect {
 				t.Fatalf("err = %v, want a permanent *OriginError", err)
 			}
 			if got := other.requests() - before; got != 0 {
@@ -155,7 +58,7 @@ func TestPoller_C1_C3_NextPageOfAnotherOriginGetsNoCredentials(t *testing.T) {
 			if got := home.requests(); got != 1 {
 				t.Fatalf("home got %d data requests, want the first page only", got)
 			}
-			if got := testutilValue(e.metrics.pollErrors.WithLabelValues(SourceDNS, "acme", "origin")); got != 1 {
+			if got := testutilValue(e.metrics.pollErrors.WithLabelValues(catalog.SourceDNS, "acme", "origin")); got != 1 {
 				t.Fatalf("poll errors{kind=origin} = %v, want 1", got)
 			}
 			for _, s := range []string{err.Error(), e.logs.String()} {
@@ -177,7 +80,7 @@ func TestPoller_C1_C3_NextPageOfAnotherOriginGetsNoCredentials(t *testing.T) {
 		before := other.requests()
 		e := newEnv(t, cfg, nil)
 		col := newTally(len(times))
-		if err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col.emit); err != nil {
+		if err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col); err != nil {
 			t.Fatal(err)
 		}
 		if m := col.missing(); m != 0 {
@@ -188,178 +91,4 @@ func TestPoller_C1_C3_NextPageOfAnotherOriginGetsNoCredentials(t *testing.T) {
 			t.Fatalf("allowed origin got %d requests, last headers %v", got, hs[len(hs)-1])
 		}
 	})
-}
-
-// C1: a redirect to another port of the same IP keeps neither the token
-// nor Account-Name (Go strips only Authorization, and only across
-// domains): it is refused, permanently. A same-origin redirect still
-// works, and an allowed origin is followed. The caller's http.Client is
-// not modified, and its own redirect policy still runs.
-func TestClient_C1_RedirectToAnotherOriginIsRefused(t *testing.T) {
-	other := newRecorder(t)
-	f := &fakeAPI{}
-	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
-		switch r.URL.Path {
-		case "/moved":
-			fmt.Fprint(w, `{"data":[{"a":1}]}`)
-		case "/api/v2/CloudActivities":
-			if r.URL.Query().Get("to") == "home" {
-				http.Redirect(w, r, "/moved", http.StatusTemporaryRedirect)
-				return
-			}
-			http.Redirect(w, r, other.srv.URL+"/api/v2/CloudActivities", http.StatusTemporaryRedirect)
-		}
-	}
-	home := httptest.NewServer(f)
-	t.Cleanup(home.Close)
-	calls := 0
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { calls++; return nil }}
-	own := hc.CheckRedirect
-	fetch := func(c *Client, to string) error {
-		_, err := c.Do(t.Context(), Request{Method: "GET", URL: "/api/v2/CloudActivities?to=" + to, Account: "acme",
-			Functionality: SourceCloudActivities, What: "fetch page 1 of cloud_activities/acme",
-			Decode: func(s int, b []byte) error { _, err := classifyPage(s, b, "data"); return err }})
-		return err
-	}
-
-	var logs bytes.Buffer
-	c, _ := originClient(t, home.URL, hc, nil, &logs)
-	err := fetch(c, "other")
-	var oe *OriginError
-	if !errors.As(err, &oe) || !oe.Redirect || !IsPermanent(err) {
-		t.Fatalf("err = %v, want a permanent redirect *OriginError", err)
-	}
-	if n := len(other.seen()); n != 0 {
-		t.Fatalf("the other origin got %d requests", n)
-	}
-	if calls != 0 {
-		t.Fatalf("the caller's CheckRedirect ran for a refused redirect")
-	}
-	if err := fetch(c, "home"); err != nil {
-		t.Fatalf("same-origin redirect: %v", err)
-	}
-	if calls != 1 {
-		t.Fatalf("the caller's CheckRedirect ran %d times, want 1", calls)
-	}
-	if hc.CheckRedirect == nil || fmt.Sprintf("%p", hc.CheckRedirect) != fmt.Sprintf("%p", own) || hc.Transport != nil {
-		t.Fatalf("the caller's http.Client was modified")
-	}
-
-	c2, _ := originClient(t, home.URL, hc, []string{other.srv.URL}, nil)
-	if err := fetch(c2, "other"); err != nil {
-		t.Fatalf("redirect to an allowed origin: %v", err)
-	}
-	if hs := other.seen(); len(hs) != 1 || !strings.HasPrefix(hs[0].Get("Authorization"), "Bearer tok-") || hs[0].Get("Account-Name") != "acme" {
-		t.Fatalf("the allowed origin got %d requests: %v", len(hs), hs)
-	}
-}
-
-// C1: an allowed origin on another host gets the bearer token on a
-// redirect too (Go drops Authorization across hosts).
-func TestClient_C1_RedirectToAnAllowedHostKeepsTheToken(t *testing.T) {
-	other := newRecorder(t)
-	_, port, _ := net.SplitHostPort(strings.TrimPrefix(other.srv.URL, "http://"))
-	target := "http://localhost:" + port
-	f := &fakeAPI{}
-	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
-		http.Redirect(w, r, target+"/api/v2/CloudActivities", http.StatusTemporaryRedirect)
-	}
-	home := httptest.NewServer(f)
-	t.Cleanup(home.Close)
-	c, _ := originClient(t, home.URL, nil, []string{target}, nil)
-	if _, err := get(c, t.Context(), "acme", false); err != nil {
-		t.Fatal(err)
-	}
-	if hs := other.seen(); len(hs) != 1 || hs[0].Get("Authorization") != "Bearer tok-1" {
-		t.Fatalf("the allowed host got %d requests: %v", len(hs), hs)
-	}
-}
-
-// C1: an https API that redirects to http would send the token in clear
-// text: refused, even to an allowed origin.
-func TestClient_C1_RedirectFromHTTPSToHTTPIsRefused(t *testing.T) {
-	other := newRecorder(t)
-	f := &fakeAPI{}
-	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
-		http.Redirect(w, r, other.srv.URL+"/api/v2/CloudActivities", http.StatusTemporaryRedirect)
-	}
-	home := httptest.NewTLSServer(f)
-	t.Cleanup(home.Close)
-	hc := home.Client() // trusts the server's certificate
-	c, _ := originClient(t, home.URL, hc, []string{other.srv.URL}, nil)
-	_, err := get(c, t.Context(), "acme", false)
-	var oe *OriginError
-	if !errors.As(err, &oe) || !oe.Downgrade || !IsPermanent(err) {
-		t.Fatalf("err = %v, want a permanent downgrade *OriginError", err)
-	}
-	if f.n.Load() != 1 || f.tokens.Load() != 1 {
-		t.Fatalf("the https server got %d data requests and %d token requests, want 1 and 1", f.n.Load(), f.tokens.Load())
-	}
-	if n := len(other.seen()); n != 0 {
-		t.Fatalf("the http server got %d requests", n)
-	}
-	if hc.CheckRedirect != nil {
-		t.Fatal("the caller's http.Client was modified")
-	}
-}
-
-// C1: the user info of a URL (http://u:SECRET@host) appears in no error
-// and no log line: in a refused next page, in a URL that does not parse,
-// in a transport error, in a server's message.
-func TestClient_C1_UserInfoOfURLsNeverInErrorsOrLogs(t *testing.T) {
-	const pw = "pw-Secret-42"
-	f := &fakeAPI{}
-	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
-		if r.URL.Path == "/hangup" {
-			hj, _ := w.(http.Hijacker)
-			conn, _, _ := hj.Hijack()
-			conn.Close()
-			return
-		}
-		w.WriteHeader(503)
-		fmt.Fprintf(w, `{"message":"upstream http://svc:%s@db.internal:5432/x failed"}`, pw)
-	}
-	var logs bytes.Buffer
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	c, _ := originClient(t, srv.URL, nil, nil, &logs)
-	c.retry.MaxAttempts = 4
-	hostPort := strings.TrimPrefix(srv.URL, "http://")
-	var errs []error
-	for _, u := range []string{
-		"http://user:" + pw + "@127.0.0.2:1/next",          // another origin
-		"http://user:" + pw + "@" + hostPort + ":bad/next", // does not parse
-		"http://user:" + pw + "@" + hostPort + "/hangup",   // same origin, cut connection
-		"/api/v2/CloudActivities",                          // the server echoes one
-	} {
-		_, err := c.Do(t.Context(), Request{Method: "GET", URL: u, NextPage: true, Account: "acme",
-			Functionality: SourceCloudActivities, What: "fetch page 2 of cloud_activities/acme"})
-		if err == nil {
-			t.Fatalf("%s: no error", u)
-		}
-		c.log.Error("poll failed", "err", err)
-		errs = append(errs, err)
-	}
-	for _, s := range append([]string{logs.String()}, fmt.Sprint(errs)) {
-		if strings.Contains(s, pw) || strings.Contains(s, "user:") || strings.Contains(s, "svc:") {
-			t.Fatalf("user info shown:\n%s", s)
-		}
-	}
-	if !strings.Contains(errs[3].Error(), "http://"+secret.Redacted+"@db.internal") {
-		t.Fatalf("echoed URL not redacted as expected: %v", errs[3])
-	}
-}
-
-func TestScrubURLs(t *testing.T) {
-	for in, want := range map[string]string{
-		`get "http://u:p@h:1/x": EOF`:         `get "http://[redacted]@h:1/x": EOF`,
-		`https://user@host/a and ftp://a:b@c`: `https://[redacted]@host/a and ftp://[redacted]@c`,
-		`http://u:p/w@host/x`:                 `http://[redacted]@host/x`,
-		`http://host/x?mail=a`:                `http://host/x?mail=a`,
-		`no url @ all`:                        `no url @ all`,
-	} {
-		if got := scrubURLs(in); got != want {
-			t.Errorf("scrubURLs(%q) = %q, want %q", in, got, want)
-		}
-	}
 }

@@ -1,17 +1,16 @@
 package source
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/svcexport/collector/internal/testinfra/simtest"
+	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
 // checkBatches checks the pages of one Run cut into batches: each at most
@@ -48,10 +47,9 @@ func TestPoller_C3_PagesLargerThanPageRowsAreCompleteAndReservedFor(t *testing.T
 	times := spread(time.Now().Add(-20*time.Hour), 15000, 4*time.Second)
 	srv := newPageServer(t, times, 6000, nil)
 	e := newEnv(t, pageServerConfig(srv), nil)
-	p := e.poller(SourceDNS, "acme", true)
+	p := e.poller(catalog.SourceDNS, "acme", true)
 	col := newTally(len(times))
-	p.SetReserve(col.reserve)
-	if err := p.Run(t.Context(), Cursor{}, col.emit); err != nil {
+	if err := p.Run(t.Context(), Cursor{}, col); err != nil {
 		t.Fatal(err)
 	}
 	pages, sizes, reserved := col.snapshot()
@@ -67,7 +65,7 @@ func TestPoller_C3_PagesLargerThanPageRowsAreCompleteAndReservedFor(t *testing.T
 	if got := p.Snapshot().PageRowsSeen; got != 6000 {
 		t.Fatalf("snapshot PageRowsSeen = %d", got)
 	}
-	if got := testutilValue(e.metrics.pageRowsSeen.WithLabelValues(SourceDNS, "acme")); got != 6000 {
+	if got := testutilValue(e.metrics.pageRowsSeen.WithLabelValues(catalog.SourceDNS, "acme")); got != 6000 {
 		t.Fatalf("collector_page_rows_seen = %v", got)
 	}
 	checkBatches(t, pages, sizes, 0)
@@ -91,10 +89,10 @@ func TestPoller_C3_HugePageIsEmittedInBoundedBatches(t *testing.T) {
 	cfg := pageServerConfig(srv)
 	cfg.API.MaxBodyBytes = 512 << 20
 	e := newEnv(t, cfg, nil)
-	p := e.poller(SourceAuditLogs, "acme", true)
-	p.SetMaxBatchRecords(batch)
+	pc := e.pollerConfig(catalog.SourceAuditLogs, "acme", true)
+	pc.MaxBatchRecords = batch
+	p := e.newPoller(pc)
 	col := newTally(n)
-	p.SetReserve(col.reserve)
 
 	// A low GC target makes HeapInuse follow the live heap.
 	defer debug.SetGCPercent(debug.SetGCPercent(25))
@@ -119,7 +117,7 @@ func TestPoller_C3_HugePageIsEmittedInBoundedBatches(t *testing.T) {
 			}
 		}
 	}()
-	err := p.Run(t.Context(), Cursor{}, col.emit)
+	err := p.Run(t.Context(), Cursor{}, col)
 	close(stop)
 	peak := <-peakc
 	grew := int64(peak) - int64(base)
@@ -160,7 +158,7 @@ func TestPoller_C3_BodyOverMaxBodyBytesSplitsTheWindow(t *testing.T) {
 	cfg.API.MaxBodyBytes = 64 << 10 // about 600 records
 	e := newEnv(t, cfg, nil)
 	col := newTally(len(times))
-	if err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col.emit); err != nil {
+	if err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col); err != nil {
 		t.Fatal(err)
 	}
 	pages, sizes, _ := col.snapshot()
@@ -168,10 +166,10 @@ func TestPoller_C3_BodyOverMaxBodyBytesSplitsTheWindow(t *testing.T) {
 		t.Fatalf("missing %d, unreadable %d", m, col.bad)
 	}
 	checkBatches(t, pages, sizes, 0)
-	if got := testutilValue(e.metrics.splits.WithLabelValues(SourceDNS, "acme")); got < 3 {
+	if got := testutilValue(e.metrics.splits.WithLabelValues(catalog.SourceDNS, "acme")); got < 3 {
 		t.Fatalf("splits = %v", got)
 	}
-	if got := testutilValue(e.metrics.pollErrors.WithLabelValues(SourceDNS, "acme", "body_too_large")); got != 0 {
+	if got := testutilValue(e.metrics.pollErrors.WithLabelValues(catalog.SourceDNS, "acme", "body_too_large")); got != 0 {
 		t.Fatalf("poll errors{body_too_large} = %v", got)
 	}
 }
@@ -187,12 +185,12 @@ func TestPoller_C3_BodyOverMaxBodyBytesInAnUnsplittableWindowFails(t *testing.T)
 	cfg.API.MaxBodyBytes = 64 << 10
 	e := newEnv(t, cfg, nil)
 	col := newTally(len(times))
-	err := e.poller(SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col.emit)
-	var bt *BodyTooLargeError
-	if !errors.As(err, &bt) || !IsPermanent(err) || !strings.Contains(err.Error(), "cannot be split further") {
+	err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col)
+	var bt *api.BodyTooLargeError
+	if !errors.As(err, &bt) || !api.IsPermanent(err) || !strings.Contains(err.Error(), "cannot be split further") {
 		t.Fatalf("err = %v, want a permanent *BodyTooLargeError", err)
 	}
-	if got := testutilValue(e.metrics.pollErrors.WithLabelValues(SourceDNS, "acme", "body_too_large")); got != 1 {
+	if got := testutilValue(e.metrics.pollErrors.WithLabelValues(catalog.SourceDNS, "acme", "body_too_large")); got != 1 {
 		t.Fatalf("poll errors{body_too_large} = %v", got)
 	}
 	if !strings.Contains(e.logs.String(), "kind=body_too_large") || !strings.Contains(err.Error(), "dns/acme [") {
@@ -203,97 +201,5 @@ func TestPoller_C3_BodyOverMaxBodyBytesInAnUnsplittableWindowFails(t *testing.T)
 		if p.After.Watermark.After(at) {
 			t.Fatalf("watermark moved past the unread records: %s", p.After.Watermark)
 		}
-	}
-}
-
-// C5: a body announced over max_body_bytes is refused without reading
-// it: the client neither waits for nor buffers it.
-func TestClient_C5_AnnouncedOversizedBodyIsNotRead(t *testing.T) {
-	release := make(chan struct{})
-	f := &fakeAPI{}
-	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
-		w.Header().Set("Content-Length", fmt.Sprint(int64(1)<<30))
-		w.WriteHeader(200)
-		w.Write([]byte(`{"data":[`))
-		w.(http.Flusher).Flush()
-		select { // a body that would take forever
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}
-	c, _ := testClient(t, f, nil)
-	defer close(release)
-	start := time.Now()
-	_, err := get(c, t.Context(), "acme", false)
-	var bt *BodyTooLargeError
-	if !errors.As(err, &bt) || bt.Length != 1<<30 || !IsPermanent(err) {
-		t.Fatalf("err = %v, want a *BodyTooLargeError", err)
-	}
-	if el := time.Since(start); el > time.Second {
-		t.Fatalf("took %v", el)
-	}
-	if f.n.Load() != 1 {
-		t.Fatalf("%d requests, want 1", f.n.Load())
-	}
-}
-
-// C4: RateLimit-Reset: 9999999 on a 429 does not put the stream to sleep
-// for 2,777 hours: the wait is clamped to the bucket's period, and the
-// clamp is logged at WARN.
-func TestClient_C4_HugeRateLimitResetIsClampedToThePeriod(t *testing.T) {
-	f := &fakeAPI{}
-	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
-		if n == 1 {
-			w.Header().Set("RateLimit-Remaining", "0")
-			w.Header().Set("RateLimit-Reset", "9999999")
-			w.WriteHeader(429)
-			fmt.Fprint(w, `{"message":"slow down"}`)
-			return
-		}
-		fmt.Fprint(w, `{"data":[]}`)
-	}
-	var logs simtest.SyncBuffer
-	c, _ := testClient(t, f, nil)
-	c.log = slogTo(&logs)
-	c.warn = NewWarnLimiter(c.log, nil, time.Minute)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	start := time.Now()
-	if _, err := get(c, ctx, "acme", false); err != nil {
-		t.Fatalf("no retry within 10 s: %v", err)
-	}
-	// The test client's period is one second (api.rate.period).
-	if el := time.Since(start); el < time.Second || el > 3*time.Second {
-		t.Fatalf("retried after %v, want about the period (1s)", el)
-	}
-	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "RateLimit-Reset beyond the rate period") {
-		t.Fatalf("clamp not logged at WARN:\n%s", logs.String())
-	}
-}
-
-// A 307 to the same origin still works for a POST search: the body is sent
-// again.
-func TestClient_C3_SameOriginRedirectOfASearchKeepsItsBody(t *testing.T) {
-	f := &fakeAPI{}
-	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
-		if r.URL.Path != "/moved" {
-			http.Redirect(w, r, "/moved", http.StatusTemporaryRedirect)
-			return
-		}
-		var b strings.Builder
-		fmt.Fprint(&b, `{"data":[`)
-		buf := make([]byte, 100)
-		k, _ := r.Body.Read(buf)
-		fmt.Fprintf(&b, `{"got":%q,"account":%q}]}`, buf[:k], r.Header.Get("Account-Name"))
-		fmt.Fprint(w, b.String())
-	}
-	c, _ := testClient(t, f, nil)
-	resp, err := c.Do(t.Context(), Request{Method: "POST", URL: "/search", Body: []byte(`{"q":1}`), Account: "acme",
-		Functionality: SourceDNS, What: "search"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(resp.Body), `{\"q\":1}`) || !strings.Contains(string(resp.Body), `"account":"acme"`) {
-		t.Fatalf("body %s", resp.Body)
 	}
 }

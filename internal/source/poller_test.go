@@ -4,7 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
 // C3, C7, C8: a Once run over two days delivers exactly the records the
@@ -17,11 +19,11 @@ func TestPoller_C3_C8_OnceOverTwoDaysIsCompletePerTruth(t *testing.T) {
 	cfg := simConfig(srv)
 	cfg.API.PageRows = 500
 	lag := 10 * time.Minute
-	cfg.Sources["dns"] = SourceOverride{Start: ptr("48h"), Lag: &lag}
+	cfg.Sources["dns"] = catalog.SourceOverride{Start: ptr("48h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
-	p := e.poller(SourceDNS, "acme", true)
+	p := e.poller(catalog.SourceDNS, "acme", true)
 	var col collector
-	if err := p.Run(t.Context(), Cursor{}, col.emit); err != nil {
+	if err := p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)); err != nil {
 		t.Fatal(err)
 	}
 	pages := col.snapshot()
@@ -33,11 +35,11 @@ func TestPoller_C3_C8_OnceOverTwoDaysIsCompletePerTruth(t *testing.T) {
 	if got := end.Watermark.Sub(from); got < 47*time.Hour {
 		t.Fatalf("covered %v, want about 48h - lag", got)
 	}
-	n := checkTruth(t, srv, SourceDNS, "acme", pages, from, end.Watermark)
+	n := checkTruth(t, srv, catalog.SourceDNS, "acme", pages, from, end.Watermark)
 	if n < 15000 {
 		t.Fatalf("only %d records", n)
 	}
-	if st := srv.Stats().Get("sim-admin", SourceDNS); st.RateLimited != 0 {
+	if st := srv.Stats().Get("sim-admin", catalog.SourceDNS); st.RateLimited != 0 {
 		t.Fatalf("429s: %+v", st)
 	}
 	checkCursors(t, pages)
@@ -86,15 +88,15 @@ func TestPoller_C3_DenseWindowsAreSplitBeforeTheCap(t *testing.T) {
 	cfg := simConfig(srv)
 	cfg.API.PageRows, cfg.API.ResultCap = 500, 5000
 	lag := 5 * time.Minute
-	cfg.Sources["connections"] = SourceOverride{Start: ptr("24h"), Lag: &lag}
+	cfg.Sources["connections"] = catalog.SourceOverride{Start: ptr("24h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
-	p := e.poller(SourceConnections, "acme-dev", true)
+	p := e.poller(catalog.SourceConnections, "acme-dev", true)
 	var col collector
-	if err := p.Run(t.Context(), Cursor{}, col.emit); err != nil {
+	if err := p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)); err != nil {
 		t.Fatal(err)
 	}
 	pages := col.snapshot()
-	checkTruth(t, srv, SourceConnections, "acme-dev", pages, firstStart(pages), col.last().Watermark)
+	checkTruth(t, srv, catalog.SourceConnections, "acme-dev", pages, firstStart(pages), col.last().Watermark)
 	checkCursors(t, pages)
 	maxPages := int(cfg.API.ResultCap) / cfg.API.PageRows
 	for _, pg := range pages {
@@ -102,10 +104,10 @@ func TestPoller_C3_DenseWindowsAreSplitBeforeTheCap(t *testing.T) {
 			t.Fatalf("window %s walked to page %d, the cap is %d pages", pg.Window, pg.Index+1, maxPages)
 		}
 	}
-	if got := testutilValue(e.metrics.splits.WithLabelValues(SourceConnections, "acme-dev")); got < 1 {
+	if got := testutilValue(e.metrics.splits.WithLabelValues(catalog.SourceConnections, "acme-dev")); got < 1 {
 		t.Fatalf("no window split")
 	}
-	st := srv.Stats().Get("sim-admin", SourceConnections)
+	st := srv.Stats().Get("sim-admin", catalog.SourceConnections)
 	if st.NextPage404 != 0 || st.RateLimited != 0 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -128,19 +130,19 @@ func TestPoller_C3_NextPageExpiryShorterThanTheWalkIsComplete(t *testing.T) {
 	cfg := simConfig(srv)
 	cfg.API.PageRows, cfg.API.NextPageTTL = 500, time.Second
 	lag := 5 * time.Minute
-	cfg.Sources["user_logins"] = SourceOverride{Start: ptr("12h"), Lag: &lag}
+	cfg.Sources["user_logins"] = catalog.SourceOverride{Start: ptr("12h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
-	p := e.poller(SourceUserLogins, "acme", true)
+	p := e.poller(catalog.SourceUserLogins, "acme", true)
 	col := collector{delay: 250 * time.Millisecond}
-	if err := p.Run(t.Context(), Cursor{}, col.emit); err != nil {
+	if err := p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)); err != nil {
 		t.Fatal(err)
 	}
 	pages := col.snapshot()
-	checkTruth(t, srv, SourceUserLogins, "acme", pages, firstStart(pages), col.last().Watermark)
-	if got := testutilValue(e.metrics.restarts.WithLabelValues(SourceUserLogins, "acme")); got < 1 {
+	checkTruth(t, srv, catalog.SourceUserLogins, "acme", pages, firstStart(pages), col.last().Watermark)
+	if got := testutilValue(e.metrics.restarts.WithLabelValues(catalog.SourceUserLogins, "acme")); got < 1 {
 		t.Fatalf("no next-page restart: the test did not expire a URL")
 	}
-	if st := srv.Stats().Get("sim-admin", SourceUserLogins); st.NextPage404 < 1 {
+	if st := srv.Stats().Get("sim-admin", catalog.SourceUserLogins); st.NextPage404 < 1 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -155,16 +157,16 @@ func TestPoller_C4_TwoAccountBackfillSeesNo429(t *testing.T) {
 	})
 	cfg := simConfig(srv)
 	cfg.API.PageRows = 500
-	cfg.API.Rate = RateConfig{Limit: 60, Period: 5 * time.Second, Reserve: 0.1}
+	cfg.API.Rate = api.RateConfig{Limit: 60, Period: 5 * time.Second, Reserve: 0.1}
 	lag := 5 * time.Minute
-	cfg.Sources["dns"] = SourceOverride{Start: ptr("24h"), Lag: &lag}
+	cfg.Sources["dns"] = catalog.SourceOverride{Start: ptr("24h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
-	res := runAccounts(t, e, SourceDNS, []string{"acme", "acme-dev"})
+	res := runAccounts(t, e, catalog.SourceDNS, []string{"acme", "acme-dev"})
 	for a, col := range res {
 		pages := col.snapshot()
-		checkTruth(t, srv, SourceDNS, a, pages, firstStart(pages), col.last().Watermark)
+		checkTruth(t, srv, catalog.SourceDNS, a, pages, firstStart(pages), col.last().Watermark)
 	}
-	st := srv.Stats().Get("sim-admin", SourceDNS)
+	st := srv.Stats().Get("sim-admin", catalog.SourceDNS)
 	if st.RateLimited != 0 {
 		t.Fatalf("429s seen: %+v", st)
 	}
@@ -184,16 +186,16 @@ func TestPoller_C4_NoisyNeighbourFew429sNothingLost(t *testing.T) {
 	})
 	cfg := simConfig(srv)
 	cfg.API.PageRows = 500
-	cfg.API.Rate = RateConfig{Limit: 60, Period: 5 * time.Second, Reserve: 0.1}
+	cfg.API.Rate = api.RateConfig{Limit: 60, Period: 5 * time.Second, Reserve: 0.1}
 	lag := 5 * time.Minute
-	cfg.Sources["dns"] = SourceOverride{Start: ptr("24h"), Lag: &lag}
+	cfg.Sources["dns"] = catalog.SourceOverride{Start: ptr("24h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
-	res := runAccounts(t, e, SourceDNS, []string{"acme", "acme-dev"})
+	res := runAccounts(t, e, catalog.SourceDNS, []string{"acme", "acme-dev"})
 	for a, col := range res {
 		pages := col.snapshot()
-		checkTruth(t, srv, SourceDNS, a, pages, firstStart(pages), col.last().Watermark)
+		checkTruth(t, srv, catalog.SourceDNS, a, pages, firstStart(pages), col.last().Watermark)
 	}
-	st := srv.Stats().Get("sim-admin", SourceDNS)
+	st := srv.Stats().Get("sim-admin", catalog.SourceDNS)
 	t.Logf("stats: %+v", st)
 	if st.RateLimited > st.Requests/20 {
 		t.Fatalf("too many 429s: %+v", st)
@@ -209,7 +211,7 @@ func runAccounts(t *testing.T, e *env, source string, accounts []string) map[str
 		col := &collector{}
 		res[a] = col
 		p := e.poller(source, a, true)
-		go func() { errs <- p.Run(t.Context(), Cursor{}, col.emit) }()
+		go func() { errs <- p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)) }()
 	}
 	for range accounts {
 		if err := <-errs; err != nil {

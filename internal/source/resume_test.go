@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/source/catalog"
 )
 
 // interrupted runs a Once poller for dns/acme and cancels it after n pages,
@@ -26,7 +27,7 @@ func interrupted(t *testing.T, e *env, n int) *collector {
 		}
 		return nil
 	}
-	if err := e.poller(SourceDNS, "acme", true).Run(ctx, Cursor{}, emit); err != context.Canceled {
+	if err := e.poller(catalog.SourceDNS, "acme", true).Run(ctx, Cursor{}, EmitFunc(emit)); err != context.Canceled {
 		t.Fatalf("interrupted run: %v", err)
 	}
 	if c := col.last(); c.InFlight == nil || c.InFlight.NextURL == "" || c.InFlight.Pages != n {
@@ -43,7 +44,7 @@ func resumeEnv(t *testing.T) (*apisim.Server, *env) {
 	cfg := simConfig(srv)
 	cfg.API.PageRows = 500
 	lag := 5 * time.Minute
-	cfg.Sources["dns"] = SourceOverride{Start: ptr("12h"), Lag: &lag}
+	cfg.Sources["dns"] = catalog.SourceOverride{Start: ptr("12h"), Lag: &lag}
 	return srv, newEnv(t, cfg, nil)
 }
 
@@ -55,18 +56,18 @@ func TestPoller_C3_ResumeContinuesTheChainInFlight(t *testing.T) {
 	first := interrupted(t, e, 3)
 	cur := first.last()
 	var second collector
-	if err := e.poller(SourceDNS, "acme", true).Run(t.Context(), cur, second.emit); err != nil {
+	if err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), cur, EmitFunc(second.emit)); err != nil {
 		t.Fatal(err)
 	}
 	ps := second.snapshot()
 	if len(ps) == 0 || ps[0].Index != 3 || ps[0].Window != cur.InFlight.Window {
 		t.Fatalf("resumed at page %d of %s, want page 3 of %s", ps[0].Index, ps[0].Window, cur.InFlight.Window)
 	}
-	if got := testutilValue(e.metrics.restarts.WithLabelValues(SourceDNS, "acme")); got != 0 {
+	if got := testutilValue(e.metrics.restarts.WithLabelValues(catalog.SourceDNS, "acme")); got != 0 {
 		t.Fatalf("restarts = %v", got)
 	}
 	all := append(first.snapshot(), ps...)
-	checkTruth(t, srv, SourceDNS, "acme", all, firstStart(all), second.last().Watermark)
+	checkTruth(t, srv, catalog.SourceDNS, "acme", all, firstStart(all), second.last().Watermark)
 }
 
 // C3: a chain in flight whose next-page URL is older than next_page_ttl
@@ -79,17 +80,17 @@ func TestPoller_C3_ResumeWithAnExpiredURLRestartsTheWindow(t *testing.T) {
 	ch.Started = ch.Started.Add(-25 * time.Hour)
 	cur.InFlight = &ch
 	var second collector
-	if err := e.poller(SourceDNS, "acme", true).Run(t.Context(), cur, second.emit); err != nil {
+	if err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), cur, EmitFunc(second.emit)); err != nil {
 		t.Fatal(err)
 	}
 	ps := second.snapshot()
 	if len(ps) == 0 || ps[0].Index != 0 || ps[0].Window.Start != ch.Window.Start {
 		t.Fatalf("restarted at page %d of %s, want page 0 of %s", ps[0].Index, ps[0].Window, ch.Window)
 	}
-	if got := testutilValue(e.metrics.restarts.WithLabelValues(SourceDNS, "acme")); got != 1 {
+	if got := testutilValue(e.metrics.restarts.WithLabelValues(catalog.SourceDNS, "acme")); got != 1 {
 		t.Fatalf("restarts = %v, want 1", got)
 	}
-	checkTruth(t, srv, SourceDNS, "acme", ps, firstStart(ps), second.last().Watermark)
+	checkTruth(t, srv, catalog.SourceDNS, "acme", ps, firstStart(ps), second.last().Watermark)
 }
 
 // C6: an alert updated after the first pass is emitted again, as a Revisit
@@ -102,16 +103,16 @@ func TestPoller_C6_AlertUpdatesAreEmittedOnTheLookbackReask(t *testing.T) {
 	})
 	cfg := simConfig(srv)
 	lag := 5 * time.Minute
-	cfg.Sources["edge_alerts"] = SourceOverride{Start: ptr("24h"), Lag: &lag}
+	cfg.Sources["edge_alerts"] = catalog.SourceOverride{Start: ptr("24h"), Lag: &lag}
 	e := newEnv(t, cfg, clk)
-	p := e.poller(SourceEdgeAlerts, "acme", true)
+	p := e.poller(catalog.SourceEdgeAlerts, "acme", true)
 	var col collector
-	if err := p.Run(t.Context(), Cursor{}, col.emit); err != nil {
+	if err := p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)); err != nil {
 		t.Fatal(err)
 	}
 	n := len(col.snapshot())
 	clk.Jump(2 * time.Hour) // updates happen in the first 6 hours of an alert
-	if err := p.Run(t.Context(), col.last(), col.emit); err != nil {
+	if err := p.Run(t.Context(), col.last(), EmitFunc(col.emit)); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]int64{}

@@ -9,9 +9,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/api/budget"
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/testinfra/simtest"
 )
 
@@ -29,57 +32,71 @@ func startSim(t *testing.T, mut func(*apisim.Config)) *apisim.Server {
 
 // simConfig is the collector configuration for srv: the simulator's
 // default credentials, fast retries.
-func simConfig(srv *apisim.Server) Config {
-	cfg := DefaultConfig()
+func simConfig(srv *apisim.Server) catalog.Config {
+	cfg := catalog.DefaultConfig()
 	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = srv.URL(), "sim-key", secret.New("sim-secret")
-	cfg.API.Retry = RetryConfig{Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond}
+	cfg.API.Retry = api.RetryConfig{Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond}
 	cfg.API.Timeout = 10 * time.Second
 	cfg.Edge.BaseURL, cfg.Edge.Token = srv.EdgeURL(), secret.New("sim-edge-token")
 	cfg.Edge.Timeout = 10 * time.Second
 	return cfg
 }
 
-// env is what a test builds from a configuration: one budget, metrics on
-// a private registry, and logs captured in a buffer.
+// env is what a test builds from a configuration: one budget, the
+// pollers' and the client's metrics on a private registry, and logs
+// captured in a buffer.
 type env struct {
 	t       *testing.T
-	cfg     Config
-	clk     Clock
-	budget  *Budget
+	cfg     catalog.Config
+	clk     api.Clock
+	budget  *budget.Budget
+	reg     *prometheus.Registry
 	metrics *Metrics
 	logs    *simtest.SyncBuffer
 	log     *slog.Logger
-	core    *Client
-	edge    *Client
+	core    *api.Client
+	edge    *api.Client
 }
 
-func newEnv(t *testing.T, cfg Config, clk Clock) *env {
+func newEnv(t *testing.T, cfg catalog.Config, clk api.Clock) *env {
 	t.Helper()
 	if clk == nil {
-		clk = SystemClock{}
+		clk = api.SystemClock{}
 	}
-	m, err := NewMetrics(prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, cfg: cfg, clk: clk, metrics: m, logs: &simtest.SyncBuffer{}}
+	am, err := api.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, cfg: cfg, clk: clk, reg: reg, metrics: m, logs: &simtest.SyncBuffer{}}
 	e.log = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e.budget = NewBudget(clk, m)
+	e.budget = budget.New(clk, am)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("logs:\n%s", tail(e.logs.String(), 4000))
 		}
 	})
-	o := Options{Clock: clk, Logger: e.log, Metrics: m}
-	if e.core, err = NewClient(cfg.API, e.budget, o); err != nil {
+	o := api.Options{Clock: clk, Logger: e.log, Metrics: am}
+	if e.core, err = api.NewClient(cfg.API, e.budget, o); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Edge.BaseURL != "" {
-		if e.edge, err = NewEdgeClient(cfg.Edge, cfg.API, e.budget, o); err != nil {
+		if e.edge, err = api.NewEdgeClient(cfg.Edge.Connection(), cfg.API, e.budget, o); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return e
+}
+
+// apiMetric returns the value of the client's metric name with the labels
+// of pairs (name, value...); 0 when the series is absent.
+func (e *env) apiMetric(name string, pairs ...string) float64 {
+	e.t.Helper()
+	return gathered(e.t, e.reg, name, pairs...)
 }
 
 func tail(s string, n int) string {
@@ -92,18 +109,30 @@ func tail(s string, n int) string {
 // poller builds the poller of source for account (the Account-Name sent).
 func (e *env) poller(source, account string, once bool) *Poller {
 	e.t.Helper()
-	spec, ok := LookupSpec(source)
+	return e.newPoller(e.pollerConfig(source, account, once))
+}
+
+// pollerConfig is the configuration of the poller of source for account.
+func (e *env) pollerConfig(source, account string, once bool) PollerConfig {
+	e.t.Helper()
+	spec, ok := catalog.LookupSpec(source)
 	if !ok {
 		e.t.Fatalf("no source %s", source)
 	}
-	c := e.core
-	if spec.Edge {
-		c = e.edge
-	}
 	pc := PollerConfig{Spec: spec, Account: account, AccountHeader: account, Settings: e.cfg.Sources.Resolve(source),
-		API: e.cfg.API, Edge: e.cfg.Edge, Once: once}
+		API: e.cfg.API, Edge: e.cfg.Edge, Once: once, Metrics: e.metrics}
 	if account == OrgAccountName {
 		pc.AccountHeader, pc.OrgAccess = "", true
+	}
+	return pc
+}
+
+// newPoller builds the poller of pc on the env's core or edge client.
+func (e *env) newPoller(pc PollerConfig) *Poller {
+	e.t.Helper()
+	c := e.core
+	if pc.Spec.Edge {
+		c = e.edge
 	}
 	p, err := NewPoller(c, pc)
 	if err != nil {

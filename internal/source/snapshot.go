@@ -3,13 +3,15 @@ package source
 import (
 	"time"
 
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/window"
 )
 
 // Snapshot is a poller's progress, cheap to take at any time, for the
 // state command, logs and an ETA.
 type Snapshot struct {
-	Source, Account string
+	// Stream is the poller's stream.
+	Stream record.Stream
 	// Watermark is the cursor's watermark as last emitted (not
 	// necessarily acknowledged downstream).
 	Watermark time.Time

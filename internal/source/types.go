@@ -39,8 +39,8 @@ type Cursor struct {
 // that holds once the page and every earlier page of the stream are
 // delivered.
 type Page struct {
-	// Source and Account name the stream.
-	Source, Account string
+	// Stream is the stream the page belongs to.
+	Stream record.Stream
 	// Window is the window the page belongs to.
 	Window window.Window
 	// Index is the page's position in its chain, from 0.
@@ -58,12 +58,27 @@ type Page struct {
 	FetchedAt time.Time
 }
 
-// Emit hands a page to the pipeline. It blocks while the pipeline is full and
-// returns ctx's error when ctx ends first.
-type Emit func(ctx context.Context, p Page) error
+// Output is where a poller's pages go: the pipeline gives each poller one
+// of its own, which keeps that stream's reservation. Run calls it from its
+// goroutine only, in order: Reserve before every fetch, Emit for every page.
+type Output interface {
+	// Reserve blocks until there is room for a page of up to rows records
+	// and holds that room for the stream's next Emit, so that a page is
+	// counted against the pipeline's bound before it is fetched (DESIGN
+	// item 5). It returns ctx's error when ctx ends first.
+	Reserve(ctx context.Context, rows int) error
+	// Emit hands a page on. It blocks while the pipeline is full and
+	// returns ctx's error when ctx ends first; any error ends Run.
+	Emit(ctx context.Context, p Page) error
+}
 
-// Reserve blocks until the pipeline has room for a page of up to rows
-// records and holds that room for the stream's next Emit, so that a page is
-// counted against the pipeline's bound before it is fetched. It returns ctx's
-// error when ctx ends first.
-type Reserve func(ctx context.Context, rows int) error
+// EmitFunc is an Output that hands every page to the function and reserves
+// nothing: for consumers without a bound of their own (tools, tests,
+// benchmarks).
+type EmitFunc func(ctx context.Context, p Page) error
+
+// Reserve reserves nothing and returns nil.
+func (EmitFunc) Reserve(context.Context, int) error { return nil }
+
+// Emit calls f.
+func (f EmitFunc) Emit(ctx context.Context, p Page) error { return f(ctx, p) }

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/record"
 )
 
 // ReadFile returns every stream's state from the checkpoint file at path,
 // which no running collector may hold (end-to-end tests and benchmarks read
 // what a stopped collector committed).
-func ReadFile(tb testing.TB, path string) map[checkpoint.Key]checkpoint.State {
+func ReadFile(tb testing.TB, path string) map[record.Stream]checkpoint.State {
 	tb.Helper()
 	db, err := checkpoint.Open(path)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/record"
 )
 
 // Store is an in-memory checkpoint.Store. It keeps every commit in order so
@@ -18,8 +19,8 @@ import (
 // The zero Store is empty and ready to use; it is safe for concurrent use.
 type Store struct {
 	mu      sync.Mutex
-	states  map[checkpoint.Key]checkpoint.State
-	commits []map[checkpoint.Key]checkpoint.State
+	states  map[record.Stream]checkpoint.State
+	commits []map[record.Stream]checkpoint.State
 	err     error
 	closed  bool
 }
@@ -36,10 +37,10 @@ func (s *Store) FailWith(err error) {
 
 // Commits returns a copy of every successful Commit and CommitMany, in
 // order, one map per call.
-func (s *Store) Commits() []map[checkpoint.Key]checkpoint.State {
+func (s *Store) Commits() []map[record.Stream]checkpoint.State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]map[checkpoint.Key]checkpoint.State, len(s.commits))
+	out := make([]map[record.Stream]checkpoint.State, len(s.commits))
 	for i, m := range s.commits {
 		out[i] = cloneMap(m)
 	}
@@ -47,7 +48,7 @@ func (s *Store) Commits() []map[checkpoint.Key]checkpoint.State {
 }
 
 // Load implements checkpoint.Store.
-func (s *Store) Load(ctx context.Context, k checkpoint.Key) (checkpoint.State, bool, error) {
+func (s *Store) Load(ctx context.Context, k record.Stream) (checkpoint.State, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usable(ctx, k); err != nil {
@@ -58,12 +59,12 @@ func (s *Store) Load(ctx context.Context, k checkpoint.Key) (checkpoint.State, b
 }
 
 // Commit implements checkpoint.Store.
-func (s *Store) Commit(ctx context.Context, k checkpoint.Key, st checkpoint.State) error {
-	return s.CommitMany(ctx, map[checkpoint.Key]checkpoint.State{k: st})
+func (s *Store) Commit(ctx context.Context, k record.Stream, st checkpoint.State) error {
+	return s.CommitMany(ctx, map[record.Stream]checkpoint.State{k: st})
 }
 
 // CommitMany implements checkpoint.Store.
-func (s *Store) CommitMany(ctx context.Context, m map[checkpoint.Key]checkpoint.State) error {
+func (s *Store) CommitMany(ctx context.Context, m map[record.Stream]checkpoint.State) error {
 	if len(m) == 0 {
 		return nil
 	}
@@ -75,7 +76,7 @@ func (s *Store) CommitMany(ctx context.Context, m map[checkpoint.Key]checkpoint.
 		}
 	}
 	if s.states == nil {
-		s.states = make(map[checkpoint.Key]checkpoint.State)
+		s.states = make(map[record.Stream]checkpoint.State)
 	}
 	c := cloneMap(m)
 	maps.Copy(s.states, c)
@@ -84,10 +85,10 @@ func (s *Store) CommitMany(ctx context.Context, m map[checkpoint.Key]checkpoint.
 }
 
 // All implements checkpoint.Store.
-func (s *Store) All(ctx context.Context) (map[checkpoint.Key]checkpoint.State, error) {
+func (s *Store) All(ctx context.Context) (map[record.Stream]checkpoint.State, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.usable(ctx, checkpoint.Key{Source: "all"}); err != nil {
+	if err := s.usable(ctx, record.Stream{Source: "all"}); err != nil {
 		return nil, fmt.Errorf("load all checkpoints: %w", err)
 	}
 	return cloneMap(s.states), nil
@@ -97,7 +98,7 @@ func (s *Store) All(ctx context.Context) (map[checkpoint.Key]checkpoint.State, e
 func (s *Store) Reset(ctx context.Context, source, account string) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.usable(ctx, checkpoint.Key{Source: source, Account: account}); err != nil {
+	if err := s.usable(ctx, record.Stream{Source: source, Account: account}); err != nil {
 		return 0, fmt.Errorf("reset checkpoints of %s: %w", source, err)
 	}
 	n := 0
@@ -119,7 +120,7 @@ func (s *Store) Close() error {
 	return nil
 }
 
-func (s *Store) usable(ctx context.Context, k checkpoint.Key) error {
+func (s *Store) usable(ctx context.Context, k record.Stream) error {
 	switch {
 	case s.closed:
 		return checkpoint.ErrClosed
@@ -139,8 +140,8 @@ func clone(st checkpoint.State) checkpoint.State {
 	return st
 }
 
-func cloneMap(m map[checkpoint.Key]checkpoint.State) map[checkpoint.Key]checkpoint.State {
-	out := make(map[checkpoint.Key]checkpoint.State, len(m))
+func cloneMap(m map[record.Stream]checkpoint.State) map[record.Stream]checkpoint.State {
+	out := make(map[record.Stream]checkpoint.State, len(m))
 	for k, st := range m {
 		out[k] = clone(st)
 	}

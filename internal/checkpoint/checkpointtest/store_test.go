@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/record"
 )
 
 func TestTheFakeRecordsCommitsAndCopiesStates(t *testing.T) {
 	ctx := context.Background()
 	var s Store
-	k := checkpoint.Key{Source: "dns", Account: "acme"}
+	k := record.Stream{Source: "dns", Account: "acme"}
 	f := &checkpoint.InFlight{Pages: 1}
 	if err := s.Commit(ctx, k, checkpoint.State{Watermark: time.Unix(60, 0), InFlight: f}); err != nil {
 		t.Fatal(err)
@@ -22,7 +23,7 @@ func TestTheFakeRecordsCommitsAndCopiesStates(t *testing.T) {
 	if err != nil || !ok || got.InFlight.Pages != 1 {
 		t.Fatalf("Load = %+v, %v, %v", got, ok, err)
 	}
-	if err := s.CommitMany(ctx, map[checkpoint.Key]checkpoint.State{k: {}, {Source: "dns", Account: "b"}: {}}); err != nil {
+	if err := s.CommitMany(ctx, map[record.Stream]checkpoint.State{k: {}, {Source: "dns", Account: "b"}: {}}); err != nil {
 		t.Fatal(err)
 	}
 	if c := s.Commits(); len(c) != 2 || len(c[1]) != 2 {

@@ -1,0 +1,96 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// StatusError is an HTTP error answer of the API that is not repeated
+// unchanged (CONTRACT C5: 400, 403, 404, 405, 409 and other 4xx), or a 401
+// that survived one token renewal (C1). The poller inspects it with
+// errors.As; a next-page 404 (C3: expired chain) has NextPage set.
+type StatusError struct {
+	// Status is the HTTP status code.
+	Status int
+	// Message is the API's error message, shortened; it never holds a
+	// credential (the client redacts them).
+	Message string
+	// NextPage is set when the failed request was a next-page GET.
+	NextPage bool
+}
+
+func (e *StatusError) Error() string {
+	msg := fmt.Sprintf("HTTP %d %s", e.Status, http.StatusText(e.Status))
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	return msg
+}
+
+// PermanentError marks an error that repeating the request unchanged does
+// not cure: a 4xx answer, a refused credential, a body over the size limit.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// IsPermanent reports whether err is marked permanent.
+func IsPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}
+
+// IsNextPageExpired reports whether err is a next-page 404: the chain's URL
+// expired or is unknown, and the window must be asked again from its first
+// page (C3).
+func IsNextPageExpired(err error) bool {
+	var s *StatusError
+	return errors.As(err, &s) && s.NextPage && s.Status == http.StatusNotFound
+}
+
+// transientError marks a failed attempt the client retries (C5).
+type transientError struct {
+	reason string // metric label of collector_retries_total
+	err    error
+}
+
+func (e *transientError) Error() string { return e.err.Error() }
+func (e *transientError) Unwrap() error { return e.err }
+
+// BodyTooLargeError reports an answer whose body is over api.max_body_bytes.
+// The client stops reading at the limit (or before reading, when the
+// announced length is over it) and wraps it in a *PermanentError: the same
+// request would bring the same body. The poller answers it by splitting the
+// window, whose halves have smaller answers.
+type BodyTooLargeError struct {
+	// Status is the HTTP status of the answer.
+	Status int
+	// Limit is api.max_body_bytes.
+	Limit int64
+	// Length is the announced Content-Length, -1 when unknown.
+	Length int64
+}
+
+// Error states the status, the announced length when known, and the limit.
+func (e *BodyTooLargeError) Error() string {
+	if e.Length >= 0 {
+		return fmt.Sprintf("HTTP %d body of %d bytes is over %d bytes (api.max_body_bytes)", e.Status, e.Length, e.Limit)
+	}
+	return fmt.Sprintf("HTTP %d body over %d bytes (api.max_body_bytes)", e.Status, e.Limit)
+}
+
+// IsBodyTooLarge reports whether err holds a *BodyTooLargeError.
+func IsBodyTooLarge(err error) bool {
+	var b *BodyTooLargeError
+	return errors.As(err, &b)
+}
+
+// ErrMalformedPage is wrapped by a Request.Decode error for an answer that
+// is well-formed JSON but not a page (C3, C5): an empty 200, {}, no data
+// member, data null or not an array, malformed paging. The client retries
+// it like a cut-off body, under retry reason "malformed", and always warns
+// about it: taken as an empty window, it would lose records.
+var ErrMalformedPage = errors.New("malformed page")

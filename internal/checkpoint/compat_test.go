@@ -1,0 +1,133 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/svcexport/collector/internal/record"
+)
+
+// compatFile was written by the collector at commit 2968b7c, when streams
+// were keyed by checkpoint.Key (a throwaway program: Open with the clock
+// at t0, CommitMany(compatStates()), Close). The key type has become
+// record.Stream since; the file format must not have changed with it.
+const compatFile = "testdata/v1-2968b7c.db"
+
+// compatStates are the states compatFile holds.
+func compatStates() map[record.Stream]State {
+	return map[record.Stream]State{
+		{Source: "dns", Account: "acme"}: {Watermark: t0.Add(-48 * time.Hour), Delivered: 123456, Density: 1234.5, Updated: t0.Add(-time.Minute),
+			InFlight: &InFlight{Start: t0.Add(-48 * time.Hour), End: t0.Add(-24 * time.Hour), NextURL: "https://api.example/api/v2/pages/AQIE?x=1&y=%2F",
+				ChainStarted: t0.Add(-2 * time.Hour), Pages: 7, Rows: 35000}},
+		{Source: "dns", Account: "acme-dev"}:           {Watermark: t0.Add(-30 * time.Minute), Delivered: 9, Updated: t0},
+		{Source: "audit_logs", Account: "org"}:         {Watermark: t0.Add(-time.Hour), Delivered: 1, Density: 0.25, Updated: t0},
+		{Source: "changed_files", Account: "default"}:  {Watermark: t0.Add(-72 * time.Hour), Updated: t0},
+		{Source: "edge_alerts", Account: "Ünïcode/ac"}: {Watermark: t0.Add(-5 * time.Hour), Delivered: 42, Updated: t0},
+		{Source: "connections", Account: ""}:           {Watermark: t0.Add(-6 * time.Hour), Updated: t0},
+	}
+}
+
+// copyFile copies src into dir and returns the copy's path: Open may
+// narrow a file's mode and takes its lock, which a testdata file must not
+// see.
+func copyFile(t *testing.T, src, dir string) string {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	dst := filepath.Join(dir, filepath.Base(src))
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// rawStates returns the states bucket of the bbolt file at path, byte for
+// byte.
+func rawStates(t *testing.T, path string) map[string]string {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	out := map[string]string{}
+	err = bdb.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketStates).ForEach(func(k, v []byte) error {
+			out[string(k)] = string(bytes.Clone(v))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestACheckpointWrittenBeforeStreamsWereRecordStreamsLoadsTheSame(t *testing.T) {
+	path := copyFile(t, compatFile, t.TempDir())
+	d, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", compatFile, err)
+	}
+	defer d.Close()
+	if r := d.Recovered(); r != "" {
+		t.Fatalf("a sound file reported as recovered: %s", r)
+	}
+	got, err := d.All(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := compatStates()
+	if len(got) != len(want) {
+		t.Fatalf("%d states, want %d: %v", len(got), len(want), got)
+	}
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok {
+			t.Fatalf("stream %q missing; have %v", k, got)
+		}
+		statesEqual(t, g, w)
+		one, ok, err := d.Load(context.Background(), k)
+		if err != nil || !ok {
+			t.Fatalf("Load(%q) = %v, %v", k, ok, err)
+		}
+		statesEqual(t, one, w)
+	}
+}
+
+func TestTheEncodingOfKeysAndStatesIsByteIdenticalToTheOldFile(t *testing.T) {
+	old := rawStates(t, copyFile(t, compatFile, t.TempDir()))
+	d, path := openTemp(t, WithClock(func() time.Time { return t0 }))
+	if err := d.CommitMany(context.Background(), compatStates()); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	now := rawStates(t, path)
+	if len(now) != len(old) {
+		t.Fatalf("%d stored keys, the old file has %d", len(now), len(old))
+	}
+	for k, v := range old {
+		if now[k] != v {
+			t.Errorf("key %q:\n now %s\n was %s", k, now[k], v)
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package pipeline
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/record"
+)
+
+// Stalled returns an error when the pipeline stopped moving for longer than
+// StallTimeout: records handed to the sink were not acknowledged (the sink
+// or a worker is wedged), or streams wait for room in the buffer and no room
+// was granted nor any batch acknowledged (whatever holds the room never
+// gives it back). A pipeline with nothing to write and nobody waiting for
+// room is never stalled. It is safe for concurrent use.
+func (p *Pipeline) Stalled() error {
+	now := p.now()
+	if since, waiting := p.busy.Load(), p.pending.Load(); since != 0 && waiting != 0 {
+		if waited := now.Sub(time.Unix(0, since)); waited > p.cfg.StallTimeout {
+			return fmt.Errorf("no batch acknowledged for %v while %d records wait", waited.Round(time.Second), waiting)
+		}
+	}
+	if n, rows, since := p.slots.waiting(); n > 0 {
+		if ack := p.lastAck.Load(); ack != 0 && time.Unix(0, ack).After(since) {
+			since = time.Unix(0, ack)
+		}
+		if waited := now.Sub(since); waited > p.cfg.StallTimeout {
+			return fmt.Errorf("no room granted and no batch acknowledged for %v while %d streams wait for room for %d records (%d of %d records held)",
+				waited.Round(time.Second), n, rows, p.slots.inUse(), p.cfg.BufferRecords)
+		}
+	}
+	return nil
+}
+
+type errBox struct{ err error }
+
+// CommitError returns the last checkpoint commit error, nil after a
+// successful commit (for /readyz).
+func (p *Pipeline) CommitError() error {
+	if v, ok := p.commitE.Load().(errBox); ok {
+		return v.err
+	}
+	return nil
+}
+
+func (p *Pipeline) observe(k record.Stream, st checkpoint.State) {
+	if st.Watermark.IsZero() {
+		return
+	}
+	p.m.watermark.WithLabelValues(k.Source, k.Account).Set(float64(st.Watermark.UnixMilli()) / 1e3)
+	p.m.lag.WithLabelValues(k.Source, k.Account).Set(p.now().Sub(st.Watermark).Seconds())
+}
+
+func (p *Pipeline) observeAll() {
+	if p.tracker == nil {
+		return
+	}
+	for k, st := range p.tracker.states() {
+		p.observe(k, st)
+	}
+}
+
+// Delivered returns the records the sink acknowledged since Run began.
+func (p *Pipeline) Delivered() int64 { return p.rows.Load() }
+
+// States returns every stream's acknowledged state (what is committed or
+// about to be), for the live state endpoint.
+func (p *Pipeline) States() map[record.Stream]checkpoint.State {
+	if p.tracker == nil {
+		return nil
+	}
+	return p.tracker.states()
+}

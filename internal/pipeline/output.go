@@ -1,0 +1,88 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/source"
+)
+
+// output is the source.Output of one stream's producer: the room it
+// reserved before fetching its next page, and the way its pages enter the
+// buffer. Only the producer's goroutine uses it.
+type output struct {
+	p      *Pipeline
+	stream record.Stream
+	held   int // records of room reserved for the next Emit
+}
+
+var _ source.Output = (*output)(nil)
+
+func (p *Pipeline) output(k record.Stream) *output { return &output{p: p, stream: k} }
+
+// Reserve takes room for a page from the buffer before the page is
+// fetched, so that pages being fetched count against
+// pipeline.buffer_records too. A stream that already holds enough keeps
+// it; one that needs more (a bigger page) takes the difference if it is
+// free at once, and otherwise gives back what it holds and waits for the
+// whole amount, so that it never waits while holding room (see slots).
+func (o *output) Reserve(ctx context.Context, rows int) error {
+	return o.grow(ctx, rows)
+}
+
+// grow makes o hold room for at least rows records (clamped to the
+// capacity), without waiting while it holds any. On error o holds nothing.
+func (o *output) grow(ctx context.Context, rows int) error {
+	s := o.p.slots
+	rows = s.clamp(rows)
+	if o.held >= rows {
+		return nil
+	}
+	n, err := s.exchange(ctx, o.held, rows)
+	o.held = n
+	return err
+}
+
+// release returns what a stopped producer still held.
+func (o *output) release() {
+	o.p.slots.release(o.held)
+	o.held = 0
+}
+
+// Emit puts a page into the buffer. It blocks while the buffer is full:
+// that is the backpressure that keeps memory flat.
+func (o *output) Emit(ctx context.Context, pg source.Page) error {
+	p := o.p
+	// A page larger than the room reserved for it (the server sent more
+	// than the configured page size) trades the reservation for the whole
+	// page rather than waiting for the rest while holding it.
+	need := p.slots.clamp(len(pg.Envelopes))
+	if err := o.grow(ctx, need); err != nil {
+		return err
+	}
+	held := need
+	p.slots.release(o.held - need)
+	o.held = 0
+	p.pending.Add(int64(held))
+	p.busy.CompareAndSwap(0, p.now().UnixNano())
+	p.m.buffered.Set(float64(p.pending.Load()))
+	it := &item{key: o.stream, seq: p.tracker.next(o.stream), after: pg.After, revisit: pg.Revisit, held: held}
+	if len(pg.Envelopes) > 0 {
+		it.batch = &record.Batch{
+			Source: pg.Stream.Source, Account: pg.Stream.Account,
+			WindowStart: pg.Window.Start, WindowEnd: pg.Window.End,
+			Page: pg.Index, Seq: it.seq, Envelopes: pg.Envelopes,
+		}
+	}
+	it.handed = p.now()
+	select {
+	case p.queue <- it:
+		return nil
+	case <-ctx.Done():
+		// The page is dropped before the sink saw it; the producer stops
+		// and the next run fetches it again. Nothing is committed past it.
+		p.slots.release(held)
+		p.pending.Add(-int64(held))
+		return ctx.Err()
+	}
+}

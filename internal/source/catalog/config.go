@@ -1,0 +1,354 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/window"
+)
+
+// Day is 24 hours; the API states its limits in days (CONTRACT C3).
+const Day = 24 * time.Hour
+
+// MaxWindowLimit is the longest window the core API accepts (C3: 7 days).
+const MaxWindowLimit = 7 * Day
+
+// Config is the configuration this package owns. The top-level loader puts
+// its parts under the keys api, accounts, org_audit_logs, edge and sources.
+type Config struct {
+	// API is the core API (CONTRACT C1-C5).
+	API api.Config `koanf:"api"`
+	// Accounts are the sub-accounts to read (C2). Empty means the token's own
+	// account: no Account-Name header, envelope account "default".
+	Accounts []string `koanf:"accounts"`
+	// OrgAuditLogs also pulls organization-level audit logs with
+	// Org-Access: true, envelope account "org" (C2). Default false.
+	OrgAuditLogs bool `koanf:"org_audit_logs"`
+	// Edge is the edge API (C6); off while Edge.BaseURL is empty.
+	Edge EdgeConfig `koanf:"edge"`
+	// Sources holds a "default" block and per-source overrides.
+	Sources SourcesConfig `koanf:"sources"`
+}
+
+// EdgeConfig is the koanf section "edge" (CONTRACT C6): the edge streams'
+// own keys and, handed to the API client through Connection, the
+// connection to the edge API. Edge sources are off while BaseURL is empty.
+type EdgeConfig struct {
+	// BaseURL of the edge API; empty turns the edge sources off.
+	BaseURL string `koanf:"base_url"`
+	// Token is the edge bearer token; it wins over TokenFile.
+	Token     secret.Secret `koanf:"token"`
+	TokenFile string        `koanf:"token_file"`
+	// MaxRows is the most rows the edge API returns; a response that full is
+	// taken as truncated. Default 10000.
+	MaxRows int `koanf:"max_rows"`
+	// AlertStatusFilter is sent as status_filter. Default
+	// "OPEN,IN_PROGRESS,CLOSED".
+	AlertStatusFilter string `koanf:"alert_status_filter"`
+	// AlertUpdateLookback is the trailing period re-asked for alert
+	// updates. Default 24h; 0 turns the re-ask off.
+	AlertUpdateLookback time.Duration `koanf:"alert_update_lookback"`
+	// Timeout bounds one request. Default 125s.
+	Timeout time.Duration `koanf:"timeout"`
+	// Rate is the edge bucket; limits are unpublished, default 480/1h.
+	Rate api.RateConfig `koanf:"rate"`
+	// Accounts are sent as Account-Name; nil means the top-level accounts.
+	Accounts []string `koanf:"accounts"`
+	// AllowedOrigins lists the origins, besides base_url's, that may
+	// receive the edge token, as api.allowed_origins does for the core
+	// API. Default empty: redirects to another origin, and from https to
+	// http, are refused.
+	AllowedOrigins []string `koanf:"allowed_origins"`
+}
+
+// Connection returns the part of the section the edge API client reads.
+func (c EdgeConfig) Connection() api.EdgeConfig {
+	return api.EdgeConfig{
+		BaseURL: c.BaseURL, Token: c.Token, TokenFile: c.TokenFile,
+		Timeout: c.Timeout, Rate: c.Rate, AllowedOrigins: c.AllowedOrigins,
+	}
+}
+
+// Filter is one search filter passed verbatim to the search body (C3).
+type Filter struct {
+	Expression string   `koanf:"expression" json:"expression"`
+	Field      string   `koanf:"field" json:"field"`
+	Value      string   `koanf:"value" json:"value,omitempty"`
+	Values     []string `koanf:"values" json:"values,omitempty"`
+}
+
+// SourceOverride is the configuration block of one source or of the
+// "default" block. Nil fields inherit: a source inherits from "default",
+// which inherits from DefaultSource.
+type SourceOverride struct {
+	Enabled *bool `koanf:"enabled"`
+	// Start is where a stream without checkpoint begins: a duration back
+	// from now ("48h", "7d") or an RFC 3339 time.
+	Start     *string        `koanf:"start"`
+	Lag       *time.Duration `koanf:"lag"`
+	Interval  *time.Duration `koanf:"interval"`
+	MaxWindow *time.Duration `koanf:"max_window"`
+	Overlap   *time.Duration `koanf:"overlap"`
+	Filters   []Filter       `koanf:"filters"`
+	Returns   []string       `koanf:"returns"`
+}
+
+// SourcesConfig maps "default" and source names to their blocks.
+type SourcesConfig map[string]SourceOverride
+
+// DefaultSourcesKey is the key of the block every source inherits from.
+const DefaultSourcesKey = "default"
+
+// SourceSettings is the resolved configuration of one source.
+type SourceSettings struct {
+	Enabled   bool
+	Start     string
+	Lag       time.Duration
+	Interval  time.Duration
+	MaxWindow time.Duration
+	Overlap   time.Duration
+	Filters   []Filter
+	Returns   []string
+}
+
+// DefaultSource returns the built-in source settings: enabled, start 24h
+// back, lag 30m, interval 5m, max_window 7 days, no overlap.
+func DefaultSource() SourceSettings {
+	return SourceSettings{
+		Enabled:   true,
+		Start:     "24h",
+		Lag:       30 * time.Minute,
+		Interval:  5 * time.Minute,
+		MaxWindow: MaxWindowLimit,
+	}
+}
+
+// DefaultEdgeConfig returns the edge defaults of CONTRACT C6.
+func DefaultEdgeConfig() EdgeConfig {
+	conn := api.DefaultEdgeConfig()
+	return EdgeConfig{
+		MaxRows:             10000,
+		AlertStatusFilter:   "OPEN,IN_PROGRESS,CLOSED",
+		AlertUpdateLookback: 24 * time.Hour,
+		Timeout:             conn.Timeout,
+		Rate:                conn.Rate,
+	}
+}
+
+// DefaultConfig returns the whole configuration with its defaults; the
+// "default" sources block is filled so a dump shows every default.
+func DefaultConfig() Config {
+	d := DefaultSource()
+	return Config{
+		API:  api.DefaultConfig(),
+		Edge: DefaultEdgeConfig(),
+		Sources: SourcesConfig{DefaultSourcesKey: {
+			Enabled: &d.Enabled, Start: &d.Start, Lag: &d.Lag, Interval: &d.Interval,
+			MaxWindow: &d.MaxWindow, Overlap: &d.Overlap,
+		}},
+	}
+}
+
+// Resolve merges the built-in defaults, the "default" block and the block
+// of source name, in that order; unset fields inherit.
+func (s SourcesConfig) Resolve(name string) SourceSettings {
+	r := DefaultSource()
+	r.apply(s[DefaultSourcesKey])
+	if name != DefaultSourcesKey {
+		r.apply(s[name])
+	}
+	return r
+}
+
+func (r *SourceSettings) apply(o SourceOverride) {
+	if o.Enabled != nil {
+		r.Enabled = *o.Enabled
+	}
+	if o.Start != nil {
+		r.Start = *o.Start
+	}
+	if o.Lag != nil {
+		r.Lag = *o.Lag
+	}
+	if o.Interval != nil {
+		r.Interval = *o.Interval
+	}
+	if o.MaxWindow != nil {
+		r.MaxWindow = *o.MaxWindow
+	}
+	if o.Overlap != nil {
+		r.Overlap = *o.Overlap
+	}
+	if o.Filters != nil {
+		r.Filters = slices.Clone(o.Filters)
+	}
+	if o.Returns != nil {
+		r.Returns = slices.Clone(o.Returns)
+	}
+}
+
+// StartTime returns where a stream without checkpoint begins at now: Start
+// is a duration back ("48h", "7d"), "max", or an RFC 3339 time or a date;
+// see window.Planner.Start. It is clamped to the API's default max history.
+func (r SourceSettings) StartTime(now time.Time) (time.Time, error) {
+	t, _, err := window.Planner{}.Start(r.Start, now)
+	return t, err
+}
+
+// Validate checks the whole configuration and names each bad key by its full
+// path; all problems are joined.
+func (c Config) Validate() error {
+	var errs []error
+	errs = append(errs, c.API.Validate())
+	for i, a := range c.Accounts {
+		if err := checkAccount(a); err != nil {
+			errs = append(errs, fmt.Errorf("accounts[%d]: %w", i, err))
+		}
+	}
+	if c.Edge.BaseURL != "" {
+		errs = append(errs, c.Edge.validate("edge")...)
+	}
+	errs = append(errs, c.Sources.validate("sources")...)
+	return errors.Join(errs...)
+}
+
+// validate checks the section: the connection's keys (api.EdgeConfig),
+// then the streams' own.
+func (c EdgeConfig) validate(p string) []error {
+	errs := []error{c.Connection().Validate()}
+	add := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s.%s: %s", p, key, fmt.Sprintf(format, args...)))
+	}
+	if c.MaxRows <= 0 {
+		add("max_rows", "must be positive")
+	}
+	if strings.TrimSpace(c.AlertStatusFilter) == "" {
+		add("alert_status_filter", "must be set")
+	}
+	if c.AlertUpdateLookback < 0 {
+		add("alert_update_lookback", "must not be negative")
+	}
+	for i, a := range c.Accounts {
+		if err := checkAccount(a); err != nil {
+			add(fmt.Sprintf("accounts[%d]", i), "%v", err)
+		}
+	}
+	return errs
+}
+
+func (s SourcesConfig) validate(p string) []error {
+	var errs []error
+	names := make([]string, 0, len(s))
+	for name := range s {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if name != DefaultSourcesKey {
+			if _, ok := LookupSpec(name); !ok {
+				errs = append(errs, fmt.Errorf("%s.%s: unknown source (known: %s)", p, name, strings.Join(SpecNames(), ", ")))
+				continue
+			}
+		}
+		errs = append(errs, s.Resolve(name).validate(p+"."+name)...)
+	}
+	// returns must keep the record time field, or no record could be
+	// filed in its window (C3).
+	for _, spec := range Specs() {
+		r := s.Resolve(spec.Name)
+		if len(r.Returns) == 0 || slices.Contains(r.Returns, spec.TimeField) {
+			continue
+		}
+		key := spec.Name
+		if s[spec.Name].Returns == nil {
+			key = DefaultSourcesKey
+		}
+		errs = append(errs, fmt.Errorf("%s.%s.returns: must include %s, the record time of %s", p, key, spec.TimeField, spec.Name))
+	}
+	return errs
+}
+
+func (r SourceSettings) validate(p string) []error {
+	var errs []error
+	add := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s.%s: %s", p, key, fmt.Sprintf(format, args...)))
+	}
+	if _, err := r.StartTime(time.Now()); err != nil {
+		add("start", "%v", err)
+	}
+	if r.Lag < 0 {
+		add("lag", "must not be negative")
+	}
+	if r.Interval <= 0 {
+		add("interval", "must be positive")
+	}
+	switch {
+	case r.MaxWindow <= 0:
+		add("max_window", "must be positive")
+	case r.MaxWindow > MaxWindowLimit:
+		add("max_window", "must be at most 7 days (168h), the API's limit")
+	}
+	if r.Overlap < 0 {
+		add("overlap", "must not be negative")
+	}
+	for i, f := range r.Filters {
+		if err := f.validate(); err != nil {
+			add(fmt.Sprintf("filters[%d]", i), "%v", err)
+		}
+	}
+	return errs
+}
+
+// filterOperands says which operand each expression takes (seed, C3).
+var filterOperands = map[string]string{
+	"eq": "value", "ne": "value", "like": "value", "not_like": "value",
+	"ilike": "value", "not_ilike": "value", "rlike": "value", "not_rlike": "value",
+	"gt": "value", "lt": "value", "ge": "value", "le": "value",
+	"in": "values", "not_in": "values", "between": "between",
+}
+
+func (f Filter) validate() error {
+	op, ok := filterOperands[f.Expression]
+	if !ok {
+		return fmt.Errorf("unknown expression %q", f.Expression)
+	}
+	if f.Field == "" {
+		return errors.New("field must be set")
+	}
+	switch op {
+	case "value":
+		if len(f.Values) > 0 {
+			return fmt.Errorf("%s takes value, not values", f.Expression)
+		}
+	case "values":
+		if f.Value != "" || len(f.Values) == 0 {
+			return fmt.Errorf("%s takes a non-empty values list, not value", f.Expression)
+		}
+	case "between":
+		if f.Value != "" || len(f.Values) != 2 {
+			return errors.New("between takes values with exactly two boundaries")
+		}
+	}
+	return nil
+}
+
+// checkAccount checks a sub-account name, which is sent as the
+// Account-Name header (C2) and used as a label: a control character (a
+// newline) would inject a header or break a label.
+func checkAccount(a string) error {
+	switch {
+	case strings.TrimSpace(a) == "":
+		return errors.New("must not be empty")
+	case strings.TrimSpace(a) != a:
+		return fmt.Errorf("%q has leading or trailing spaces", a)
+	case strings.ContainsFunc(a, unicode.IsControl):
+		return fmt.Errorf("%q holds a control character", a)
+	}
+	return nil
+}

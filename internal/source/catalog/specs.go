@@ -1,0 +1,76 @@
+package catalog
+
+import (
+	"net/http"
+
+	"github.com/svcexport/collector/internal/api"
+)
+
+// Spec describes one source: where its records come from and how to read
+// them (CONTRACT C3, C6).
+type Spec struct {
+	// Name is the source name of C3/C6, used in ids, envelopes and metrics.
+	Name string
+	// Functionality names the rate bucket the source spends (C4).
+	Functionality string
+	// Method and Path of the first request; Path is relative to the base.
+	Method, Path string
+	// TimeField is the record time member (C3, C6).
+	TimeField string
+	// DataKey is the response member holding the records.
+	DataKey string
+	// Edge marks edge API sources (C6): no paging, epoch-millisecond
+	// parameters, max_rows truncation.
+	Edge bool
+	// OrgLevel marks the source that has organization-level data (C2:
+	// AuditLogs/search only).
+	OrgLevel bool
+}
+
+// Source names (C3, C6).
+const (
+	SourceChangedFiles    = "changed_files"
+	SourceConnections     = "connections"
+	SourceDNS             = "dns"
+	SourceUserLogins      = "user_logins"
+	SourceAgentInfo       = "agent_info"
+	SourceAuditLogs       = "audit_logs"
+	SourceCloudActivities = "cloud_activities"
+	SourceEdgeAuditEvents = "edge_audit_events"
+	SourceEdgeAlerts      = "edge_alerts"
+)
+
+// specs is the table of C3 and C6, in a fixed order.
+var specs = [...]Spec{
+	{Name: SourceChangedFiles, Functionality: SourceChangedFiles, Method: http.MethodPost, Path: "/api/v2/Activities/ChangedFiles/search", TimeField: "startTime", DataKey: "data"},
+	{Name: SourceConnections, Functionality: SourceConnections, Method: http.MethodPost, Path: "/api/v2/Activities/Connections/search", TimeField: "startTime", DataKey: "data"},
+	{Name: SourceDNS, Functionality: SourceDNS, Method: http.MethodPost, Path: "/api/v2/Activities/DNSs/search", TimeField: "createdTime", DataKey: "data"},
+	{Name: SourceUserLogins, Functionality: SourceUserLogins, Method: http.MethodPost, Path: "/api/v2/Activities/UserLogins/search", TimeField: "createdTime", DataKey: "data"},
+	{Name: SourceAgentInfo, Functionality: SourceAgentInfo, Method: http.MethodPost, Path: "/api/v2/AgentInfo/search", TimeField: "createdTime", DataKey: "data"},
+	{Name: SourceAuditLogs, Functionality: SourceAuditLogs, Method: http.MethodPost, Path: "/api/v2/AuditLogs/search", TimeField: "createdTime", DataKey: "data", OrgLevel: true},
+	{Name: SourceCloudActivities, Functionality: SourceCloudActivities, Method: http.MethodGet, Path: "/api/v2/CloudActivities", TimeField: "startTime", DataKey: "data"},
+	{Name: SourceEdgeAuditEvents, Functionality: api.FunctionalityEdge, Method: http.MethodGet, Path: "/api/v1/audit_events", TimeField: "create_time", DataKey: "audit_events", Edge: true},
+	{Name: SourceEdgeAlerts, Functionality: api.FunctionalityEdge, Method: http.MethodGet, Path: "/api/v1/alerts", TimeField: "create_time", DataKey: "alerts", Edge: true},
+}
+
+// Specs returns the specs of every source, core first, in a fixed order.
+func Specs() []Spec { return append([]Spec(nil), specs[:]...) }
+
+// SpecNames returns every source name in the order of Specs.
+func SpecNames() []string {
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	return names
+}
+
+// LookupSpec returns the spec of the source called name.
+func LookupSpec(name string) (Spec, bool) {
+	for _, s := range specs {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}

@@ -1,0 +1,200 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/catalog"
+)
+
+// Acked is what the reporter reads of the pipeline: every stream's
+// acknowledged state, the records acknowledged since it started, and the
+// streams a permanent sink error stopped. *pipeline.Pipeline implements
+// it.
+type Acked interface {
+	States() map[record.Stream]checkpoint.State
+	Delivered() int64
+	Failures() map[record.Stream]error
+}
+
+// Reporter reports a running collector's progress: a log line every
+// interval, the backlog gauges (collector_backfill_windows_left,
+// collector_catchup_eta_seconds) and the live /state endpoint. It merges
+// the pipeline's acknowledged states with the pollers' live view. Its
+// methods are safe for concurrent use with the pollers and the pipeline,
+// except that Summary must follow the end of Run.
+type Reporter struct {
+	pollers []*source.Poller
+	acked   Acked
+	every   time.Duration
+	log     *slog.Logger
+	est     *estimator
+	started time.Time
+
+	windowsLeft *prometheus.GaugeVec
+	eta         *prometheus.GaugeVec
+
+	lastRows int64
+	lastAt   time.Time
+}
+
+// NewReporter returns the reporter of pollers, whose acknowledged states
+// acked holds. cfg and streams (every stream of cfg) size the backlog
+// estimates; every is the interval of the progress line (log.progress, 0:
+// no line, the gauges still move every 30 s). The gauges are registered
+// with reg.
+func NewReporter(cfg catalog.Config, streams []record.Stream, pollers []*source.Poller, acked Acked, every time.Duration,
+	reg prometheus.Registerer, log *slog.Logger) (*Reporter, error) {
+	p := &Reporter{pollers: pollers, acked: acked, every: every, log: log, est: newEstimator(cfg, streams), started: time.Now(),
+		windowsLeft: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "collector_backfill_windows_left",
+			Help: "Estimated windows left before the stream caught up with now - lag.",
+		}, []string{"source", "account"}),
+		eta: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "collector_catchup_eta_seconds",
+			Help: "Estimated seconds until the stream caught up (0 when caught up, -1 unknown).",
+		}, []string{"source", "account"}),
+	}
+	for _, c := range []prometheus.Collector{p.windowsLeft, p.eta} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("status metrics: %w", err)
+		}
+	}
+	p.lastAt = p.started
+	return p, nil
+}
+
+// States merges the acknowledged states with the pollers' live view, one
+// line per poller, at now. A stream the sink stopped shows that error as
+// its last.
+func (p *Reporter) States(now time.Time) []StreamState {
+	acked := p.acked.States()
+	failures := p.acked.Failures()
+	out := make([]StreamState, 0, len(p.pollers))
+	for _, pl := range p.pollers {
+		k := pl.Stream()
+		st := acked[k]
+		snap := pl.Snapshot()
+		s := StreamState{Source: k.Source, Account: k.Account, Watermark: st.Watermark, Delivered: st.Delivered, LastError: snap.LastError}
+		if !st.Watermark.IsZero() {
+			s.LagSeconds = now.Sub(st.Watermark).Seconds()
+		}
+		if f := snap.InFlight; f != nil {
+			s.InFlight = &InFlightState{Start: f.Window.Start, End: f.Window.End, Pages: f.Pages, Rows: f.Rows}
+		}
+		density := snap.Density
+		if density == 0 {
+			density = st.Density
+		}
+		p.est.fill(&s, density, now)
+		s.WindowsLeft = snap.Backlog.Windows
+		s.CaughtUp = snap.CaughtUp
+		if eta, ok := snap.ETA(now); ok {
+			s.ETASeconds = eta.Seconds()
+		}
+		if err := failures[k]; err != nil {
+			s.LastError = err.Error()
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Run reports every interval until ctx ends.
+func (p *Reporter) Run(ctx context.Context) {
+	every := p.every
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			p.report(false)
+		}
+	}
+}
+
+func (p *Reporter) report(final bool) {
+	now := time.Now()
+	states := p.States(now)
+	rows := p.acked.Delivered()
+	caught := 0
+	maxLag := 0.0
+	for _, s := range states {
+		if s.CaughtUp {
+			caught++
+		}
+		maxLag = max(maxLag, s.LagSeconds)
+		p.windowsLeft.WithLabelValues(s.Source, s.Account).Set(float64(s.WindowsLeft))
+		p.eta.WithLabelValues(s.Source, s.Account).Set(s.ETASeconds)
+	}
+	el := now.Sub(p.lastAt).Seconds()
+	rate := 0.0
+	if el > 0 {
+		rate = float64(rows-p.lastRows) / el
+	}
+	p.lastRows, p.lastAt = rows, now
+	msg := "progress"
+	if final {
+		msg = "done"
+		rate = float64(rows) / max(now.Sub(p.started).Seconds(), 1e-9)
+	}
+	if p.every > 0 || final {
+		p.log.Info(msg, "rows_delivered", rows, "rows_per_second", int64(rate), "streams_caught_up", caught,
+			"streams", len(states), "max_lag", time.Duration(maxLag*float64(time.Second)).Round(time.Second).String(),
+			"elapsed", now.Sub(p.started).Round(time.Millisecond).String())
+	}
+}
+
+// Summary logs the final line: rows delivered, the mean rate, streams
+// caught up.
+func (p *Reporter) Summary() { p.report(true) }
+
+// Handler serves the live states as JSON, for GET /state (see Live).
+func (p *Reporter) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(p.States(time.Now()))
+	})
+}
+
+// Live asks the collector whose telemetry server listens on listen
+// (metrics.listen) for its live states (its /state endpoint), within 2 s.
+func Live(ctx context.Context, listen string) ([]StreamState, error) {
+	if listen == "" {
+		return nil, errors.New("no metrics.listen")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+listen+"/state", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	var states []StreamState
+	if err := json.NewDecoder(resp.Body).Decode(&states); err != nil {
+		return nil, err
+	}
+	return states, nil
+}

@@ -1,0 +1,191 @@
+package status
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/source/catalog"
+	"github.com/svcexport/collector/internal/window"
+)
+
+// StreamState is one line of "collector state" and of the /state endpoint:
+// where a (source, account) stream stands and how long it needs to catch
+// up. Its JSON form is what /state serves.
+type StreamState struct {
+	Source    string    `json:"source"`
+	Account   string    `json:"account"`
+	Watermark time.Time `json:"watermark"`
+	// LagSeconds is now - watermark.
+	LagSeconds float64 `json:"lag_seconds"`
+	// InFlight is the window whose chain is being walked, if any.
+	InFlight *InFlightState `json:"in_flight,omitempty"`
+	// Delivered counts records acknowledged over the stream's life.
+	Delivered int64 `json:"rows_delivered"`
+	// WindowsLeft and RowsLeft estimate the backlog (RowsLeft -1: unknown).
+	WindowsLeft int64 `json:"windows_left"`
+	RowsLeft    int64 `json:"rows_left"`
+	// ETASeconds estimates the time to catch up (-1: unknown).
+	ETASeconds float64 `json:"eta_seconds"`
+	CaughtUp   bool    `json:"caught_up"`
+	LastError  string  `json:"last_error,omitempty"`
+}
+
+// InFlightState is the window in flight of a stream.
+type InFlightState struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	Pages int       `json:"pages_done"`
+	Rows  int64     `json:"rows_done"`
+}
+
+// estimator computes backlogs and ETAs from the configuration alone, for a
+// stream whose poller is not running.
+type estimator struct {
+	cfg    catalog.Config
+	shares map[string]int // streams per functionality
+}
+
+func newEstimator(cfg catalog.Config, streams []record.Stream) *estimator {
+	e := &estimator{cfg: cfg, shares: map[string]int{}}
+	for _, k := range streams {
+		if spec, ok := catalog.LookupSpec(k.Source); ok {
+			e.shares[spec.Functionality]++
+		}
+	}
+	return e
+}
+
+func (e *estimator) planner(name string) (window.Planner, catalog.Spec, bool) {
+	spec, ok := catalog.LookupSpec(name)
+	if !ok {
+		return window.Planner{}, spec, false
+	}
+	return catalog.NewPlanner(spec, e.cfg.Sources.Resolve(name), e.cfg.API, e.cfg.Edge), spec, true
+}
+
+// fill sets the backlog fields of s from its watermark and density.
+func (e *estimator) fill(s *StreamState, density float64, now time.Time) {
+	p, spec, ok := e.planner(s.Source)
+	s.RowsLeft, s.ETASeconds = -1, -1
+	if !ok {
+		return
+	}
+	from := s.Watermark
+	if from.IsZero() {
+		// Never run: the first run starts at sources.<name>.start, not at
+		// the history limit.
+		if st, err := e.cfg.Sources.Resolve(s.Source).StartTime(now); err == nil {
+			from = st
+		}
+	}
+	b := p.Remaining(from, now, density)
+	s.WindowsLeft = b.Windows
+	s.CaughtUp = b.Behind <= 0
+	if b.RowsKnown {
+		s.RowsLeft = b.Rows
+	}
+	rate := e.cfg.API.Rate
+	if spec.Edge {
+		rate = e.cfg.Edge.Rate
+	}
+	perHour := float64(rate.Limit) * (1 - rate.Reserve) * float64(time.Hour) / float64(rate.Period)
+	if n := e.shares[spec.Functionality]; n > 1 {
+		perHour /= float64(n)
+	}
+	if eta, ok := p.ETA(max(s.RowsLeft, 0), b.Requests, perHour); ok && b.RowsKnown || s.CaughtUp {
+		s.ETASeconds = eta.Seconds()
+	}
+}
+
+// FromCheckpoint builds the state lines of every stream of streams (those
+// cfg configures) and of every other stored one, from the stored states
+// at now, sorted by source and account. Streams never run show as not
+// started; their backlog starts at their configured start.
+func FromCheckpoint(cfg catalog.Config, stored map[record.Stream]checkpoint.State, streams []record.Stream, now time.Time) []StreamState {
+	est := newEstimator(cfg, streams)
+	seen := map[record.Stream]bool{}
+	var out []StreamState
+	add := func(k record.Stream, st checkpoint.State) {
+		s := StreamState{Source: k.Source, Account: k.Account, Watermark: st.Watermark, Delivered: st.Delivered}
+		if !st.Watermark.IsZero() {
+			s.LagSeconds = now.Sub(st.Watermark).Seconds()
+		}
+		if f := st.InFlight; f != nil {
+			s.InFlight = &InFlightState{Start: f.Start, End: f.End, Pages: f.Pages, Rows: f.Rows}
+		}
+		est.fill(&s, st.Density, now)
+		if st.Watermark.IsZero() {
+			s.CaughtUp = false
+		}
+		out = append(out, s)
+	}
+	for _, k := range streams {
+		seen[k] = true
+		add(k, stored[k])
+	}
+	for k, st := range stored {
+		if !seen[k] {
+			add(k, st)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Source != out[j].Source {
+			return out[i].Source < out[j].Source
+		}
+		return out[i].Account < out[j].Account
+	})
+	return out
+}
+
+// Print writes the state lines as a table, or as JSON.
+func Print(w io.Writer, states []StreamState, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(states)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SOURCE\tACCOUNT\tWATERMARK\tLAG\tIN FLIGHT\tDELIVERED\tWINDOWS LEFT\tETA\tLAST ERROR")
+	for _, s := range states {
+		wm, lag := "not started", "-"
+		if !s.Watermark.IsZero() {
+			wm = s.Watermark.UTC().Format(time.RFC3339)
+			lag = roundDuration(time.Duration(s.LagSeconds * float64(time.Second)))
+		}
+		inflight := "-"
+		if f := s.InFlight; f != nil {
+			inflight = fmt.Sprintf("%s..%s p%d", f.Start.UTC().Format("01-02T15:04"), f.End.UTC().Format("01-02T15:04"), f.Pages)
+		}
+		eta := "unknown"
+		switch {
+		case s.CaughtUp:
+			eta = "caught up"
+		case s.ETASeconds >= 0:
+			eta = roundDuration(time.Duration(s.ETASeconds * float64(time.Second)))
+		}
+		errText := s.LastError
+		if len(errText) > 60 {
+			errText = errText[:57] + "..."
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", s.Source, s.Account, wm, lag, inflight, s.Delivered, s.WindowsLeft, eta, errText)
+	}
+	return tw.Flush()
+}
+
+func roundDuration(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%.1fd", d.Hours()/24)
+	case d >= time.Hour:
+		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+	default:
+		return d.Round(time.Second).String()
+	}
+}

@@ -1,0 +1,75 @@
+package status
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/catalog"
+)
+
+func stateConfig(t *testing.T) catalog.Config {
+	t.Helper()
+	cfg := catalog.DefaultConfig()
+	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = "http://127.0.0.1:1", "k", secret.New("s")
+	cfg.Accounts = []string{"acme", "acme-dev"}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestStateEstimatesTheBacklogFromWatermarkDensityAndBudget(t *testing.T) {
+	cfg := stateConfig(t)
+	keys := source.Streams(cfg)
+	if len(keys) != 14 { // 7 core sources x 2 accounts; no edge base URL
+		t.Fatalf("%d streams: %v", len(keys), keys)
+	}
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	behind := record.Stream{Source: "dns", Account: "acme"}
+	caught := record.Stream{Source: "dns", Account: "acme-dev"}
+	stored := map[record.Stream]checkpoint.State{
+		// Two days behind at 100,000 rows an hour: 4.8M rows, 960 pages.
+		behind: {Watermark: now.Add(-48 * time.Hour), Density: 100_000, Delivered: 7,
+			InFlight: &checkpoint.InFlight{Start: now.Add(-48 * time.Hour), End: now.Add(-46 * time.Hour), Pages: 3}},
+		caught: {Watermark: now.Add(-30 * time.Minute), Density: 100_000},
+	}
+	states := FromCheckpoint(cfg, stored, keys, now)
+	byKey := map[record.Stream]StreamState{}
+	for _, s := range states {
+		byKey[record.Stream{Source: s.Source, Account: s.Account}] = s
+	}
+	b := byKey[behind]
+	if b.CaughtUp || b.WindowsLeft < 2 || b.RowsLeft < 4_500_000 || b.RowsLeft > 4_800_000 || b.Delivered != 7 || b.InFlight == nil || b.InFlight.Pages != 3 {
+		t.Fatalf("behind: %+v", b)
+	}
+	// 960+ requests at 480*0.9/h shared by the two dns streams: 4.4 hours
+	// or more; never less than the pages alone allow.
+	if b.ETASeconds < 4*3600 || b.ETASeconds > 6*3600 {
+		t.Fatalf("ETA %.0fs for ~960 pages at 216 requests an hour", b.ETASeconds)
+	}
+	if c := byKey[caught]; !c.CaughtUp || c.LagSeconds != 1800 {
+		t.Fatalf("caught up: %+v", c)
+	}
+	ns := byKey[record.Stream{Source: "audit_logs", Account: "acme"}]
+	// Never run: its backlog starts at sources.default.start (24h), one
+	// window at unknown density, not at the 92-day history limit.
+	if !ns.Watermark.IsZero() || ns.CaughtUp || ns.WindowsLeft != 1 {
+		t.Fatalf("a stream never run: %+v", ns)
+	}
+
+	var out bytes.Buffer
+	if err := Print(&out, states, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"dns               acme      2026-11-20T12:00:00Z  2.0d", "caught up", "not started", "p3"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
