@@ -38,7 +38,7 @@ func TestAlertRulesAreCompleteAndExplained(t *testing.T) {
 		"CollectorDown":                     `up{job="collector"}`,
 		"CollectorFreshnessLag":             "collector_watermark_lag_seconds",
 		"CollectorRateLimited":              "collector_rate_limited_total",
-		"CollectorSinkWriteFailures":        "collector_sink_write_failures_total",
+		"CollectorSinkWriteFailures":        "collector_sink_errors_total",
 		"CollectorNoProgress":               "collector_rows_delivered_total",
 		"CollectorCheckpointCommitFailures": "collector_checkpoint_commit_errors_total",
 		"CollectorDeadLetters":              "collector_dead_letters_total",

@@ -12,7 +12,6 @@ type metrics struct {
 	buffered        prometheus.Gauge
 	capacity        prometheus.Gauge
 	batchDuration   prometheus.Histogram
-	sinkErrors      prometheus.Counter
 	commits         prometheus.Counter
 	commitErrors    prometheus.Counter
 	commitDuration  prometheus.Histogram
@@ -42,10 +41,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name:    "collector_sink_batch_duration_seconds",
 			Help:    "Time from handing a batch to the sink until it was acknowledged, retries included.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
-		}),
-		sinkErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "collector_sink_write_failures_total",
-			Help: "Failed attempts to write a batch; the batch is retried.",
 		}),
 		commits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "collector_checkpoint_commits_total",
@@ -85,7 +80,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Batches the sink refused for good (a permanent error): they are not retried, and their stream stops.",
 		}, []string{"source", "account"}),
 	}
-	reg.MustRegister(m.delivered, m.buffered, m.capacity, m.batchDuration, m.sinkErrors, m.commits,
+	reg.MustRegister(m.delivered, m.buffered, m.capacity, m.batchDuration, m.commits,
 		m.commitErrors, m.commitDuration, m.watermark, m.lag, m.pollersRunning, m.lastAckUnixTime,
 		m.streamFailed, m.permanentErrors)
 	return m

@@ -90,7 +90,6 @@ func (p *Pipeline) write(ctx context.Context, b *record.Batch) error {
 		if sink.IsPermanent(err) {
 			return err
 		}
-		p.m.sinkErrors.Inc()
 		wait := policy.Wait(attempt - 1)
 		p.log.Warn("sink write failed; retrying", "source", b.Source, "account", b.Account, "page", b.Page,
 			"records", len(b.Envelopes), "attempt", attempt, "retry_in", wait.Round(time.Millisecond), "err", err)
