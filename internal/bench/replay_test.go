@@ -20,6 +20,7 @@ import (
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
 // replay is an http.RoundTripper that records every answer of a live
@@ -191,11 +192,11 @@ func recordCorpus() (*corpus, error) {
 // 2m, and a budget too large to ever wait.
 func inProcessSourceConfig(sim *apisim.Server) source.Config {
 	cfg := source.DefaultConfig()
-	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = sim.URL(), "sim-key", secret.New("sim-secret")
-	cfg.Edge.BaseURL, cfg.Edge.Token = sim.EdgeURL(), secret.New("sim-edge-token")
+	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = sim.URL(), harness.KeyID, secret.New(harness.Secret)
+	cfg.Edge.BaseURL, cfg.Edge.Token = sim.EdgeURL(), secret.New(harness.EdgeToken)
 	generous := source.RateConfig{Limit: 1 << 30, Period: time.Hour, Reserve: 0.1}
 	cfg.API.Rate, cfg.Edge.Rate = generous, generous
-	cfg.Accounts = twoAccounts
+	cfg.Accounts = harness.Accounts()
 	enabled, start, lag, interval := true, fmt.Sprintf("%dh", int(corpusSpan.Hours())), 2*time.Minute, time.Second
 	cfg.Sources = source.SourcesConfig{source.DefaultSourcesKey: {Enabled: &enabled, Start: &start, Lag: &lag, Interval: &interval}}
 	return cfg
