@@ -1,19 +1,15 @@
 package bench
 
 import (
-	"bufio"
 	"encoding/hex"
-	"encoding/json"
-	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
 // The budget benchmark's setting: a rate-limited simulator (60 tokens per
@@ -68,29 +64,29 @@ var budgetRates = map[string]float64{
 //   - 429s: answers 429 (the contract wants none from a healthy collector).
 func BenchmarkBudget(b *testing.B) {
 	for range b.N {
-		sim := startSim(b, func(c *apisim.Config) {
+		sim := harness.StartSim(b, func(c *apisim.Config) {
 			c.RateLimit, c.RatePeriod, c.PageSize = budgetLimit, budgetPeriod, budgetPageRows
 			c.Rates = budgetRates
 			c.AlertUpdateWindow = time.Minute // alerts are final before the collector's 2m lag reads them
 		})
-		spec := runSpec{
-			sim: sim, dir: b.TempDir(), accounts: twoAccounts, sources: allSources,
-			start: time.Now().UTC().Add(-budgetSpan - 2*time.Minute).Truncate(time.Minute),
-			fsync: true, rateLimit: budgetLimit, ratePeriod: budgetPeriod, pageRows: budgetPageRows,
-		}
-		res := runOnce(b, spec, 15*time.Minute)
+		c := harness.New(b, harness.Config{Sim: sim, Sources: harness.AllSources(),
+			Start:    time.Now().UTC().Add(-budgetSpan - 2*time.Minute).Truncate(time.Minute),
+			PageRows: budgetPageRows, Rate: harness.Rate{Limit: budgetLimit, Period: budgetPeriod}})
+		res := c.RunOnce(b, 15*time.Minute)
+		res.PeakRSS(b)
+		res.DoneRows(b)
 		b.StopTimer()
 		stats := sim.Stats()
-		out := readOutput(b, spec.outDir())
-		_, truth := truthRows(b, spec)
+		out := readOutput(b, c.OutDir())
+		_, truth := c.TruthRows(b)
 		for k, n := range truth {
 			if got := int64(len(out.ids[k])); got != n {
-				b.Errorf("%s/%s: %d distinct records delivered, /_truth says %d", k.source, k.account, got, n)
+				b.Errorf("%s/%s: %d distinct records delivered, /_truth says %d", k.Source, k.Account, got, n)
 			}
 		}
-		a := analyseBudget(stats, out, spec)
-		a.wall = res.wall
-		a.splits = countLogs(res.logs, "window too large, split")
+		a := analyseBudget(stats, out, c.Streams())
+		a.wall = res.Wall
+		a.splits = harness.CountLogs(res.Logs, "window too large, split")
 		a.log(b)
 		b.ReportMetric(float64(a.requests)/float64(a.lb), "req/lb")
 		b.ReportMetric(float64(a.requests)/float64(a.lbWin), "req/lb-win")
@@ -101,70 +97,44 @@ func BenchmarkBudget(b *testing.B) {
 		}
 		b.ReportMetric(float64(a.limited), "429s")
 		b.ReportMetric(float64(a.requests), "requests")
-		b.ReportMetric(loadAvg1(), "load1")
-		os.RemoveAll(spec.outDir())
+		b.ReportMetric(harness.LoadAvg1(), "load1")
+		os.RemoveAll(c.OutDir())
 		sim.Close()
 		b.StartTimer()
 	}
 }
 
 // output is what the file sink holds: distinct ids per stream, and
-// distinct ids per (stream, window).
+// distinct ids per (stream, window), ids as bytes to keep a large output
+// small.
 type output struct {
-	ids     map[streamKey]map[[32]byte]struct{}
-	windows map[streamKey]map[[2]string]map[[32]byte]struct{}
+	ids     map[harness.Stream]map[[32]byte]struct{}
+	windows map[harness.Stream]map[[2]string]map[[32]byte]struct{}
 	lines   int64
 }
 
-// readOutput reads every NDJSON file under dir, decoding only the
-// envelope fields the analysis needs.
+// readOutput reads what the file sink wrote under dir.
 func readOutput(tb testing.TB, dir string) *output {
 	tb.Helper()
-	o := &output{ids: map[streamKey]map[[32]byte]struct{}{}, windows: map[streamKey]map[[2]string]map[[32]byte]struct{}{}}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(d.Name(), ".ndjson") {
-			return err
+	o := &output{ids: map[harness.Stream]map[[32]byte]struct{}{}, windows: map[harness.Stream]map[[2]string]map[[32]byte]struct{}{}}
+	harness.EachEnvelope(tb, dir, func(e *harness.Envelope, _ []byte) {
+		var id [32]byte
+		if n, err := hex.Decode(id[:], []byte(e.ID)); err != nil || n != 32 {
+			tb.Fatalf("bad id %q", e.ID)
 		}
-		f, err := os.Open(path)
-		if err != nil {
-			return err
+		k := e.Stream()
+		if o.ids[k] == nil {
+			o.ids[k] = map[[32]byte]struct{}{}
+			o.windows[k] = map[[2]string]map[[32]byte]struct{}{}
 		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		for sc.Scan() {
-			var e struct {
-				ID          string `json:"id"`
-				Source      string `json:"source"`
-				Account     string `json:"account"`
-				WindowStart string `json:"window_start"`
-				WindowEnd   string `json:"window_end"`
-			}
-			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
-			var id [32]byte
-			if n, err := hex.Decode(id[:], []byte(e.ID)); err != nil || n != 32 {
-				return fmt.Errorf("%s: bad id %q", path, e.ID)
-			}
-			k := streamKey{e.Source, e.Account}
-			if o.ids[k] == nil {
-				o.ids[k] = map[[32]byte]struct{}{}
-				o.windows[k] = map[[2]string]map[[32]byte]struct{}{}
-			}
-			o.ids[k][id] = struct{}{}
-			w := [2]string{e.WindowStart, e.WindowEnd}
-			if o.windows[k][w] == nil {
-				o.windows[k][w] = map[[32]byte]struct{}{}
-			}
-			o.windows[k][w][id] = struct{}{}
-			o.lines++
+		o.ids[k][id] = struct{}{}
+		w := [2]string{e.WindowStart, e.WindowEnd}
+		if o.windows[k][w] == nil {
+			o.windows[k][w] = map[[32]byte]struct{}{}
 		}
-		return sc.Err()
+		o.windows[k][w][id] = struct{}{}
+		o.lines++
 	})
-	if err != nil {
-		tb.Fatal(err)
-	}
 	return o
 }
 
@@ -202,20 +172,17 @@ func pageRowsOf(src string) int64 {
 	return budgetPageRows
 }
 
-func analyseBudget(st apisim.Stats, out *output, spec runSpec) budgetAnalysis {
+func analyseBudget(st apisim.Stats, out *output, streams []harness.Stream) budgetAnalysis {
 	var a budgetAnalysis
 	lb := map[string]int64{}    // by functionality
 	lbWin := map[string]int64{} // by functionality
-	for _, s := range spec.sources {
-		for _, acct := range spec.accounts {
-			k := streamKey{s, acct}
-			fn, p := functionality(s), pageRowsOf(s)
-			lb[fn] += requestLowerBound(int64(len(out.ids[k])), p)
-			a.distinct += int64(len(out.ids[k]))
-			for _, ids := range out.windows[k] {
-				lbWin[fn] += requestLowerBound(int64(len(ids)), p)
-				a.windows++
-			}
+	for _, k := range streams {
+		fn, p := functionality(k.Source), pageRowsOf(k.Source)
+		lb[fn] += requestLowerBound(int64(len(out.ids[k])), p)
+		a.distinct += int64(len(out.ids[k]))
+		for _, ids := range out.windows[k] {
+			lbWin[fn] += requestLowerBound(int64(len(ids)), p)
+			a.windows++
 		}
 	}
 	for _, c := range st.Counters {
@@ -247,7 +214,7 @@ func (a budgetAnalysis) log(b *testing.B) {
 	b.Logf("requests %d (lower bound %d, with the planner's windows %d; %d windows with records, %d empty answers, %d split logs), "+
 		"429s %d, rows served %d for %d distinct records; wall %v, budget minimum %v (%v without the reserve); %s",
 		a.requests, a.lb, a.lbWin, a.windows, a.empty, a.splits, a.limited, a.rowsServed, a.distinct,
-		a.wall.Round(time.Millisecond), a.tmin.Round(time.Millisecond), a.tminFull.Round(time.Millisecond), loadNote())
+		a.wall.Round(time.Millisecond), a.tmin.Round(time.Millisecond), a.tminFull.Round(time.Millisecond), harness.LoadNote())
 	for _, u := range a.buckets {
 		b.Logf("  %-10s %-17s requests %4d  lb %4d  lb-win %4d  pages %4d  429 %d  404 %d  5xx %d  rows %7d  Tmin %v",
 			u.user, u.fn, u.requests, u.lb, u.lbWin, u.pages, u.limited, u.nextPage404, u.serverErrors, u.rowsServed, u.tmin.Round(time.Millisecond))
@@ -280,6 +247,7 @@ func minWall(n int64, limit int, period time.Duration, reserve float64) time.Dur
 
 // The bound arithmetic of BenchmarkBudget.
 func TestBudgetBounds(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ rows, per, want int64 }{
 		{0, 500, 1}, {1, 500, 1}, {500, 500, 1}, {501, 500, 2}, {120_000, 500, 240}, {9_999, 10_000, 1},
 	} {

@@ -6,12 +6,14 @@
 // (rows missing against the simulator's /_truth, a replay that does not
 // match its recording, a 429 in the budgeted run).
 //
-// When benchmarks are asked for (-bench), TestMain builds the collector
-// binary into a temporary directory; the benchmarks that drive it start the
-// project's API simulator (internal/apisim) in the test process on
-// loopback, write a configuration file, pass the credentials in the
-// environment as production does, and run `collector run --once`. The
-// collector's CPU time is that process's alone (wait4 rusage:
+// The benchmarks that drive the collector binary do it with the harness the
+// end-to-end tests use (internal/testinfra/harness), which builds the
+// binary when a benchmark first asks for it (a plain `go test` of this
+// package builds nothing): they start the project's API simulator
+// (internal/apisim) in the test process on loopback, write a
+// configuration file, pass the credentials in the environment as
+// production does, and run `collector run --once`. The collector's CPU
+// time is that process's alone (wait4 rusage:
 // ProcessState.UserTime+SystemTime), so the simulator's work is not
 // counted. Its peak RSS is VmHWM read from /proc/PID/status every 200 ms
 // while it runs, not wait4's ru_maxrss: on Linux a child's ru_maxrss is at

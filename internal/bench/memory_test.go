@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
 // memRate is rows per hour of each of the two dense sources of
@@ -18,7 +19,7 @@ import (
 const memRate = 1_000_000.0 / (2 * 24)
 
 // BenchmarkMemory reports the peak RSS of the collector process (VmHWM,
-// sampled from /proc while it runs; see result.maxRSS for why not wait4's
+// sampled from /proc while it runs; see harness.Run.MaxRSS for why not wait4's
 // ru_maxrss, which it logs too) for a backlog of about 1 million and about 10 million
 // rows: `collector run --once` over dns and connections of one account at
 // memRate rows per hour each (no bursts), 1 day or 10 days back, with
@@ -50,45 +51,45 @@ func BenchmarkMemory(b *testing.B) {
 				b.Skip("takes minutes: add -args -long (see the package doc)")
 			}
 			for range b.N {
-				sim := startSim(b, func(cfg *apisim.Config) {
+				sim := harness.StartSim(b, func(cfg *apisim.Config) {
 					cfg.RateLimit = 1_000_000
 					cfg.Rates = map[string]float64{"dns": memRate, "connections": memRate}
 					cfg.BurstProbability = 0
 				})
-				spec := runSpec{
-					sim: sim, dir: b.TempDir(), accounts: []string{"acme"}, sources: []string{"dns", "connections"},
-					start: time.Now().UTC().Add(-c.span - 2*time.Minute).Truncate(time.Minute),
-					fsync: false, rateLimit: 1_000_000, ratePeriod: time.Hour, metrics: true,
-				}
-				res := runOnce(b, spec, 2*time.Hour)
+				col := harness.New(b, harness.Config{Sim: sim, Accounts: []string{"acme"}, Sources: []string{"dns", "connections"},
+					Start:   time.Now().UTC().Add(-c.span - 2*time.Minute).Truncate(time.Minute),
+					NoFsync: true, Rate: harness.Rate{Limit: 1_000_000, Period: time.Hour},
+					Metrics: harness.FreeAddr(b), Scrape: scrapedGauges})
+				res := col.RunOnce(b, 2*time.Hour)
+				peak, rows := res.PeakRSS(b), res.DoneRows(b)
 				b.StopTimer()
-				os.RemoveAll(spec.outDir())
-				want, _ := truthRows(b, spec)
-				if res.rows != want {
-					b.Fatalf("delivered %d rows, the simulator holds %d for the committed windows", res.rows, want)
+				os.RemoveAll(col.OutDir())
+				want, _ := col.TruthRows(b)
+				if rows != want {
+					b.Fatalf("delivered %d rows, the simulator holds %d for the committed windows", rows, want)
 				}
 				st := sim.Stats()
 				served := st.Get("sim-admin", "dns").RowsServed + st.Get("sim-admin", "connections").RowsServed
 				reqs := st.Get("sim-admin", "dns").Requests + st.Get("sim-admin", "connections").Requests
-				first, second := halves(res.rss)
+				first, second := halves(res.RSS)
 				b.Logf("%d rows (%d served in %d requests, %d split logs) in %v wall, %v user + %v sys CPU; peak RSS (VmHWM) %.1f MiB, VmRSS max %.1f / %.1f MiB in the first / second half (%d samples); wait4 ru_maxrss %.1f MiB with this process's own peak at %.1f MiB when it started the collector; %s",
-					res.rows, served, reqs, countLogs(res.logs, "window too large, split"), res.wall.Round(time.Millisecond),
-					res.user.Round(time.Millisecond), res.sys.Round(time.Millisecond), mib(res.maxRSS), mib(first), mib(second), len(res.rss),
-					mib(res.ruMaxRSS), mib(res.parentHWM), loadNote())
-				rss := make([]float64, len(res.rss))
-				for i, v := range res.rss {
+					rows, served, reqs, harness.CountLogs(res.Logs, "window too large, split"), res.Wall.Round(time.Millisecond),
+					res.User.Round(time.Millisecond), res.Sys.Round(time.Millisecond), mib(peak), mib(first), mib(second), len(res.RSS),
+					mib(res.RuMaxRSS), mib(res.ParentHWM), harness.LoadNote())
+				rss := make([]float64, len(res.RSS))
+				for i, v := range res.RSS {
 					rss[i] = float64(v)
 				}
 				b.Logf("per tenth of the run, largest sample in MiB: VmRSS %s; heap in use %s; Go sys %s; next GC %s; goroutines %s; buffered records %s",
-					tenths(rss, 1<<20), tenths(res.scraped["go_memstats_heap_inuse_bytes"], 1<<20), tenths(res.scraped["go_memstats_sys_bytes"], 1<<20),
-					tenths(res.scraped["go_memstats_next_gc_bytes"], 1<<20), tenths(res.scraped["go_goroutines"], 1), tenths(res.scraped["collector_pipeline_buffered_records"], 1))
-				b.ReportMetric(mib(res.maxRSS), "maxRSS-MiB")
+					tenths(rss, 1<<20), tenths(res.Scraped["go_memstats_heap_inuse_bytes"], 1<<20), tenths(res.Scraped["go_memstats_sys_bytes"], 1<<20),
+					tenths(res.Scraped["go_memstats_next_gc_bytes"], 1<<20), tenths(res.Scraped["go_goroutines"], 1), tenths(res.Scraped["collector_pipeline_buffered_records"], 1))
+				b.ReportMetric(mib(peak), "maxRSS-MiB")
 				b.ReportMetric(mib(first), "rss-1st-half-MiB")
 				b.ReportMetric(mib(second), "rss-2nd-half-MiB")
-				b.ReportMetric(float64(res.rows), "rows")
-				b.ReportMetric(float64(res.rows)/res.wall.Seconds(), "rows/s")
-				b.ReportMetric(float64(res.rows)/res.cpu().Seconds(), "rows/cpu-s")
-				b.ReportMetric(loadAvg1(), "load1")
+				b.ReportMetric(float64(rows), "rows")
+				b.ReportMetric(float64(rows)/res.Wall.Seconds(), "rows/s")
+				b.ReportMetric(float64(rows)/res.CPU().Seconds(), "rows/cpu-s")
+				b.ReportMetric(harness.LoadAvg1(), "load1")
 				sim.Close()
 				b.StartTimer()
 			}
@@ -114,40 +115,47 @@ func BenchmarkMemoryStreams(b *testing.B) {
 			}
 			accounts = accounts[:n]
 			for range b.N {
-				sim := startSim(b, func(cfg *apisim.Config) {
+				sim := harness.StartSim(b, func(cfg *apisim.Config) {
 					cfg.Accounts = append([]string{"acme", "acme-dev"}, accounts[min(n, 2):]...)
 					cfg.RateLimit = 1_000_000
 					cfg.Rates = map[string]float64{}
-					for _, s := range coreSources {
+					for _, s := range harness.CoreSources() {
 						cfg.Rates[s] = 10_000
 					}
 					cfg.BurstProbability = 0
 				})
-				spec := runSpec{
-					sim: sim, dir: b.TempDir(), accounts: accounts, sources: coreSources,
-					start: time.Now().UTC().Add(-2*time.Hour - 2*time.Minute).Truncate(time.Minute),
-					fsync: false, rateLimit: 1_000_000, ratePeriod: time.Hour,
-				}
-				res := runOnce(b, spec, 30*time.Minute)
+				col := harness.New(b, harness.Config{Sim: sim, Accounts: accounts, Sources: harness.CoreSources(),
+					Start:   time.Now().UTC().Add(-2*time.Hour - 2*time.Minute).Truncate(time.Minute),
+					NoFsync: true, Rate: harness.Rate{Limit: 1_000_000, Period: time.Hour}})
+				res := col.RunOnce(b, 30*time.Minute)
+				peak, rows := res.PeakRSS(b), res.DoneRows(b)
 				b.StopTimer()
-				os.RemoveAll(spec.outDir())
-				want, _ := truthRows(b, spec)
-				if res.rows != want {
-					b.Fatalf("delivered %d rows, the simulator holds %d for the committed windows", res.rows, want)
+				os.RemoveAll(col.OutDir())
+				want, _ := col.TruthRows(b)
+				if rows != want {
+					b.Fatalf("delivered %d rows, the simulator holds %d for the committed windows", rows, want)
 				}
-				streams := len(accounts) * len(coreSources)
+				streams := len(accounts) * len(harness.CoreSources())
 				b.Logf("%d streams, %d rows in %v wall, %v CPU; peak RSS (VmHWM) %.1f MiB; %s",
-					streams, res.rows, res.wall.Round(time.Millisecond), res.cpu().Round(time.Millisecond), mib(res.maxRSS), loadNote())
-				b.ReportMetric(mib(res.maxRSS), "maxRSS-MiB")
+					streams, rows, res.Wall.Round(time.Millisecond), res.CPU().Round(time.Millisecond), mib(peak), harness.LoadNote())
+				b.ReportMetric(mib(peak), "maxRSS-MiB")
 				b.ReportMetric(float64(streams), "streams")
-				b.ReportMetric(float64(res.rows), "rows")
-				b.ReportMetric(loadAvg1(), "load1")
+				b.ReportMetric(float64(rows), "rows")
+				b.ReportMetric(harness.LoadAvg1(), "load1")
 				sim.Close()
 				b.StartTimer()
 			}
 		})
 	}
 }
+
+// scrapedGauges are the series BenchmarkMemory samples from /metrics.
+var scrapedGauges = []string{
+	"go_memstats_heap_inuse_bytes", "go_memstats_heap_alloc_bytes", "go_memstats_sys_bytes",
+	"go_memstats_next_gc_bytes", "go_goroutines", "collector_pipeline_buffered_records",
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
 
 // tenths formats the largest sample of each tenth of s, divided by unit.
 func tenths(s []float64, unit float64) string {

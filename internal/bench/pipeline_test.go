@@ -19,6 +19,7 @@ import (
 	"github.com/svcexport/collector/internal/sink/file"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/source/catalog"
+	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
 // meter sums rows, wall time and CPU time over a benchmark's iterations
@@ -32,15 +33,15 @@ func (m *meter) report(b *testing.B) {
 	b.ReportMetric(float64(m.rows)/m.wall.Seconds(), "rows/s")
 	b.ReportMetric(float64(m.rows)/m.cpu.Seconds(), "rows/cpu-s")
 	b.ReportMetric(m.cpu.Seconds()/float64(m.rows)*1e6, "cpu-s/Mrows")
-	b.ReportMetric(loadAvg1(), "load1")
+	b.ReportMetric(harness.LoadAvg1(), "load1")
 }
 
 // timed runs f and adds its wall and process CPU time to m.
 func (m *meter) timed(f func()) {
-	cpu0, t0 := selfCPU(), time.Now()
+	cpu0, t0 := harness.SelfCPU(), time.Now()
 	f()
 	m.wall += time.Since(t0)
-	m.cpu += selfCPU() - cpu0
+	m.cpu += harness.SelfCPU() - cpu0
 }
 
 // BenchmarkPipeline measures the collector's path from page bytes to the
@@ -59,7 +60,7 @@ func (m *meter) timed(f func()) {
 func BenchmarkPipeline(b *testing.B) {
 	c := sharedCorpus(b)
 	b.Logf("corpus: %d rows (%.0f B/record raw) in %d answers, %d non-empty pages; %s",
-		c.rows, float64(c.bytes)/float64(c.rows), c.pages, len(c.batches), loadNote())
+		c.rows, float64(c.bytes)/float64(c.rows), c.pages, len(c.batches), harness.LoadNote())
 
 	for _, fsync := range []bool{true, false} {
 		b.Run(fmt.Sprintf("inprocess/fsync=%v", fsync), func(b *testing.B) {
@@ -214,7 +215,7 @@ func runInProcess(b *testing.B, c *corpus, dir string, fsync bool) int64 {
 // rows (bursts vary it), with a rate budget too large to ever wait, into
 // the file sink with fsync on and off. The simulator runs in the
 // benchmark's process; CPU time and rows/cpu-s are the collector process's
-// alone (wait4 rusage), its peak RSS is VmHWM (see result.maxRSS), rows/s
+// alone (wait4 rusage), its peak RSS is VmHWM (see harness.Run.MaxRSS), rows/s
 // is over its wall time from exec to exit (start-up and final commit
 // included).
 func BenchmarkPipelineBinary(b *testing.B) {
@@ -223,27 +224,26 @@ func BenchmarkPipelineBinary(b *testing.B) {
 			var m meter
 			var maxRSS int64
 			for range b.N {
-				sim := startSim(b, func(c *apisim.Config) { c.RateLimit = 1_000_000 })
-				spec := runSpec{
-					sim: sim, dir: b.TempDir(), accounts: twoAccounts, sources: allSources,
-					start: time.Now().UTC().Add(-6*time.Hour - 2*time.Minute).Truncate(time.Minute),
-					fsync: fsync, rateLimit: 1_000_000, ratePeriod: time.Hour,
-				}
-				res := runOnce(b, spec, 10*time.Minute)
+				sim := harness.StartSim(b, func(c *apisim.Config) { c.RateLimit = 1_000_000 })
+				col := harness.New(b, harness.Config{Sim: sim, Sources: harness.AllSources(),
+					Start:   time.Now().UTC().Add(-6*time.Hour - 2*time.Minute).Truncate(time.Minute),
+					NoFsync: !fsync, Rate: harness.Rate{Limit: 1_000_000, Period: time.Hour}})
+				res := col.RunOnce(b, 10*time.Minute)
+				peak, rows := res.PeakRSS(b), res.DoneRows(b)
 				b.StopTimer()
-				want, _ := truthRows(b, spec)
-				if res.rows != want {
-					b.Fatalf("delivered %d rows, the simulator holds %d for the committed windows", res.rows, want)
+				want, _ := col.TruthRows(b)
+				if rows != want {
+					b.Fatalf("delivered %d rows, the simulator holds %d for the committed windows", rows, want)
 				}
-				os.RemoveAll(spec.outDir())
+				os.RemoveAll(col.OutDir())
 				sim.Close()
 				b.StartTimer()
-				m.rows += res.rows
-				m.wall += res.wall
-				m.cpu += res.cpu()
-				maxRSS = max(maxRSS, res.maxRSS)
+				m.rows += rows
+				m.wall += res.Wall
+				m.cpu += res.CPU()
+				maxRSS = max(maxRSS, peak)
 				b.Logf("%d rows in %v wall, %v user + %v sys CPU, peak RSS (VmHWM) %.0f MiB; %s",
-					res.rows, res.wall.Round(time.Millisecond), res.user.Round(time.Millisecond), res.sys.Round(time.Millisecond), mib(res.maxRSS), loadNote())
+					rows, res.Wall.Round(time.Millisecond), res.User.Round(time.Millisecond), res.Sys.Round(time.Millisecond), mib(peak), harness.LoadNote())
 			}
 			m.report(b)
 			b.ReportMetric(mib(maxRSS), "maxRSS-MiB")

@@ -21,6 +21,7 @@ import (
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/source/catalog"
+	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
 // replay is an http.RoundTripper that records every answer of a live
@@ -192,11 +193,11 @@ func recordCorpus() (*corpus, error) {
 // 2m, and a budget too large to ever wait.
 func inProcessSourceConfig(sim *apisim.Server) catalog.Config {
 	cfg := catalog.DefaultConfig()
-	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = sim.URL(), "sim-key", secret.New("sim-secret")
-	cfg.Edge.BaseURL, cfg.Edge.Token = sim.EdgeURL(), secret.New("sim-edge-token")
+	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = sim.URL(), harness.KeyID, secret.New(harness.Secret)
+	cfg.Edge.BaseURL, cfg.Edge.Token = sim.EdgeURL(), secret.New(harness.EdgeToken)
 	generous := api.RateConfig{Limit: 1 << 30, Period: time.Hour, Reserve: 0.1}
 	cfg.API.Rate, cfg.Edge.Rate = generous, generous
-	cfg.Accounts = twoAccounts
+	cfg.Accounts = harness.Accounts()
 	enabled, start, lag, interval := true, fmt.Sprintf("%dh", int(corpusSpan.Hours())), 2*time.Minute, time.Second
 	cfg.Sources = catalog.SourcesConfig{catalog.DefaultSourcesKey: {Enabled: &enabled, Start: &start, Lag: &lag, Interval: &interval}}
 	return cfg

@@ -12,13 +12,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/svcexport/collector/internal/config"
+	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
 // Stamps the release build gets in these tests.
@@ -32,37 +32,14 @@ const (
 // (they mount the configuration at its --config path).
 var wantEntrypoint = []string{"/collector", "run", "--config", "/etc/collector/collector.yaml"}
 
-var tmpRoot string
-
-func TestMain(m *testing.M) {
-	var err error
-	tmpRoot, err = os.MkdirTemp("", "deploytest-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(tmpRoot)
-	os.Exit(code)
-}
+// TestMain runs the package under the harness, which removes the release
+// build after the tests.
+func TestMain(m *testing.M) { os.Exit(harness.Main(m)) }
 
 // root returns the repository's top directory.
 func root(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
+	return harness.RepoRoot(t)
 }
 
 // read returns the file at rel (relative to the repository).
@@ -352,28 +329,11 @@ func diffValues(a, b reflect.Value, prefix string) []string {
 	return nil
 }
 
-// releaseBinaries builds cmd/collector with scripts/release-build.sh (the
-// release command, stamped with the test values) once per test run.
-var releaseBuild struct {
-	once sync.Once
-	dir  string
-	out  []byte
-	err  error
-}
-
+// releaseBinary returns cmd/collector built with scripts/release-build.sh
+// (the release command, stamped with the test values), once per test run.
 func releaseBinary(t testing.TB) string {
 	t.Helper()
-	releaseBuild.once.Do(func() {
-		dir := filepath.Join(tmpRoot, "bin")
-		cmd := exec.Command("bash", filepath.Join(root(t), "scripts", "release-build.sh"), dir, "collector")
-		cmd.Env = append(os.Environ(), "VERSION="+testVersion, "COMMIT="+testCommit, "DATE="+testDate)
-		releaseBuild.out, releaseBuild.err = cmd.CombinedOutput()
-		releaseBuild.dir = dir
-	})
-	if releaseBuild.err != nil {
-		t.Fatalf("scripts/release-build.sh failed: %v\n%s", releaseBuild.err, releaseBuild.out)
-	}
-	return filepath.Join(releaseBuild.dir, "collector")
+	return harness.ReleaseCollector(t, harness.Stamp{Version: testVersion, Commit: testCommit, Date: testDate})
 }
 
 // runFlags returns the flags "collector run --help" lists, with whether each

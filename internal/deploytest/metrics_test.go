@@ -2,11 +2,9 @@ package deploytest
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,7 +12,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +25,7 @@ import (
 	"github.com/svcexport/collector/internal/sink/stdout"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/telemetry"
+	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
 // family is a metric family the collector registers.
@@ -174,7 +172,7 @@ func scrapeDemo(t *testing.T) map[string]*family {
 	t.Helper()
 	bin := releaseBinary(t)
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := harness.FreeAddr(t)
 	cmd := exec.Command(bin, "run", "--config", filepath.Join(root(t), "configs", "demo.yaml"))
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
@@ -184,58 +182,37 @@ func scrapeDemo(t *testing.T) map[string]*family {
 		"COLLECTOR_SOURCES__DEFAULT__START=3h", // a short backfill: the families, not the volume, matter
 		"COLLECTOR_LOG__PROGRESS=1s",
 	)
-	logf, err := os.Create(filepath.Join(dir, "collector.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
-	logTail := func() string { b, _ := os.ReadFile(logf.Name()); return string(b) }
+	p := harness.StartCommand(t, cmd)
+	defer p.Kill()
 
 	base := "http://" + addr
 	var body string
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		select {
-		case err := <-exited:
-			stopped = true
-			t.Fatalf("the collector exited early (%v):\n%s", err, logTail())
+		case <-p.Exited():
+			t.Fatalf("the collector exited early (%v):\n%s", p.Err(), p.Logs())
 		case <-time.After(250 * time.Millisecond):
 		}
-		if b, code := httpGet(base + "/metrics"); code == http.StatusOK &&
+		if b, code := harness.HTTPGet(base + "/metrics"); code == http.StatusOK &&
 			strings.Contains(b, "\ncollector_backfill_windows_left{") && strings.Contains(b, "\ncollector_rows_delivered_total{") {
 			body = b
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no progress metrics at %s/metrics after 90s:\n%s", base, logTail())
+			t.Fatalf("no progress metrics at %s/metrics after 90s:\n%s", base, p.Logs())
 		}
 	}
-	for _, p := range []string{"/healthz", "/readyz"} {
-		if b, code := httpGet(base + p); code != http.StatusOK {
-			t.Errorf("GET %s = %d %s, want 200 (the orchestrators probe it)", p, code, b)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if b, code := harness.HTTPGet(base + path); code != http.StatusOK {
+			t.Errorf("GET %s = %d %s, want 200 (the orchestrators probe it)", path, code, b)
 		}
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	p.Terminate()
 	select {
-	case err := <-exited:
-		stopped = true
-		if err != nil {
-			t.Errorf("after SIGTERM the collector exited with %v, want 0:\n%s", err, logTail())
+	case <-p.Exited():
+		if err := p.Err(); err != nil {
+			t.Errorf("after SIGTERM the collector exited with %v, want 0:\n%s", err, p.Logs())
 		}
 	case <-time.After(60 * time.Second):
 		t.Errorf("the collector did not stop within 60s of SIGTERM")
@@ -386,29 +363,6 @@ func (r *recorder) MustRegister(cs ...prometheus.Collector) {
 }
 
 func (r *recorder) Unregister(c prometheus.Collector) bool { return r.reg.Unregister(c) }
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-func httpGet(url string) (string, int) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err.Error(), 0
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b), resp.StatusCode
-}
 
 // dashboard returns deploy/grafana/collector.json.
 func dashboard(t testing.TB) map[string]any {

@@ -1,42 +1,18 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-)
 
-// runCLI runs the binary with args and env and returns its exit code and
-// output (stdout and stderr together).
-func runCLI(t *testing.T, env []string, args ...string) (int, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, collectorBin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, out.String()
-	case errors.As(err, &ee):
-		return ee.ExitCode(), out.String()
-	}
-	t.Fatalf("run %v: %v", args, err)
-	return -1, ""
-}
+	"github.com/svcexport/collector/internal/testinfra/harness"
+)
 
 // A bad configuration exits 2 with one line naming the key that is wrong.
 func TestBadConfigurationsExit2NamingTheKey(t *testing.T) {
+	t.Parallel()
 	base := "api:\n  base_url: http://127.0.0.1:1\n  key_id: k\n  secret: s\n"
 	cases := []struct {
 		name, yaml string
@@ -60,11 +36,12 @@ func TestBadConfigurationsExit2NamingTheKey(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			p := filepath.Join(t.TempDir(), "c.yaml")
 			if err := os.WriteFile(p, []byte(c.yaml), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			code, out := runCLI(t, c.env, "run", "--config", p)
+			code, out := harness.RunCLI(t, c.env, "run", "--config", p)
 			if code != 2 || !strings.Contains(out, c.want) {
 				t.Fatalf("exit %d, output:\n%s\nwant exit 2 and %q", code, out, c.want)
 			}
@@ -78,11 +55,11 @@ func TestBadConfigurationsExit2NamingTheKey(t *testing.T) {
 // check prints the effective configuration with the secret redacted, gets a
 // token and checks the sink; environment variables override the file.
 func TestCheckRedactsSecretsAndHonoursTheEnvironment(t *testing.T) {
-	sim := startSim(t, nil)
-	s := newSetup(t, sim, time.Now().Add(-time.Hour), "")
+	t.Parallel()
+	sim := harness.StartSim(t, harness.QuickRates)
 	other := filepath.Join(t.TempDir(), "elsewhere")
-	s.env = append(s.env, "COLLECTOR_SINK__FILE__DIR="+other)
-	code, out := runCLI(t, s.environ(), "check", "--config", s.configPath())
+	c := harness.New(t, harness.Config{Sim: sim, Start: time.Now().Add(-time.Hour), Env: []string{"COLLECTOR_SINK__FILE__DIR=" + other}})
+	code, out := c.CLI(t, nil, "check")
 	if code != 0 {
 		t.Fatalf("check exit %d:\n%s", code, out)
 	}
@@ -91,16 +68,16 @@ func TestCheckRedactsSecretsAndHonoursTheEnvironment(t *testing.T) {
 			t.Errorf("check output lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "sim-secret") || strings.Contains(out, "sim-edge-token") {
+	if strings.Contains(out, harness.Secret) || strings.Contains(out, harness.EdgeToken) {
 		t.Fatalf("check printed a secret:\n%s", out)
 	}
 	if st := sim.Stats().Get("sim-admin", "token"); st.Requests != 1 {
 		t.Errorf("check made %d token requests, want 1", st.Requests)
 	}
 	var data int64
-	for _, c := range sim.Stats().Counters {
-		if c.Functionality != "token" {
-			data += c.Requests
+	for _, cnt := range sim.Stats().Counters {
+		if cnt.Functionality != "token" {
+			data += cnt.Requests
 		}
 	}
 	if data != 0 {
@@ -108,7 +85,7 @@ func TestCheckRedactsSecretsAndHonoursTheEnvironment(t *testing.T) {
 	}
 
 	// A wrong secret fails the check, and the wrong secret is not shown.
-	code, out = runCLI(t, append(s.environ(), "COLLECTOR_API__SECRET=wrong-secret-value"), "check", "--config", s.configPath())
+	code, out = c.CLI(t, []string{"COLLECTOR_API__SECRET=wrong-secret-value"}, "check")
 	if code == 0 || strings.Contains(out, "wrong-secret-value") || !strings.Contains(out, "FAIL") {
 		t.Fatalf("check with a wrong secret: exit %d\n%s", code, out)
 	}
@@ -116,28 +93,30 @@ func TestCheckRedactsSecretsAndHonoursTheEnvironment(t *testing.T) {
 
 // SIGTERM while tailing: the collector drains, commits and exits 0; what it
 // delivered up to its watermark is complete, and state reads it back.
+//
+// Not parallel: every stream must commit within the 3 s before the SIGTERM,
+// which a CPU shared with another test can make too short.
 func TestSIGTERMDrainsCommitsAndExits0(t *testing.T) {
-	sim := startSim(t, nil)
+	sim := harness.StartSim(t, harness.QuickRates)
 	start := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Minute)
-	s := newSetup(t, sim, start, "")
-	p := s.startCollector(t)
+	c := harness.New(t, harness.Config{Sim: sim, Start: start})
+	p := c.Start(t)
 	time.Sleep(3 * time.Second)
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	if err := p.wait(t, 40*time.Second); err != nil {
-		t.Fatalf("exit after SIGTERM: %v\n%s", err, tail(p.logs.String(), 20))
+	p.Terminate()
+	if err := p.Wait(t, 40*time.Second); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.Tail(20))
 	}
-	out := readFileSink(t, s.outDir())
-	compareWithTruth(t, sim, out, allStreams(), start, watermarks(t, s.checkpointPath()))
+	c.Compare(t, c.ReadOutput(t), harness.AllStreams())
 
-	code, st := runCLI(t, s.environ(), "state", "--config", s.configPath())
-	if code != 0 || !strings.Contains(st, "dns") || !strings.Contains(st, "acme-dev") || strings.Contains(st, "sim-secret") {
+	code, st := c.CLI(t, nil, "state")
+	if code != 0 || !strings.Contains(st, "dns") || !strings.Contains(st, "acme-dev") || strings.Contains(st, harness.Secret) {
 		t.Fatalf("state exit %d:\n%s", code, st)
 	}
-	code, st = runCLI(t, s.environ(), "state", "--config", s.configPath(), "--reset", "dns/acme")
+	code, st = c.CLI(t, nil, "state", "--reset", "dns/acme")
 	if code != 0 || !strings.Contains(st, "reset 1 stream") {
 		t.Fatalf("reset exit %d:\n%s", code, st)
 	}
-	if _, ok := watermarks(t, s.checkpointPath())[streamKey{"dns", "acme"}]; ok {
+	if _, ok := c.Watermarks(t)[harness.Stream{Source: "dns", Account: "acme"}]; ok {
 		t.Fatal("dns/acme still has a checkpoint after --reset")
 	}
 }

@@ -2,22 +2,17 @@ package e2e
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/testinfra/chtest"
-	"github.com/svcexport/collector/internal/testinfra/simtest"
+	"github.com/svcexport/collector/internal/testinfra/harness"
+	"github.com/svcexport/collector/internal/testinfra/harness/chharness"
 )
 
 // The collector binary against the simulator into a real ClickHouse (26.x,
@@ -29,7 +24,8 @@ import (
 // without FINAL), typed columns as the raw record says, the raw record as
 // the API served it byte for byte, and the edge_alerts_latest view.
 func TestClickHouseEndToEndMatchesTruth(t *testing.T) {
-	srv := chServer(t)
+	t.Parallel()
+	srv := chtest.Get(t)
 	for _, c := range []struct {
 		proto string
 		hours int
@@ -39,15 +35,16 @@ func TestClickHouseEndToEndMatchesTruth(t *testing.T) {
 		{"http", 24, 80_000},
 	} {
 		t.Run(c.proto, func(t *testing.T) {
+			t.Parallel()
 			db := srv.NewDatabase(t)
-			sim := startSim(t, nil)
+			sim := harness.StartSim(t, harness.QuickRates)
 			start := time.Now().UTC().Add(-time.Duration(c.hours) * time.Hour).Truncate(time.Minute)
-			s := newSetup(t, sim, start, chSinkYAML(chAddr(srv, c.proto), c.proto, db))
+			col := harness.New(t, harness.Config{Sim: sim, Start: start, Sink: chharness.SinkYAML(chharness.Addr(srv, c.proto), c.proto, db)})
 			began := time.Now()
-			logs := s.runOnce(t, 4*time.Minute)
+			logs := col.RunOnce(t, 4*time.Minute).Logs
 			ended := time.Now()
 			if !strings.Contains(logs, `"protocol":"`+c.proto+`"`) || !strings.Contains(logs, "clickhouse sink started") {
-				t.Fatalf("the collector did not start the ClickHouse sink over %s:\n%s", c.proto, tail(logs, 20))
+				t.Fatalf("the collector did not start the ClickHouse sink over %s:\n%s", c.proto, harness.Tail(logs, 20))
 			}
 			for _, bad := range []string{"clickhouse insert failed", "sink write failed"} {
 				if n := strings.Count(logs, bad); n > 0 {
@@ -55,13 +52,13 @@ func TestClickHouseEndToEndMatchesTruth(t *testing.T) {
 				}
 			}
 
-			conn := openCH(t, srv)
-			res := verifyCH(t, srv, conn, sim, db, chVerifyOpts{
-				from: start, wms: watermarks(t, s.checkpointPath()), streams: allStreams(),
-				fetchedFrom: began, fetchedTo: ended, exactRows: true,
+			conn := chharness.Open(t, srv)
+			res := chharness.Verify(t, srv, conn, sim, db, chharness.VerifyOpts{
+				From: start, Wms: col.Watermarks(t), Streams: harness.AllStreams(),
+				FetchedFrom: began, FetchedTo: ended, ExactRows: true,
 			})
-			if res.distinct < c.min {
-				t.Fatalf("only %d records compared; the test data is too thin to mean much", res.distinct)
+			if res.Distinct < c.min {
+				t.Fatalf("only %d records compared; the test data is too thin to mean much", res.Distinct)
 			}
 
 			// The raw record is the API's bytes, not a re-encoding: fetch
@@ -76,8 +73,8 @@ func TestClickHouseEndToEndMatchesTruth(t *testing.T) {
 				{"changed_files", "/api/v2/Activities/ChangedFiles/search", 1},
 			} {
 				ws, we := start.Add(time.Hour), start.Add((1+w.hours)*time.Hour)
-				served := chAPIRecords(t, sim, w.path, "acme", ws, we)
-				stored := chStoredRecords(t, conn, db, w.source, "acme", ws, we)
+				served := harness.APIRecords(t, sim, w.path, "acme", ws, we)
+				stored := chharness.StoredRecords(t, conn, db, w.source, "acme", ws, we)
 				if len(served) < 100 || len(stored) != len(served) {
 					t.Errorf("%s/acme [%s, %s): the API serves %d records, the table holds %d", w.source, ws, we, len(served), len(stored))
 				}
@@ -98,58 +95,10 @@ func TestClickHouseEndToEndMatchesTruth(t *testing.T) {
 				}
 			}
 
-			chCheckLatestAlerts(t, srv, db)
-			t.Logf("%s: %d records in %d rows; run %v, %d rows typed-checked", c.proto, res.distinct, res.rows,
-				ended.Sub(began).Round(time.Millisecond), chSumValues(res.typed))
+			chharness.CheckLatestAlerts(t, srv, db)
+			t.Logf("%s: %d records in %d rows; run %v, %d rows typed-checked", c.proto, res.Distinct, res.Rows,
+				ended.Sub(began).Round(time.Millisecond), res.TypedRows())
 		})
-	}
-}
-
-func chSumValues(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
-}
-
-// chCheckLatestAlerts compares edge_alerts_latest with the latest version of
-// each alert (greatest update_time) worked out from the raw records.
-func chCheckLatestAlerts(t *testing.T, srv *chtest.Server, db string) {
-	t.Helper()
-	type alert struct {
-		UUID   string `json:"uuid"`
-		Status string `json:"status"`
-		Upd    int64  `json:"update_time"`
-	}
-	latest := map[string]alert{}
-	for _, line := range strings.Split(srv.Query(t, "SELECT account, record FROM "+db+".edge_alerts FORMAT TSVRaw"), "\n") {
-		acct, raw, ok := strings.Cut(line, "\t")
-		if !ok {
-			continue
-		}
-		var a alert
-		if err := json.Unmarshal([]byte(raw), &a); err != nil {
-			t.Fatalf("edge alert %s: %v", raw, err)
-		}
-		k := acct + "/" + a.UUID
-		if cur, ok := latest[k]; !ok || a.Upd > cur.Upd {
-			latest[k] = a
-		}
-	}
-	var want []string
-	for k, a := range latest {
-		want = append(want, fmt.Sprintf("%s\t%s\t%d", k, a.Status, a.Upd))
-	}
-	sort.Strings(want)
-	got := srv.Query(t, "SELECT concat(account, '/', uuid), status, toUnixTimestamp64Milli(update_time) FROM "+db+
-		".edge_alerts_latest ORDER BY 1 FORMAT TSVRaw")
-	if len(want) < 100 {
-		t.Fatalf("only %d edge alerts", len(want))
-	}
-	if got != strings.Join(want, "\n") {
-		g := strings.Split(got, "\n")
-		t.Errorf("edge_alerts_latest has %d rows, want %d; first: %q, want %q", len(g), len(want), g[0], want[0])
 	}
 }
 
@@ -157,39 +106,41 @@ func chCheckLatestAlerts(t *testing.T, srv *chtest.Server, db string) {
 // never hears whether it was stored), four times during a backfill: the
 // sink repeats the same insert with the same token, nothing is lost, and
 // nothing is stored twice, not even before a merge.
+//
+// Not parallel: DuplicatedInsertedBlocks counts the whole server's repeats,
+// and another test's would hide a repeat this one failed to drop.
 func TestClickHouseInsertCutAfterSendIsRepeatedAndStoredOnce(t *testing.T) {
-	srv := chServer(t)
+	srv := chtest.Get(t)
 	const cuts = 4
 	for _, proto := range []string{"native", "http"} {
 		t.Run(proto, func(t *testing.T) {
 			db := srv.NewDatabase(t)
-			sim := startSim(t, nil)
-			proxy := newChCutProxy(t, chAddr(srv, proto), 32<<10)
-			proxy.left.Store(cuts)
+			sim := harness.StartSim(t, harness.QuickRates)
+			proxy := chharness.NewCutProxy(t, chharness.Addr(srv, proto), 32<<10, cuts)
 			start := time.Now().UTC().Add(-12 * time.Hour).Truncate(time.Minute)
-			s := newSetup(t, sim, start, chSinkYAML(proxy.addr(), proto, db))
 			// Four cuts may hit one insert in a row: let it have more tries
 			// than that, so the token (not FINAL) must make it exact.
-			s.env = append(s.env, "COLLECTOR_SINK__CLICKHOUSE__INSERT_ATTEMPTS=8")
-			dup0 := chDuplicatedBlocks(t, srv)
-			logs := s.runOnce(t, 4*time.Minute)
-			if got := proxy.cuts.Load(); got != cuts {
-				t.Fatalf("the proxy cut %d inserts, want %d: the test did not test anything\n%s", got, cuts, tail(logs, 20))
+			c := harness.New(t, harness.Config{Sim: sim, Start: start, Sink: chharness.SinkYAML(proxy.Addr(), proto, db),
+				Env: []string{"COLLECTOR_SINK__CLICKHOUSE__INSERT_ATTEMPTS=8"}})
+			dup0 := chharness.DuplicatedBlocks(t, srv)
+			logs := c.RunOnce(t, 4*time.Minute).Logs
+			if got := proxy.Cuts(); got != cuts {
+				t.Fatalf("the proxy cut %d inserts, want %d: the test did not test anything\n%s", got, cuts, harness.Tail(logs, 20))
 			}
 			if n := strings.Count(logs, "clickhouse insert failed; repeating the same insert"); n < cuts {
-				t.Errorf("the sink repeated %d inserts after %d cuts\n%s", n, cuts, tail(logs, 30))
+				t.Errorf("the sink repeated %d inserts after %d cuts\n%s", n, cuts, harness.Tail(logs, 30))
 			}
-			conn := openCH(t, srv)
-			res := verifyCH(t, srv, conn, sim, db, chVerifyOpts{
-				from: start, wms: watermarks(t, s.checkpointPath()), streams: allStreams(), exactRows: true,
+			conn := chharness.Open(t, srv)
+			res := chharness.Verify(t, srv, conn, sim, db, chharness.VerifyOpts{
+				From: start, Wms: c.Watermarks(t), Streams: harness.AllStreams(), ExactRows: true,
 			})
-			dedup := chDuplicatedBlocks(t, srv) - dup0
+			dedup := chharness.DuplicatedBlocks(t, srv) - dup0
 			// Over HTTP the server answers only once the insert is stored:
 			// every repeat must have been dropped by its token.
 			if proto == "http" && dedup < cuts {
 				t.Errorf("DuplicatedInsertedBlocks grew by %d after %d cut inserts, want at least %d", dedup, cuts, cuts)
 			}
-			t.Logf("%s: %d records, %d cuts, %d repeated blocks dropped by their token", proto, res.distinct, cuts, dedup)
+			t.Logf("%s: %d records, %d cuts, %d repeated blocks dropped by their token", proto, res.Distinct, cuts, dedup)
 		})
 	}
 }
@@ -198,41 +149,42 @@ func TestClickHouseInsertCutAfterSendIsRepeatedAndStoredOnce(t *testing.T) {
 // on the same data 2s later: the collector keeps retrying, finishes, and
 // the tables hold every record once after FINAL.
 func TestClickHouseServerKilledDuringBackfillLosesNothing(t *testing.T) {
+	t.Parallel()
 	srv := chtest.Start(t)
 	db := srv.NewDatabase(t)
-	sim := startSim(t, nil)
+	sim := harness.StartSim(t, harness.QuickRates)
 	start := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Minute)
-	s := newSetup(t, sim, start, chSinkYAML(srv.Native, "native", db))
-	s.env = append(s.env, "COLLECTOR_SINK__CLICKHOUSE__DIAL_TIMEOUT=1s", "COLLECTOR_SINK__CLICKHOUSE__QUERY_TIMEOUT=10s",
-		"COLLECTOR_PIPELINE__RETRY_MAX=2s")
-	p := s.startCollector(t, "--once")
+	c := harness.New(t, harness.Config{Sim: sim, Start: start, Sink: chharness.SinkYAML(srv.Native, "native", db),
+		Env: []string{"COLLECTOR_SINK__CLICKHOUSE__DIAL_TIMEOUT=1s", "COLLECTOR_SINK__CLICKHOUSE__QUERY_TIMEOUT=10s",
+			"COLLECTOR_PIPELINE__RETRY_MAX=2s"}})
+	p := c.Start(t, "--once")
 	deadline := time.Now().Add(time.Minute)
 	var before int64
 	for before < 20_000 {
 		select {
-		case err := <-p.done:
-			t.Fatalf("collector ended (%v) before the kill; backfill too small\n%s", err, tail(p.logs.String(), 20))
+		case <-p.Exited():
+			t.Fatalf("collector ended (%v) before the kill; backfill too small\n%s", p.Err(), p.Tail(20))
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no rows after a minute\n%s", tail(p.logs.String(), 20))
+			t.Fatalf("no rows after a minute\n%s", p.Tail(20))
 		}
-		before = chCountRows(t, srv, db, allSources)
+		before = chharness.CountRows(t, srv, db, harness.AllSources())
 	}
 	srv.Kill(t)
 	time.Sleep(2 * time.Second)
 	srv.Restart(t)
-	if err := p.wait(t, 4*time.Minute); err != nil {
-		t.Fatalf("collector --once across the server restart: %v\n%s", err, tail(p.logs.String(), 30))
+	if err := p.Wait(t, 4*time.Minute); err != nil {
+		t.Fatalf("collector --once across the server restart: %v\n%s", err, p.Tail(30))
 	}
-	logs := p.logs.String()
+	logs := p.Logs()
 	failed := strings.Count(logs, "clickhouse insert failed")
 	if failed == 0 {
-		t.Fatalf("no insert failed: the kill missed the inserts\n%s", tail(logs, 30))
+		t.Fatalf("no insert failed: the kill missed the inserts\n%s", harness.Tail(logs, 30))
 	}
-	conn := openCH(t, srv)
-	res := verifyCH(t, srv, conn, sim, db, chVerifyOpts{from: start, wms: watermarks(t, s.checkpointPath()), streams: allStreams()})
-	t.Logf("%d rows stored before the kill; %d failed insert attempts; %d records in %d rows after", before, failed, res.distinct, res.rows)
+	conn := chharness.Open(t, srv)
+	res := chharness.Verify(t, srv, conn, sim, db, chharness.VerifyOpts{From: start, Wms: c.Watermarks(t), Streams: harness.AllStreams()})
+	t.Logf("%d rows stored before the kill; %d failed insert attempts; %d records in %d rows after", before, failed, res.Distinct, res.Rows)
 }
 
 // Tables of an older schema (columns missing, account a plain String, no
@@ -241,11 +193,13 @@ func TestClickHouseServerKilledDuringBackfillLosesNothing(t *testing.T) {
 // complete per truth, new rows fill the new columns, the old row reads the
 // defaults. Over both protocols (HTTP inserts carry the column types found).
 func TestClickHouseAddsTheColumnsAnOlderSchemaLacks(t *testing.T) {
-	srv := chServer(t)
+	t.Parallel()
+	srv := chtest.Get(t)
 	for _, proto := range []string{"native", "http"} {
 		t.Run(proto, func(t *testing.T) {
+			t.Parallel()
 			db := srv.NewDatabase(t)
-			sim := startSim(t, nil)
+			sim := harness.StartSim(t, harness.QuickRates)
 			start := time.Now().UTC().Add(-8 * time.Hour).Truncate(time.Minute)
 			old := time.Now().UTC().Add(-40 * 24 * time.Hour).Truncate(time.Hour)
 			oldDNS := `{"createdTime":"` + old.Format("2006-01-02T15:04:05.000Z") + `","mid":7,"fqdn":"old.example.com"}`
@@ -266,8 +220,8 @@ func TestClickHouseAddsTheColumnsAnOlderSchemaLacks(t *testing.T) {
 				VALUES ('%s', 'acme', '%s', '%s', '%s', '%s', '%s', 'old-alert', 'OPEN')`, db, oldAlertID, ts, ts, ts, ts, oldAlert))
 
 			srcs := []string{"dns", "edge_alerts", "connections"}
-			s := newSetup(t, sim, start, chSourcesYAML(start, srcs...)+chSinkYAML(chAddr(srv, proto), proto, db))
-			logs := s.runOnce(t, 3*time.Minute)
+			c := harness.New(t, harness.Config{Sim: sim, Start: start, Sources: srcs, Sink: chharness.SinkYAML(chharness.Addr(srv, proto), proto, db)})
+			logs := c.RunOnce(t, 3*time.Minute).Logs
 			for _, col := range []string{"window_end", "fqdn", "host_ip_addr", "incident_status", "event_type", "update_time", "severity"} {
 				if !strings.Contains(logs, `"column":"`+col+`"`) {
 					t.Errorf("no log of column %s added", col)
@@ -278,10 +232,10 @@ func TestClickHouseAddsTheColumnsAnOlderSchemaLacks(t *testing.T) {
 					t.Errorf("%s: insert deduplication not turned on:\n%s", table, ddl)
 				}
 			}
-			conn := openCH(t, srv)
-			res := verifyCH(t, srv, conn, sim, db, chVerifyOpts{
-				from: start, wms: watermarks(t, s.checkpointPath()), streams: chStreams(srcs...),
-				skip: map[string]bool{oldDNSID: true, oldAlertID: true}, sample: 8, exactRows: true,
+			conn := chharness.Open(t, srv)
+			res := chharness.Verify(t, srv, conn, sim, db, chharness.VerifyOpts{
+				From: start, Wms: c.Watermarks(t), Streams: harness.Streams(srcs, harness.Accounts()),
+				Skip: map[string]bool{oldDNSID: true, oldAlertID: true}, Sample: 8, ExactRows: true,
 			})
 			// Every new row has the added columns filled; the old rows read
 			// the defaults.
@@ -301,7 +255,7 @@ func TestClickHouseAddsTheColumnsAnOlderSchemaLacks(t *testing.T) {
 			if got := srv.Query(t, fmt.Sprintf(`SELECT status, severity, toUnixTimestamp64Milli(update_time) FROM %s.edge_alerts_latest WHERE uuid = 'old-alert'`, db)); got != "OPEN\t\t0" {
 				t.Errorf("old alert in edge_alerts_latest: %q", got)
 			}
-			t.Logf("%s: %d records after the schema was completed", proto, res.distinct)
+			t.Logf("%s: %d records after the schema was completed", proto, res.Distinct)
 		})
 	}
 }
@@ -317,52 +271,53 @@ func TestClickHouseAddsTheColumnsAnOlderSchemaLacks(t *testing.T) {
 // 236 ... shutting down due to a fatal error". Its HTTP handler survives the
 // same kills. A client dying mid-insert is routine for a production server.
 func TestClickHouseSIGKILLsDuringBackfillLoseNothing(t *testing.T) {
-	srv := chServer(t)
+	t.Parallel()
+	srv := chtest.Get(t)
 	db := srv.NewDatabase(t)
-	sim := startSim(t, nil)
+	sim := harness.StartSim(t, harness.QuickRates)
 	start := time.Now().UTC().Add(-48 * time.Hour).Truncate(time.Minute)
-	s := newSetup(t, sim, start, chSinkYAML(srv.HTTP, "http", db))
 	// Smaller, more frequent inserts: rows come sooner after each start,
 	// and more kills land in the middle of one.
-	s.env = append(s.env, "COLLECTOR_SINK__CLICKHOUSE__FLUSH_INTERVAL=200ms")
+	c := harness.New(t, harness.Config{Sim: sim, Start: start, Sink: chharness.SinkYAML(srv.HTTP, "http", db),
+		Env: []string{"COLLECTOR_SINK__CLICKHOUSE__FLUSH_INTERVAL=200ms"}})
 	rng := rand.New(rand.NewPCG(8, 8))
 	const kills = 8
 	var progress []int64
 	stored := int64(0)
 	for i := 0; i < kills; i++ {
-		p := s.startCollector(t, "--once")
+		p := c.Start(t, "--once")
 		// Kill while inserts are under way: at a random moment up to
 		// 600ms after this run's first rows arrived.
 		deadline := time.Now().Add(time.Minute)
-		for chCountRows(t, srv, db, allSources) <= stored {
+		for chharness.CountRows(t, srv, db, harness.AllSources()) <= stored {
 			select {
-			case err := <-p.done:
-				t.Fatalf("run %d ended by itself before the kill (%v): backfill too small for the test\n%s", i, err, tail(p.logs.String(), 20))
+			case <-p.Exited():
+				t.Fatalf("run %d ended by itself before the kill (%v): backfill too small for the test\n%s", i, p.Err(), p.Tail(20))
 			case <-time.After(20 * time.Millisecond):
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("run %d stored nothing within a minute\n%s", i, tail(p.logs.String(), 20))
+				t.Fatalf("run %d stored nothing within a minute\n%s", i, p.Tail(20))
 			}
 		}
 		select {
-		case err := <-p.done:
-			t.Fatalf("run %d ended by itself before the kill (%v): backfill too small for the test\n%s", i, err, tail(p.logs.String(), 20))
+		case <-p.Exited():
+			t.Fatalf("run %d ended by itself before the kill (%v): backfill too small for the test\n%s", i, p.Err(), p.Tail(20))
 		case <-time.After(time.Duration(rng.IntN(600)) * time.Millisecond):
 		}
-		p.kill()
-		stored = chCountRows(t, srv, db, allSources)
+		p.Kill()
+		stored = chharness.CountRows(t, srv, db, harness.AllSources())
 		progress = append(progress, stored)
 	}
-	s.runOnce(t, 4*time.Minute)
-	conn := openCH(t, srv)
-	res := verifyCH(t, srv, conn, sim, db, chVerifyOpts{from: start, wms: watermarks(t, s.checkpointPath()), streams: allStreams()})
-	dup := res.rows - res.uniq
+	c.RunOnce(t, 4*time.Minute)
+	conn := chharness.Open(t, srv)
+	res := chharness.Verify(t, srv, conn, sim, db, chharness.VerifyOpts{From: start, Wms: c.Watermarks(t), Streams: harness.AllStreams()})
+	dup := res.Rows - res.Uniq
 	// A kill repeats at most what was fetched and not committed: the buffer
 	// (100,000 records) and the pages being written.
 	if limit := int64(kills * 200_000); dup > limit {
 		t.Errorf("%d duplicate rows after %d kills: more than pages in flight (%d)", dup, kills, limit)
 	}
-	t.Logf("%d records complete after %d SIGKILLs (rows stored after each kill: %v); %d duplicate rows before FINAL", res.distinct, kills, progress, dup)
+	t.Logf("%d records complete after %d SIGKILLs (rows stored after each kill: %v); %d duplicate rows before FINAL", res.Distinct, kills, progress, dup)
 }
 
 // BenchmarkClickHouseEndToEnd runs the collector binary ("run --once") on a
@@ -395,9 +350,9 @@ func BenchmarkClickHouseEndToEnd(b *testing.B) {
 				b.ReportMetric(float64(total)/wall.Seconds(), "rows/s")
 				b.ReportMetric(collector.Seconds()/mrows, "collector-cpu-s/Mrows")
 				if server > 0 {
-					b.ReportMetric(float64(server)/100/mrows, "server-cpu-s/Mrows")
+					b.ReportMetric(float64(server)/harness.TicksPerSecond/mrows, "server-cpu-s/Mrows")
 				}
-				b.ReportMetric(float64(simTicks)/100/mrows, "sim-cpu-s/Mrows")
+				b.ReportMetric(float64(simTicks)/harness.TicksPerSecond/mrows, "sim-cpu-s/Mrows")
 				b.ReportMetric(float64(total)/float64(b.N), "rows/op")
 				b.ReportMetric(float64(rss)/1024, "collector-maxrss-MB")
 			})
@@ -416,73 +371,35 @@ type chBenchResult struct {
 // chBenchOnce runs one backfill.
 func chBenchOnce(b *testing.B, srv *chtest.Server, proto string, batchRows int) chBenchResult {
 	b.StopTimer()
-	sim := simtest.Start(b, benchSimConfig)
+	sim := harness.StartSim(b, benchSimConfig)
 	defer sim.Close()
 	db := srv.NewDatabase(b)
-	dir := b.TempDir()
+	sources := []string{"connections", "dns", "changed_files"}
 	// 150,000 records an hour: 200 minutes are 500,000.
 	start := time.Now().UTC().Add(-200*time.Minute - 2*time.Minute).Truncate(time.Minute)
-	conf := fmt.Sprintf(`api:
-  base_url: %s
-  key_id: sim-key
-  rate:
-    limit: 100000
-accounts: [acme]
-checkpoint:
-  path: %s
-log:
-  format: json
-  level: warn
-metrics:
-  listen: ""
-sources:
-  default:
-    enabled: false
-    start: %s
-    lag: 2m
-  connections: {enabled: true}
-  dns: {enabled: true}
-  changed_files: {enabled: true}
-%s`, sim.URL(), filepath.Join(dir, "checkpoint.db"), start.Format(time.RFC3339),
-		chSinkYAML(chAddr(srv, proto), proto, db, fmt.Sprintf("batch_rows: %d", batchRows)))
-	path := filepath.Join(dir, "collector.yaml")
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, collectorBin, "run", "--once", "--config", path)
-	cmd.Env = append(os.Environ(), "COLLECTOR_API__SECRET=sim-secret")
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	c := harness.New(b, harness.Config{Sim: sim, Start: start, Accounts: []string{"acme"}, Sources: sources, Interval: harness.Omit,
+		Rate: harness.Rate{Limit: 100_000}, LogLevel: "warn",
+		Sink: chharness.SinkYAML(chharness.Addr(srv, proto), proto, db, fmt.Sprintf("batch_rows: %d", batchRows))})
 	pid := srv.PID()
-	s0, _ := chCPUTicks(pid)
-	m0, _ := chCPUTicks(os.Getpid())
+	s0, _ := harness.CPUTicks(pid)
+	m0, _ := harness.CPUTicks(os.Getpid())
 	b.StartTimer()
-	t0 := time.Now()
-	err := cmd.Run()
-	wall := time.Since(t0)
+	run := c.RunOnce(b, 10*time.Minute)
 	b.StopTimer()
-	s1, _ := chCPUTicks(pid)
-	m1, _ := chCPUTicks(os.Getpid())
-	if err != nil {
-		b.Fatalf("collector: %v\n%s", err, tail(logs.String(), 20))
+	s1, _ := harness.CPUTicks(pid)
+	m1, _ := harness.CPUTicks(os.Getpid())
+	var n int64
+	for _, src := range sources {
+		n += srv.QueryInt(b, fmt.Sprintf("SELECT count() FROM %s.%s FINAL", db, src))
 	}
-	n := srv.QueryInt(b, fmt.Sprintf("SELECT count() FROM %s.connections FINAL", db)) +
-		srv.QueryInt(b, fmt.Sprintf("SELECT count() FROM %s.dns FINAL", db)) +
-		srv.QueryInt(b, fmt.Sprintf("SELECT count() FROM %s.changed_files FINAL", db))
 	var want int64
-	for _, src := range []string{"connections", "dns", "changed_files"} {
+	for _, src := range sources {
 		c, _ := sim.Truth(src, "acme", start, start.Add(200*time.Minute))
 		want += c
 	}
 	if n < want {
 		b.Fatalf("%d rows stored, the simulator holds %d in the backlog", n, want)
 	}
-	var rss int64
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss
-	}
-	return chBenchResult{rows: n, wall: wall, cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(),
-		serverTicks: s1 - s0, simTicks: m1 - m0, maxRSSKB: rss}
+	return chBenchResult{rows: n, wall: run.Wall, cpu: run.CPU(),
+		serverTicks: s1 - s0, simTicks: m1 - m0, maxRSSKB: run.RuMaxRSS / 1024}
 }

@@ -4,9 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
 // Every configuration problem exits 2 with one line naming its key; a
@@ -58,7 +59,7 @@ func TestExitCodesOfHostileConfigurations(t *testing.T) {
 				t.Fatal(err)
 			}
 			start := time.Now()
-			code, out := runCLI(t, nil, "run", "--once", "--config", p)
+			code, out := harness.RunCLI(t, nil, "run", "--once", "--config", p)
 			if code != c.code || !strings.Contains(out, c.want) {
 				t.Fatalf("exit %d after %s, output:\n%s\nwant exit %d and %q", code, time.Since(start).Round(time.Millisecond), out, c.code, c.want)
 			}
@@ -79,7 +80,7 @@ func TestCheckReportsAnUnreachableAPIQuickly(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	code, out := runCLI(t, nil, "check", "--config", p, "--timeout", "3s")
+	code, out := harness.RunCLI(t, nil, "check", "--config", p, "--timeout", "3s")
 	took := time.Since(start)
 	if code != 1 || !strings.Contains(out, "TCP: cannot connect") || !strings.Contains(out, "refused") {
 		t.Fatalf("check: exit %d after %s:\n%s", code, took, out)
@@ -96,28 +97,26 @@ func TestCheckReportsAnUnreachableAPIQuickly(t *testing.T) {
 // as the README says, and what was delivered is complete.
 func TestSIGTERMDuringOnceExits0(t *testing.T) {
 	t.Parallel()
-	sim := startSim(t, nil)
+	sim := harness.StartSim(t, harness.QuickRates)
 	start := time.Now().UTC().Add(-10 * 24 * time.Hour).Truncate(time.Minute)
-	s := newSetup(t, sim, start, "")
-	s.env = append(s.env, budgetEnv(5000, 20, "5s")...)
-	p := s.startCollector(t, "--once")
+	c := harness.New(t, harness.Config{Sim: sim, Start: start, PageRows: 5000, Rate: harness.Rate{Limit: 20, Period: 5 * time.Second}})
+	p := c.Start(t, "--once")
 	time.Sleep(3 * time.Second)
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	if err := p.wait(t, 60*time.Second); err != nil {
-		t.Fatalf("exit after SIGTERM in --once: %v\n%s", err, tail(p.logs.String(), 20))
+	p.Terminate()
+	if err := p.Wait(t, 60*time.Second); err != nil {
+		t.Fatalf("exit after SIGTERM in --once: %v\n%s", err, p.Tail(20))
 	}
 	// Streams that committed something are complete up to their
 	// watermark; the rest continue at the next run.
-	out := readFileSink(t, s.outDir())
-	wms := watermarks(t, s.checkpointPath())
-	var moved []streamKey
-	for _, k := range allStreams() {
+	wms := c.Watermarks(t)
+	var moved []harness.Stream
+	for _, k := range harness.AllStreams() {
 		if wms[k].Watermark.After(start) {
 			moved = append(moved, k)
 		}
 	}
 	if len(moved) == 0 {
-		t.Fatalf("no stream committed anything before SIGTERM\n%s", tail(p.logs.String(), 20))
+		t.Fatalf("no stream committed anything before SIGTERM\n%s", p.Tail(20))
 	}
-	compareWithTruth(t, sim, out, moved, start, wms)
+	harness.CompareWithTruth(t, sim, c.ReadOutput(t), moved, start, wms)
 }

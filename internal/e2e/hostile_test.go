@@ -2,19 +2,18 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
 // The server's pages are bigger than api.page_rows (6,000 against 5,000)
@@ -23,21 +22,19 @@ import (
 // everything (hostile-input review, item 8: 2,733 rows, then nothing).
 func TestPagesBiggerThanConfiguredWithAFullyReservedBufferAreComplete(t *testing.T) {
 	t.Parallel()
-	sim := startSim(t, func(c *apisim.Config) {
+	sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) {
 		c.PageSize = 6000
 		for k := range c.Rates {
 			c.Rates[k] = 2500
 		}
 	})
 	start := time.Now().UTC().Add(-8 * time.Hour).Truncate(time.Minute)
-	s := newSetup(t, sim, start, "")
 	// 18 streams reserving 5,000 each fill a 20,000-record buffer four times over.
-	s.env = append(s.env, "COLLECTOR_PIPELINE__BUFFER_RECORDS=20000")
-	logs := s.runOnce(t, 4*time.Minute)
-	out := readFileSink(t, s.outDir())
-	compareWithTruth(t, sim, out, allStreams(), start, watermarks(t, s.checkpointPath()))
+	c := harness.New(t, harness.Config{Sim: sim, Start: start, Env: []string{"COLLECTOR_PIPELINE__BUFFER_RECORDS=20000"}})
+	logs := c.RunOnce(t, 4*time.Minute).Logs
+	c.Compare(t, c.ReadOutput(t), harness.AllStreams())
 	if !strings.Contains(logs, "page") {
-		t.Logf("logs:\n%s", tail(logs, 10))
+		t.Logf("logs:\n%s", harness.Tail(logs, 10))
 	}
 }
 
@@ -46,46 +43,35 @@ func TestPagesBiggerThanConfiguredWithAFullyReservedBufferAreComplete(t *testing
 // checkpoint stays behind; once there is room again the collector goes on
 // and the output is complete. Needs root for a small tmpfs (CI runs as
 // root).
+//
+// Not parallel: every stream must commit within the 2 s between the
+// recovery and the SIGTERM, which a CPU shared with another test can make
+// too short.
 func TestAFullDiskShowsInReadyzAndLosesNothing(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a tmpfs needs root; CI runs as root")
 	}
-	t.Parallel()
-	sim := startSim(t, nil)
+	sim := harness.StartSim(t, harness.QuickRates)
 	start := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Minute)
 	mnt := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mnt).CombinedOutput(); err != nil {
 		t.Fatalf("mount tmpfs: %v: %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
-	outDir := filepath.Join(mnt, "out")
-	s := newSetup(t, sim, start, "sink:\n  type: file\n  file:\n    dir: "+outDir+"\n")
-	s.metrics = freeAddr(t)
-	s.write(t)
-	p := s.startCollector(t)
+	c := harness.New(t, harness.Config{Sim: sim, Start: start, OutDir: filepath.Join(mnt, "out"), Metrics: harness.FreeAddr(t)})
+	p := c.Start(t)
+	metrics := c.Config().Metrics
 
-	ready := func() (int, map[string]string) {
-		resp, err := http.Get("http://" + s.metrics + "/readyz")
-		if err != nil {
-			return 0, nil
-		}
-		defer resp.Body.Close()
-		var body struct {
-			Checks map[string]string `json:"checks"`
-		}
-		json.NewDecoder(resp.Body).Decode(&body)
-		return resp.StatusCode, body.Checks
-	}
 	deadline := time.Now().Add(60 * time.Second)
 	var checks map[string]string
 	for {
-		code, c := ready()
-		if code == http.StatusServiceUnavailable && strings.Contains(c["sink_write"], "no space") {
-			checks = c
+		code, ch := harness.Ready(metrics)
+		if code == http.StatusServiceUnavailable && strings.Contains(ch["sink_write"], "no space") {
+			checks = ch
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("/readyz never reported the full disk: %d %v\n%s", code, c, tail(p.logs.String(), 20))
+			t.Fatalf("/readyz never reported the full disk: %d %v\n%s", code, ch, p.Tail(20))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -96,22 +82,21 @@ func TestAFullDiskShowsInReadyzAndLosesNothing(t *testing.T) {
 	}
 	deadline = time.Now().Add(60 * time.Second)
 	for {
-		code, c := ready()
+		code, ch := harness.Ready(metrics)
 		if code == http.StatusOK {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("/readyz did not recover once there was room: %d %v", code, c)
+			t.Fatalf("/readyz did not recover once there was room: %d %v", code, ch)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	time.Sleep(2 * time.Second)
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	if err := p.wait(t, 60*time.Second); err != nil {
-		t.Fatalf("exit after SIGTERM: %v\n%s", err, tail(p.logs.String(), 20))
+	p.Terminate()
+	if err := p.Wait(t, 60*time.Second); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.Tail(20))
 	}
-	out := readFileSink(t, outDir)
-	compareWithTruth(t, sim, out, allStreams(), start, watermarks(t, s.checkpointPath()))
+	c.Compare(t, c.ReadOutput(t), harness.AllStreams())
 }
 
 // A checkpoint file cut short (a full disk, a bad copy) is refused with exit
@@ -152,7 +137,7 @@ func TestATruncatedCheckpointExits1SayingHowToRecover(t *testing.T) {
 		if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		code, out := runCLI(t, nil, "run", "--once", "--config", cfg)
+		code, out := harness.RunCLI(t, nil, "run", "--once", "--config", cfg)
 		if code != 1 || !strings.Contains(out, path) || strings.Contains(out, "SIGBUS") || strings.Contains(out, "panic") {
 			t.Fatalf("checkpoint cut at %d of %d bytes: exit %d\n%s", n, len(data), code, out)
 		}

@@ -1,25 +1,21 @@
 package e2e
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/svcexport/collector/internal/apisim"
-	"github.com/svcexport/collector/internal/testinfra/simtest"
+	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
 // Next-page URLs that expire before a chain is walked (C3): the collector
 // restarts the window, splits it when it keeps expiring, and is complete.
 func TestNextPageExpiryShorterThanAChainWalkStaysComplete(t *testing.T) {
-	sim := startSim(t, func(c *apisim.Config) {
+	t.Parallel()
+	sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) {
 		c.Rates = map[string]float64{"connections": 3000}
 		c.PageSize = 500
 		c.NextPageTTL = 2 * time.Second
@@ -27,26 +23,12 @@ func TestNextPageExpiryShorterThanAChainWalkStaysComplete(t *testing.T) {
 		c.SlowDelay = 150 * time.Millisecond
 	})
 	start := time.Now().UTC().Add(-12 * time.Hour).Truncate(time.Minute)
-	s := newSetup(t, sim, start, fmt.Sprintf(`api:
-  page_rows: 500
-  next_page_ttl: 2s
-sources:
-  default:
-    enabled: false
-    start: %s
-    lag: 2m
-  connections:
-    enabled: true
-`, start.Format(time.RFC3339)))
-	s.extra = strings.Replace(s.extra, "api:\n", "", 1)
-	s.extra = strings.Replace(s.extra, "  page_rows: 500\n  next_page_ttl: 2s\n", "", 1)
-	s.env = append(s.env, "COLLECTOR_API__PAGE_ROWS=500", "COLLECTOR_API__NEXT_PAGE_TTL=2s", "COLLECTOR_ACCOUNTS=[acme]")
-	s.write(t)
-	s.runOnce(t, 5*time.Minute)
+	c := harness.New(t, harness.Config{Sim: sim, Start: start, Accounts: []string{"acme"}, Sources: []string{"connections"},
+		Interval: harness.Omit, PageRows: 500, Env: []string{"COLLECTOR_API__NEXT_PAGE_TTL=2s"}})
+	c.RunOnce(t, 5*time.Minute)
 
-	k := streamKey{"connections", "acme"}
-	out := readFileSink(t, s.outDir())
-	n := compareWithTruth(t, sim, out, []streamKey{k}, start, watermarks(t, s.checkpointPath()))
+	k := harness.Stream{Source: "connections", Account: "acme"}
+	n := c.Compare(t, c.ReadOutput(t), []harness.Stream{k})
 	st := sim.Stats().Get("sim-admin", "connections")
 	if st.NextPage404 == 0 {
 		t.Fatalf("no next-page URL expired: the test did not exercise expiry (%d records)", n)
@@ -57,7 +39,8 @@ sources:
 // With a short rate period (60 tokens per 5 s) a two-account backfill sees
 // zero 429 (C4): the budget paces the requests.
 func TestBudgetedBackfillSeesNo429(t *testing.T) {
-	sim := startSim(t, func(c *apisim.Config) {
+	t.Parallel()
+	sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) {
 		c.RateLimit = 60
 		c.RatePeriod = 5 * time.Second
 		c.PageSize = 500
@@ -65,17 +48,15 @@ func TestBudgetedBackfillSeesNo429(t *testing.T) {
 		c.Rates["dns"] = 2000
 	})
 	start := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Minute)
-	s := newSetup(t, sim, start, "")
-	s.env = append(s.env, budgetEnv(500, 60, "5s")...)
+	c := harness.New(t, harness.Config{Sim: sim, Start: start, PageRows: 500, Rate: harness.Rate{Limit: 60, Period: 5 * time.Second}})
 	began := time.Now()
-	s.runOnce(t, 5*time.Minute)
-	out := readFileSink(t, s.outDir())
-	compareWithTruth(t, sim, out, allStreams(), start, watermarks(t, s.checkpointPath()))
+	c.RunOnce(t, 5*time.Minute)
+	c.Compare(t, c.ReadOutput(t), harness.AllStreams())
 	var requests int64
-	for _, c := range sim.Stats().Counters {
-		requests += c.Requests
-		if c.RateLimited != 0 {
-			t.Errorf("%s/%s: %d answers were 429", c.User, c.Functionality, c.RateLimited)
+	for _, cnt := range sim.Stats().Counters {
+		requests += cnt.Requests
+		if cnt.RateLimited != 0 {
+			t.Errorf("%s/%s: %d answers were 429", cnt.User, cnt.Functionality, cnt.RateLimited)
 		}
 	}
 	conn := sim.Stats().Get("sim-admin", "connections")
@@ -88,7 +69,8 @@ func TestBudgetedBackfillSeesNo429(t *testing.T) {
 // A noisy neighbour of the same user spends half of every bucket: 429s are
 // few and nothing is lost (C4: the headers are the truth).
 func TestNoisyNeighbourCostsFew429AndNoRecords(t *testing.T) {
-	sim := startSim(t, func(c *apisim.Config) {
+	t.Parallel()
+	sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) {
 		c.RateLimit = 60
 		c.RatePeriod = 5 * time.Second
 		c.PageSize = 500
@@ -97,15 +79,13 @@ func TestNoisyNeighbourCostsFew429AndNoRecords(t *testing.T) {
 		c.Rates["dns"] = 2000
 	})
 	start := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Minute)
-	s := newSetup(t, sim, start, "")
-	s.env = append(s.env, budgetEnv(500, 60, "5s")...)
-	s.runOnce(t, 5*time.Minute)
-	out := readFileSink(t, s.outDir())
-	compareWithTruth(t, sim, out, allStreams(), start, watermarks(t, s.checkpointPath()))
+	c := harness.New(t, harness.Config{Sim: sim, Start: start, PageRows: 500, Rate: harness.Rate{Limit: 60, Period: 5 * time.Second}})
+	c.RunOnce(t, 5*time.Minute)
+	c.Compare(t, c.ReadOutput(t), harness.AllStreams())
 	var requests, limited int64
-	for _, c := range sim.Stats().Counters {
-		requests += c.Requests
-		limited += c.RateLimited
+	for _, cnt := range sim.Stats().Counters {
+		requests += cnt.Requests
+		limited += cnt.RateLimited
 	}
 	if conn := sim.Stats().Get("sim-admin", "connections"); conn.Requests <= 60 {
 		t.Fatalf("connections needed only %d requests: the bucket was never the limit", conn.Requests)
@@ -120,8 +100,9 @@ func TestNoisyNeighbourCostsFew429AndNoRecords(t *testing.T) {
 // data, while tailing with an overlap as large as the ingestion delay minus
 // the lag: complete per truth (C1, C3, C5).
 func TestFaultsTogetherLoseNothing(t *testing.T) {
+	t.Parallel()
 	const lateMax = 20 * time.Second
-	sim := startSim(t, func(c *apisim.Config) {
+	sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) {
 		c.ErrorRate = 0.05
 		c.CutRate = 0.05
 		c.RevokeEvery = 50
@@ -130,46 +111,29 @@ func TestFaultsTogetherLoseNothing(t *testing.T) {
 		c.Rates = map[string]float64{"dns": 3000, "connections": 2000, "audit_logs": 300, "edge_audit_events": 500}
 	})
 	start := time.Now().UTC().Add(-6 * time.Hour).Truncate(time.Minute)
-	s := newSetup(t, sim, start, fmt.Sprintf(`sources:
-  default:
-    enabled: false
-    start: %s
-    lag: 5s
-    overlap: 20s
-    interval: 1s
-  dns: {enabled: true}
-  connections: {enabled: true}
-  audit_logs: {enabled: true}
-  edge_audit_events: {enabled: true}
-`, start.Format(time.RFC3339)))
-	s.env = append(s.env, "COLLECTOR_API__RATE__LIMIT=100000", "COLLECTOR_EDGE__RATE__LIMIT=100000",
-		"COLLECTOR_API__RETRY__INITIAL=50ms", "COLLECTOR_API__RETRY__MAX=500ms")
-	p := s.startCollector(t)
+	sources := []string{"dns", "connections", "audit_logs", "edge_audit_events"}
+	c := harness.New(t, harness.Config{Sim: sim, Start: start, Sources: sources, Lag: 5 * time.Second, Overlap: 20 * time.Second,
+		Env: []string{"COLLECTOR_API__RATE__LIMIT=100000", "COLLECTOR_EDGE__RATE__LIMIT=100000",
+			"COLLECTOR_API__RETRY__INITIAL=50ms", "COLLECTOR_API__RETRY__MAX=500ms"}})
+	p := c.Start(t)
 	// Let it catch up and tail past the late-data horizon, then stop it.
 	time.Sleep(12*time.Second + lateMax)
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	if err := p.wait(t, time.Minute); err != nil {
-		t.Fatalf("collector exited with %v after SIGTERM\n%s", err, tail(p.logs.String(), 30))
+	p.Terminate()
+	if err := p.Wait(t, time.Minute); err != nil {
+		t.Fatalf("collector exited with %v after SIGTERM\n%s", err, p.Tail(30))
 	}
-	wms := watermarks(t, s.checkpointPath())
+	wms := c.Watermarks(t)
 	// Records up to (watermark - overlap) were asked again after they all
 	// became visible; compare exactly that far.
 	for k, st := range wms {
 		st.Watermark = st.Watermark.Add(-lateMax)
 		wms[k] = st
 	}
-	var streams []streamKey
-	for _, src := range []string{"dns", "connections", "audit_logs", "edge_audit_events"} {
-		for _, a := range accounts {
-			streams = append(streams, streamKey{src, a})
-		}
-	}
-	out := readFileSink(t, s.outDir())
-	n := compareWithTruth(t, sim, out, streams, start, wms)
+	n := harness.CompareWithTruth(t, sim, c.ReadOutput(t), harness.Streams(sources, harness.Accounts()), start, wms)
 	var e5, cut401 int64
-	for _, c := range sim.Stats().Counters {
-		e5 += c.ServerErrors
-		cut401 += c.Unauthorized
+	for _, cnt := range sim.Stats().Counters {
+		e5 += cnt.ServerErrors
+		cut401 += cnt.Unauthorized
 	}
 	if e5 == 0 || cut401 == 0 {
 		t.Fatalf("faults did not fire: %d 5xx, %d 401", e5, cut401)
@@ -180,35 +144,35 @@ func TestFaultsTogetherLoseNothing(t *testing.T) {
 // SIGKILL at random moments of a backfill, 20 times, restarting each time:
 // finally complete per truth; duplicates only from pages in flight.
 func TestCrashesAtRandomMomentsLoseNothing(t *testing.T) {
+	t.Parallel()
 	// A budget of 20 requests per 5 s and 500-row pages make the backfill
 	// last about 15 s however fast the collector is, so that every kill
 	// lands mid-backfill, often mid-chain.
-	sim := startSim(t, func(c *apisim.Config) {
+	sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) {
 		c.PageSize = 500
 		c.RateLimit = 20
 		c.RatePeriod = 5 * time.Second
 	})
 	start := time.Now().UTC().Add(-48 * time.Hour).Truncate(time.Minute)
-	s := newSetup(t, sim, start, "")
 	const buffer = 10_000
-	s.env = append(s.env, fmt.Sprintf("COLLECTOR_PIPELINE__BUFFER_RECORDS=%d", buffer))
-	s.env = append(s.env, budgetEnv(500, 20, "5s")...)
+	c := harness.New(t, harness.Config{Sim: sim, Start: start, PageRows: 500, Rate: harness.Rate{Limit: 20, Period: 5 * time.Second},
+		Env: []string{fmt.Sprintf("COLLECTOR_PIPELINE__BUFFER_RECORDS=%d", buffer)}})
 	rng := rand.New(rand.NewPCG(7, 7))
 	kills := 0
 	for i := 0; i < 20; i++ {
-		p := s.startCollector(t, "--once")
+		p := c.Start(t, "--once")
 		select {
-		case err := <-p.done:
-			t.Fatalf("run %d ended by itself before the kill (%v): backfill too small for the test\n%s", i, err, tail(p.logs.String(), 20))
+		case <-p.Exited():
+			t.Fatalf("run %d ended by itself before the kill (%v): backfill too small for the test\n%s", i, p.Err(), p.Tail(20))
 		case <-time.After(time.Duration(150+rng.IntN(500)) * time.Millisecond):
 		}
-		p.kill()
+		p.Kill()
 		kills++
 	}
-	s.runOnce(t, 5*time.Minute)
-	out := readFileSink(t, s.outDir())
-	n := compareWithTruth(t, sim, out, allStreams(), start, watermarks(t, s.checkpointPath()))
-	dup := out.duplicates()
+	c.RunOnce(t, 5*time.Minute)
+	out := c.ReadOutput(t)
+	n := c.Compare(t, out, harness.AllStreams())
+	dup := out.Duplicates()
 	// Each kill can repeat what was fetched and not yet committed: at most
 	// the buffer plus the pages being written.
 	if limit := kills * 2 * buffer; dup > limit {
@@ -220,72 +184,53 @@ func TestCrashesAtRandomMomentsLoseNothing(t *testing.T) {
 // A stalled sink (stdout into a pipe nobody reads) keeps memory bounded and
 // the checkpoint still, however large the backlog (DESIGN: bounded channel).
 func TestAStalledSinkKeepsMemoryBoundedAndTheCheckpointStill(t *testing.T) {
-	sim := startSim(t, func(c *apisim.Config) { c.Rates = map[string]float64{"dns": 40_000, "connections": 40_000} })
-	start := time.Now().UTC().Add(-72 * time.Hour).Truncate(time.Minute)
-	s := newSetup(t, sim, start, "sink:\n  type: stdout\n")
-	s.metrics = freeAddr(t)
-	s.env = append(s.env, "COLLECTOR_PIPELINE__BUFFER_RECORDS=5000")
-	s.write(t)
-	cmd := s.command(context.Background(), "run")
-	stdout, err := cmd.StdoutPipe() // never read: the sink stalls once the pipe is full
+	t.Parallel()
+	// Never read: the sink stalls once the pipe is full.
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stdout.Close()
-	logs := &simtest.SyncBuffer{}
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	defer pr.Close()
+	defer pw.Close()
+	sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) { c.Rates = map[string]float64{"dns": 40_000, "connections": 40_000} })
+	start := time.Now().UTC().Add(-72 * time.Hour).Truncate(time.Minute)
+	c := harness.New(t, harness.Config{Sim: sim, Start: start, Sink: "sink:\n  type: stdout\n", Stdout: pw,
+		Metrics: harness.FreeAddr(t), Env: []string{"COLLECTOR_PIPELINE__BUFFER_RECORDS=5000"}})
+	p := c.Start(t)
+	defer p.Kill()
+	metrics := c.Config().Metrics
 
-	state := func() map[string]int64 {
-		resp, err := http.Get("http://" + s.metrics + "/state")
+	rssKB := func() int64 {
+		m, err := harness.ReadProcMem(p.PID())
 		if err != nil {
-			return nil
+			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		var st []struct {
-			Source    string `json:"source"`
-			Account   string `json:"account"`
-			Delivered int64  `json:"rows_delivered"`
-		}
-		if json.NewDecoder(resp.Body).Decode(&st) != nil {
-			return nil
-		}
-		out := map[string]int64{}
-		for _, x := range st {
-			out[x.Source+"/"+x.Account] = x.Delivered
-		}
-		return out
+		return m.RSS / 1024
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for state() == nil && time.Now().Before(deadline) {
+	for harness.LiveState(metrics) == nil && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(3 * time.Second) // the pipe and the buffer fill
-	first, rss1 := state(), rssKB(t, cmd.Process.Pid)
+	first, rss1 := harness.LiveState(metrics), rssKB()
 	time.Sleep(4 * time.Second)
-	second, rss2 := state(), rssKB(t, cmd.Process.Pid)
+	second, rss2 := harness.LiveState(metrics), rssKB()
 	if first == nil || second == nil {
-		t.Fatalf("no /state\n%s", tail(logs.String(), 20))
+		t.Fatalf("no /state\n%s", p.Tail(20))
 	}
 	for k, v := range first {
-		if second[k] != v {
-			t.Errorf("%s: delivered moved from %d to %d while the sink was stalled", k, v, second[k])
+		if second[k].Delivered != v.Delivered {
+			t.Errorf("%s: delivered moved from %d to %d while the sink was stalled", k, v.Delivered, second[k].Delivered)
 		}
 	}
 	// Room for a page is reserved before it is fetched: what the collector
 	// fetched and the sink never acknowledged is the buffer plus the first
 	// pages of windows split at the cap, however many streams wait.
 	var served int64
-	for _, c := range sim.Stats().Counters {
-		served += c.RowsServed
+	for _, cnt := range sim.Stats().Counters {
+		served += cnt.RowsServed
 	}
-	var delivered int64
-	for _, v := range second {
-		delivered += v
-	}
+	delivered := harness.SumDelivered(second)
 	t.Logf("rows served %d, delivered %d: %d fetched and held or discarded", served, delivered, served-delivered)
 	// One reservation fits the 5,000-record buffer; the page it discards
 	// when a window splits is replaced under the same reservation. Without
@@ -302,31 +247,4 @@ func TestAStalledSinkKeepsMemoryBoundedAndTheCheckpointStill(t *testing.T) {
 		t.Errorf("RSS grew from %d to %d kB while stalled", rss1, rss2)
 	}
 	t.Logf("RSS %d kB then %d kB while stalled", rss1, rss2)
-}
-
-func rssKB(t *testing.T, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmRSS:") {
-			var kb int64
-			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(l, "VmRSS:")), "%d", &kb)
-			return kb
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
-}
-
-// budgetEnv sets the collector's page size and both rate buckets to match a
-// simulator with that page size and budget.
-func budgetEnv(pageRows, limit int, period string) []string {
-	return []string{
-		fmt.Sprintf("COLLECTOR_API__PAGE_ROWS=%d", pageRows),
-		fmt.Sprintf("COLLECTOR_API__RATE__LIMIT=%d", limit), "COLLECTOR_API__RATE__PERIOD=" + period,
-		fmt.Sprintf("COLLECTOR_EDGE__RATE__LIMIT=%d", limit), "COLLECTOR_EDGE__RATE__PERIOD=" + period,
-	}
 }

@@ -1,4 +1,4 @@
-package e2e
+package chharness
 
 import (
 	"bytes"
@@ -6,10 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,16 +22,12 @@ import (
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/testinfra/chtest"
+	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
-// This file holds what the ClickHouse end-to-end tests share: the sink's
-// configuration, reading the tables back, checking every row against its
-// raw record, a proxy that cuts connections after an insert's data went
-// through, and CPU time of a process.
-
-// chTimeField is the record time member of each source (CONTRACT C3,
+// timeField is the record time member of each source (CONTRACT C3,
 // C6).
-var chTimeField = map[string]string{
+var timeField = map[string]string{
 	"changed_files": "startTime", "connections": "startTime", "dns": "createdTime",
 	"user_logins": "createdTime", "agent_info": "createdTime", "audit_logs": "createdTime",
 	"cloud_activities": "startTime", "edge_audit_events": "create_time", "edge_alerts": "create_time",
@@ -44,61 +38,57 @@ var chTimeField = map[string]string{
 // Int64 column a JSON integer; a time column what record.ParseTime reads.
 // Anything else leaves the column's default.
 const (
-	chString = iota
-	chInt
-	chTime
+	colString = iota
+	colInt
+	colTime
 )
 
-type chTypedCol struct {
+type typedCol struct {
 	name string
 	path []string // record member, or object member and the name inside
 	kind int
 }
 
-func chCol(name, path string, kind int) chTypedCol {
-	return chTypedCol{name: name, path: strings.Split(path, "."), kind: kind}
+func col(name, path string, kind int) typedCol {
+	return typedCol{name: name, path: strings.Split(path, "."), kind: kind}
 }
 
-// chTypedColumns are the typed columns of each table with the record member
+// typedColumns are the typed columns of each table with the record member
 // they must hold, written down here from the seed's record tables
 // independently of the sink's schema.go, so that a wrong mapping there
 // fails this test.
-var chTypedColumns = map[string][]chTypedCol{
-	"changed_files": {chCol("mid", "mid", chInt), chCol("file_path", "filePath", chString), chCol("filedata_hash", "filedataHash", chString), chCol("size", "size", chInt)},
-	"connections": {chCol("src_mid", "srcEntityId.mid", chInt), chCol("dst_mid", "dstEntityId.mid", chInt),
-		chCol("src_in_bytes", "srcInBytes", chInt), chCol("src_out_bytes", "srcOutBytes", chInt),
-		chCol("dst_in_bytes", "dstInBytes", chInt), chCol("dst_out_bytes", "dstOutBytes", chInt), chCol("num_conns", "numConns", chInt)},
-	"dns":              {chCol("mid", "mid", chInt), chCol("fqdn", "fqdn", chString), chCol("host_ip_addr", "hostIpAddr", chString)},
-	"user_logins":      {chCol("mid", "mid", chInt), chCol("username", "username", chString), chCol("activity_type", "activityType", chString), chCol("source_ip_addr", "sourceIpAddr", chString)},
-	"cloud_activities": {chCol("event_type", "eventType", chString), chCol("event_model", "eventModel", chString), chCol("event_id", "eventId", chInt)},
-	"audit_logs": {chCol("account_name", "accountName", chString), chCol("user_name", "userName", chString),
-		chCol("event_name", "eventName", chString), chCol("user_action", "userAction", chString)},
-	"agent_info": {chCol("mid", "mid", chInt), chCol("hostname", "hostname", chString), chCol("os", "os", chString),
-		chCol("status", "status", chString), chCol("agent_version", "agentVersion", chString)},
-	"edge_audit_events": {chCol("method", "method", chString), chCol("path", "path", chString), chCol("response_status", "response_status", chInt),
-		chCol("user_login", "user_login", chString), chCol("client_ip", "client_ip", chString)},
-	"edge_alerts": {chCol("uuid", "uuid", chString), chCol("severity", "severity", chString), chCol("status", "status", chString),
-		chCol("incident_status", "incident_status", chString), chCol("event_type", "event_type", chString), chCol("update_time", "update_time", chTime)},
+var typedColumns = map[string][]typedCol{
+	"changed_files": {col("mid", "mid", colInt), col("file_path", "filePath", colString), col("filedata_hash", "filedataHash", colString), col("size", "size", colInt)},
+	"connections": {col("src_mid", "srcEntityId.mid", colInt), col("dst_mid", "dstEntityId.mid", colInt),
+		col("src_in_bytes", "srcInBytes", colInt), col("src_out_bytes", "srcOutBytes", colInt),
+		col("dst_in_bytes", "dstInBytes", colInt), col("dst_out_bytes", "dstOutBytes", colInt), col("num_conns", "numConns", colInt)},
+	"dns":              {col("mid", "mid", colInt), col("fqdn", "fqdn", colString), col("host_ip_addr", "hostIpAddr", colString)},
+	"user_logins":      {col("mid", "mid", colInt), col("username", "username", colString), col("activity_type", "activityType", colString), col("source_ip_addr", "sourceIpAddr", colString)},
+	"cloud_activities": {col("event_type", "eventType", colString), col("event_model", "eventModel", colString), col("event_id", "eventId", colInt)},
+	"audit_logs": {col("account_name", "accountName", colString), col("user_name", "userName", colString),
+		col("event_name", "eventName", colString), col("user_action", "userAction", colString)},
+	"agent_info": {col("mid", "mid", colInt), col("hostname", "hostname", colString), col("os", "os", colString),
+		col("status", "status", colString), col("agent_version", "agentVersion", colString)},
+	"edge_audit_events": {col("method", "method", colString), col("path", "path", colString), col("response_status", "response_status", colInt),
+		col("user_login", "user_login", colString), col("client_ip", "client_ip", colString)},
+	"edge_alerts": {col("uuid", "uuid", colString), col("severity", "severity", colString), col("status", "status", colString),
+		col("incident_status", "incident_status", colString), col("event_type", "event_type", colString), col("update_time", "update_time", colTime)},
 }
 
-// chServer is the test binary's ClickHouse server (chtest.Get).
-func chServer(t *testing.T) *chtest.Server {
-	t.Helper()
-	return chtest.Get(t)
-}
-
-// chAddr is the server's address for protocol proto.
-func chAddr(srv *chtest.Server, proto string) string {
+// Addr is the server's address for protocol proto.
+func Addr(srv *chtest.Server, proto string) string {
 	if proto == "http" {
 		return srv.HTTP
 	}
 	return srv.Native
 }
 
-// chSinkYAML is the sink and pipeline configuration of the ClickHouse
-// tests: 16 sink workers and a 100,000-record buffer, as
-// configs/clickhouse.yaml has them, so that inserts gather many pages.
-func chSinkYAML(addr, proto, db string, chKeys ...string) string {
+// SinkYAML is the sink and pipeline configuration of the ClickHouse
+// tests (harness.Config.Sink): the server at addr over proto ("native" or
+// "http"), database db, more keys of sink.clickhouse in chKeys
+// ("batch_rows: 10000"), and 16 sink workers and a 100,000-record buffer,
+// as configs/clickhouse.yaml has them, so that inserts gather many pages.
+func SinkYAML(addr, proto, db string, chKeys ...string) string {
 	var more string
 	for _, k := range chKeys {
 		more += "    " + k + "\n"
@@ -115,27 +105,8 @@ func chSinkYAML(addr, proto, db string, chKeys ...string) string {
 `, addr, proto, db, more)
 }
 
-// chSourcesYAML enables only srcs, backfilled from start.
-func chSourcesYAML(start time.Time, srcs ...string) string {
-	s := fmt.Sprintf("sources:\n  default:\n    enabled: false\n    start: %s\n    lag: 2m\n    interval: 1s\n", start.Format(time.RFC3339))
-	for _, src := range srcs {
-		s += "  " + src + ": {enabled: true}\n"
-	}
-	return s
-}
-
-func chStreams(srcs ...string) []streamKey {
-	var out []streamKey
-	for _, s := range srcs {
-		for _, a := range accounts {
-			out = append(out, streamKey{s, a})
-		}
-	}
-	return out
-}
-
-// openCH opens a native connection for reading the tables back.
-func openCH(t testing.TB, srv *chtest.Server) driver.Conn {
+// Open opens a native connection for reading the tables back.
+func Open(t testing.TB, srv *chtest.Server) driver.Conn {
 	t.Helper()
 	conn, err := ch.Open(&ch.Options{
 		Addr:        []string{srv.Native},
@@ -150,34 +121,43 @@ func openCH(t testing.TB, srv *chtest.Server) driver.Conn {
 	return conn
 }
 
-// chVerifyOpts tunes verifyCH.
-type chVerifyOpts struct {
-	// from is where the backfill started; wms are the committed watermarks.
-	from time.Time
-	wms  map[streamKey]checkpoint.State
-	// streams are compared with /_truth; rows of other streams are errors.
-	streams []streamKey
-	// skip names rows the test put there itself (older schema rows).
-	skip map[string]bool
-	// fetchedFrom and fetchedTo bound fetched_at (zero: unchecked).
-	fetchedFrom, fetchedTo time.Time
-	// sample: one row in sample (a power of two up to 256; 0 means 32) is
+// VerifyOpts tunes Verify.
+type VerifyOpts struct {
+	// From is where the backfill started; Wms are the committed watermarks.
+	From time.Time
+	Wms  map[harness.Stream]checkpoint.State
+	// Streams are compared with /_truth; rows of other streams are errors.
+	Streams []harness.Stream
+	// Skip names rows the test put there itself (older schema rows).
+	Skip map[string]bool
+	// FetchedFrom and FetchedTo bound fetched_at (zero: unchecked).
+	FetchedFrom, FetchedTo time.Time
+	// Sample: one row in Sample (a power of two up to 256; 0 means 32) is
 	// read back and checked against its raw record.
-	sample int
-	// exactRows asks that count() without FINAL equal the distinct ids:
+	Sample int
+	// ExactRows asks that count() without FINAL equal the distinct ids:
 	// nothing was stored twice, not even before a merge.
-	exactRows bool
+	ExactRows bool
 }
 
-// chVerifyResult is what verifyCH found.
-type chVerifyResult struct {
-	distinct int64          // records compared with truth
-	rows     int64          // rows stored (without FINAL)
-	uniq     int64          // distinct ids stored
-	typed    map[string]int // rows checked one by one, per table
+// VerifyResult is what Verify found.
+type VerifyResult struct {
+	Distinct int64          // records compared with truth
+	Rows     int64          // rows stored (without FINAL)
+	Uniq     int64          // distinct ids stored
+	Typed    map[string]int // rows checked one by one, per table
 }
 
-// verifyCH checks the tables of the streams' sources in db:
+// TypedRows is how many rows Verify checked one by one, in all.
+func (r VerifyResult) TypedRows() int {
+	n := 0
+	for _, v := range r.Typed {
+		n += v
+	}
+	return n
+}
+
+// Verify checks the tables of the streams' sources in db:
 //   - per (source, account, UTC day) of [from, watermark), the distinct
 //     ids have the count and XOR of /_truth (C8); the digests are computed
 //     by the server (groupBitXor over the ids as UInt256) so that hundreds
@@ -191,25 +171,25 @@ type chVerifyResult struct {
 //     by the collector's reading and by encoding/json), inside
 //     [window_start, window_end); fetched_at is after window_end (and
 //     inside the run); every typed column holds what the raw record says.
-func verifyCH(t *testing.T, srv *chtest.Server, conn driver.Conn, sim *apisim.Server, db string, o chVerifyOpts) chVerifyResult {
+func Verify(t *testing.T, srv *chtest.Server, conn driver.Conn, sim *apisim.Server, db string, o VerifyOpts) VerifyResult {
 	t.Helper()
-	if o.sample < 1 {
-		o.sample = 32
+	if o.Sample < 1 {
+		o.Sample = 32
 	}
-	res := chVerifyResult{typed: map[string]int{}}
-	want := map[streamKey]bool{}
+	res := VerifyResult{Typed: map[string]int{}}
+	want := map[harness.Stream]bool{}
 	var srcs []string
 	byAcct := map[string][]string{}
-	for _, k := range o.streams {
+	for _, k := range o.Streams {
 		want[k] = true
-		if len(byAcct[k.source]) == 0 {
-			srcs = append(srcs, k.source)
+		if len(byAcct[k.Source]) == 0 {
+			srcs = append(srcs, k.Source)
 		}
-		byAcct[k.source] = append(byAcct[k.source], k.account)
+		byAcct[k.Source] = append(byAcct[k.Source], k.Account)
 	}
 	notOurs := "1"
-	if len(o.skip) > 0 {
-		notOurs = "id NOT IN (" + chQuoteList(o.skip) + ")"
+	if len(o.Skip) > 0 {
+		notOurs = "id NOT IN (" + quoteList(o.Skip) + ")"
 	}
 	for _, src := range srcs {
 		table := db + "." + src
@@ -217,12 +197,12 @@ func verifyCH(t *testing.T, srv *chtest.Server, conn driver.Conn, sim *apisim.Se
 		// stream's watermark (rounded up to the ms: times are ms).
 		var conds []string
 		for _, a := range byAcct[src] {
-			st, ok := o.wms[streamKey{src, a}]
-			if !ok || !st.Watermark.After(o.from) {
-				t.Errorf("%s/%s: no watermark past the start %v (%+v)", src, a, o.from, st)
+			st, ok := o.Wms[harness.Stream{Source: src, Account: a}]
+			if !ok || !st.Watermark.After(o.From) {
+				t.Errorf("%s/%s: no watermark past the start %v (%+v)", src, a, o.From, st)
 				continue
 			}
-			conds = append(conds, fmt.Sprintf("(account = '%s' AND time < fromUnixTimestamp64Milli(toInt64(%d)))", a, chCeilMilli(st.Watermark)))
+			conds = append(conds, fmt.Sprintf("(account = '%s' AND time < fromUnixTimestamp64Milli(toInt64(%d)))", a, ceilMilli(st.Watermark)))
 		}
 		if len(conds) == 0 {
 			continue
@@ -232,7 +212,7 @@ func verifyCH(t *testing.T, srv *chtest.Server, conn driver.Conn, sim *apisim.Se
 			lower(hex(reinterpretAsFixedString(groupBitXor(reinterpretAsUInt256(unhex(id))))))
 			FROM (SELECT id, any(account) AS account, any(time) AS time FROM %s WHERE %s GROUP BY id)
 			WHERE time >= fromUnixTimestamp64Milli(toInt64(%d)) AND (%s)
-			GROUP BY 1, 2 FORMAT TSVRaw`, table, notOurs, chCeilMilli(o.from), strings.Join(conds, " OR "))
+			GROUP BY 1, 2 FORMAT TSVRaw`, table, notOurs, ceilMilli(o.From), strings.Join(conds, " OR "))
 		for _, line := range strings.Split(srv.Query(t, q), "\n") {
 			f := strings.Split(line, "\t")
 			if len(f) != 4 {
@@ -247,17 +227,16 @@ func verifyCH(t *testing.T, srv *chtest.Server, conn driver.Conn, sim *apisim.Se
 			got[f[0]+"/"+f[1]] = d
 		}
 		for _, a := range byAcct[src] {
-			st := o.wms[streamKey{src, a}]
+			st := o.Wms[harness.Stream{Source: src, Account: a}]
 			end := st.Watermark
-			for d := o.from.UTC().Truncate(24 * time.Hour); d.Before(end); d = d.Add(24 * time.Hour) {
-				lo, hi := maxTime(d, o.from), minTime(d.Add(24*time.Hour), end)
-				wantN, wantX := sim.Truth(src, a, lo, hi)
-				g := got[a+"/"+d.Format("2006-01-02")]
+			for _, d := range harness.Days(o.From, end) {
+				wantN, wantX := sim.Truth(src, a, d.Lo, d.Hi)
+				g := got[a+"/"+d.Date.Format("2006-01-02")]
 				if g.Count != wantN || g.Hex() != wantX {
 					t.Errorf("%s/%s day %s [%s, %s): the table holds %d distinct records (xor %.12s), truth %d (xor %.12s)",
-						src, a, d.Format("2006-01-02"), lo.Format(time.RFC3339), hi.Format(time.RFC3339), g.Count, g.Hex(), wantN, wantX)
+						src, a, d.Date.Format("2006-01-02"), d.Lo.Format(time.RFC3339), d.Hi.Format(time.RFC3339), g.Count, g.Hex(), wantN, wantX)
 				}
-				res.distinct += g.Count
+				res.Distinct += g.Count
 			}
 		}
 
@@ -268,29 +247,29 @@ func verifyCH(t *testing.T, srv *chtest.Server, conn driver.Conn, sim *apisim.Se
 			(SELECT count() FROM (SELECT id FROM %[1]s GROUP BY id HAVING uniqExact(account, time) > 1))`, table, notOurs)))
 		var rows, final, uniq, mixed int64
 		fmt.Sscan(strings.Join(counts, " "), &rows, &final, &uniq, &mixed)
-		res.rows += rows
-		res.uniq += uniq
+		res.Rows += rows
+		res.Uniq += uniq
 		if final != uniq || mixed != 0 {
 			t.Errorf("%s: count() FINAL = %d, uniqExact(id) = %d; %d ids with more than one account or time", src, final, uniq, mixed)
 		}
-		if o.exactRows && rows != uniq {
+		if o.ExactRows && rows != uniq {
 			t.Errorf("%s: %d rows stored (without FINAL) for %d distinct ids: something was stored twice", src, rows, uniq)
 		}
 		for _, a := range strings.Fields(srv.Query(t, fmt.Sprintf("SELECT DISTINCT account FROM %s WHERE %s", table, notOurs))) {
-			if !want[streamKey{src, a}] {
+			if !want[harness.Stream{Source: src, Account: a}] {
 				t.Errorf("%s: rows of account %q, which this run does not collect", src, a)
 			}
 		}
-		res.typed[src] = chCheckRows(t, conn, table, src, o, notOurs)
-		if res.typed[src] == 0 && rows > 0 {
+		res.Typed[src] = checkRows(t, conn, table, src, o, notOurs)
+		if res.Typed[src] == 0 && rows > 0 {
 			t.Errorf("%s: no row sampled", src)
 		}
 	}
 	return res
 }
 
-// chCeilMilli is t in Unix ms, rounded up.
-func chCeilMilli(t time.Time) int64 {
+// ceilMilli is t in Unix ms, rounded up.
+func ceilMilli(t time.Time) int64 {
 	ms := t.UnixMilli()
 	if t.Sub(time.UnixMilli(ms)) > 0 {
 		ms++
@@ -298,7 +277,7 @@ func chCeilMilli(t time.Time) int64 {
 	return ms
 }
 
-func chQuoteList(set map[string]bool) string {
+func quoteList(set map[string]bool) string {
 	var q []string
 	for s := range set {
 		q = append(q, "'"+s+"'")
@@ -306,18 +285,18 @@ func chQuoteList(set map[string]bool) string {
 	return strings.Join(q, ",")
 }
 
-// chCheckRows reads the sampled rows of one table whole and checks each
+// checkRows reads the sampled rows of one table whole and checks each
 // against its raw record; it returns how many it checked.
-func chCheckRows(t *testing.T, conn driver.Conn, table, src string, o chVerifyOpts, notOurs string) int {
+func checkRows(t *testing.T, conn driver.Conn, table, src string, o VerifyOpts, notOurs string) int {
 	t.Helper()
-	cols := chTypedColumns[src]
+	cols := typedColumns[src]
 	names := []string{"id", "account", "time", "window_start", "window_end", "fetched_at", "record"}
 	for _, c := range cols {
 		names = append(names, c.name)
 	}
 	where := notOurs
-	if o.sample > 1 {
-		where += fmt.Sprintf(" AND id < '%02x'", 256/o.sample)
+	if o.Sample > 1 {
+		where += fmt.Sprintf(" AND id < '%02x'", 256/o.Sample)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -335,11 +314,11 @@ func chCheckRows(t *testing.T, conn driver.Conn, table, src string, o chVerifyOp
 	vals := make([]any, len(cols))
 	for i, c := range cols {
 		switch c.kind {
-		case chString:
+		case colString:
 			vals[i] = new(string)
-		case chInt:
+		case colInt:
 			vals[i] = new(int64)
-		case chTime:
+		case colTime:
 			vals[i] = new(time.Time)
 		}
 	}
@@ -371,13 +350,13 @@ func chCheckRows(t *testing.T, conn driver.Conn, table, src string, o chVerifyOp
 		}
 		// ... and its record time, read as the collector reads it and
 		// with encoding/json.
-		env, flaw := b.Build(src, account, chTimeField[src], ws, we, fetch, rec)
+		env, flaw := b.Build(src, account, timeField[src], ws, we, fetch, rec)
 		if flaw != 0 || env.ID != id {
 			fail("envelope of the stored record: id %s (%v)", env.ID, flaw)
 			continue
 		}
 		rt := env.Time
-		if jt, err := chRecordTime(rec, chTimeField[src]); err != nil || !jt.Equal(rt) {
+		if jt, err := recordTime(rec, timeField[src]); err != nil || !jt.Equal(rt) {
 			fail("record time read with encoding/json: %v (%v), the collector's reading %v", jt, err, rt)
 		}
 		if tm.UnixMilli() != rt.UnixMilli() {
@@ -389,10 +368,10 @@ func chCheckRows(t *testing.T, conn driver.Conn, table, src string, o chVerifyOp
 		if fetch.Before(we) {
 			fail("fetched_at %s before window_end %s", fetch.UTC(), we.UTC())
 		}
-		if !o.fetchedFrom.IsZero() && (fetch.Before(o.fetchedFrom.Truncate(time.Millisecond)) || fetch.After(o.fetchedTo)) {
-			fail("fetched_at %s outside the run [%s, %s]", fetch.UTC(), o.fetchedFrom.UTC(), o.fetchedTo.UTC())
+		if !o.FetchedFrom.IsZero() && (fetch.Before(o.FetchedFrom.Truncate(time.Millisecond)) || fetch.After(o.FetchedTo)) {
+			fail("fetched_at %s outside the run [%s, %s]", fetch.UTC(), o.FetchedFrom.UTC(), o.FetchedTo.UTC())
 		}
-		exp, err := chExpectedTyped(rec, cols)
+		exp, err := expectedTyped(rec, cols)
 		if err != nil {
 			fail("%v", err)
 			continue
@@ -421,8 +400,8 @@ func chCheckRows(t *testing.T, conn driver.Conn, table, src string, o chVerifyOp
 	return n
 }
 
-// chRecordTime reads the record time member of raw as the collector must.
-func chRecordTime(raw []byte, field string) (time.Time, error) {
+// recordTime reads the record time member of raw as the collector must.
+func recordTime(raw []byte, field string) (time.Time, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return time.Time{}, err
@@ -430,9 +409,9 @@ func chRecordTime(raw []byte, field string) (time.Time, error) {
 	return record.ParseTime(m[field])
 }
 
-// chExpectedTyped is what each typed column must hold for raw, read with
+// expectedTyped is what each typed column must hold for raw, read with
 // encoding/json (an independent reading of the sink's rules, doc.go).
-func chExpectedTyped(raw []byte, cols []chTypedCol) ([]any, error) {
+func expectedTyped(raw []byte, cols []typedCol) ([]any, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {
 		return nil, fmt.Errorf("record is not a JSON object: %v", err)
@@ -450,7 +429,7 @@ func chExpectedTyped(raw []byte, cols []chTypedCol) ([]any, error) {
 		}
 		v = bytes.TrimSpace(v)
 		switch c.kind {
-		case chString:
+		case colString:
 			out[i] = ""
 			if ok && len(v) > 0 {
 				switch {
@@ -463,14 +442,14 @@ func chExpectedTyped(raw []byte, cols []chTypedCol) ([]any, error) {
 					out[i] = string(v)
 				}
 			}
-		case chInt:
+		case colInt:
 			out[i] = int64(0)
 			if ok && !bytes.ContainsAny(v, ".eE\"") {
 				if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
 					out[i] = n
 				}
 			}
-		case chTime:
+		case colTime:
 			out[i] = int64(0)
 			if ok {
 				if tm, err := record.ParseTime(v); err == nil {
@@ -482,9 +461,9 @@ func chExpectedTyped(raw []byte, cols []chTypedCol) ([]any, error) {
 	return out, nil
 }
 
-// chCountRows is count() over the tables of srcs (without FINAL); a missing
+// CountRows is count() over the tables of srcs (without FINAL); a missing
 // table counts 0.
-func chCountRows(t testing.TB, srv *chtest.Server, db string, srcs []string) int64 {
+func CountRows(t testing.TB, srv *chtest.Server, db string, srcs []string) int64 {
 	t.Helper()
 	var q []string
 	for _, s := range srcs {
@@ -493,61 +472,16 @@ func chCountRows(t testing.TB, srv *chtest.Server, db string, srcs []string) int
 	return srv.QueryInt(t, fmt.Sprintf("SELECT toInt64(ifNull(sum(total_rows), 0)) FROM system.tables WHERE database = '%s' AND name IN (%s)", db, strings.Join(q, ",")))
 }
 
-// chDuplicatedBlocks is the server's count of insert blocks it dropped as
+// DuplicatedBlocks is the server's count of insert blocks it dropped as
 // repeats of an earlier insert_deduplication_token.
-func chDuplicatedBlocks(t testing.TB, srv *chtest.Server) int64 {
+func DuplicatedBlocks(t testing.TB, srv *chtest.Server) int64 {
 	t.Helper()
 	n, _ := strconv.ParseInt(srv.Query(t, "SELECT toInt64(sum(value)) FROM system.events WHERE event = 'DuplicatedInsertedBlocks'"), 10, 64)
 	return n
 }
 
-// chAPIRecords fetches the records of one window of a core search from the
-// simulator as any client would (C1, C3): the bytes it serves, one page.
-func chAPIRecords(t *testing.T, sim *apisim.Server, path, account string, start, end time.Time) []json.RawMessage {
-	t.Helper()
-	post := func(url, body string, hdr map[string]string) []byte {
-		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil || resp.StatusCode/100 != 2 {
-			t.Fatalf("POST %s: %d %s (%v)", url, resp.StatusCode, b, err)
-		}
-		return b
-	}
-	var tok struct{ Token string }
-	if err := json.Unmarshal(post(sim.URL()+"/api/v2/access/tokens", `{"keyId":"sim-key","expiryTime":600}`,
-		map[string]string{"X-SVC-UAKS": "sim-secret"}), &tok); err != nil || tok.Token == "" {
-		t.Fatalf("token: %v", err)
-	}
-	body := fmt.Sprintf(`{"timeFilter":{"startTime":%q,"endTime":%q}}`, start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))
-	var page struct {
-		Paging *struct {
-			Rows, TotalRows int
-		}
-		Data []json.RawMessage
-	}
-	if err := json.Unmarshal(post(sim.URL()+path, body, map[string]string{"Authorization": "Bearer " + tok.Token, "Account-Name": account}), &page); err != nil {
-		t.Fatal(err)
-	}
-	if page.Paging != nil && page.Paging.TotalRows != len(page.Data) {
-		t.Fatalf("%s [%s, %s): %d of %d rows on the first page; pick a smaller window", path, start, end, len(page.Data), page.Paging.TotalRows)
-	}
-	return page.Data
-}
-
-// chStoredRecords reads id -> raw record of one stream's rows in [start, end).
-func chStoredRecords(t *testing.T, conn driver.Conn, db, src, account string, start, end time.Time) map[string][]byte {
+// StoredRecords reads id -> raw record of one stream's rows in [start, end).
+func StoredRecords(t *testing.T, conn driver.Conn, db, src, account string, start, end time.Time) map[string][]byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -571,12 +505,14 @@ func chStoredRecords(t *testing.T, conn driver.Conn, db, src, account string, st
 	return out
 }
 
-// chCutProxy forwards TCP connections to a server. While it has cuts left, it
+// CutProxy forwards TCP connections to a server. While it has cuts left, it
 // cuts a connection at the moment the server starts to answer after the
 // client uploaded more than threshold bytes since the server last spoke:
 // the server received a whole insert (and may have stored it), the client
 // never hears back. Queries, pings and DDL upload far less than threshold.
-type chCutProxy struct {
+//
+// The zero value is not usable; use NewCutProxy.
+type CutProxy struct {
 	ln        net.Listener
 	target    string
 	threshold int64
@@ -587,13 +523,16 @@ type chCutProxy struct {
 	conns     []net.Conn
 }
 
-func newChCutProxy(t *testing.T, target string, threshold int64) *chCutProxy {
+// NewCutProxy starts a proxy on loopback to target that makes cuts cuts
+// (threshold: see CutProxy), and stops it when t ends.
+func NewCutProxy(t *testing.T, target string, threshold int64, cuts int) *CutProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &chCutProxy{ln: ln, target: target, threshold: threshold}
+	p := &CutProxy{ln: ln, target: target, threshold: threshold}
+	p.left.Store(int32(cuts))
 	p.wg.Add(1)
 	go p.serve()
 	t.Cleanup(func() {
@@ -608,9 +547,13 @@ func newChCutProxy(t *testing.T, target string, threshold int64) *chCutProxy {
 	return p
 }
 
-func (p *chCutProxy) addr() string { return p.ln.Addr().String() }
+// Addr is the proxy's host:port.
+func (p *CutProxy) Addr() string { return p.ln.Addr().String() }
 
-func (p *chCutProxy) serve() {
+// Cuts is how many connections the proxy cut so far.
+func (p *CutProxy) Cuts() int { return int(p.cuts.Load()) }
+
+func (p *CutProxy) serve() {
 	defer p.wg.Done()
 	for {
 		client, err := p.ln.Accept()
@@ -671,26 +614,42 @@ func (p *chCutProxy) serve() {
 	}
 }
 
-// chCPUTicks is the user+system CPU time of process pid in clock ticks
-// (/proc/PID/stat fields 14 and 15, 100 a second).
-func chCPUTicks(pid int) (int64, bool) {
-	if pid <= 0 {
-		return 0, false
+// CheckLatestAlerts compares edge_alerts_latest with the latest version of
+// each alert (greatest update_time) worked out from the raw records.
+func CheckLatestAlerts(t *testing.T, srv *chtest.Server, db string) {
+	t.Helper()
+	type alert struct {
+		UUID   string `json:"uuid"`
+		Status string `json:"status"`
+		Upd    int64  `json:"update_time"`
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
+	latest := map[string]alert{}
+	for _, line := range strings.Split(srv.Query(t, "SELECT account, record FROM "+db+".edge_alerts FORMAT TSVRaw"), "\n") {
+		acct, raw, ok := strings.Cut(line, "\t")
+		if !ok {
+			continue
+		}
+		var a alert
+		if err := json.Unmarshal([]byte(raw), &a); err != nil {
+			t.Fatalf("edge alert %s: %v", raw, err)
+		}
+		k := acct + "/" + a.UUID
+		if cur, ok := latest[k]; !ok || a.Upd > cur.Upd {
+			latest[k] = a
+		}
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 > len(s) {
-		return 0, false
+	var want []string
+	for k, a := range latest {
+		want = append(want, fmt.Sprintf("%s\t%s\t%d", k, a.Status, a.Upd))
 	}
-	f := strings.Fields(s[i+2:])
-	if len(f) < 13 {
-		return 0, false
+	sort.Strings(want)
+	got := srv.Query(t, "SELECT concat(account, '/', uuid), status, toUnixTimestamp64Milli(update_time) FROM "+db+
+		".edge_alerts_latest ORDER BY 1 FORMAT TSVRaw")
+	if len(want) < 100 {
+		t.Fatalf("only %d edge alerts", len(want))
 	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	return u + st, err1 == nil && err2 == nil
+	if got != strings.Join(want, "\n") {
+		g := strings.Split(got, "\n")
+		t.Errorf("edge_alerts_latest has %d rows, want %d; first: %q, want %q", len(g), len(want), g[0], want[0])
+	}
 }

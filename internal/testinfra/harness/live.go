@@ -1,0 +1,134 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/svcexport/collector/internal/checkpoint"
+)
+
+// A running collector serves GET /state, /readyz and /metrics on
+// metrics.listen (Config.Metrics); these read them. Each gives up after a
+// short timeout and reports a collector that does not answer (yet) as
+// nothing, so that a test can poll.
+
+// LiveStream is one stream of a running collector's GET /state.
+type LiveStream struct {
+	Source    string    `json:"source"`
+	Account   string    `json:"account"`
+	Watermark time.Time `json:"watermark"`
+	Delivered int64     `json:"rows_delivered"`
+	CaughtUp  bool      `json:"caught_up"`
+	LastError string    `json:"last_error"`
+}
+
+// LiveState reads GET /state of the collector serving metrics on addr;
+// nil when it does not answer 200 with a JSON list.
+func LiveState(addr string) map[Stream]LiveStream {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + addr + "/state")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	var st []LiveStream
+	if json.NewDecoder(resp.Body).Decode(&st) != nil {
+		return nil
+	}
+	out := map[Stream]LiveStream{}
+	for _, s := range st {
+		out[Stream{s.Source, s.Account}] = s
+	}
+	return out
+}
+
+// SumDelivered sums rows_delivered over every stream.
+func SumDelivered(st map[Stream]LiveStream) int64 {
+	var n int64
+	for _, s := range st {
+		n += s.Delivered
+	}
+	return n
+}
+
+// LiveWatermarks turns live states into checkpoint states for
+// CompareWithTruth, keeping only streams whose watermark passed from, and
+// returns those streams, sorted.
+func LiveWatermarks(st map[Stream]LiveStream, from time.Time) (map[Stream]checkpoint.State, []Stream) {
+	out := map[Stream]checkpoint.State{}
+	var keys []Stream
+	for k, s := range st {
+		if s.Watermark.After(from) {
+			out[k] = checkpoint.State{Watermark: s.Watermark, Delivered: s.Delivered}
+			keys = append(keys, k)
+		}
+	}
+	sortStreams(keys)
+	return out, keys
+}
+
+// Ready reads GET /readyz: the status code (0 when the collector does not
+// answer) and the checks of its JSON body.
+func Ready(addr string) (int, map[string]string) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + addr + "/readyz")
+	if err != nil {
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Checks map[string]string `json:"checks"`
+	}
+	json.NewDecoder(resp.Body).Decode(&body)
+	return resp.StatusCode, body.Checks
+}
+
+// ScrapeGauges reads the samples of the unlabelled series names from
+// http://addr/metrics; a failed scrape (the collector not listening yet,
+// or gone) gives none.
+func ScrapeGauges(addr string, names ...string) map[string]float64 {
+	c := http.Client{Timeout: 500 * time.Millisecond}
+	res, err := c.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer res.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !slices.Contains(names, name) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// HTTPGet gets url within 5 s and returns the body and the status code;
+// when the request fails, the error's text and 0.
+func HTTPGet(url string) (string, int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err.Error(), 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b), resp.StatusCode
+}

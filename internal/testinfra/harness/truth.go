@@ -1,0 +1,151 @@
+package harness
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/record"
+)
+
+// Watermarks reads every stream's committed state from the checkpoint file
+// at path, which no running collector may hold: a test reads what a stopped
+// collector committed.
+func Watermarks(tb testing.TB, path string) map[Stream]checkpoint.State {
+	tb.Helper()
+	db, err := checkpoint.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	all, err := db.All(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := make(map[Stream]checkpoint.State, len(all))
+	for k, st := range all {
+		out[Stream{k.Source, k.Account}] = st
+	}
+	return out
+}
+
+// Watermarks is Watermarks of the collector's checkpoint; it must be
+// stopped.
+func (c *Collector) Watermarks(tb testing.TB) map[Stream]checkpoint.State {
+	tb.Helper()
+	return Watermarks(tb, c.CheckpointPath())
+}
+
+// Day is the part [Lo, Hi) of one UTC day (Date, its midnight) that a
+// comparison covers.
+type Day struct{ Date, Lo, Hi time.Time }
+
+// Days cuts [from, end) at UTC midnights; an empty span has no day.
+func Days(from, end time.Time) []Day {
+	if !end.After(from) {
+		return nil
+	}
+	var out []Day
+	for d := from.UTC().Truncate(24 * time.Hour); d.Before(end); d = d.Add(24 * time.Hour) {
+		lo, hi := d, d.Add(24*time.Hour)
+		if from.After(lo) {
+			lo = from
+		}
+		if end.Before(hi) {
+			hi = end
+		}
+		out = append(out, Day{Date: d, Lo: lo, Hi: hi})
+	}
+	return out
+}
+
+// CompareWithTruth checks, for every stream of streams and every UTC day
+// of [from, watermark), that the distinct ids out holds for records of that
+// day have the count and XOR the simulator's /_truth gives (C8); wms are
+// the committed watermarks (Watermarks, LiveWatermarks). A stream without a
+// watermark past from is an error. It returns the number of distinct
+// records compared.
+func CompareWithTruth(tb testing.TB, sim *apisim.Server, out *Output, streams []Stream, from time.Time, wms map[Stream]checkpoint.State) int64 {
+	tb.Helper()
+	var total int64
+	for _, k := range streams {
+		st, ok := wms[k]
+		if !ok || st.Watermark.IsZero() {
+			tb.Errorf("%s/%s: no watermark committed", k.Source, k.Account)
+			continue
+		}
+		end := st.Watermark
+		if !end.After(from) {
+			tb.Errorf("%s/%s: watermark %v did not pass the start %v", k.Source, k.Account, end, from)
+			continue
+		}
+		// Bucket the delivered ids of [from, end) by day.
+		days := map[time.Time]*record.Digest{}
+		for id := range out.IDs[k] {
+			tm := out.Times[id]
+			if tm.Before(from) || !tm.Before(end) {
+				continue
+			}
+			d := tm.UTC().Truncate(24 * time.Hour)
+			if days[d] == nil {
+				days[d] = &record.Digest{}
+			}
+			if err := days[d].Add(id); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		for _, d := range Days(from, end) {
+			wantN, wantX := sim.Truth(k.Source, k.Account, d.Lo, d.Hi)
+			got := days[d.Date]
+			if got == nil {
+				got = &record.Digest{}
+			}
+			if got.Count != wantN || got.Hex() != wantX {
+				tb.Errorf("%s/%s day %s [%s, %s): delivered %d distinct records (xor %.12s), truth %d (xor %.12s)",
+					k.Source, k.Account, d.Date.Format("2006-01-02"), d.Lo.Format(time.RFC3339), d.Hi.Format(time.RFC3339), got.Count, got.Hex(), wantN, wantX)
+			}
+			total += got.Count
+		}
+	}
+	return total
+}
+
+// Compare is CompareWithTruth of the collector's simulator, from its
+// Config.Start, against the watermarks of its (stopped) checkpoint.
+func (c *Collector) Compare(tb testing.TB, out *Output, streams []Stream) int64 {
+	tb.Helper()
+	return CompareWithTruth(tb, c.cfg.Sim, out, streams, c.cfg.Start, c.Watermarks(tb))
+}
+
+// Streams are the streams the collector reads: its sources (every source
+// when Config.Sources is nil) of its accounts.
+func (c *Collector) Streams() []Stream {
+	srcs := c.cfg.Sources
+	if srcs == nil {
+		srcs = AllSources()
+	}
+	return Streams(srcs, c.cfg.Accounts)
+}
+
+// TruthRows is the number of records the simulator holds for every stream
+// of the collector between Config.Start and the stream's committed
+// watermark (C8), in all and per stream; a stream whose watermark did not
+// pass the start fails tb. The collector must be stopped.
+func (c *Collector) TruthRows(tb testing.TB) (int64, map[Stream]int64) {
+	tb.Helper()
+	wms := c.Watermarks(tb)
+	per := map[Stream]int64{}
+	var total int64
+	for _, k := range c.Streams() {
+		st, ok := wms[k]
+		if !ok || !st.Watermark.After(c.cfg.Start) {
+			tb.Fatalf("%s/%s: no watermark past the start", k.Source, k.Account)
+		}
+		n, _ := c.cfg.Sim.Truth(k.Source, k.Account, c.cfg.Start, st.Watermark)
+		per[k] = n
+		total += n
+	}
+	return total, per
+}
