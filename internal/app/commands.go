@@ -118,7 +118,7 @@ func checkSink(ctx context.Context, cfg config.Config, streams []record.Stream, 
 	defer cancel()
 	switch cfg.Sink.Type {
 	case config.SinkKafka:
-		rep, err := kafka.Check(ctx, cfg.Sink.Kafka, kafkaStreams(streams))
+		rep, err := kafka.Check(ctx, cfg.Sink.Kafka, streams)
 		fmt.Fprint(o.Stdout, rep.String())
 		return err
 	case config.SinkClickHouse:

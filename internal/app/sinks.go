@@ -25,19 +25,9 @@ func newSink(cfg config.Config, streams []record.Stream, deadLetterDir string, r
 	case config.SinkStdout:
 		return stdout.New(cfg.Sink.Stdout, out, reg)
 	case config.SinkKafka:
-		return kafka.New(cfg.Sink.Kafka, kafkaStreams(streams), deadLetterDir, reg, log)
+		return kafka.New(cfg.Sink.Kafka, streams, deadLetterDir, reg, log)
 	case config.SinkClickHouse:
 		return clickhouse.New(cfg.Sink.ClickHouse, reg, log)
 	}
 	return nil, fmt.Errorf("sink.type: unknown sink %q", cfg.Sink.Type)
-}
-
-// kafkaStreams lists streams in the Kafka sink's own type, which names the
-// topics to check and create.
-func kafkaStreams(streams []record.Stream) []kafka.Stream {
-	out := make([]kafka.Stream, len(streams))
-	for i, s := range streams {
-		out[i] = kafka.Stream{Source: s.Source, Account: s.Account}
-	}
-	return out
 }

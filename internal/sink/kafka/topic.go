@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"github.com/svcexport/collector/internal/record"
+
 	"context"
 	"errors"
 	"fmt"
@@ -20,13 +22,11 @@ var errTopicMissing = errors.New("does not exist")
 // maxTopicLen is the longest topic name Kafka accepts.
 const maxTopicLen = 249
 
-// Stream is one (source, account) pair the sink will receive records of.
-// New computes each stream's topic from the template, so that Start can
-// check or create every topic before the first Write.
-type Stream struct {
-	Source  string
-	Account string
-}
+// Stream is one (source, account) pair the sink will receive records of:
+// the collector's one stream identity. New computes each stream's topic
+// from the template, so that Start can check or create every topic before
+// the first Write.
+type Stream = record.Stream
 
 // topicTemplate is a parsed Config.Topic: literal text and placeholders.
 type topicTemplate struct {

@@ -108,7 +108,7 @@ func TestConfigIsWhatTheCollectorLoads(t *testing.T) {
 		cfg.Log.Level != "warn" || cfg.Pipeline.BufferRecords != 20000 {
 		t.Errorf("sink %+v, metrics %q, log %q, buffer %d", cfg.Sink.File, cfg.Metrics.Listen, cfg.Log.Level, cfg.Pipeline.BufferRecords)
 	}
-	if got := c.Streams(); len(got) != 1 || got[0] != (Stream{"dns", "acme"}) {
+	if got := c.Streams(); len(got) != 1 || got[0] != (Stream{Source: "dns", Account: "acme"}) {
 		t.Errorf("Streams() = %v", got)
 	}
 }
@@ -121,7 +121,7 @@ func TestCompareWithTruthHoldsTheOutputToTheSimulator(t *testing.T) {
 	sim := StartSim(t, func(c *apisim.Config) { c.Rates = map[string]float64{"dns": 200} })
 	midnight := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
 	start, end := midnight.Add(-2*time.Hour), midnight.Add(time.Hour)
-	k := Stream{"dns", "acme"}
+	k := Stream{Source: "dns", Account: "acme"}
 	out := NewOutput()
 	for _, raw := range APIRecords(t, sim, "/api/v2/Activities/DNSs/search", "acme", start, end) {
 		id, err := record.ID("dns", raw)
@@ -168,7 +168,7 @@ func TestCompareWithTruthHoldsTheOutputToTheSimulator(t *testing.T) {
 		t.Errorf("one record too many: %d errors %v, want one (its day)", len(errs), errs)
 	}
 	if errs := failures(t, func(tb testing.TB) {
-		CompareWithTruth(tb, sim, out, []Stream{{"dns", "acme-dev"}}, start, wms)
+		CompareWithTruth(tb, sim, out, []Stream{{Source: "dns", Account: "acme-dev"}}, start, wms)
 	}); len(errs) != 1 || !strings.Contains(errs[0], "no watermark") {
 		t.Errorf("a stream without a watermark: %v", errs)
 	}
@@ -228,7 +228,7 @@ func TestReadFileSinkReadsEveryFileAndChecksIDs(t *testing.T) {
 	f.Close()
 
 	out := ReadFileSink(t, dir)
-	k := Stream{"dns", "acme"}
+	k := Stream{Source: "dns", Account: "acme"}
 	if out.Total != 4 || len(out.IDs[k]) != 3 || out.Duplicates() != 1 {
 		t.Fatalf("read %d deliveries of %d ids, %d duplicates; want 4, 3, 1", out.Total, len(out.IDs[k]), out.Duplicates())
 	}
@@ -312,11 +312,11 @@ func TestLiveEndpoints(t *testing.T) {
 	addr := strings.TrimPrefix(srv.URL, "http://")
 
 	st := LiveState(addr)
-	if len(st) != 2 || SumDelivered(st) != 10 || !st[Stream{"dns", "acme"}].Watermark.Equal(wm) {
+	if len(st) != 2 || SumDelivered(st) != 10 || !st[Stream{Source: "dns", Account: "acme"}].Watermark.Equal(wm) {
 		t.Errorf("LiveState = %+v", st)
 	}
 	wms, keys := LiveWatermarks(st, wm.Add(-time.Hour))
-	if len(keys) != 1 || keys[0] != (Stream{"dns", "acme"}) || wms[keys[0]].Delivered != 7 {
+	if len(keys) != 1 || keys[0] != (Stream{Source: "dns", Account: "acme"}) || wms[keys[0]].Delivered != 7 {
 		t.Errorf("LiveWatermarks = %v, %v", wms, keys)
 	}
 	if code, checks := Ready(addr); code != http.StatusServiceUnavailable || checks["sink_write"] == "" {
@@ -400,14 +400,14 @@ func TestWatermarksReadsACommittedCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	wm := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
-	if err := db.CommitMany(context.Background(), map[checkpoint.Key]checkpoint.State{
+	if err := db.CommitMany(context.Background(), map[record.Stream]checkpoint.State{
 		{Source: "dns", Account: "acme"}: {Watermark: wm, Delivered: 5},
 	}); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
 	got := Watermarks(t, path)
-	if st := got[Stream{"dns", "acme"}]; len(got) != 1 || !st.Watermark.Equal(wm) || st.Delivered != 5 {
+	if st := got[Stream{Source: "dns", Account: "acme"}]; len(got) != 1 || !st.Watermark.Equal(wm) || st.Delivered != 5 {
 		t.Errorf("Watermarks = %+v", got)
 	}
 }

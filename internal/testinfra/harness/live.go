@@ -47,7 +47,7 @@ func LiveState(addr string) map[Stream]LiveStream {
 	}
 	out := map[Stream]LiveStream{}
 	for _, s := range st {
-		out[Stream{s.Source, s.Account}] = s
+		out[Stream{Source: s.Source, Account: s.Account}] = s
 	}
 	return out
 }

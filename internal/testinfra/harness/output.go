@@ -31,7 +31,7 @@ type Envelope struct {
 }
 
 // Stream is the envelope's (source, account).
-func (e *Envelope) Stream() Stream { return Stream{e.Source, e.Account} }
+func (e *Envelope) Stream() Stream { return Stream{Source: e.Source, Account: e.Account} }
 
 // EachEnvelope calls fn for every envelope of every NDJSON file (plain,
 // gzip, in progress) under dir, in no particular order; line is the
@@ -113,7 +113,7 @@ func (o *Output) AddRecord(tb testing.TB, id, source, account, recTime string, r
 	if err != nil {
 		tb.Fatalf("record %s: time %q: %v", id, recTime, err)
 	}
-	o.Add(Stream{source, account}, id, tm)
+	o.Add(Stream{Source: source, Account: account}, id, tm)
 }
 
 // Duplicates counts deliveries beyond the first of every id.

@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"github.com/svcexport/collector/internal/record"
+
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -59,17 +61,14 @@ func AllSources() []string { return append(CoreSources(), EdgeSources()...) }
 func Accounts() []string { return []string{"acme", "acme-dev"} }
 
 // Stream names one (source, account) stream.
-type Stream struct{ Source, Account string }
-
-// String returns "source/account".
-func (s Stream) String() string { return s.Source + "/" + s.Account }
+type Stream = record.Stream
 
 // Streams returns every stream of sources x accounts, sorted.
 func Streams(sources, accounts []string) []Stream {
 	var out []Stream
 	for _, s := range sources {
 		for _, a := range accounts {
-			out = append(out, Stream{s, a})
+			out = append(out, Stream{Source: s, Account: a})
 		}
 	}
 	sortStreams(out)

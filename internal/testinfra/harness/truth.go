@@ -26,7 +26,7 @@ func Watermarks(tb testing.TB, path string) map[Stream]checkpoint.State {
 	}
 	out := make(map[Stream]checkpoint.State, len(all))
 	for k, st := range all {
-		out[Stream{k.Source, k.Account}] = st
+		out[Stream{Source: k.Source, Account: k.Account}] = st
 	}
 	return out
 }
