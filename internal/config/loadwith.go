@@ -183,7 +183,7 @@ func asKeyError(p error) *KeyError {
 	if !ok || strings.ContainsAny(key, " \t") {
 		return &KeyError{Msg: p.Error()}
 	}
-	return &KeyError{Key: normalizeKey(key), Msg: msg}
+	return &KeyError{Key: key, Msg: msg}
 }
 
 // normalizeKey writes list indexes as key segments: a[0].b -> a.0.b.
