@@ -25,32 +25,34 @@ import (
 
 var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// unresolved is an expansion the offline check could not make: an unset
-// variable or a file it must not read.
+// unresolved is an expansion a lenient load did not make: an unset
+// variable, or a file it must not read.
 type unresolved struct{ ref string }
 
-func (u *unresolved) Error() string { return u.ref + " not resolved offline" }
+func (u *unresolved) Error() string { return u.ref + " not resolved" }
 
 // expander expands the references of one load.
 type expander struct {
-	env     map[string]string
-	offline bool // unset variables and files are unresolved, not errors
+	env map[string]string
+	// lenient says which keys may stay unresolved: their unset variables
+	// and their files (not read) are left alone, not errors. nil: none.
+	lenient func(key string) bool
 }
 
-func newExpander(environ []string, offline bool) *expander {
+func newExpander(environ []string, lenient func(key string) bool) *expander {
 	env := make(map[string]string, len(environ))
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			env[k] = v
 		}
 	}
-	return &expander{env: env, offline: offline}
+	return &expander{env: env, lenient: lenient}
 }
 
 // expand returns s with every reference replaced. Its error never holds a
-// variable's or a file's content: a secret may be one. An *unresolved
-// error says the offline check left a reference alone.
-func (e *expander) expand(s string) (string, error) {
+// variable's or a file's content: a secret may be one. With lenient, an
+// *unresolved error says a reference was left alone.
+func (e *expander) expand(s string, lenient bool) (string, error) {
 	if !strings.Contains(s, "$") {
 		return s, nil
 	}
@@ -72,7 +74,7 @@ func (e *expander) expand(s string) (string, error) {
 			if end < 0 {
 				return "", fmt.Errorf("%q has a ${ without its closing } (write $${ for a literal ${)", clip(s))
 			}
-			v, err := e.resolve(s[:end+1])
+			v, err := e.resolve(s[:end+1], lenient)
 			if err != nil {
 				return "", err
 			}
@@ -86,13 +88,13 @@ func (e *expander) expand(s string) (string, error) {
 }
 
 // resolve returns the value of one reference ref, "${...}".
-func (e *expander) resolve(ref string) (string, error) {
+func (e *expander) resolve(ref string, lenient bool) (string, error) {
 	body := ref[2 : len(ref)-1]
 	if path, ok := strings.CutPrefix(body, "file:"); ok {
 		if path == "" {
 			return "", fmt.Errorf("%s names no file", ref)
 		}
-		if e.offline {
+		if lenient {
 			return "", &unresolved{ref: ref}
 		}
 		b, err := os.ReadFile(path)
@@ -112,7 +114,7 @@ func (e *expander) resolve(ref string) (string, error) {
 		return def, nil
 	case set:
 		return v, nil
-	case e.offline:
+	case lenient:
 		return "", &unresolved{ref: ref}
 	}
 	return "", fmt.Errorf("environment variable %s is not set (referenced as %s)", name, ref)
@@ -128,7 +130,7 @@ func clip(s string) string {
 
 // expandTree expands every string of the parsed file in place, lists
 // included. It returns a KeyError per reference that failed, and the
-// keys the offline check left unresolved (with what they referred to),
+// keys a lenient load left unresolved (with what they referred to),
 // which the caller removes so that they keep their defaults.
 func (e *expander) expandTree(m map[string]any) (errs []error, left map[string]string) {
 	left = map[string]string{}
@@ -136,7 +138,7 @@ func (e *expander) expandTree(m map[string]any) (errs []error, left map[string]s
 	walk = func(key string, v any) (any, bool) {
 		switch x := v.(type) {
 		case string:
-			out, err := e.expand(x)
+			out, err := e.expand(x, e.lenient != nil && e.lenient(key))
 			var u *unresolved
 			switch {
 			case errors.As(err, &u):

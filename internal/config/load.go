@@ -34,19 +34,19 @@ type loadResult struct {
 	// problems are the unknown keys, the references that failed and the
 	// values of the wrong type, one KeyError each.
 	problems []error
-	// left maps the keys whose ${...} the offline check left unresolved to
+	// left maps the keys whose ${...} a lenient load left unresolved to
 	// that reference; they keep their defaults.
 	left map[string]string
 }
 
 // load reads path (when not empty) and the environment into dst, which holds
-// the defaults, expanding the file's ${...} references (offline: leaving
-// unset variables and files alone). Every problem it can report is
+// the defaults, expanding the file's ${...} references (leaving unset
+// variables and files alone for the keys lenient names; it may be nil). Every problem it can report is
 // collected, not only the first: unknown keys and failed references are
 // left out and the rest decoded, so that the values of the wrong type are
 // found in the same pass. Its error is for a file that cannot be read or
 // parsed at all.
-func load(path string, environ []string, dst any, offline bool) (loadResult, error) {
+func load(path string, environ []string, dst any, lenient func(key string) bool) (loadResult, error) {
 	root := reflect.TypeOf(dst).Elem()
 	res := loadResult{left: map[string]string{}}
 	k := koanf.New(".")
@@ -62,7 +62,7 @@ func load(path string, environ []string, dst any, offline bool) (loadResult, err
 		if m == nil {
 			m = map[string]any{}
 		}
-		res.problems, res.left = newExpander(environ, offline).expandTree(m)
+		res.problems, res.left = newExpander(environ, lenient).expandTree(m)
 		if err := k.Load(mapProvider(m), nil); err != nil {
 			return res, fmt.Errorf("config file %s: %w", path, err)
 		}

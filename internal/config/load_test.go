@@ -33,7 +33,7 @@ func writeFile(t *testing.T, body string) string {
 
 // loadErr is load's problems joined, or its error.
 func loadErr(path string, environ []string, dst any) error {
-	res, err := load(path, environ, dst, false)
+	res, err := load(path, environ, dst, nil)
 	if err != nil {
 		return err
 	}

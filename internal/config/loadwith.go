@@ -20,8 +20,9 @@ type LoadOptions struct {
 	// listed in Loaded.Notes. Nothing is read but the file and the
 	// environment.
 	Offline bool
-	// SecretsOptional accepts a configuration whose secrets are not set,
-	// for the commands that need none (state); Offline implies it.
+	// SecretsOptional accepts a configuration whose secrets are not set
+	// (nor their ${...} references resolved), for the commands that need
+	// none (state); Offline implies it.
 	SecretsOptional bool
 }
 
@@ -45,14 +46,24 @@ type Loaded struct {
 // plain error.
 func LoadWith(path string, environ []string, o LoadOptions) (Loaded, error) {
 	cfg := Default()
-	res, err := load(path, environ, &cfg, o.Offline)
+	var lenient func(string) bool
+	switch {
+	case o.Offline:
+		lenient = func(string) bool { return true }
+	case o.SecretsOptional:
+		tags := secretTags()
+		lenient = func(key string) bool { return tags[lastSegment(key)] }
+	}
+	res, err := load(path, environ, &cfg, lenient)
 	if err != nil {
 		return Loaded{}, err
 	}
 	fillDefaultSources(cfg.Sources)
 	out := Loaded{Config: cfg}
-	for _, key := range sortedKeys(res.left) {
-		out.Notes = append(out.Notes, fmt.Sprintf("%s: %s is not resolved offline; the key keeps its default and is not checked", key, res.left[key]))
+	if o.Offline {
+		for _, key := range sortedKeys(res.left) {
+			out.Notes = append(out.Notes, fmt.Sprintf("%s: %s is not resolved offline; the key keeps its default and is not checked", key, res.left[key]))
+		}
 	}
 
 	problems := res.problems
@@ -217,8 +228,13 @@ func isMissingSecret(ke *KeyError) bool {
 	if !strings.HasPrefix(ke.Msg, "must be set") {
 		return false
 	}
-	segs := strings.Split(normalizeKey(ke.Key), ".")
-	return secretTags()[segs[len(segs)-1]]
+	return secretTags()[lastSegment(ke.Key)]
+}
+
+// lastSegment is the last name of a dotted key: api.secret -> secret.
+func lastSegment(key string) string {
+	segs := strings.Split(normalizeKey(key), ".")
+	return segs[len(segs)-1]
 }
 
 // secretTags returns the key names of the configuration's secret fields

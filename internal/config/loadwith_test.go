@@ -242,3 +242,28 @@ func TestFormatDurationLoadsBack(t *testing.T) {
 		}
 	}
 }
+
+// state needs no secrets: an unset secret, or a secret's unresolved
+// reference, is fine; any other unset variable is not.
+func TestLoadWith_SecretsOptionalSparesOnlySecrets(t *testing.T) {
+	p := writeFile(t, validBase+"  secret: ${API_SECRET}\ncheckpoint:\n  path: ${DATA_DIR}/checkpoint.db\n")
+	l, err := LoadWith(p, []string{"DATA_DIR=/var/lib/c"}, LoadOptions{SecretsOptional: true})
+	if err != nil || l.Config.Checkpoint.Path != "/var/lib/c/checkpoint.db" || len(l.Notes) != 0 {
+		t.Fatalf("state load: %v %q %q", err, l.Config.Checkpoint.Path, l.Notes)
+	}
+	if _, err := LoadWith(p, nil, LoadOptions{SecretsOptional: true}); err == nil || !strings.Contains(err.Error(), "checkpoint.path: environment variable DATA_DIR") {
+		t.Fatalf("unset non-secret variable: %v", err)
+	}
+}
+
+// BenchmarkLoadWith loads the reference file, every key of the
+// configuration, the way every command starts.
+func BenchmarkLoadWith(b *testing.B) {
+	p := filepath.Join("..", "..", "configs", "collector.yaml")
+	env := []string{"COLLECTOR_API__SECRET=s"}
+	for b.Loop() {
+		if _, err := LoadWith(p, env, LoadOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
