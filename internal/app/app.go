@@ -31,6 +31,9 @@ type Options struct {
 	Stdout io.Writer
 	// Version and Commit stamp collector_build_info.
 	Version, Commit string
+	// Progress, when set, shows each source's progress while Run runs (the
+	// terminal's bars, status.Bars); Run closes it before its last line.
+	Progress status.Display
 }
 
 func (o Options) withDefaults() Options {
@@ -134,6 +137,9 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	prog, err := status.NewReporter(cfg.SourceConfig(), streams, set.Pollers, pl, cfg.Log.Progress, reg, log)
 	if err != nil {
 		return err
+	}
+	if o.Progress != nil {
+		prog.ShowOn(o.Progress)
 	}
 	if tel != nil {
 		tel.AddReadiness("checkpoint", func(context.Context) error { return pl.CommitError() })

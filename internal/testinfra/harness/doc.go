@@ -25,6 +25,12 @@
 //     gauges), starts the daemon (Start: a Process to signal, kill and
 //     wait for), runs other commands (CLI; RunCLI without a
 //     configuration), and compares its output with truth (Compare).
+//     For the operator's commands: CLIOut keeps standard output and
+//     standard error apart (state --json), RunCLIEnv runs with exactly a
+//     given environment (a CI job without secrets), StartCLI starts a
+//     command in the background (state --watch), and RunTerminal runs one
+//     on a pseudo-terminal (github.com/creack/pty) to see what an operator
+//     sees (the progress bars).
 //   - ReadFileSink and EachEnvelope read what the file sink wrote;
 //     CompareWithTruth compares an Output with the simulator's /_truth per
 //     stream and UTC day (CONTRACT C8); Watermarks reads a stopped
