@@ -89,15 +89,25 @@ func Load(tb testing.TB) *Schema {
 	return theSchema
 }
 
-// schemaPath finds SchemaDir above the working directory.
+// schemaPath finds SchemaDir in the module.
 func schemaPath() (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, filepath.FromSlash(SchemaDir)), nil
+}
+
+// moduleRoot is the nearest directory above the working directory that
+// holds go.mod.
+func moduleRoot() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for dir := wd; ; dir = filepath.Dir(dir) {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, filepath.FromSlash(SchemaDir)), nil
+			return dir, nil
 		}
 		if filepath.Dir(dir) == dir {
 			return "", fmt.Errorf("no go.mod above %s", wd)
