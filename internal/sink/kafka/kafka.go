@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkarecord"
@@ -59,7 +60,8 @@ type Sink struct {
 // creates) their topics. deadLetterDir is the directory of the dead-letter
 // file (sinkhelper.DeadLetterFile), usually the checkpoint's; Start creates
 // it. Metrics are registered with reg (nil: none); log receives the sink's
-// and franz-go's warnings. New does not connect.
+// and franz-go's warnings; with format "ocsf" collector_ocsf_fallbacks_total
+// too. New does not connect.
 func New(cfg Config, streams []Stream, deadLetterDir string, reg prometheus.Registerer, log *slog.Logger) (*Sink, error) {
 	cn, err := prepare(cfg)
 	if err != nil {
@@ -89,6 +91,11 @@ func New(cfg Config, streams []Stream, deadLetterDir string, reg prometheus.Regi
 	}
 	if s.m, err = newMetrics(reg, &s.client, s.base.CountBytes); err != nil {
 		return nil, err
+	}
+	if cfg.Format == FormatOCSF {
+		if s.enc.OCSF, err = ocsfsink.New(cfg.OCSF, reg); err != nil {
+			return nil, fmt.Errorf("kafka sink: %w", err)
+		}
 	}
 	for _, st := range streams {
 		s.topics[st] = cn.tmpl.name(st.Source, st.Account)
@@ -212,7 +219,11 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 		}
 		topics[i] = t
 	}
-	recs := s.enc.Encode(b.Envelopes, topics)
+	recs, err := s.enc.Encode(b.Envelopes, topics)
+	if err != nil {
+		// Format ocsf only: the record can never be mapped.
+		return sinkhelper.Delivered{}, sink.Permanent(s.fail(b, kindInvalid, err))
+	}
 
 	// Records that cannot fit a batch of their own are dead letters before
 	// they reach the producer.
