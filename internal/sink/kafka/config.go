@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
-	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
 	"github.com/svcexport/collector/internal/tlsconfig"
 )
 
@@ -140,24 +140,15 @@ type Config struct {
 	// sink.kafka.tls); empty ca_file means the system roots, server_name
 	// defaults to the host of each broker address.
 	TLS tlsconfig.Config `koanf:"tls"`
-	// SASL configures authentication to the brokers.
+	// SASL configures authentication to the brokers (keys under
+	// sink.kafka.sasl; package kafkasasl).
 	SASL SASLConfig `koanf:"sasl"`
 }
 
-// SASLConfig configures SASL authentication (keys under sink.kafka.sasl).
-type SASLConfig struct {
-	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; empty turns SASL
-	// off. Default empty.
-	Mechanism string `koanf:"mechanism"`
-	// Username is the SASL user; required with a mechanism.
-	Username string `koanf:"username"`
-	// Password is the SASL password, usually from the environment
-	// (COLLECTOR_SINK__KAFKA__SASL__PASSWORD). It wins over PasswordFile.
-	Password secret.Secret `koanf:"password"`
-	// PasswordFile is a file holding the password (one trailing newline
-	// is ignored).
-	PasswordFile string `koanf:"password_file"`
-}
+// SASLConfig configures SASL authentication (keys under sink.kafka.sasl):
+// PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM (package
+// kafkasasl).
+type SASLConfig = kafkasasl.Config
 
 // DefaultConfig returns the documented defaults. Brokers is empty and must
 // be set.
@@ -258,32 +249,10 @@ func (c Config) Validate() error {
 	if err := c.TLS.Validate(prefix + ".tls"); err != nil {
 		errs = append(errs, err)
 	}
-	errs = append(errs, c.SASL.validate(prefix+".sasl")...)
+	if err := c.SASL.Validate(prefix + ".sasl"); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
-}
-
-func (c SASLConfig) validate(p string) []error {
-	var errs []error
-	add := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s.%s: %s", p, key, fmt.Sprintf(format, args...)))
-	}
-	switch c.Mechanism {
-	case "":
-		if c.Username != "" || c.Password.IsSet() || c.PasswordFile != "" {
-			add("mechanism", "must be set (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) when a username or password is given")
-		}
-		return errs
-	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
-	default:
-		add("mechanism", "unknown mechanism %q (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", c.Mechanism)
-	}
-	if c.Username == "" {
-		add("username", "must be set with %s.mechanism %s", p, c.Mechanism)
-	}
-	if !c.Password.IsSet() && c.PasswordFile == "" {
-		add("password", "must be set (or %s.password_file) with %s.mechanism %s", p, p, c.Mechanism)
-	}
-	return errs
 }
 
 // checkHostPort accepts host:port with a non-empty host and a port in

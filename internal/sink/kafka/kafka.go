@@ -21,6 +21,7 @@ import (
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkarecord"
+	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
 	"github.com/svcexport/collector/internal/sink/sinkhelper"
 )
 
@@ -63,15 +64,15 @@ type Sink struct {
 // and franz-go's warnings; with format "ocsf" collector_ocsf_fallbacks_total
 // too. New does not connect.
 func New(cfg Config, streams []Stream, deadLetterDir string, reg prometheus.Registerer, log *slog.Logger) (*Sink, error) {
-	cn, err := prepare(cfg)
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cn, err := prepare(cfg, log.With("sink", sinkName))
 	if err != nil {
 		return nil, err
 	}
 	if deadLetterDir == "" {
 		return nil, errors.New("kafka sink: a dead-letter directory is required (records too large for the broker go there)")
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Sink{
 		cfg:    cfg,
@@ -165,11 +166,17 @@ func (s *Sink) start(ctx context.Context) error {
 // connHint explains a failed connection where the error alone is obscure:
 // brokers refusing a SASL login may just close the connection.
 func connHint(cfg Config, err error) string {
-	if cfg.SASL.Mechanism != "" && (errors.Is(err, io.EOF) || errors.Is(err, kerr.SaslAuthenticationFailed)) {
-		return fmt.Sprintf(" (SASL %s as %q refused or connection closed: check %s.sasl.username and password)",
-			cfg.SASL.Mechanism, cfg.SASL.Username, prefix)
+	if cfg.SASL.Mechanism == "" || !errors.Is(err, io.EOF) && !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		return ""
 	}
-	return ""
+	switch cfg.SASL.Mechanism {
+	case kafkasasl.OAuthBearer:
+		return fmt.Sprintf(" (SASL OAUTHBEARER refused or connection closed: check the token of %s.sasl.oauth, its audience and scopes)", prefix)
+	case kafkasasl.AWSMSKIAM:
+		return fmt.Sprintf(" (SASL AWS_MSK_IAM refused or connection closed: check %s.sasl.aws or the AWS_* variables, the region, and that the IAM policy allows kafka-cluster:Connect)", prefix)
+	}
+	return fmt.Sprintf(" (SASL %s as %q refused or connection closed: check %s.sasl.username and password)",
+		cfg.SASL.Mechanism, cfg.SASL.Username, prefix)
 }
 
 // ping is Ready's probe.
