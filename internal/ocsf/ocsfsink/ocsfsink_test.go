@@ -61,7 +61,9 @@ func TestFallbacksAreCountedPerSourceAndShared(t *testing.T) {
 		t.Errorf("%s{source=dns} = %v, want 2 values x 2 encoders", ocsfsink.FallbacksTotal, got)
 	}
 	out, _ := b.Append(nil, &good)
-	var ev struct{ RawData string `json:"raw_data"` }
+	var ev struct {
+		RawData string `json:"raw_data"`
+	}
 	if err := json.Unmarshal(out, &ev); err != nil || ev.RawData != string(good.Record) {
 		t.Errorf("raw_data %q (%v), want the record", ev.RawData, err)
 	}

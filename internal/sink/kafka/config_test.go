@@ -16,8 +16,8 @@ import (
 	"github.com/svcexport/collector/internal/ocsf"
 	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 	"github.com/svcexport/collector/internal/secret"
-	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
 	"github.com/svcexport/collector/internal/sink/kafka"
+	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
 	"github.com/svcexport/collector/internal/tlsconfig"
 )
 

@@ -89,7 +89,7 @@ type Sink struct {
 	w    io.Writer
 	bw   *bufio.Writer
 	buf  []byte // the batch being written
-	torn bool // a failed write may have left a line without its newline
+	torn bool   // a failed write may have left a line without its newline
 }
 
 var _ sink.Sink = (*Sink)(nil)

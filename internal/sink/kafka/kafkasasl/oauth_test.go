@@ -279,11 +279,25 @@ func TestTokenEndpointFailures(t *testing.T) {
 		}
 	}
 	for name, answer := range map[string]func(w http.ResponseWriter) bool{
-		"html":        func(w http.ResponseWriter) bool { w.Header().Set("Content-Type", "text/html"); fmt.Fprint(w, "<html>"); return true },
-		"no token":    func(w http.ResponseWriter) bool { fmt.Fprint(w, `{"token_type":"bearer"}`); return true },
-		"mac token":   func(w http.ResponseWriter) bool { fmt.Fprint(w, `{"access_token":"x","token_type":"mac"}`); return true },
-		"bad expiry":  func(w http.ResponseWriter) bool { fmt.Fprint(w, `{"access_token":"x","expires_in":"soon"}`); return true },
-		"a redirect":  func(w http.ResponseWriter) bool { w.Header().Set("Location", "https://elsewhere.example/"); w.WriteHeader(307); return true },
+		"html": func(w http.ResponseWriter) bool {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, "<html>")
+			return true
+		},
+		"no token": func(w http.ResponseWriter) bool { fmt.Fprint(w, `{"token_type":"bearer"}`); return true },
+		"mac token": func(w http.ResponseWriter) bool {
+			fmt.Fprint(w, `{"access_token":"x","token_type":"mac"}`)
+			return true
+		},
+		"bad expiry": func(w http.ResponseWriter) bool {
+			fmt.Fprint(w, `{"access_token":"x","expires_in":"soon"}`)
+			return true
+		},
+		"a redirect": func(w http.ResponseWriter) bool {
+			w.Header().Set("Location", "https://elsewhere.example/")
+			w.WriteHeader(307)
+			return true
+		},
 		"status only": func(w http.ResponseWriter) bool { w.WriteHeader(503); return true },
 	} {
 		ts.answer = answer
