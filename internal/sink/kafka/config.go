@@ -114,7 +114,8 @@ type Config struct {
 	// BatchMaxBytes. Default 128 MiB.
 	MaxBufferedBytes int `koanf:"max_buffered_bytes"`
 	// RequestTimeout is how long a broker has to answer a produce request
-	// (and the connection deadline added on top for every request).
+	// (and the connection deadline added on top for every request), and
+	// how long an OAuth token endpoint has to answer (sasl.oauth.token_url).
 	// Default 10s.
 	RequestTimeout time.Duration `koanf:"request_timeout"`
 	// DeliveryTimeout bounds how long a record may wait in the producer

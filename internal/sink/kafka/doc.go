@@ -42,6 +42,10 @@
 // (partitions move), and SASL authentication failures (a credential that
 // reaches the brokers one by one after a change).
 //
+// TLS comes from package tlsconfig; SASL (PLAIN, SCRAM-SHA-256/512,
+// OAUTHBEARER with a token, a token file or a client-credentials grant,
+// AWS_MSK_IAM) from package kafkasasl, with franz-go's mechanisms.
+//
 // Lifecycle, the shared collector_sink_* metrics and the dead-letter file
 // come from package sinkhelper; errors are counted by kind (too_large,
 // timeout, canceled, auth, unknown_topic, broker, closed, other,
