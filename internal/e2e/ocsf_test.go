@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -164,6 +165,53 @@ func BenchmarkOCSFFileSinkEndToEnd(b *testing.B) {
 			b.ReportMetric(float64(rows)/wall.Seconds(), "rows/s")
 			b.ReportMetric(float64(rows)/cpu.Seconds(), "rows/cpu-s")
 			b.ReportMetric(cpu.Seconds()/(float64(rows)/1e6), "collector-cpu-s/Mrows")
+		})
+	}
+}
+
+// Mistakes in the new keys (format, the ocsf block, OAUTHBEARER and
+// AWS_MSK_IAM) stop the binary with exit 2 and a line naming the key,
+// before anything is contacted; no secret is echoed. A token file that
+// does not exist is found when the sink is built: the run fails (exit 1)
+// naming the key.
+func TestOCSFAndSASLConfigMistakesNameTheKey(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base := "api:\n  base_url: http://127.0.0.1:1\n  key_id: k\n  secret: s\nmetrics:\n  listen: \"\"\ncheckpoint:\n  path: " +
+		filepath.Join(dir, "cp.db") + "\n"
+	kafkaSink := func(extra string) string {
+		return "sink:\n  type: kafka\n  kafka:\n    brokers: [127.0.0.1:1]\n" + extra
+	}
+	for _, c := range []struct {
+		name, yaml string
+		code       int
+		want       string
+	}{
+		{"an unknown file format", "sink:\n  file:\n    dir: " + filepath.Join(dir, "out") + "\n    format: xml\n", 2, `sink.file.format: unknown format "xml" (envelope, ocsf)`},
+		{"an unknown stdout format", "sink:\n  type: stdout\n  stdout:\n    format: ocsf-1.4\n", 2, `sink.stdout.format: unknown format "ocsf-1.4"`},
+		{"an unknown kafka format", kafkaSink("    format: avro\n"), 2, `sink.kafka.format: unknown format "avro" (envelope, record, ocsf)`},
+		{"an unknown ocsf key", kafkaSink("    ocsf:\n      raw: true\n"), 2, "sink.kafka.ocsf.raw"},
+		{"OAUTHBEARER without a token", kafkaSink("    sasl:\n      mechanism: OAUTHBEARER\n"), 2, "sink.kafka.sasl.oauth.token_url: OAUTHBEARER needs a token"},
+		{"a grant without its secret", kafkaSink("    sasl:\n      mechanism: OAUTHBEARER\n      oauth:\n        token_url: https://idp.example/token\n        client_id: c\n"), 2,
+			"sink.kafka.sasl.oauth.client_secret: must be set"},
+		{"an AWS secret without key id", kafkaSink("    sasl:\n      mechanism: AWS_MSK_IAM\n      aws:\n        secret_access_key: hunter2-aws\n"), 2,
+			"sink.kafka.sasl.aws.access_key_id: must be set"},
+		{"a token file that does not exist", kafkaSink("    sasl:\n      mechanism: OAUTHBEARER\n      oauth:\n        token_file: " + filepath.Join(dir, "none") + "\n"), 1,
+			"sink.kafka.sasl.oauth.token_file: "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := filepath.Join(t.TempDir(), "c.yaml")
+			if err := os.WriteFile(p, []byte(base+c.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out := harness.RunCLI(t, nil, "run", "--once", "--config", p)
+			if code != c.code || !strings.Contains(out, c.want) {
+				t.Fatalf("exit %d, output:\n%s\nwant exit %d and %q", code, out, c.code, c.want)
+			}
+			if strings.Contains(out, "hunter2") || strings.Contains(out, "panic") {
+				t.Fatalf("a secret or a panic in the output:\n%s", out)
+			}
 		})
 	}
 }
