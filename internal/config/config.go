@@ -111,6 +111,7 @@ func Default() Config {
 		Sink: SinkConfig{
 			Type:       SinkFile,
 			File:       file.DefaultConfig(),
+			Stdout:     stdout.DefaultConfig(),
 			Kafka:      kafka.DefaultConfig(),
 			ClickHouse: clickhouse.DefaultConfig(),
 		},
@@ -144,6 +145,7 @@ func (c Config) Validate() error {
 	case SinkFile:
 		errs = append(errs, c.Sink.File.Validate())
 	case SinkStdout:
+		errs = append(errs, c.Sink.Stdout.Validate())
 	case SinkKafka:
 		errs = append(errs, c.Sink.Kafka.Validate())
 	case SinkClickHouse:
