@@ -93,6 +93,7 @@ func (s *testSink) Ready(context.Context) error { return nil }
 func (s *testSink) Shutdown(context.Context) error {
 	return nil
 }
+
 // writeCalls returns how many times Write reached the sink.
 func (s *testSink) writeCalls() int {
 	s.mu.Lock()
