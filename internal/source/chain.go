@@ -105,9 +105,12 @@ func (r *run) window(ctx context.Context, w window.Window) error {
 			return r.parts(ctx, parts)
 		}
 		ch, err := r.walk(ctx, w, first, Chain{Window: w, Started: first.received}, 0, walkOpts{total: total, asIs: asIs})
-		if (err == nil || errors.As(err, new(*cutError))) && !countKnown && ch.Rows > total {
-			// The count said "at least": the chain tells more.
-			p.setDensity(window.Density(p.density(), ch.Rows, w.Duration()))
+		var cut *cutError
+		isCut := errors.As(err, &cut)
+		if (err == nil || isCut) && !countKnown && ch.Rows > total {
+			// The count said "at least": the chain tells more, and a
+			// chain cut short tells only "at least" again.
+			p.setDensity(window.Density(p.density(), atLeast(ch.Rows, isCut), w.Duration()))
 		}
 		if api.IsBodyTooLarge(err) {
 			// A later page of the chain: its parts have shorter chains
@@ -115,8 +118,7 @@ func (r *run) window(ctx context.Context, w window.Window) error {
 			// (at least once, C7).
 			return r.splitTooLarge(ctx, w, err, r.window)
 		}
-		var cut *cutError
-		if !errors.As(err, &cut) {
+		if !isCut {
 			return err
 		}
 		parts, err = r.reask(w, cut, total, restarts)
@@ -197,12 +199,27 @@ func (r *run) splitFirst(w window.Window, first *fetched, total int64) (parts []
 	return nil, true
 }
 
+// atLeast is the rows a window is taken to hold when a chain brought rows
+// of it: rows, or twice that when the chain was cut short and only says
+// "at least" (a guess that halves the re-asks of a doubling search).
+func atLeast(rows int64, cut bool) int64 {
+	if cut {
+		return 2 * rows
+	}
+	return rows
+}
+
 // reask answers a chain that did not finish w: the parts to ask instead,
 // none to restart w (an expired chain in a window that cannot be split),
 // or an error once restarts are exhausted.
 func (r *run) reask(w window.Window, cut *cutError, total int64, restarts int) ([]window.Window, error) {
 	p := r.p
 	rows := max(total, cut.chain.Rows)
+	if cut.reason != cutExpired && cut.chain.Rows >= total {
+		// The count was capped: the window holds more than the chain
+		// brought, how much more nothing says.
+		rows = atLeast(cut.chain.Rows, true)
+	}
 	var k int64
 	msg := ""
 	switch cut.reason {
