@@ -146,6 +146,9 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		// The sink's own Ready says whether it can reach its destination;
 		// this says whether the last write actually succeeded (a full disk).
 		tel.AddReadiness("sink_write", func(context.Context) error { return pl.WriteError() })
+		// Streams refused for good (C5: a 403 for a sub-account, org-level
+		// audit logs) keep failing: named here with their scrubbed reason.
+		tel.AddReadiness("streams", func(context.Context) error { return source.BlockedError(set.Pollers) })
 		// Liveness fails only for a wedged process: records wait, nothing is
 		// acknowledged, and yet the sink says it is reachable. A sink that
 		// is down shows in /readyz; restarting would not bring it back.

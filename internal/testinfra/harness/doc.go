@@ -33,7 +33,9 @@
 //     sees (the progress bars).
 //   - ReadFileSink and EachEnvelope read what the file sink wrote;
 //     CompareWithTruth compares an Output with the simulator's /_truth per
-//     stream and UTC day (CONTRACT C8); Watermarks reads a stopped
+//     stream and UTC day (CONTRACT C8), edge records per envelope account
+//     below the watermark of their one edge stream (WatermarkOf,
+//     EnvelopeStreams, Output.Of: C6); Watermarks reads a stopped
 //     collector's checkpoint; LiveState, Ready and ScrapeGauges read a
 //     running one's /state, /readyz and /metrics.
 //   - Small things every such test needs: FreeAddr and LowFreePort,
