@@ -21,6 +21,7 @@ import (
 	"github.com/svcexport/collector/internal/sink/clickhouse"
 	"github.com/svcexport/collector/internal/sink/kafka"
 	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/access"
 	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/status"
 )
@@ -122,7 +123,7 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 			cancel()
 			report("core API token from "+redactedURL(srcCfg.API.BaseURL), tokenErr)
 			if tokenErr == nil {
-				checkAccess(ctx, set, co, report)
+				checkAccess(ctx, srcCfg, o, co, report)
 			}
 		}
 	}
@@ -140,20 +141,22 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 	return nil
 }
 
-// checkAccess is where check asks, once the token works, whether the key
-// may read each configured account: the seam for source.ProbeAccess
-// (coming with the paging work). Wire it as one report line per account,
-// each within co.timeout(), e.g.
-//
-//	for _, a := range accounts {
-//		actx, cancel := context.WithTimeout(ctx, co.timeout())
-//		report("access of account "+a, source.ProbeAccess(actx, set, a))
-//		cancel()
-//	}
-//
-// Until then it reports nothing.
-func checkAccess(ctx context.Context, set *source.Set, co CheckOptions, report func(what string, err error)) {
-	_, _, _, _ = ctx, set, co, report
+// checkAccess asks, once the token works, whether the key may read each
+// configured core stream (C1, C2, C5: a key without access to a
+// sub-account or to organization-level audit logs gets a 403 that would
+// block the stream at run time): one first page of a tiny window per
+// stream, one report line each, all within co.timeout().
+func checkAccess(ctx context.Context, cfg catalog.Config, o Options, co CheckOptions, report func(what string, err error)) {
+	actx, cancel := context.WithTimeout(ctx, co.timeout())
+	defer cancel()
+	results, err := access.Probe(actx, cfg, api.Options{Logger: o.Log})
+	if err != nil {
+		report("access of the configured accounts", err)
+		return
+	}
+	for _, r := range results {
+		report("access of "+r.Stream.String(), r.Err)
+	}
 }
 
 // PrintConfig writes the resolved configuration as YAML (secrets
