@@ -51,7 +51,7 @@ var ErrCheckFailed = errors.New("check failed")
 
 // Check validates the configuration (already done by loading it), prints the
 // effective configuration with secrets redacted, asks the core API for one
-// token, and checks the sink can be reached, without moving any data.
+// token, and checks every sink can be reached, without moving any data.
 func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) error {
 	o = o.withDefaults()
 	w := o.Stdout
@@ -106,29 +106,36 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 			fmt.Fprintf(w, "ok    edge API at %s reachable (token set; the edge API has no token endpoint to test it without spending a request)\n", redactedURL(srcCfg.Edge.BaseURL))
 		}
 	}
-	report("sink "+cfg.Sink.Type, checkSink(ctx, cfg, source.Streams(srcCfg), o, co.timeout()))
+	for _, sc := range cfg.Sinks() {
+		what := "sink " + sc.SinkName()
+		if sc.SinkName() != sc.Type {
+			what += " (" + sc.Type + ")"
+		}
+		report(what, checkSink(ctx, sc, source.Streams(srcCfg), o, co.timeout()))
+	}
 	if failed {
 		return ErrCheckFailed
 	}
 	return nil
 }
 
-func checkSink(ctx context.Context, cfg config.Config, streams []record.Stream, o Options, timeout time.Duration) error {
+// checkSink checks that the sink sc can be reached (one of Config.Sinks).
+func checkSink(ctx context.Context, sc config.SinkConfig, streams []record.Stream, o Options, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	switch cfg.Sink.Type {
+	switch sc.Type {
 	case config.SinkKafka:
-		rep, err := kafka.Check(ctx, cfg.Sink.Kafka, streams)
+		rep, err := kafka.Check(ctx, sc.Kafka, streams)
 		fmt.Fprint(o.Stdout, rep.String())
 		return err
 	case config.SinkClickHouse:
-		s, err := clickhouse.New(cfg.Sink.ClickHouse, prometheus.NewRegistry(), o.Log)
+		s, err := clickhouse.New(sc.ClickHouse, prometheus.NewRegistry(), o.Log)
 		if err != nil {
-			return err
+			return sc.KeyedError(err)
 		}
 		return s.Check(ctx)
 	case config.SinkFile:
-		return checkWritableDir(cfg.Sink.File.Dir)
+		return checkWritableDir(sc.File.Dir)
 	}
 	return nil
 }
