@@ -33,7 +33,7 @@ type Config struct {
 	Checkpoint   CheckpointConfig      `koanf:"checkpoint"`
 	Pipeline     pipeline.Config       `koanf:"pipeline"`
 	Sink         SinkConfig            `koanf:"sink"`
-	SinkList     []SinkConfig          `koanf:"sinks"`
+	SinkList     SinkList              `koanf:"sinks"`
 	Metrics      MetricsConfig         `koanf:"metrics"`
 	Log          LogConfig             `koanf:"log"`
 	Simulator    SimulatorConfig       `koanf:"simulator"`

@@ -105,6 +105,43 @@ func leafErrors(err error) []error {
 	return []error{err}
 }
 
+// SinkList is the list of sinks (key "sinks"); see Config.Sinks.
+type SinkList []SinkConfig
+
+// UnmarshalMapstructure decodes the list, each entry as a sink block (see
+// SinkConfig.UnmarshalMapstructure). Anything but a list is an error: the
+// loader would otherwise take a mapping for a list of one.
+func (l *SinkList) UnmarshalMapstructure(in any) error {
+	items, ok := in.([]any)
+	if !ok {
+		return fmt.Errorf("must be a list of sinks (- {name: NAME, type: TYPE, TYPE: {...}}), not %s", kindOf(in))
+	}
+	out := make(SinkList, len(items))
+	for i, item := range items {
+		if item == nil {
+			out[i] = SinkConfig{set: true, decodeErr: &KeyError{Msg: "is empty"}}
+			continue
+		}
+		if err := out[i].UnmarshalMapstructure(item); err != nil {
+			return err
+		}
+	}
+	*l = out
+	return nil
+}
+
+// kindOf names what a YAML value is, for messages.
+func kindOf(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "a mapping"
+	case string:
+		return "a string"
+	default:
+		return fmt.Sprintf("%T", v)
+	}
+}
+
 // plainSink is SinkConfig without its UnmarshalMapstructure.
 type plainSink SinkConfig
 
@@ -120,7 +157,7 @@ func (s *SinkConfig) UnmarshalMapstructure(in any) error {
 	d.set = true
 	m, ok := in.(map[string]any)
 	if !ok {
-		d.decodeErr = &KeyError{Msg: fmt.Sprintf("must be a mapping of name, type and the type's block, not %T", in)}
+		d.decodeErr = &KeyError{Msg: fmt.Sprintf("must be a mapping of name, type and the type's block, not %s", kindOf(in))}
 		*s = d
 		return nil
 	}
