@@ -299,3 +299,45 @@ func TestAStopWithAWedgedSinkReturnsEveryPagesRoom(t *testing.T) {
 		}
 	})
 }
+
+// A producer blocked on the full queue of a wedged sink (small pages: room
+// is left, the queue is not) is stopped: the page it was handing on is
+// finished for the sinks that never saw it, and every page's room comes
+// back.
+func TestAStopWhileASinksQueueIsFullGivesEveryPageBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &checkpointtest.Store{}
+		fast, wedged := &testSink{}, &testSink{hold: make(chan struct{})}
+		key := record.Stream{Source: "dns", Account: "acme"}
+		cfg := testConfig()
+		cfg.StopTimeout = 100 * time.Millisecond
+		cfg.BufferRecords = 5000
+		pl := &scriptedPoller{key: key, windows: 3000, pages: 1, rows: 1, tail: true}
+		p := New(cfg, store, two(fast, wedged), []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- p.Run(ctx) }()
+		synctest.Wait()
+		if n := pl.emitted.Load(); n < queueItems || n >= 3000 {
+			t.Fatalf("%d pages emitted: want the producer blocked on the wedged sink's full queue", n)
+		}
+		if n := p.slots.inUse(); n >= cfg.BufferRecords {
+			t.Fatalf("%d of %d slots in use: the room, not the queue, stopped the producer", n, cfg.BufferRecords)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if n, r := p.slots.inUse(), p.pending.Load(); n != 0 || r != 0 {
+			t.Fatalf("%d slots and %d records held after Run", n, r)
+		}
+		for _, l := range p.SinkLags() {
+			if l.Pages != 0 {
+				t.Fatalf("%s: %d pages pending after Run", l.Sink, l.Pages)
+			}
+		}
+		if _, ok, _ := store.Load(t.Context(), key); ok {
+			t.Fatal("pages the wedged sink never acknowledged were committed")
+		}
+	})
+}
