@@ -109,11 +109,10 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 			})
 		}
 	}
-	if err := startSinks(ctx, sinks, log); err != nil {
-		return err
-	}
 	// One stop deadline for everything: the drain (in the pipeline) and the
 	// sinks' shutdown share pipeline.stop_timeout from the stop signal on.
+	// Sinks that started are shut down also when another cannot start
+	// (Shutdown without Start is harmless).
 	var stopAt atomic.Int64
 	context.AfterFunc(ctx, func() { stopAt.Store(time.Now().UnixNano()) })
 	defer func() {
@@ -125,6 +124,9 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		defer cancel()
 		shutdownSinks(sctx, sinks, log)
 	}()
+	if err := startSinks(ctx, sinks, log); err != nil {
+		return err
+	}
 
 	producers := make([]pipeline.Producer, len(set.Pollers))
 	for i, p := range set.Pollers {
