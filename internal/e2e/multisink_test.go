@@ -109,7 +109,7 @@ func TestMultiSinkKafkaClickHouseAndFileEachGetEveryRecord(t *testing.T) {
 	db := srv.NewDatabase(t)
 	sim := harness.StartSim(t, harness.QuickRates)
 	broker := kafkaharness.StartBroker(t, 0, "--data-dir", t.TempDir())
-	start := time.Now().UTC().Add(-16 * time.Hour).Truncate(time.Minute)
+	start := time.Now().UTC().Add(-8 * time.Hour).Truncate(time.Minute)
 	dir := filepath.Join(t.TempDir(), "archive")
 	c := harness.New(t, harness.Config{Sim: sim, Start: start, Sink: threeSinks(broker.Addr, srv, db, dir, 50_000)})
 
@@ -128,7 +128,7 @@ func TestMultiSinkKafkaClickHouseAndFileEachGetEveryRecord(t *testing.T) {
 		t.Errorf("%d failed sink writes in a clean run", n)
 	}
 	kafkaN, chN, fileN, kdup, fdup := compareAllSinks(t, c, sim, srv, broker, db, dir, harness.AllSources(), true)
-	if kafkaN < 30_000 || kafkaN != chN || kafkaN != fileN {
+	if kafkaN < 15_000 || kafkaN != chN || kafkaN != fileN {
 		t.Fatalf("records compared: Kafka %d, ClickHouse %d, files %d; want the same, and enough to mean something", kafkaN, chN, fileN)
 	}
 	if kdup != 0 || fdup != 0 {
@@ -273,10 +273,11 @@ func TestMultiSinkCrashesMidBackfillLoseNothingInAnySink(t *testing.T) {
 		c.SlowDelay = 300 * time.Millisecond
 	})
 	broker := kafkaharness.StartBroker(t, 0, "--data-dir", t.TempDir())
+	sources := []string{"dns", "connections", "cloud_activities", "edge_audit_events"}
 	start := time.Now().UTC().Add(-12 * time.Hour).Truncate(time.Minute)
 	dir := filepath.Join(t.TempDir(), "archive")
 	const buffer = 5000
-	c := harness.New(t, harness.Config{Sim: sim, Start: start, PageRows: 250, Sink: threeSinks(broker.Addr, srv, db, dir, buffer)})
+	c := harness.New(t, harness.Config{Sim: sim, Start: start, Sources: sources, PageRows: 250, Sink: threeSinks(broker.Addr, srv, db, dir, buffer)})
 	rng := rand.New(rand.NewPCG(9, 9))
 	const kills = 6
 	for i := range kills {
@@ -299,7 +300,7 @@ func TestMultiSinkCrashesMidBackfillLoseNothingInAnySink(t *testing.T) {
 		t.Fatalf("nothing was committed in %d killed runs: the kills never hit a backfill in progress", kills)
 	}
 	c.RunOnce(t, 3*time.Minute)
-	kafkaN, chN, fileN, kdup, fdup := compareAllSinks(t, c, sim, srv, broker, db, dir, harness.AllSources(), false)
+	kafkaN, chN, fileN, kdup, fdup := compareAllSinks(t, c, sim, srv, broker, db, dir, sources, false)
 	if kafkaN != chN || kafkaN != fileN {
 		t.Errorf("records compared: Kafka %d, ClickHouse %d, files %d; want the same", kafkaN, chN, fileN)
 	}
