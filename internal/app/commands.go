@@ -61,7 +61,7 @@ var ErrCheckFailed = errors.New("check failed")
 
 // Check validates the configuration (already done by loading it) and,
 // online, prints the effective configuration with secrets redacted, asks
-// the core API for one token, and checks the sink can be reached, without
+// the core API for one token, and checks every sink can be reached, without
 // moving any data. Offline it only says the configuration is valid and how
 // many streams it defines; with Print it prints the configuration
 // (PrintConfig) and checks nothing else.
@@ -134,7 +134,13 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 			fmt.Fprintf(w, "ok    edge API at %s reachable (token set; the edge API has no token endpoint to test it without spending a request)\n", redactedURL(srcCfg.Edge.BaseURL))
 		}
 	}
-	report("sink "+cfg.Sink.Type, checkSink(ctx, cfg, source.Streams(srcCfg), o, co.timeout()))
+	for _, sc := range cfg.Sinks() {
+		what := "sink " + sc.SinkName()
+		if sc.SinkName() != sc.Type {
+			what += " (" + sc.Type + ")"
+		}
+		report(what, checkSink(ctx, sc, source.Streams(srcCfg), o, co.timeout()))
+	}
 	if failed {
 		return ErrCheckFailed
 	}
@@ -219,22 +225,23 @@ func flowYAML(kv []any) (string, error) {
 	return strings.TrimSpace(string(b)), err
 }
 
-func checkSink(ctx context.Context, cfg config.Config, streams []record.Stream, o Options, timeout time.Duration) error {
+// checkSink checks that the sink sc can be reached (one of Config.Sinks).
+func checkSink(ctx context.Context, sc config.SinkConfig, streams []record.Stream, o Options, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	switch cfg.Sink.Type {
+	switch sc.Type {
 	case config.SinkKafka:
-		rep, err := kafka.Check(ctx, cfg.Sink.Kafka, streams)
+		rep, err := kafka.Check(ctx, sc.Kafka, streams)
 		fmt.Fprint(o.Stdout, rep.String())
 		return err
 	case config.SinkClickHouse:
-		s, err := clickhouse.New(cfg.Sink.ClickHouse, prometheus.NewRegistry(), o.Log)
+		s, err := clickhouse.New(sc.ClickHouse, prometheus.NewRegistry(), o.Log)
 		if err != nil {
-			return err
+			return sc.KeyedError(err)
 		}
 		return s.Check(ctx)
 	case config.SinkFile:
-		return checkWritableDir(cfg.Sink.File.Dir)
+		return checkWritableDir(sc.File.Dir)
 	}
 	return nil
 }
