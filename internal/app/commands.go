@@ -123,7 +123,7 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 			cancel()
 			report("core API token from "+redactedURL(srcCfg.API.BaseURL), tokenErr)
 			if tokenErr == nil {
-				checkAccess(ctx, srcCfg, o, co, report)
+				checkAccess(ctx, set.Core, srcCfg, co, report)
 			}
 		}
 	}
@@ -152,15 +152,10 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 // sub-account or to organization-level audit logs gets a 403 that would
 // block the stream at run time): one first page of a tiny window per
 // stream, one report line each, all within co.timeout().
-func checkAccess(ctx context.Context, cfg catalog.Config, o Options, co CheckOptions, report func(what string, err error)) {
+func checkAccess(ctx context.Context, c *api.Client, cfg catalog.Config, co CheckOptions, report func(what string, err error)) {
 	actx, cancel := context.WithTimeout(ctx, co.timeout())
 	defer cancel()
-	results, err := access.Probe(actx, cfg, api.Options{Logger: o.Log})
-	if err != nil {
-		report("access of the configured accounts", err)
-		return
-	}
-	for _, r := range results {
+	for _, r := range access.ProbeWith(actx, c, cfg) {
 		report("access of "+r.Stream.String(), r.Err)
 	}
 }

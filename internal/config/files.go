@@ -3,10 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"strings"
 
+	"github.com/svcexport/collector/internal/config/expand"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
 )
@@ -27,7 +27,7 @@ func (c Config) CheckFiles() error {
 		s, err := secret.FromFile(path)
 		switch {
 		case err != nil:
-			errs = append(errs, &KeyError{Key: key, Msg: fileProblem(path, err)})
+			errs = append(errs, &KeyError{Key: key, Msg: expand.FileProblem(path, err)})
 		case strings.TrimSpace(s.Reveal()) == "":
 			errs = append(errs, &KeyError{Key: key, Msg: fmt.Sprintf("file %s is empty", path)})
 		}
@@ -39,7 +39,7 @@ func (c Config) CheckFiles() error {
 		b, err := os.ReadFile(path)
 		switch {
 		case err != nil:
-			errs = append(errs, &KeyError{Key: key, Msg: fileProblem(path, err)})
+			errs = append(errs, &KeyError{Key: key, Msg: expand.FileProblem(path, err)})
 		case len(strings.TrimSpace(string(b))) == 0:
 			errs = append(errs, &KeyError{Key: key, Msg: fmt.Sprintf("file %s is empty", path)})
 		}
@@ -82,19 +82,4 @@ func (c Config) CheckFiles() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// fileProblem says why path cannot be used, without its content.
-func fileProblem(path string, err error) string {
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Sprintf("file %s does not exist", path)
-	case errors.Is(err, fs.ErrPermission):
-		return fmt.Sprintf("file %s is not readable by this user", path)
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return fmt.Sprintf("file %s cannot be read: %v", path, pe.Err)
-	}
-	return fmt.Sprintf("file %s cannot be read: %v", path, err)
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/knadh/koanf/providers/env/v2"
 	"github.com/knadh/koanf/v2"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/svcexport/collector/internal/config/expand"
 )
 
 // EnvPrefix starts every environment variable the collector reads.
@@ -62,7 +64,11 @@ func load(path string, environ []string, dst any, lenient func(key string) bool)
 		if m == nil {
 			m = map[string]any{}
 		}
-		res.problems, res.left = newExpander(environ, lenient).expandTree(m)
+		var failed []*expand.KeyError
+		failed, res.left = expand.Tree(environ, lenient, m)
+		for _, e := range failed {
+			res.problems = append(res.problems, &KeyError{Key: e.Key, Msg: e.Msg})
+		}
 		if err := k.Load(mapProvider(m), nil); err != nil {
 			return res, fmt.Errorf("config file %s: %w", path, err)
 		}

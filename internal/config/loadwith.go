@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/svcexport/collector/internal/config/expand"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source/catalog"
 )
@@ -294,7 +295,7 @@ func redactedSecrets(cfg Config) []error {
 				if tag == "" || tag == "-" {
 					continue
 				}
-				walk(joinKey(key, tag), v.Field(i))
+				walk(expand.JoinKey(key, tag), v.Field(i))
 			}
 		case v.Kind() == reflect.Slice || v.Kind() == reflect.Array:
 			for i := 0; i < v.Len(); i++ {
@@ -303,7 +304,7 @@ func redactedSecrets(cfg Config) []error {
 		case v.Kind() == reflect.Map:
 			iter := v.MapRange()
 			for iter.Next() {
-				walk(joinKey(key, fmt.Sprint(iter.Key().Interface())), iter.Value())
+				walk(expand.JoinKey(key, fmt.Sprint(iter.Key().Interface())), iter.Value())
 			}
 		}
 	}

@@ -53,7 +53,7 @@ func TestBadConfigurationsExit2NamingTheKey(t *testing.T) {
 }
 
 // check prints the effective configuration with the secret redacted, gets a
-// token and checks the sink; environment variables override the file.
+// token, proves access to each core stream with one page and checks the sink; environment variables override the file.
 func TestCheckRedactsSecretsAndHonoursTheEnvironment(t *testing.T) {
 	t.Parallel()
 	sim := harness.StartSim(t, harness.QuickRates)
@@ -74,14 +74,32 @@ func TestCheckRedactsSecretsAndHonoursTheEnvironment(t *testing.T) {
 	if st := sim.Stats().Get("sim-admin", "token"); st.Requests != 1 {
 		t.Errorf("check made %d token requests, want 1", st.Requests)
 	}
-	var data int64
+	// C5: one first page per core stream proves the key may read it; no
+	// more (the edge API is not asked: it has no request that moves no data).
+	data := map[string]int64{}
 	for _, cnt := range sim.Stats().Counters {
 		if cnt.Functionality != "token" {
-			data += cnt.Requests
+			data[cnt.Functionality] += cnt.Requests
 		}
 	}
-	if data != 0 {
-		t.Errorf("check made %d data requests, want none", data)
+	var core int
+	for _, s := range c.Streams() {
+		if !strings.HasPrefix(s.Source, "edge_") {
+			core++
+			if !strings.Contains(out, "ok    access of "+s.Source+"/"+s.Account+"\n") {
+				t.Errorf("check does not report access of %s/%s", s.Source, s.Account)
+			}
+		}
+	}
+	var total int64
+	for f, n := range data {
+		total += n
+		if strings.HasPrefix(f, "edge") {
+			t.Errorf("check asked the edge API %d times (%s)", n, f)
+		}
+	}
+	if core == 0 || total != int64(core) {
+		t.Errorf("check made %d data requests %v, want one per core stream (%d)", total, data, core)
 	}
 
 	// A wrong secret fails the check, and the wrong secret is not shown.

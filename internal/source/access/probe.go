@@ -70,6 +70,12 @@ func Probe(ctx context.Context, cfg catalog.Config, o api.Options) ([]Result, er
 	if err != nil {
 		return nil, fmt.Errorf("probe access: %w", err)
 	}
+	return ProbeWith(ctx, c, cfg), nil
+}
+
+// ProbeWith is Probe on a client already made for cfg.API (check's, whose
+// token is already there): one request per core stream, with c's retries.
+func ProbeWith(ctx context.Context, c *api.Client, cfg catalog.Config) []Result {
 	now := c.Clock().Now()
 	var out []Result
 	for _, t := range targets(cfg) {
@@ -82,7 +88,7 @@ func Probe(ctx context.Context, cfg catalog.Config, o api.Options) ([]Result, er
 		res.Reason, _ = api.PermanentReason(res.Err)
 		out = append(out, res)
 	}
-	return out, nil
+	return out
 }
 
 // target is one core stream to probe: its spec, envelope account and

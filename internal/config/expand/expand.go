@@ -1,8 +1,14 @@
-package config
+// Package expand resolves the references of a configuration file's values
+// (${NAME}, ${env:NAME}, ${NAME:-default}, ${file:PATH}, $${ for a
+// literal ${), key by key, without ever putting a variable's or a file's
+// content in an error. It knows nothing of the collector's keys: package
+// config loads the file and turns its KeyErrors into its own.
+package expand
 
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"regexp"
 	"strings"
@@ -99,7 +105,7 @@ func (e *expander) resolve(ref string, lenient bool) (string, error) {
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return "", fmt.Errorf("%s: %s", ref, fileProblem(path, err))
+			return "", fmt.Errorf("%s: %s", ref, FileProblem(path, err))
 		}
 		return strings.TrimRight(string(b), "\r\n"), nil
 	}
@@ -128,11 +134,27 @@ func clip(s string) string {
 	return s
 }
 
-// expandTree expands every string of the parsed file in place, lists
-// included. It returns a KeyError per reference that failed, and the
-// keys a lenient load left unresolved (with what they referred to),
-// which the caller removes so that they keep their defaults.
-func (e *expander) expandTree(m map[string]any) (errs []error, left map[string]string) {
+// KeyError is a reference that failed: the key whose value held it, and
+// why (never the variable's or the file's content).
+type KeyError struct {
+	Key string
+	Msg string
+}
+
+// Error returns "key: message".
+func (e *KeyError) Error() string { return e.Key + ": " + e.Msg }
+
+// Tree expands every string of the parsed file m in place, lists
+// included, with the variables of environ ("NAME=value"). lenient says
+// which keys may stay unresolved (nil: none). It returns a KeyError per
+// reference that failed, and the keys a lenient load left unresolved
+// (with what they referred to), which the caller removes so that they
+// keep their defaults.
+func Tree(environ []string, lenient func(key string) bool, m map[string]any) (errs []*KeyError, left map[string]string) {
+	return newExpander(environ, lenient).tree(m)
+}
+
+func (e *expander) tree(m map[string]any) (errs []*KeyError, left map[string]string) {
 	left = map[string]string{}
 	var walk func(key string, v any) (any, bool)
 	walk = func(key string, v any) (any, bool) {
@@ -151,7 +173,7 @@ func (e *expander) expandTree(m map[string]any) (errs []error, left map[string]s
 			return out, true
 		case map[string]any:
 			for k, sub := range x {
-				nv, ok := walk(joinKey(key, k), sub)
+				nv, ok := walk(JoinKey(key, k), sub)
 				if ok {
 					x[k] = nv
 				} else {
@@ -190,9 +212,25 @@ func (e *expander) expandTree(m map[string]any) (errs []error, left map[string]s
 	return errs, left
 }
 
-func joinKey(prefix, k string) string {
+// JoinKey is the dotted key of k under prefix ("" for the top level).
+func JoinKey(prefix, k string) string {
 	if prefix == "" {
 		return k
 	}
 	return prefix + "." + k
+}
+
+// FileProblem says why path cannot be used, without its content.
+func FileProblem(path string, err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("file %s does not exist", path)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Sprintf("file %s is not readable by this user", path)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("file %s cannot be read: %v", path, pe.Err)
+	}
+	return fmt.Sprintf("file %s cannot be read: %v", path, err)
 }
