@@ -187,6 +187,7 @@ func TestPaging_C5_KeyWithoutAccessBlocksOnlyItsStreams(t *testing.T) {
 	sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) {
 		c.Keys[0].AllowedAccounts = []string{"acme"}
 		c.Keys[0].NoOrgAccess = true
+		c.PageSize = 500 // smaller than api.page_rows: /state says what was learnt
 	})
 	start := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Minute)
 	sources := []string{"dns", "audit_logs"}
@@ -283,6 +284,18 @@ func TestPaging_C5_KeyWithoutAccessBlocksOnlyItsStreams(t *testing.T) {
 				t.Fatalf("dns/acme never caught up while other streams were blocked\n%s", p.Tail(20))
 			}
 			time.Sleep(200 * time.Millisecond)
+		}
+		// /state says which streams are blocked and why, and what the
+		// readable ones learnt of the server's page size (C3).
+		st := harness.LiveState(d.Metrics)
+		for _, s := range blocked {
+			src, acct, _ := strings.Cut(s, "/")
+			if b := st[harness.Stream{Source: src, Account: acct}].Blocked; b == nil || b.Reason != "forbidden" || !strings.Contains(b.Error, "403") {
+				t.Errorf("/state of %s: blocked %+v, want forbidden with its 403", s, b)
+			}
+		}
+		if ls := st[harness.Stream{Source: "dns", Account: "acme"}]; ls.Blocked != nil || ls.Learnt == nil || ls.Learnt.PageRows != 500 {
+			t.Errorf("/state of dns/acme: blocked %+v, learnt %+v; want not blocked, page_rows 500", ls.Blocked, ls.Learnt)
 		}
 		before := sim.Stats().Get("sim-admin", "audit_logs").Requests
 		time.Sleep(2 * time.Second)

@@ -37,6 +37,36 @@ type StreamState struct {
 	LastError  string  `json:"last_error,omitempty"`
 	// Sinks is every sink's lag on the stream (a running collector only).
 	Sinks []SinkLag `json:"sinks,omitempty"`
+	// Blocked is set while the API refuses the stream with an error a
+	// retry cannot cure (C5; a running collector only).
+	Blocked *BlockedState `json:"blocked,omitempty"`
+	// Learnt is what the running poller learnt of the server's paging
+	// limits (C3); nil before it learnt anything.
+	Learnt *LearntState `json:"learnt,omitempty"`
+}
+
+// BlockedState says why a stream is out of the fast loop: reason (one of
+// forbidden, bad_request, not_found, ...), since when, and the error,
+// scrubbed of credentials.
+type BlockedState struct {
+	Reason string    `json:"reason"`
+	Since  time.Time `json:"since"`
+	Error  string    `json:"error"`
+}
+
+// LearntState is what a poller saw of the server's paging limits (C3),
+// the figures it decides splits with instead of the configured ones.
+type LearntState struct {
+	// PageRows is the size of a full page seen (0: none yet).
+	PageRows int `json:"page_rows,omitempty"`
+	// NextPageTTLSeconds is the youngest chain age at which a next page
+	// was refused as expired (0: none yet).
+	NextPageTTLSeconds float64 `json:"next_page_ttl_seconds,omitempty"`
+	// CountCap is the totalRows the server was seen to cap counts at.
+	CountCap int64 `json:"count_cap,omitempty"`
+	// SplitAtRows is the count from which a window is split before it
+	// is walked: min(api.result_cap, page size seen x api.max_pages).
+	SplitAtRows int64 `json:"split_at_rows,omitempty"`
 }
 
 // SinkLag is what one sink has not acknowledged yet of a stream's pages
@@ -196,6 +226,9 @@ func Print(w io.Writer, states []StreamState, asJSON bool) error {
 			eta = roundDuration(time.Duration(s.ETASeconds * float64(time.Second)))
 		}
 		errText := s.LastError
+		if b := s.Blocked; b != nil {
+			errText = "BLOCKED (" + b.Reason + "): " + b.Error
+		}
 		if len(errText) > 60 {
 			errText = errText[:57] + "..."
 		}

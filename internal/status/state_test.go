@@ -73,3 +73,27 @@ func TestStateEstimatesTheBacklogFromWatermarkDensityAndBudget(t *testing.T) {
 		}
 	}
 }
+
+// A blocked stream says so in the table's last column, with its reason,
+// in place of its last error; JSON carries it as an object.
+func TestPrintShowsABlockedStreamAndItsReason(t *testing.T) {
+	states := []StreamState{
+		{Source: "dns", Account: "acme", LastError: "timeout", RowsLeft: -1, ETASeconds: -1},
+		{Source: "dns", Account: "acme-dev", LastError: "HTTP 403", RowsLeft: -1, ETASeconds: -1,
+			Blocked: &BlockedState{Reason: "forbidden", Since: time.Unix(0, 0).UTC(), Error: "HTTP 403 forbidden"}},
+	}
+	var table, js strings.Builder
+	if err := Print(&table, states, false); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(table.String()), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[1], "timeout") || !strings.Contains(lines[2], "BLOCKED (forbidden): HTTP 403 forbidden") {
+		t.Fatalf("table:\n%s", table.String())
+	}
+	if err := Print(&js, states, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"blocked": {`) || !strings.Contains(js.String(), `"reason": "forbidden"`) || strings.Count(js.String(), `"blocked"`) != 1 {
+		t.Fatalf("JSON:\n%s", js.String())
+	}
+}

@@ -29,6 +29,17 @@ type LiveStream struct {
 	LastError string    `json:"last_error"`
 	// Sinks is what each sink has not acknowledged yet of the stream.
 	Sinks []LiveSinkLag `json:"sinks"`
+	// Blocked is set while the API refuses the stream for good (C5).
+	Blocked *struct {
+		Reason string `json:"reason"`
+		Error  string `json:"error"`
+	} `json:"blocked"`
+	// Learnt is what the poller learnt of the server's paging (C3).
+	Learnt *struct {
+		PageRows           int     `json:"page_rows"`
+		NextPageTTLSeconds float64 `json:"next_page_ttl_seconds"`
+		SplitAtRows        int64   `json:"split_at_rows"`
+	} `json:"learnt"`
 }
 
 // LiveSinkLag is one sink's lag on a stream in GET /state.
