@@ -86,9 +86,10 @@ func newMetrics(reg prometheus.Registerer, p *Pipeline) *metrics {
 	return m
 }
 
-// initStream creates the failure series of stream k at zero, so that
-// alerts see them before a failure.
+// initStream creates the delivery and failure series of stream k at zero,
+// so that alerts see them before its first record or failure.
 func (m *metrics) initStream(k record.Stream, targets []*target) {
+	m.delivered.WithLabelValues(k.Source, k.Account)
 	m.streamFailed.WithLabelValues(k.Source, k.Account).Set(0)
 	for _, t := range targets {
 		m.permanentErrors.WithLabelValues(k.Source, k.Account, t.Name)

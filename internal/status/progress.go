@@ -68,10 +68,17 @@ func NewReporter(cfg catalog.Config, streams []record.Stream, pollers []*source.
 			Help: "Estimated seconds until the stream caught up (0 when caught up, -1 unknown).",
 		}, []string{"source", "account"}),
 	}
-	for _, c := range []prometheus.Collector{p.windowsLeft, p.eta} {
+	for _, c := range []prometheus.Collector{p.windowsLeft, p.eta, commitCollector{p}} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("status metrics: %w", err)
 		}
+	}
+	// Every stream's backlog series from the start (the first estimate
+	// follows at the first report): ETA unknown until then.
+	for _, pl := range pollers {
+		k := pl.Stream()
+		p.windowsLeft.WithLabelValues(k.Source, k.Account)
+		p.eta.WithLabelValues(k.Source, k.Account).Set(-1)
 	}
 	p.lastAt = p.started
 	return p, nil

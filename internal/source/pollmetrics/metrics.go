@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/window"
 )
@@ -55,6 +56,45 @@ const (
 func BadRecordReasons() []string {
 	return []string{BadRecordInvalidUTF8, BadRecordNotJSON, BadRecordTimeMissing, BadRecordTimeUnreadable,
 		BadRecordTimeOutOfRange, BadRecordOther}
+}
+
+// Kinds of collector_poll_errors_total (the label kind): what made a poll
+// fail. The pollers count each failed poll under one of them.
+const (
+	// PollErrorTransient: a network error, a timeout, a 5xx or a 429 past
+	// its retries; a plain retry may cure it.
+	PollErrorTransient = "transient"
+	// PollErrorAuth: 401, the key or the edge token was refused (C1, C2).
+	PollErrorAuth = "auth"
+	// PollErrorForbidden: 403, the key may not read the account or source.
+	PollErrorForbidden = "forbidden"
+	// PollErrorBadRequest: 400, a filter or returns the API refuses.
+	PollErrorBadRequest = "bad_request"
+	// PollErrorPermanent: another error a retry cannot cure (C5).
+	PollErrorPermanent = "permanent"
+	// PollErrorOrigin: a next-page URL or redirect to another origin.
+	PollErrorOrigin = "origin"
+	// PollErrorBodyTooLarge: an answer larger than the client reads.
+	PollErrorBodyTooLarge = "body_too_large"
+	// PollErrorNextPageExpired: a next-page URL expired (C3) more often
+	// than a window may be asked again.
+	PollErrorNextPageExpired = "nextpage_expired"
+	// PollErrorUnreachable: the API could not be reached at all.
+	PollErrorUnreachable = "unreachable"
+	// PollErrorTruncated: a window that cannot be split further ended at
+	// the result cap (C3, C6): records may be missing from it.
+	PollErrorTruncated = "truncated"
+	// PollErrorPageCap: a window that cannot be split further reached
+	// api.max_pages with a next page left.
+	PollErrorPageCap = "page_cap"
+)
+
+// PollErrorKinds returns every kind label of collector_poll_errors_total,
+// the series InitStream creates at zero.
+func PollErrorKinds() []string {
+	return []string{PollErrorTransient, PollErrorAuth, PollErrorForbidden, PollErrorBadRequest, PollErrorPermanent,
+		PollErrorOrigin, PollErrorBodyTooLarge, PollErrorNextPageExpired, PollErrorUnreachable, PollErrorTruncated,
+		PollErrorPageCap}
 }
 
 // New creates the metrics and registers them with reg; a nil reg gives
@@ -200,7 +240,9 @@ func (m *Metrics) PollError(source, account, kind string) {
 
 // InitStream creates the series of one stream at zero, so that dashboards
 // and alerts (increase() over a counter) see them before their first
-// event. The client creates its functionality's (api.Client.InitFunctionality).
+// event: a stream that fails before it fetched anything shows its rows at
+// 0 and its poll errors rising, and is not blocked (0) until it is. The
+// client creates its functionality's (api.Client.InitFunctionality).
 func (m *Metrics) InitStream(spec catalog.Spec, account string) {
 	if m == nil {
 		return
@@ -210,6 +252,12 @@ func (m *Metrics) InitStream(spec catalog.Spec, account string) {
 	}
 	for _, r := range BadRecordReasons() {
 		m.badRecords.WithLabelValues(spec.Name, account, r)
+	}
+	for _, k := range PollErrorKinds() {
+		m.pollErrors.WithLabelValues(spec.Name, account, k)
+	}
+	for _, r := range api.PermanentReasons() {
+		m.blockedG.WithLabelValues(spec.Name, account, r)
 	}
 	m.pageRowsSeen.WithLabelValues(spec.Name, account)
 	m.ttlSeen.WithLabelValues(spec.Name, account)
