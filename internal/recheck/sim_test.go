@@ -49,8 +49,8 @@ type simStream struct {
 	cfg     recheck.Config
 	lim     *recheck.Limiter
 	log     []recheck.Window
-	windows []*fetched // by start
-	pending *recheck.Narrowing     // a narrowing waiting for budget
+	windows []*fetched         // by start
+	pending *recheck.Narrowing // a narrowing waiting for budget
 	unit    recheck.Unit
 	// counts, pages: requests spent on rechecks (counts and edge re-asks;
 	// page fetches of refetches that the first page did not hold).
