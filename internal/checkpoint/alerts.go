@@ -118,6 +118,9 @@ func decodeAlert(v []byte) (update, create int64, err error) {
 // applyAlerts applies c to k's marks in tx and returns how many marks the
 // bound dropped.
 func applyAlerts(tx *bolt.Tx, k record.Stream, c AlertChanges, limit int) (dropped int, err error) {
+	if c.empty() {
+		return 0, nil
+	}
 	root := tx.Bucket(bucketAlerts)
 	if root == nil {
 		return 0, fmt.Errorf("no alerts bucket: %w", ErrCorrupt)

@@ -183,6 +183,9 @@ func checkVersion(b []byte, want int) error {
 // entries, kept so that the bound needs no count of the keys. It returns
 // how many entries the bound dropped.
 func applyWindows(tx *bolt.Tx, k record.Stream, c WindowChanges, limit int) (dropped int, err error) {
+	if c.empty() {
+		return 0, nil
+	}
 	root := tx.Bucket(bucketWindows)
 	if root == nil {
 		return 0, fmt.Errorf("no windows bucket: %w", ErrCorrupt)

@@ -303,3 +303,32 @@ func TestADamagedWindowLogEntryIsAnErrorAtOpen(t *testing.T) {
 		})
 	}
 }
+
+func TestChangesMergeFoldsStatesLogsAndMarks(t *testing.T) {
+	var c Changes
+	if !c.Empty() {
+		t.Fatal("the zero Changes is not empty")
+	}
+	c.Merge(Changes{
+		States:  map[record.Stream]State{dnsAcme: {Delivered: 1}},
+		Windows: map[record.Stream]WindowChanges{dnsAcme: {Put: []Window{hourWindow(0, 1)}}},
+		Alerts:  map[record.Stream]AlertChanges{alertsAcme: {Put: map[string]AlertMark{"a": {Update: ms(1)}}}},
+	})
+	c.Merge(Changes{
+		States:  map[record.Stream]State{dnsAcme: {Delivered: 2}},
+		Windows: map[record.Stream]WindowChanges{dnsAcme: {Delete: []time.Time{hourWindow(0, 1).Start}, Put: []Window{hourWindow(1, 1)}}},
+		Alerts:  map[record.Stream]AlertChanges{alertsAcme: {Put: map[string]AlertMark{"a": {Update: ms(2)}}}},
+	})
+	if c.Empty() || c.States[dnsAcme].Delivered != 2 || len(c.Windows[dnsAcme].Put) != 1 || !c.Windows[dnsAcme].Put[0].Start.Equal(hourWindow(1, 1).Start) ||
+		!c.Alerts[alertsAcme].Put["a"].Update.Equal(ms(2)) {
+		t.Fatalf("merged %+v", c)
+	}
+	if !(Changes{Windows: map[record.Stream]WindowChanges{dnsAcme: {}}}).Empty() {
+		t.Fatal("changes of nothing are not empty")
+	}
+	d, _ := openTemp(t)
+	if err := d.Apply(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	windowsEqual(t, mustWindows(t, d, dnsAcme), []Window{hourWindow(1, 1)})
+}

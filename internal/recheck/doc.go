@@ -27,6 +27,9 @@
 //     and id digest.
 //   - Limiter: rechecks spend at most a share of a functionality's budget
 //     over its period, so that fresh windows keep theirs.
+//   - FollowWindows: the windows in which edge alerts older than the
+//     update lookback are re-asked, bounded by the alert marks (follow.go
+//     says how and what it costs).
 //   - Metrics: the collector_recheck_* series.
 //
 // # Narrowing: why halves of the logged windows, and what it costs

@@ -3,10 +3,12 @@ package verify
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/svcexport/collector/internal/record"
@@ -66,6 +68,9 @@ func (k Kafka) Delivered(ctx context.Context, targets []Target) (map[Key]int64, 
 	until := map[partition]int64{}
 	var listErr error
 	ends.Each(func(o kadm.ListedOffset) {
+		if errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
+			return // a topic never written holds nothing
+		}
 		if o.Err != nil {
 			listErr = fmt.Errorf("kafka: end offset of %s/%d: %w", o.Topic, o.Partition, o.Err)
 			return

@@ -354,6 +354,11 @@ func TestVerifyFindsTheGapsOfTheKafkaSink(t *testing.T) {
 		}
 	}
 	s.check(t, verify.Kafka{Opts: []kgo.Opt{kgo.SeedBrokers(cluster.ListenAddrs()...)}, Topics: topics})
+	// A topic that was never written holds nothing: every day is a gap.
+	r, err := verify.Run(ctx, s.plan(), s.truth(), verify.Kafka{Opts: []kgo.Opt{kgo.SeedBrokers(cluster.ListenAddrs()...)}, Topics: []string{"never.written"}})
+	if err != nil || r.Gaps != 6 {
+		t.Fatalf("a topic never written: %v, %+v", err, r)
+	}
 }
 
 func TestVerifyFindsTheGapsOfTheClickHouseSink(t *testing.T) {
