@@ -12,10 +12,10 @@ import (
 const (
 	// DefaultShare is the most of a functionality's budget rechecks spend.
 	DefaultShare = 0.10
-	// DefaultRefetchRows is one full page (C3: at most 5,000 rows a
-	// page): a range this small costs one request to fetch, as a count
-	// does.
-	DefaultRefetchRows = 5000
+	// DefaultRefetchRows is two full pages (C3: at most 5,000 rows a
+	// page): fetching a range this small costs at most two requests, and
+	// narrowing it at least as much (one count, then at least one page).
+	DefaultRefetchRows = 10_000
 	// DefaultMaxRequests caps the count requests of one unit's narrowing.
 	DefaultMaxRequests = 32
 	// DefaultMaxSpan is the longest run of windows counted by one request.
@@ -46,7 +46,7 @@ type Config struct {
 	// spend over the budget's period, in (0, 1]. Default 0.10.
 	Share float64
 	// RefetchRows: a changed range with at most this many rows is fetched
-	// again whole instead of narrowed. Default 5000 (one page).
+	// again whole instead of narrowed. Default 10000 (two pages).
 	RefetchRows int64
 	// MaxRequests caps the count requests one unit's narrowing makes, its
 	// first included; past it, ranges still changed are fetched whole.

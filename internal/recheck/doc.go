@@ -46,9 +46,11 @@
 // the left's would make the derived right count too small and hide a
 // growth there; earlier stages catch that at the next point, because a
 // stored count never exceeds what was delivered, but the last one has no
-// next point. A range of at most Config.RefetchRows (one page, 5,000
-// rows) is fetched whole instead of narrowed: a page costs one request,
-// as a count does. Past Config.MaxRequests the ranges still changed are
+// next point. A range of at most Config.RefetchRows (two pages, 10,000
+// rows) is fetched whole instead of narrowed: that costs at most two
+// requests, narrowing it at least one count and one page; and when the
+// range was itself just counted, the count's first page is the first page
+// of the refetch (Refetch.Counted). Past Config.MaxRequests the ranges still changed are
 // fetched whole: the cap bounds counting, never what is recovered.
 //
 // It imports only package record; package checkpoint stores Window as

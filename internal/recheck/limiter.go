@@ -11,8 +11,9 @@ import (
 // functionality) over a sliding period: at most Cap requests in any
 // Period. It does not take the budget's tokens (the API client does, with
 // a priority below fresh windows); it only says whether rechecks may ask
-// for one more. Share one Limiter among the streams of one
-// (user, functionality).
+// for one more. Ask it before every request a recheck makes: counts, edge
+// re-asks and the pages of refetches. Share one Limiter among the streams
+// of one (user, functionality).
 //
 // A Limiter is safe for concurrent use. Create it with NewLimiter.
 type Limiter struct {

@@ -29,9 +29,10 @@ type Refetch struct {
 	// range of several windows whose count fell: a fall there may hide a
 	// growth elsewhere in it, and one page settles it.
 	Grew int64
-	// Counted: the range was itself the subject of a count request. If the
-	// first page of that request held every row (rows == totalRows), the
-	// page is the refetch and no other request is needed.
+	// Counted: the range was itself the subject of a count request, whose
+	// first page is the first page of this fetch: deliver it and follow
+	// its nextPage (valid for 24 hours, C3) rather than ask again; a first
+	// page that held every row (rows == totalRows) is the whole refetch.
 	Counted bool
 }
 
@@ -144,8 +145,8 @@ func (n *Narrowing) Next() (Query, bool) {
 
 // Observe takes the count of the range Next returned (a negative count
 // reads as 0). It reports whether that very range is to be fetched again
-// whole: a caller holding its first page with every row may deliver the
-// page as the refetch. Without a range outstanding it does nothing.
+// whole: the caller may deliver the first page it holds and follow its
+// chain (Refetch.Counted). Without a range outstanding it does nothing.
 func (n *Narrowing) Observe(count int64) (refetchThis bool) {
 	if len(n.queue) == 0 {
 		return false
@@ -182,7 +183,7 @@ func (n *Narrowing) decide(i, j int, c1 int64, counted bool) bool {
 		n.shrink(i, j, c0, c1, true)
 		return false
 	case c1 <= n.cfg.RefetchRows:
-		// One page holds it all: fetching costs what one more count would.
+		// Fetching it costs no more than narrowing it would.
 		if delta < 0 {
 			n.shrink(i, j, c0, c1, false)
 		}

@@ -121,38 +121,42 @@ func (c Config) Due(log []Window, now time.Time) []Unit {
 	}
 	log = sorted(log)
 	var out []Unit
-	var cur []Window
-	flush := func() {
-		if len(cur) == 0 {
+	g := -1 // start of the current run in log, -1 for none
+	var rows int64
+	flush := func(end int) {
+		if g < 0 {
 			return
 		}
-		u := Unit{Windows: slices.Clone(cur), At: now, cfg: c}
-		for _, w := range cur {
+		u := Unit{Windows: slices.Clone(log[g:end]), At: now, cfg: c}
+		for _, w := range u.Windows {
 			if c.passed(w.End, now) >= len(c.Offsets) {
 				u.Final = true
 			}
 		}
 		out = append(out, u)
-		cur = cur[:0]
+		g = -1
 	}
-	for _, w := range log {
+	for i, w := range log {
 		if !c.due(w, now) {
-			flush()
+			flush(i)
 			continue
 		}
-		if len(cur) > 0 {
-			last := cur[len(cur)-1]
-			fits := last.End.Equal(w.Start) && last.Edge() == w.Edge() && w.End.Sub(cur[0].Start) <= c.MaxSpan
+		if g >= 0 {
+			last := log[i-1]
+			fits := last.End.Equal(w.Start) && last.Edge() == w.Edge() && w.End.Sub(log[g].Start) <= c.MaxSpan
 			if fits && w.Edge() {
-				fits = sumCounts(cur)+w.Count <= c.EdgeMaxRows/2
+				fits = rows+w.Count <= c.EdgeMaxRows/2
 			}
 			if !fits {
-				flush()
+				flush(i)
 			}
 		}
-		cur = append(cur, w)
+		if g < 0 {
+			g, rows = i, 0
+		}
+		rows += w.Count
 	}
-	flush()
+	flush(len(log))
 	return out
 }
 

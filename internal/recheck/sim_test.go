@@ -99,9 +99,11 @@ func (s *simStream) finish(r recheck.Result, now time.Time) {
 		s.apply(k)
 	}
 	for _, f := range r.Refetch {
-		if !(f.Counted && f.Entry.Count <= 5000) {
-			s.pages += int(max(1, (f.Entry.Count+4999)/5000))
+		pages := int(max(1, (f.Entry.Count+4999)/5000))
+		if f.Counted {
+			pages-- // the count's first page is the fetch's first page
 		}
+		s.pages += pages
 		s.refetch(f.Start(), f.End(), now)
 		s.apply(f.Update)
 	}

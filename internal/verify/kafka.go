@@ -160,5 +160,5 @@ func countRecord(t *tally, r *kgo.Record) {
 			raw = env.Record
 		}
 	}
-	t.add(k, at, identity(source, string(r.Key), raw))
+	t.add(k, at, identity(source, r.Key, raw))
 }

@@ -207,3 +207,5 @@ func TestC3SplittingAsksTheHalvesOfACutAnswer(t *testing.T) {
 		t.Fatalf("%d requests", asked)
 	}
 }
+
+func checkStateAt(wm time.Time) checkpoint.State { return checkpoint.State{Watermark: wm} }

@@ -21,6 +21,7 @@ type tally struct {
 	targets map[Key]Target
 	streams map[record.Stream]bool
 	sets    map[Key]map[[32]byte]struct{}
+	last    record.Stream // of stream, so that a file's lines share it
 }
 
 func newTally(targets []Target) *tally {
@@ -30,6 +31,15 @@ func newTally(targets []Target) *tally {
 		t.streams[x.Stream] = true
 	}
 	return t
+}
+
+// stream returns the stream of source and account, without allocating
+// when it is the one of the previous call.
+func (t *tally) stream(source, account []byte) record.Stream {
+	if string(source) != t.last.Source || string(account) != t.last.Account {
+		t.last = record.Stream{Source: string(source), Account: string(account)}
+	}
+	return t.last
 }
 
 // wants reports whether the tally has a target of stream k at all.
@@ -62,7 +72,7 @@ func (t *tally) counts() map[Key]int64 {
 // identity is what makes a record of source distinct: its C7 id (64 hex
 // digits, as 32 bytes), or for an edge alert the uuid of its record
 // (hashed) when it has one. raw is the record, read only for edge alerts.
-func identity(source, id string, raw []byte) [32]byte {
+func identity(source string, id, raw []byte) [32]byte {
 	if source == alertsSource && len(raw) > 0 {
 		var a struct {
 			UUID string `json:"uuid"`
@@ -73,9 +83,9 @@ func identity(source, id string, raw []byte) [32]byte {
 	}
 	var b [32]byte
 	if len(id) == 2*len(b) {
-		if _, err := hex.Decode(b[:], []byte(id)); err == nil {
+		if _, err := hex.Decode(b[:], id); err == nil {
 			return b
 		}
 	}
-	return sha256.Sum256([]byte("id\x00" + id))
+	return sha256.Sum256(append([]byte("id\x00"), id...))
 }
