@@ -16,6 +16,7 @@ type Metrics struct {
 	windows   *prometheus.CounterVec // log windows rechecked
 	grown     *prometheus.CounterVec // refetched ranges that grew
 	recovered *prometheus.CounterVec // rows the counts grew by, fetched again
+	lastPoint *prometheus.CounterVec // of which at a last recheck point
 	shrunk    *prometheus.CounterVec // rows the counts fell by
 	requests  *prometheus.CounterVec // requests made by rechecks
 	expired   *prometheus.CounterVec // windows that left the log with a recheck to go
@@ -35,6 +36,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			"Rechecked ranges whose count grew and that were fetched again: the platform made records visible after the window was fetched."),
 		recovered: counter("collector_recheck_rows_recovered_total",
 			"Rows by which rechecked counts grew and that were fetched again: records that a single fetch would have lost."),
+		lastPoint: counter("collector_recheck_rows_recovered_last_point_total",
+			"Rows recovered by rechecks that included a window's last recheck point: records later than every earlier point; later ones would stay lost."),
 		shrunk: counter("collector_recheck_rows_shrunk_total",
 			"Rows by which rechecked counts fell (retention, deletion); logged, never fixed."),
 		requests: counter("collector_recheck_requests_total",
@@ -45,7 +48,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Windows with a recheck due now, by stream."}, labels),
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.windows, m.grown, m.recovered, m.shrunk, m.requests, m.expired, m.pending} {
+	for _, c := range []prometheus.Collector{m.windows, m.grown, m.recovered, m.lastPoint, m.shrunk, m.requests, m.expired, m.pending} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}
@@ -64,6 +67,11 @@ func (m *Metrics) Observe(k record.Stream, r Result) {
 	m.windows.WithLabelValues(k.Source, k.Account).Add(float64(r.Windows()))
 	m.grown.WithLabelValues(k.Source, k.Account).Add(float64(r.Grown()))
 	m.recovered.WithLabelValues(k.Source, k.Account).Add(float64(r.Recovered))
+	if r.Final {
+		m.lastPoint.WithLabelValues(k.Source, k.Account).Add(float64(r.Recovered))
+	} else {
+		m.lastPoint.WithLabelValues(k.Source, k.Account).Add(0)
+	}
 	m.requests.WithLabelValues(k.Source, k.Account).Add(float64(r.Requests))
 	var fell int64
 	for _, s := range r.Shrunk {

@@ -33,6 +33,7 @@ func TestMetricsCountAResult(t *testing.T) {
 		{"windows", m.windows, 4},
 		{"grown", m.grown, 1},
 		{"recovered", m.recovered, 5},
+		{"recovered at a last point", m.lastPoint, 0},
 		{"shrunk", m.shrunk, 10},
 		{"requests", m.requests, float64(r.Requests)},
 		{"expired", m.expired, 2},
@@ -42,8 +43,14 @@ func TestMetricsCountAResult(t *testing.T) {
 			t.Errorf("%s = %v, want %v", c.name, got, c.want)
 		}
 	}
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 7 {
-		t.Fatalf("%d series gathered (%v), want 7", n, err)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 8 {
+		t.Fatalf("%d series gathered (%v), want 8", n, err)
+	}
+	// At a unit's last point, what it recovered counts there too.
+	fu := unitOf(t, cfgForTests(), leaves(1000, 1000), true)
+	m.Observe(k, run(t, fu, []int64{1000, 1004}, nil))
+	if got := testutil.ToFloat64(m.lastPoint); got != 4 {
+		t.Fatalf("recovered at a last point = %v, want 4", got)
 	}
 	if _, err := NewMetrics(reg); err == nil {
 		t.Fatal("registering twice is no error")

@@ -67,6 +67,10 @@ type Result struct {
 	// Capped: MaxRequests stopped the narrowing; some ranges are fetched
 	// whole that narrowing would have cut.
 	Capped bool
+	// Final: the unit held a window at its last recheck point (Unit.Final):
+	// what it recovered was late beyond every earlier point, and what
+	// arrives after it is not asked for again.
+	Final bool
 }
 
 // Windows is how many log windows the result covers.
@@ -268,6 +272,7 @@ func (n *Narrowing) Done() bool { return len(n.queue) == 0 }
 // false (before, it covers only the ranges settled so far).
 func (n *Narrowing) Result() Result {
 	r := n.res
+	r.Final = n.u.Final
 	r.Keep = slices.Clone(n.keep)
 	slices.SortFunc(r.Keep, func(a, b Update) int { return a.Entry.Start.Compare(b.Entry.Start) })
 	r.Refetch = slices.Clone(r.Refetch)
