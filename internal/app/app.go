@@ -31,6 +31,9 @@ type Options struct {
 	Stdout io.Writer
 	// Version and Commit stamp collector_build_info.
 	Version, Commit string
+	// Progress, when set, shows each source's progress while Run runs (the
+	// terminal's bars, status.Bars); Run closes it before its last line.
+	Progress status.Display
 }
 
 func (o Options) withDefaults() Options {
@@ -135,11 +138,17 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	if err != nil {
 		return err
 	}
+	if o.Progress != nil {
+		prog.ShowOn(o.Progress)
+	}
 	if tel != nil {
 		tel.AddReadiness("checkpoint", func(context.Context) error { return pl.CommitError() })
 		// The sink's own Ready says whether it can reach its destination;
 		// this says whether the last write actually succeeded (a full disk).
 		tel.AddReadiness("sink_write", func(context.Context) error { return pl.WriteError() })
+		// Streams refused for good (C5: a 403 for a sub-account, org-level
+		// audit logs) keep failing: named here with their scrubbed reason.
+		tel.AddReadiness("streams", func(context.Context) error { return source.BlockedError(set.Pollers) })
 		// Liveness fails only for a wedged process: records wait, nothing is
 		// acknowledged, and yet the sink says it is reachable. A sink that
 		// is down shows in /readyz; restarting would not bring it back.

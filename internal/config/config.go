@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -110,6 +111,7 @@ func Default() Config {
 		Sink: SinkConfig{
 			Type:       SinkFile,
 			File:       file.DefaultConfig(),
+			Stdout:     stdout.DefaultConfig(),
 			Kafka:      kafka.DefaultConfig(),
 			ClickHouse: clickhouse.DefaultConfig(),
 		},
@@ -121,16 +123,13 @@ func Default() Config {
 
 // Load returns the configuration of the file at path (may be empty: defaults
 // only) with environ (KEY=VALUE, usually os.Environ()) applied on top, and
-// validated. Every error names the key.
+// validated. Every error names the key; see LoadWith.
 func Load(path string, environ []string) (Config, error) {
-	cfg := Default()
-	if err := load(path, environ, &cfg); err != nil {
+	l, err := LoadWith(path, environ, LoadOptions{})
+	if err != nil {
 		return Config{}, err
 	}
-	if err := cfg.Validate(); err != nil {
-		return Config{}, err
-	}
-	return cfg, nil
+	return l.Config, nil
 }
 
 // SourceConfig returns the part of the configuration the pollers use.
@@ -146,6 +145,7 @@ func (c Config) Validate() error {
 	case SinkFile:
 		errs = append(errs, c.Sink.File.Validate())
 	case SinkStdout:
+		errs = append(errs, c.Sink.Stdout.Validate())
 	case SinkKafka:
 		errs = append(errs, c.Sink.Kafka.Validate())
 	case SinkClickHouse:
@@ -257,13 +257,24 @@ func (c Config) validateSource() error {
 }
 
 // Dump writes the effective configuration as YAML with every secret
-// redacted, for "collector check".
+// redacted, in the order of configs/collector.yaml. It loads back (with the
+// secrets supplied again) as the same configuration: what is unset is
+// left out, durations print with units.
 func (c Config) Dump() ([]byte, error) {
 	m, err := toMap(c)
 	if err != nil {
 		return nil, err
 	}
-	return yaml.Marshal(m)
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // Environ returns os.Environ; a seam for tests.

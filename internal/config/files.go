@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
 )
 
 // CheckFiles reports, as KeyErrors, every file the configuration names that
@@ -51,7 +52,17 @@ func (c Config) CheckFiles() error {
 	}
 	k := c.Sink.Kafka
 	if c.Sink.Type == SinkKafka {
-		if k.SASL.Mechanism != "" {
+		switch k.SASL.Mechanism {
+		case "":
+		case kafkasasl.OAuthBearer:
+			o := k.SASL.OAuth
+			secretFile("sink.kafka.sasl.oauth.token_file", o.Token, o.TokenFile)
+			secretFile("sink.kafka.sasl.oauth.client_secret_file", o.ClientSecret, o.ClientSecretFile)
+		case kafkasasl.AWSMSKIAM:
+			a := k.SASL.AWS
+			secretFile("sink.kafka.sasl.aws.secret_access_key_file", a.SecretAccessKey, a.SecretAccessKeyFile)
+			secretFile("sink.kafka.sasl.aws.session_token_file", a.SessionToken, a.SessionTokenFile)
+		default:
 			secretFile("sink.kafka.sasl.password_file", k.SASL.Password, k.SASL.PasswordFile)
 		}
 		if k.TLS.Enabled {

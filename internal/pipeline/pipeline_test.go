@@ -93,6 +93,14 @@ func (s *testSink) Ready(context.Context) error { return nil }
 func (s *testSink) Shutdown(context.Context) error {
 	return nil
 }
+
+// writeCalls returns how many times Write reached the sink.
+func (s *testSink) writeCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes
+}
+
 func (s *testSink) Write(ctx context.Context, b *record.Batch) error {
 	if s.hold != nil {
 		s.holding.Add(1)

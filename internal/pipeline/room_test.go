@@ -248,8 +248,8 @@ func TestWriteErrorReportsTheLastFailedWriteUntilOneSucceeds(t *testing.T) {
 		if !errors.Is(err, errNoSpace) {
 			t.Fatalf("WriteError() = %v does not wrap the sink's error", err)
 		}
-		if s.writes != 1 {
-			t.Fatalf("%d writes after the first failure, want 1", s.writes)
+		if n := s.writeCalls(); n != 1 {
+			t.Fatalf("%d writes after the first failure, want 1", n)
 		}
 		if err := <-done; err != nil {
 			t.Fatal(err)
@@ -257,8 +257,8 @@ func TestWriteErrorReportsTheLastFailedWriteUntilOneSucceeds(t *testing.T) {
 		if err := p.WriteError(); err != nil {
 			t.Fatalf("WriteError after a successful write: %v", err)
 		}
-		if s.writes != 3 {
-			t.Fatalf("%d writes, want 3 (two failed, one acknowledged)", s.writes)
+		if n := s.writeCalls(); n != 3 {
+			t.Fatalf("%d writes, want 3 (two failed, one acknowledged)", n)
 		}
 	})
 }
