@@ -48,7 +48,7 @@ func (p *Pipeline) work(ctx context.Context) {
 		now := p.now()
 		p.m.lastAckUnixTime.Set(float64(now.UnixNano()) / 1e9)
 		p.lastAck.Store(now.UnixNano())
-		p.tracker.ack(it.key, it.seq, ackedPage{after: it.after, revisit: it.revisit, rows: rows}, p.now())
+		p.tracker.ack(it.key, it.seq, ackedPage{after: it.after, revisit: it.revisit, log: it.log, rows: rows}, p.now())
 		p.slots.release(it.held)
 		inUse := p.pending.Add(-int64(it.held))
 		p.m.buffered.Set(float64(inUse))

@@ -20,6 +20,9 @@ type run struct {
 	out               Output
 	started           time.Time
 	warnedUnreachable bool
+	// rechecks is set while the run asks windows again: its requests
+	// rank as backfill (DESIGN item 3), below every fresh window.
+	rechecks bool
 }
 
 // step does one unit of work: resume the chain in flight, process the next
@@ -47,6 +50,9 @@ func (r *run) step(ctx context.Context) error {
 		return r.window(ctx, w)
 	}
 	p.caughtUp(true)
+	if err := r.recheck(ctx); err != nil {
+		return err
+	}
 	if p.alerts != nil {
 		if err := r.revisitAlerts(ctx); err != nil {
 			return err
@@ -131,7 +137,7 @@ func (p *Poller) sawPage(ctx context.Context, rows int) {
 // cursor as it stands (r.cur): it moves nothing, and a crash before the
 // last chunk asks the whole page again (at least once, C7). Only the last
 // chunk carries after.
-func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records []json.RawMessage, received time.Time, after Cursor, revisit bool) error {
+func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records []json.RawMessage, received time.Time, after Cursor, revisit bool, ex *emitExtra) error {
 	p := r.p
 	size := len(records)
 	if m := p.cfg.MaxBatchRecords; m > 0 && size > m {
@@ -147,6 +153,12 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 		page := Page{
 			Stream: p.Stream(), Window: w, Index: idx,
 			Envelopes: envs, After: after, Revisit: revisit, FetchedAt: received,
+		}
+		if ex != nil {
+			ex.add(envs)
+			if last && ex.log != nil {
+				page.Log = ex.log()
+			}
 		}
 		if !last {
 			page.After, page.Revisit = r.cur, true
@@ -170,5 +182,26 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 func (r *run) priority(w window.Window) budget.Priority {
 	p := r.p
 	edge := p.clk.Now().Add(-p.cfg.Settings.Lag - p.cfg.Settings.Interval)
-	return budget.Priority{Account: p.cfg.Account, WindowEnd: w.End, Fresh: !w.End.Before(edge)}
+	return budget.Priority{Account: p.cfg.Account, WindowEnd: w.End, Fresh: !r.rechecks && !w.End.Before(edge)}
+}
+
+// emitExtra is what emitRecords does besides emitting: fold the ids of
+// the envelopes into a digest (an edge window's log entry) and give the
+// last page the log changes that hold once it is delivered.
+type emitExtra struct {
+	dig *record.Digest
+	log func() *LogChanges
+}
+
+func (ex *emitExtra) add(envs []record.Envelope) {
+	if ex.dig == nil {
+		return
+	}
+	for _, e := range envs {
+		if ex.dig.Add(e.ID) != nil {
+			// Not a C7 id: counted all the same, so that the count
+			// matches what was delivered.
+			ex.dig.Count++
+		}
+	}
 }
