@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-		"slices"
+	"slices"
 	"time"
 
 	"github.com/svcexport/collector/internal/recheck"
