@@ -23,7 +23,7 @@ import (
 // asked whole and compared. Pages of rechecks are Revisit pages: they
 // carry records and log changes, never move the cursor. Rechecks never
 // delay the stream's newest window: they run only when the stream is
-// caught up, start no unit after half an interval, ask with backfill
+// caught up, within half an interval taken from the wait for the next window, ask with backfill
 // priority (below every fresh window of the budget) under a deadline of
 // that half interval, and stay under their share of the functionality's
 // budget (recheck.Limiter).
@@ -149,8 +149,8 @@ func (r *run) recheck(ctx context.Context) error {
 	if len(units) == 0 {
 		return nil
 	}
-	// Half an interval: the next window is due an interval after the
-	// stream caught up.
+	// At most half an interval: the next window is due an interval
+	// after the stream caught up, and the step sleeps only the rest.
 	rctx, cancel := context.WithTimeout(ctx, max(p.cfg.Settings.Interval/2, time.Second))
 	defer cancel()
 	r.rechecks = true

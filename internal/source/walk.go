@@ -50,9 +50,13 @@ func (r *run) step(ctx context.Context) error {
 		return r.window(ctx, w)
 	}
 	p.caughtUp(true)
+	began := p.clk.Now()
 	if err := r.recheck(ctx); err != nil {
 		return err
 	}
+	// Rechecks run in the time the stream waits anyway: the next window
+	// is asked an interval after the stream caught up, not later.
+	spent := p.clk.Now().Sub(began)
 	if p.alerts != nil {
 		if err := r.revisitAlerts(ctx); err != nil {
 			return err
@@ -61,7 +65,7 @@ func (r *run) step(ctx context.Context) error {
 	if p.cfg.Once {
 		return errCaughtUp
 	}
-	return api.Sleep(ctx, p.clk, p.cfg.Settings.Interval)
+	return api.Sleep(ctx, p.clk, max(p.cfg.Settings.Interval-spent, 0))
 }
 
 // fetch fetches page idx of w: the first page when next is empty, else the
