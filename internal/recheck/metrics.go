@@ -80,9 +80,10 @@ func (m *Metrics) Observe(k record.Stream, r Result) {
 	m.shrunk.WithLabelValues(k.Source, k.Account).Add(float64(fell))
 }
 
-// Expired counts n windows of k that expired with a recheck to go.
+// Expired counts n windows of k that expired with a recheck to go (0
+// makes the series exist).
 func (m *Metrics) Expired(k record.Stream, n int) {
-	if m == nil || n <= 0 {
+	if m == nil || n < 0 {
 		return
 	}
 	m.expired.WithLabelValues(k.Source, k.Account).Add(float64(n))

@@ -7,6 +7,7 @@ import (
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/source/alerttrack"
 	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/window"
 )
@@ -94,6 +95,8 @@ func (r *run) followAlerts(ctx context.Context, lookbackStart time.Time) error {
 	}
 	maxSpan := min(p.cfg.Settings.MaxWindow, catalog.MaxWindowLimit)
 	ws := recheck.FollowWindows(p.alerts.Creates(from, lookbackStart), from, lookbackStart, max(e.MaxRows/2, 1), maxSpan)
+	r.knownOnly = true
+	defer func() { r.knownOnly = false }()
 	for _, w := range ws {
 		if err := r.revisitWindow(ctx, window.Window{Start: w[0], End: w[1]}); err != nil {
 			return err
@@ -125,7 +128,18 @@ func (r *run) revisitWindow(ctx context.Context, w window.Window) error {
 		p.log.Error("alert re-ask window full and cannot be split; updates may be missed",
 			"window_start", record.FormatTime(w.Start), "window_end", record.FormatTime(w.End))
 	}
-	changed, marks := p.changedAlerts(f.body.Records)
+	recs := f.body.Records
+	if r.knownOnly {
+		// Following: only alerts emitted before; one never seen was
+		// created before the stream's start.
+		recs = nil
+		for _, rec := range f.body.Records {
+			if p.alerts.Known(alerttrack.UUID(rec)) {
+				recs = append(recs, rec)
+			}
+		}
+	}
+	changed, marks := p.changedAlerts(recs)
 	if len(changed) == 0 {
 		return nil
 	}

@@ -120,9 +120,11 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 		if err := cfg.Recheck.Validate(); err != nil {
 			return nil, fmt.Errorf("poller %s/%s recheck: %w", cfg.Spec.Name, cfg.Account, err)
 		}
-		cfg.RecheckMetrics.Observe(record.Stream{Source: cfg.Spec.Name, Account: cfg.Account}, recheck.Result{})
-		cfg.RecheckMetrics.SetPending(record.Stream{Source: cfg.Spec.Name, Account: cfg.Account}, 0)
 	}
+	// Every series at 0 from the start, rechecks on or off.
+	cfg.RecheckMetrics.Observe(record.Stream{Source: cfg.Spec.Name, Account: cfg.Account}, recheck.Result{})
+	cfg.RecheckMetrics.SetPending(record.Stream{Source: cfg.Spec.Name, Account: cfg.Account}, 0)
+	cfg.RecheckMetrics.Expired(record.Stream{Source: cfg.Spec.Name, Account: cfg.Account}, 0)
 	c.InitFunctionality(cfg.Spec.Functionality)
 	plan := catalog.NewPlanner(cfg.Spec, cfg.Settings, cfg.API, cfg.Edge)
 	if cfg.Planner != nil {

@@ -23,6 +23,9 @@ type run struct {
 	// rechecks is set while the run asks windows again: its requests
 	// rank as backfill (DESIGN item 3), below every fresh window.
 	rechecks bool
+	// knownOnly is set while alerts past the lookback are followed:
+	// only alerts with a mark are emitted.
+	knownOnly bool
 }
 
 // step does one unit of work: resume the chain in flight, process the next

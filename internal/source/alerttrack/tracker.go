@@ -141,3 +141,18 @@ func (a *Tracker) Prune(from time.Time) {
 		}
 	}
 }
+
+// Known reports whether the tracker has a mark for uuid.
+func (a *Tracker) Known(uuid string) bool {
+	_, ok := a.seen[uuid]
+	return ok
+}
+
+// UUID returns the uuid of an alert record, "" when it has none.
+func UUID(raw json.RawMessage) string {
+	var k alertKey
+	if json.Unmarshal(raw, &k) != nil {
+		return ""
+	}
+	return k.UUID
+}
