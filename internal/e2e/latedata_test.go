@@ -282,10 +282,21 @@ func TestRechecksBesideABackfillKeepTheNewestWindowFresh(t *testing.T) {
 	if limit := lateLag + lateInterval + 15*time.Second; p99 > limit {
 		t.Errorf("newest-window lag p99 %v over lag + interval + margin %v", p99, limit)
 	}
-	// Rechecks of acme wait for budget the backfill leaves; under a
-	// saturated bucket they may find none within their half interval
-	// and stay pending (collector_recheck_pending): that is the point.
-	t.Logf("recheck requests %v, pending %v", m["collector_recheck_requests_total"], m["collector_recheck_pending"])
+	// Rechecks go after fresh windows and before the backfill (C4 budget
+	// priority), within their share (sources.*.recheck_share, 10%): a
+	// saturated bucket does not starve them, and they take no more than
+	// the share from the backfill.
+	rr := m["collector_recheck_requests_total"]
+	t.Logf("recheck requests %v, pending %v, windows rechecked %v, expired %v", rr, m["collector_recheck_pending"], m["collector_recheck_windows_total"], m["collector_recheck_windows_expired_total"])
+	if rr == 0 || m["collector_recheck_windows_total"] == 0 {
+		t.Errorf("no recheck got a request through beside the backfill: metrics %v", m)
+	}
+	if share := 0.1 * 60 * (160.0/10 + 1); rr > share {
+		t.Errorf("%v recheck requests, over the 10%% share of the bucket (%.0f)", rr, share)
+	}
+	if n := m["collector_recheck_windows_expired_total"]; n != 0 {
+		t.Errorf("%v windows left the log unrechecked", n)
+	}
 }
 
 // (d) SIGKILL while windows are rechecked and alerts tracked: nothing is

@@ -185,11 +185,11 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 }
 
 // priority ranks a request for w: fresh when w ends within one interval of
-// now - lag (DESIGN item 3).
+// now - lag (DESIGN item 3); a recheck's after fresh ones, before backfill.
 func (r *run) priority(w window.Window) budget.Priority {
 	p := r.p
 	edge := p.clk.Now().Add(-p.cfg.Settings.Lag - p.cfg.Settings.Interval)
-	return budget.Priority{Account: p.cfg.Account, WindowEnd: w.End, Fresh: !r.rechecks && !w.End.Before(edge)}
+	return budget.Priority{Account: p.cfg.Account, WindowEnd: w.End, Fresh: !r.rechecks && !w.End.Before(edge), Recheck: r.rechecks}
 }
 
 // emitExtra is what emitRecords does besides emitting: fold the ids of
