@@ -17,6 +17,7 @@ import (
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
 	"github.com/svcexport/collector/internal/pipeline"
+	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/status"
@@ -88,10 +89,14 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	if err != nil {
 		return err
 	}
+	recheckMetrics, err := recheck.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
 	// A page larger than the buffer is emitted in batches of at most
 	// pipeline.buffer_records, so memory stays bounded by configuration.
 	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: log, Metrics: apiMetrics},
-		Metrics: srcMetrics, MaxBatchRecords: cfg.Pipeline.BufferRecords}, once)
+		Metrics: srcMetrics, MaxBatchRecords: cfg.Pipeline.BufferRecords, RecheckMetrics: recheckMetrics}, once)
 	if err != nil {
 		return err
 	}

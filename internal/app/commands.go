@@ -319,6 +319,12 @@ func states(ctx context.Context, cfg config.Config, o Options) ([]status.StreamS
 			return nil, "", err
 		}
 		from = "from the checkpoint " + cfg.Checkpoint.Path
+		now := time.Now()
+		st := status.FromCheckpoint(cfg.SourceConfig(), stored, keys, now)
+		if err := status.AddRecheckPending(ctx, cfg.SourceConfig(), st, db.Windows, now); err != nil {
+			return nil, "", err
+		}
+		return st, from, nil
 	}
 	return status.FromCheckpoint(cfg.SourceConfig(), stored, keys, time.Now()), from, nil
 }

@@ -29,6 +29,11 @@ type DB struct {
 	// recovered says how Open recovered a damaged file; "" if sound.
 	recovered string
 
+	// windowLimit and alertLimit bound each stream's window log and alert
+	// marks; dropped* count what the bounds dropped.
+	windowLimit, alertLimit       int
+	droppedWindows, droppedAlerts atomic.Int64
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -73,7 +78,7 @@ func (d *DB) Load(ctx context.Context, k record.Stream) (State, bool, error) {
 // Commit implements Store. A zero s.Updated is set to the store's clock.
 // A Density that is negative or not finite is stored as 0 (unknown).
 func (d *DB) Commit(ctx context.Context, k record.Stream, s State) error {
-	return d.commit(ctx, map[record.Stream]State{k: s}, "commit checkpoint "+k.String())
+	return d.apply(ctx, Changes{States: map[record.Stream]State{k: s}}, "commit checkpoint "+k.String())
 }
 
 // CommitMany implements Store: all of m in one fsynced transaction.
@@ -81,48 +86,7 @@ func (d *DB) CommitMany(ctx context.Context, m map[record.Stream]State) error {
 	if len(m) == 0 {
 		return nil
 	}
-	return d.commit(ctx, m, fmt.Sprintf("commit %d checkpoints", len(m)))
-}
-
-func (d *DB) commit(ctx context.Context, m map[record.Stream]State, what string) error {
-	if err := d.usable(ctx); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	type kv struct{ k, v []byte }
-	puts := make([]kv, 0, len(m))
-	now := time.Time{}
-	for k, s := range m {
-		if err := validateKey(k); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		if s.Updated.IsZero() {
-			if now.IsZero() {
-				now = d.now()
-			}
-			s.Updated = now
-		}
-		v, err := encodeState(s)
-		if err != nil {
-			return fmt.Errorf("%s: key %s: %w", what, k, err)
-		}
-		puts = append(puts, kv{encodeKey(k), v})
-	}
-	err := d.update(func(tx *bolt.Tx) error {
-		b, err := d.states(tx)
-		if err != nil {
-			return err
-		}
-		for _, p := range puts {
-			if err := b.Put(p.k, p.v); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("%s to %s: %w", what, d.path, err)
-	}
-	return nil
+	return d.apply(ctx, Changes{States: m}, fmt.Sprintf("commit %d checkpoints", len(m)))
 }
 
 // All implements Store.
@@ -205,12 +169,41 @@ func (d *DB) Reset(ctx context.Context, source, account string) (int, error) {
 			}
 		}
 		n = len(del)
-		return nil
+		return resetLogs(tx, source, account)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("%s in %s: %w", what, d.path, err)
 	}
 	return n, nil
+}
+
+// resetLogs removes the window logs and alert marks of one account of
+// source, or of every account of source when account is "".
+func resetLogs(tx *bolt.Tx, source, account string) error {
+	for _, name := range [][]byte{bucketWindows, bucketAlerts} {
+		root := tx.Bucket(name)
+		if root == nil {
+			continue
+		}
+		var del [][]byte
+		if account != "" {
+			if k := encodeKey(record.Stream{Source: source, Account: account}); root.Bucket(k) != nil {
+				del = append(del, k)
+			}
+		} else {
+			prefix := sourcePrefix(source)
+			c := root.Cursor()
+			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+				del = append(del, bytes.Clone(k))
+			}
+		}
+		for _, k := range del {
+			if err := root.DeleteBucket(k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Close implements Store. It waits for transactions in progress, releases

@@ -131,3 +131,75 @@ func TestTheEncodingOfKeysAndStatesIsByteIdenticalToTheOldFile(t *testing.T) {
 		}
 	}
 }
+
+// The window log and the alert marks came after compatFile was written,
+// in buckets of their own: the old file opens unchanged, reads as empty
+// logs, takes new entries next to its states, and its states stay as they
+// were, byte for byte.
+func TestACheckpointWrittenBeforeTheWindowLogAndAlertMarksOpensAndGrowsThem(t *testing.T) {
+	ctx := context.Background()
+	path := copyFile(t, compatFile, t.TempDir())
+	rawCheckFile(t, path, func(tx *bolt.Tx) {
+		if tx.Bucket(bucketWindows) != nil || tx.Bucket(bucketAlerts) != nil {
+			t.Fatal("the old file already has the new buckets: it is not the old file")
+		}
+	})
+	before := rawStates(t, path)
+	d, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", compatFile, err)
+	}
+	for k := range compatStates() {
+		if w := mustWindows(t, d, k); len(w) != 0 {
+			t.Fatalf("%s: window log %v in an old file", k, w)
+		}
+		if a := mustAlerts(t, d, k); len(a) != 0 {
+			t.Fatalf("%s: alert marks %v in an old file", k, a)
+		}
+	}
+	k := record.Stream{Source: "edge_alerts", Account: "Ünïcode/ac"}
+	if err := d.Apply(ctx, Changes{
+		Windows: map[record.Stream]WindowChanges{k: {Put: []Window{hourWindow(0, 3)}}},
+		Alerts:  map[record.Stream]AlertChanges{k: {Put: map[string]AlertMark{"u-1": {Update: ms(2), Create: ms(1)}}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after := rawStates(t, path)
+	if len(after) != len(before) {
+		t.Fatalf("%d states after, %d before", len(after), len(before))
+	}
+	for key, v := range before {
+		if after[key] != v {
+			t.Fatalf("state %q changed:\n now %s\n was %s", key, after[key], v)
+		}
+	}
+	d, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	windowsEqual(t, mustWindows(t, d, k), []Window{hourWindow(0, 3)})
+	alertsEqual(t, mustAlerts(t, d, k), map[string]AlertMark{"u-1": {Update: ms(2), Create: ms(1)}})
+	got, err := d.All(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, w := range compatStates() {
+		statesEqual(t, got[key], w)
+	}
+}
+
+func rawCheckFile(t *testing.T, path string, fn func(tx *bolt.Tx)) {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	if err := bdb.View(func(tx *bolt.Tx) error { fn(tx); return nil }); err != nil {
+		t.Fatal(err)
+	}
+}

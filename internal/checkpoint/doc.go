@@ -4,6 +4,17 @@
 // the sinks; the pipeline commits a State only after the pages it covers were
 // acknowledged, in order.
 //
+// Next to each State it keeps two bounded logs, committed in the same
+// transaction when given together (Apply, Changes): the window log (one
+// Window per fetched window: its bounds, its count when fetched, the id
+// digest of an edge window, and how many recheck points it passed), which
+// package recheck reads to ask windows again for late records (C3); and
+// the alert marks (the last update_time emitted per edge alert uuid, C6),
+// so that a restart emits only alerts that changed. Both are written only
+// after what they describe was acknowledged (Changes says why that keeps
+// delivery at least once), pruned by the caller as its horizon moves, and
+// bounded per stream (WithWindowLimit, WithAlertLimit).
+//
 // Store is the interface the pipeline consumes; DB (Open) implements it on a
 // bbolt file, and package checkpointtest holds an in-memory fake for tests.
 // States are keyed by record.Stream; the stored key is "source NUL

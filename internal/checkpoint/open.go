@@ -16,14 +16,30 @@ import (
 	"github.com/svcexport/collector/internal/checkpoint/boltfile"
 )
 
-// Layout of the file: two buckets, created at open.
+// Layout of the file: four buckets, created at open.
 //
-//	meta:   format -> "svcexport-collector-checkpoint", schema -> "1",
-//	        created -> RFC 3339 time of creation
-//	states: source NUL account -> JSON State with a version field
+//	meta:    format -> "svcexport-collector-checkpoint", schema -> "1",
+//	         created -> RFC 3339 time of creation
+//	states:  source NUL account -> JSON State with a version field
+//	windows: source NUL account -> bucket of the stream's window log:
+//	         start (8 bytes, sorting as times) -> JSON Window with a version
+//	         field; the bucket's sequence is the number of entries
+//	alerts:  source NUL account -> bucket of the stream's alert marks
+//	         (alerts.go); its sequence is the number of marks
+//
+// The windows and alerts buckets came after the first files were written,
+// under the same schema version 1: they only add, and their absence means
+// empty logs. A file without them (testdata/v1-2968b7c.db) opens as it
+// was and gets them at its first Open; a collector that predates them
+// opens a newer file and never looks at them (it checks the meta and
+// states buckets only). Their values carry versions of their own
+// (windowVersion, alertVersion); a change of meaning bumps those, a change
+// of the layout bumps schemaVersion.
 var (
-	bucketMeta   = []byte("meta")
-	bucketStates = []byte("states")
+	bucketMeta    = []byte("meta")
+	bucketStates  = []byte("states")
+	bucketWindows = []byte("windows")
+	bucketAlerts  = []byte("alerts")
 
 	metaFormat  = []byte("format")
 	metaSchema  = []byte("schema")
@@ -44,8 +60,9 @@ const (
 type Option func(*options)
 
 type options struct {
-	timeout time.Duration
-	now     func() time.Time
+	timeout                 time.Duration
+	now                     func() time.Time
+	windowLimit, alertLimit int
 }
 
 // WithOpenTimeout sets how long Open waits for the file's lock before it
@@ -66,6 +83,28 @@ func WithClock(now func() time.Time) Option {
 	return func(o *options) {
 		if now != nil {
 			o.now = now
+		}
+	}
+}
+
+// WithWindowLimit bounds each stream's window log to n entries; past it
+// Apply drops the oldest entries (DB.Dropped counts them). Default
+// DefaultWindowLimit. A non-positive n keeps the default.
+func WithWindowLimit(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.windowLimit = n
+		}
+	}
+}
+
+// WithAlertLimit bounds each stream's alert marks to n; past it Apply
+// forgets the alerts created longest ago (DB.Dropped counts them). Default
+// DefaultAlertLimit. A non-positive n keeps the default.
+func WithAlertLimit(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.alertLimit = n
 		}
 	}
 }
@@ -103,7 +142,7 @@ func WithClock(now func() time.Time) Option {
 // and rewrites the damaged meta page from the intact one. An existing file
 // with a wider mode is narrowed to 0600.
 func Open(path string, opts ...Option) (*DB, error) {
-	o := options{timeout: DefaultOpenTimeout, now: time.Now}
+	o := options{timeout: DefaultOpenTimeout, now: time.Now, windowLimit: DefaultWindowLimit, alertLimit: DefaultAlertLimit}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -167,7 +206,7 @@ func Open(path string, opts ...Option) (*DB, error) {
 		_ = bdb.Close()
 		return nil, err
 	}
-	d := &DB{path: path, bdb: bdb, now: o.now, recovered: recovered}
+	d := &DB{path: path, bdb: bdb, now: o.now, recovered: recovered, windowLimit: o.windowLimit, alertLimit: o.alertLimit}
 	if err := d.init(); err != nil {
 		_ = bdb.Close()
 		return nil, err
@@ -228,6 +267,9 @@ func checkContents(db *bolt.DB, name string) error {
 		if v != schemaVersion {
 			return fmt.Errorf("checkpoint file %s has schema version %d, this collector reads version %d: %w", d.path, v, schemaVersion, ErrUnknownVersion)
 		}
+		if err := checkLogs(tx); err != nil {
+			return fmt.Errorf("checkpoint file %s: %w", d.path, err)
+		}
 		return nil
 	})
 	if err != nil {
@@ -243,7 +285,8 @@ func checkContents(db *bolt.DB, name string) error {
 func (d *DB) init() error {
 	var ready bool
 	if err := d.view(func(tx *bolt.Tx) error {
-		ready = tx.Bucket(bucketMeta) != nil && tx.Bucket(bucketStates) != nil
+		ready = tx.Bucket(bucketMeta) != nil && tx.Bucket(bucketStates) != nil &&
+			tx.Bucket(bucketWindows) != nil && tx.Bucket(bucketAlerts) != nil
 		return nil
 	}); err != nil {
 		return fmt.Errorf("open checkpoint file %s: %w", d.path, err)
@@ -268,8 +311,12 @@ func (d *DB) init() error {
 				}
 			}
 		}
-		_, err = tx.CreateBucketIfNotExists(bucketStates)
-		return err
+		for _, name := range [][]byte{bucketStates, bucketWindows, bucketAlerts} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("initialize checkpoint file %s: %w", d.path, err)

@@ -26,10 +26,20 @@ type Store interface {
 	// CommitMany durably stores every state of m in one transaction: either
 	// all of them are stored or none. An empty m does nothing.
 	CommitMany(ctx context.Context, m map[record.Stream]State) error
+	// Apply durably stores every change of c in one transaction: states,
+	// window log entries and alert marks together, or none of them
+	// (Changes says when the pipeline may put what into it).
+	Apply(ctx context.Context, c Changes) error
+	// Windows returns the window log of k, sorted by start; empty when k
+	// has none.
+	Windows(ctx context.Context, k record.Stream) ([]Window, error)
+	// Alerts returns the alert marks of k by uuid; empty when k has none.
+	Alerts(ctx context.Context, k record.Stream) (map[string]AlertMark, error)
 	// All returns every stored state.
 	All(ctx context.Context) (map[record.Stream]State, error)
-	// Reset removes the state of one account of source, or of every account
-	// of source when account is "", and returns how many states it removed.
+	// Reset removes the state, the window log and the alert marks of one
+	// account of source, or of every account of source when account is "",
+	// and returns how many states it removed.
 	// The next run starts those streams from their configured start.
 	Reset(ctx context.Context, source, account string) (n int, err error)
 	// Close releases the store. It is safe to call more than once.

@@ -127,6 +127,15 @@ func fillDefaultSources(s catalog.SourcesConfig) {
 	if b.Overlap == nil {
 		b.Overlap = &d.Overlap
 	}
+	if b.Recheck == nil {
+		b.Recheck = &d.Recheck
+	}
+	if b.RecheckHorizon == nil {
+		b.RecheckHorizon = &d.RecheckHorizon
+	}
+	if b.RecheckShare == nil {
+		b.RecheckShare = &d.RecheckShare
+	}
 	s[catalog.DefaultSourcesKey] = b
 }
 

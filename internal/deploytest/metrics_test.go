@@ -19,6 +19,7 @@ import (
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/pipeline"
+	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/sink/clickhouse"
 	"github.com/svcexport/collector/internal/sink/file"
 	"github.com/svcexport/collector/internal/sink/kafka"
@@ -265,6 +266,9 @@ func registered(t *testing.T, fams map[string]*family) {
 		t.Fatal(err)
 	}
 	if _, err := api.NewMetrics(rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := recheck.NewMetrics(rec); err != nil {
 		t.Fatal(err)
 	}
 	pipeline.New(pipeline.DefaultConfig(), nil, nil, nil, rec, slog.New(slog.DiscardHandler), nil)

@@ -68,7 +68,7 @@ func (o *output) Emit(ctx context.Context, pg source.Page) error {
 	p.pending.Add(int64(held))
 	p.busy.CompareAndSwap(0, p.now().UnixNano())
 	p.m.buffered.Set(float64(p.pending.Load()))
-	it := &item{key: o.stream, seq: p.tracker.next(o.stream), after: pg.After, revisit: pg.Revisit, held: held}
+	it := &item{key: o.stream, seq: p.tracker.next(o.stream), after: pg.After, revisit: pg.Revisit, log: pg.Log, held: held}
 	if len(pg.Envelopes) > 0 {
 		it.batch = &record.Batch{
 			Source: pg.Stream.Source, Account: pg.Stream.Account,

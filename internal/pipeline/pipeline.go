@@ -16,10 +16,13 @@ import (
 	"github.com/svcexport/collector/internal/source"
 )
 
-// Store is what the pipeline needs of the checkpoint.
+// Store is what the pipeline needs of the checkpoint: the states, and
+// the window logs and alert marks that commit with them (Apply).
 type Store interface {
 	All(ctx context.Context) (map[record.Stream]checkpoint.State, error)
-	CommitMany(ctx context.Context, states map[record.Stream]checkpoint.State) error
+	Apply(ctx context.Context, c checkpoint.Changes) error
+	Windows(ctx context.Context, k record.Stream) ([]checkpoint.Window, error)
+	Alerts(ctx context.Context, k record.Stream) (map[string]checkpoint.AlertMark, error)
 }
 
 // Producer pulls one stream into the pipeline; *source.Poller is one. Run
@@ -69,6 +72,7 @@ type item struct {
 	batch   *record.Batch // shared by the sinks: read-only
 	after   source.Cursor
 	revisit bool
+	log     *source.LogChanges
 	held    int // slots held
 	handed  time.Time
 
@@ -121,6 +125,13 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return fmt.Errorf("load checkpoint: %w", err)
 	}
 	p.tracker = newTracker(initial)
+	from := make(map[record.Stream]source.Cursor, len(p.producers))
+	for _, pr := range p.producers {
+		k := pr.Stream()
+		if from[k], err = p.resumeFrom(ctx, k, initial[k]); err != nil {
+			return fmt.Errorf("load checkpoint of %s: %w", k, err)
+		}
+	}
 	for k, st := range initial {
 		p.observe(k, st)
 	}
@@ -158,7 +169,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		p.commitLoop(workCtx, commitStop)
 	}()
 
-	pollErrs := p.runProducers(ctxs, initial)
+	pollErrs := p.runProducers(ctxs, from)
 
 	// Producers are gone: nobody sends any more; drain.
 	for _, t := range p.targets {
@@ -191,7 +202,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 }
 
 // runProducers runs producer i under ctxs[i] until every one returned.
-func (p *Pipeline) runProducers(ctxs []context.Context, initial map[record.Stream]checkpoint.State) error {
+func (p *Pipeline) runProducers(ctxs []context.Context, from map[record.Stream]source.Cursor) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
@@ -203,7 +214,7 @@ func (p *Pipeline) runProducers(ctxs []context.Context, initial map[record.Strea
 			defer p.m.pollersRunning.Dec()
 			k := pr.Stream()
 			out := p.output(k)
-			err := pr.Run(ctxs[i], cursorOf(initial[k]), out)
+			err := pr.Run(ctxs[i], from[k], out)
 			out.release()
 			if err != nil && !errors.Is(err, context.Canceled) {
 				p.log.Error("poller ended", "source", k.Source, "account", k.Account, "err", err)
@@ -249,14 +260,17 @@ func (p *Pipeline) commitLoop(ctx context.Context, stop <-chan struct{}) {
 
 func (p *Pipeline) commit(ctx context.Context) error {
 	dirty := p.tracker.takeDirty()
-	if len(dirty) == 0 {
+	logs := p.tracker.takeLogs()
+	if len(dirty) == 0 && logs.Empty() {
 		return nil
 	}
+	logs.States = dirty
 	start := p.now()
-	err := p.store.CommitMany(ctx, dirty)
+	err := p.store.Apply(ctx, logs)
 	p.m.commitDuration.Observe(p.now().Sub(start).Seconds())
 	if err != nil {
 		p.tracker.putBack(dirty)
+		p.tracker.putBackLogs(logs)
 		p.m.commitErrors.Inc()
 		p.commitE.Store(errBox{err})
 		p.log.Error("checkpoint commit failed; will retry", "streams", len(dirty), "err", err)

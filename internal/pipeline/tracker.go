@@ -1,10 +1,13 @@
 package pipeline
 
 import (
+	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
 )
@@ -25,11 +28,17 @@ type stream struct {
 	nextCommit uint64 // seq of the oldest page not yet acknowledged
 	acked      map[uint64]ackedPage
 	state      checkpoint.State // as of the contiguous acknowledged run
+	// windows and alerts are the log changes of the contiguous run not
+	// yet committed (takeLogs).
+	windows checkpoint.WindowChanges
+	alerts  checkpoint.AlertChanges
+	logged  bool
 }
 
 type ackedPage struct {
 	after   source.Cursor
 	revisit bool
+	log     *source.LogChanges
 	rows    int
 }
 
@@ -80,6 +89,9 @@ func (t *tracker) ack(k record.Stream, seq uint64, p ackedPage, now time.Time) {
 		delete(s.acked, s.nextCommit)
 		s.nextCommit++
 		s.state.Delivered += int64(a.rows)
+		if !a.log.Empty() {
+			s.addLog(a.log)
+		}
 		if !a.revisit {
 			s.state.Watermark = a.after.Watermark
 			s.state.InFlight = inFlightOf(a.after.InFlight)
@@ -167,4 +179,80 @@ func cursorOf(st checkpoint.State) source.Cursor {
 		c.InFlight.Window.Start, c.InFlight.Window.End = f.Start, f.End
 	}
 	return c
+}
+
+// addLog folds the log changes of an acknowledged page into the stream's
+// uncommitted ones.
+func (s *stream) addLog(l *source.LogChanges) {
+	w := checkpoint.WindowChanges{Delete: l.Delete, PruneBefore: l.PruneBefore}
+	for _, e := range l.Put {
+		w.Put = append(w.Put, checkpoint.Window(e))
+	}
+	s.windows.Merge(w)
+	a := checkpoint.AlertChanges{PruneCreatedBefore: l.AlertsPruneBefore}
+	if len(l.Alerts) > 0 {
+		a.Put = make(map[string]checkpoint.AlertMark, len(l.Alerts))
+		for id, m := range l.Alerts {
+			a.Put[id] = checkpoint.AlertMark(m)
+		}
+	}
+	s.alerts.Merge(a)
+	s.logged = true
+}
+
+// takeLogs returns the log changes of the acknowledged runs since the
+// last call and forgets them; putBackLogs returns them after a failed
+// commit, before any change made since.
+func (t *tracker) takeLogs() checkpoint.Changes {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var c checkpoint.Changes
+	for k, s := range t.streams {
+		if !s.logged {
+			continue
+		}
+		if c.Windows == nil {
+			c.Windows = map[record.Stream]checkpoint.WindowChanges{}
+			c.Alerts = map[record.Stream]checkpoint.AlertChanges{}
+		}
+		c.Windows[k], c.Alerts[k] = s.windows, s.alerts
+		s.windows, s.alerts, s.logged = checkpoint.WindowChanges{}, checkpoint.AlertChanges{}, false
+	}
+	return c
+}
+
+func (t *tracker) putBackLogs(c checkpoint.Changes) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, w := range c.Windows {
+		s := t.streamLocked(k)
+		w.Merge(s.windows)
+		a := c.Alerts[k]
+		a.Merge(s.alerts)
+		s.windows, s.alerts, s.logged = w, a, true
+	}
+}
+
+// resumeFrom is the cursor stream k resumes from: its state, window log
+// and alert marks as committed.
+func (p *Pipeline) resumeFrom(ctx context.Context, k record.Stream, st checkpoint.State) (source.Cursor, error) {
+	c := cursorOf(st)
+	ws, err := p.store.Windows(ctx, k)
+	if err != nil {
+		return c, fmt.Errorf("load window log: %w", err)
+	}
+	for _, w := range ws {
+		c.Log = append(c.Log, recheck.Window(w))
+	}
+	marks, err := p.store.Alerts(ctx, k)
+	if err != nil {
+		return c, fmt.Errorf("load alert marks: %w", err)
+	}
+	if len(marks) > 0 {
+		c.Alerts = make(map[string]source.AlertMark, len(marks))
+		for id, m := range marks {
+			c.Alerts[id] = source.AlertMark(m)
+		}
+	}
+	return c, nil
 }

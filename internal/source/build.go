@@ -3,9 +3,11 @@ package source
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/api/budget"
+	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source/catalog"
 )
@@ -24,6 +26,9 @@ type Options struct {
 	// The app sets it to pipeline.buffer_records, so that memory stays
 	// bounded by configuration whatever the server sends. 0 bounds nothing.
 	MaxBatchRecords int
+	// RecheckMetrics are the collector_recheck_* series; nil records
+	// none. Rechecks run whatever it is (see PollerConfig.Recheck).
+	RecheckMetrics *recheck.Metrics
 }
 
 // Set is what a configuration builds: the clients and one poller per
@@ -52,6 +57,7 @@ func Build(cfg catalog.Config, b api.Budget, o Options, once bool) (*Set, error)
 	}
 	set := &Set{}
 	var errs []error
+	limiters := recheckLimiters(cfg, o)
 	for _, pc := range plan(cfg) {
 		c, err := set.client(cfg, b, o, pc.Spec.Edge)
 		if err != nil {
@@ -60,6 +66,8 @@ func Build(cfg catalog.Config, b api.Budget, o Options, once bool) (*Set, error)
 		pc.API, pc.Edge, pc.Once = cfg.API, cfg.Edge, once
 		pc.Settings = cfg.Sources.Resolve(pc.Spec.Name)
 		pc.Logger, pc.Metrics, pc.MaxBatchRecords = o.Client.Logger, o.Metrics, o.MaxBatchRecords
+		pc.Recheck = pc.Settings.RecheckConfig(cfg.Edge.MaxRows)
+		pc.RecheckLimiter, pc.RecheckMetrics = limiters[limiterKey(pc.Spec)], o.RecheckMetrics
 		p, err := NewPoller(c, pc)
 		if err != nil {
 			errs = append(errs, err)
@@ -159,6 +167,46 @@ func streamAccounts(accounts []string) []streamAccount {
 	out := make([]streamAccount, len(accounts))
 	for i, a := range accounts {
 		out[i] = streamAccount{name: a, header: a}
+	}
+	return out
+}
+
+// limiterKey names the budget a stream's rechecks share: its
+// functionality, of the core or the edge API (C4).
+func limiterKey(spec catalog.Spec) string {
+	if spec.Edge {
+		return "edge/" + spec.Functionality
+	}
+	return "core/" + spec.Functionality
+}
+
+// recheckLimiters makes one recheck.Limiter per functionality whose
+// streams recheck: the smallest recheck_share of those streams of the
+// functionality's rate (api.rate, edge.rate).
+func recheckLimiters(cfg catalog.Config, o Options) map[string]*recheck.Limiter {
+	shares := map[string]float64{}
+	rates := map[string]api.RateConfig{}
+	for _, pc := range plan(cfg) {
+		st := cfg.Sources.Resolve(pc.Spec.Name)
+		if len(st.Recheck) == 0 {
+			continue
+		}
+		k := limiterKey(pc.Spec)
+		if s, ok := shares[k]; !ok || st.RecheckShare < s {
+			shares[k] = st.RecheckShare
+		}
+		rates[k] = cfg.API.Rate
+		if pc.Spec.Edge {
+			rates[k] = cfg.Edge.Rate
+		}
+	}
+	now := time.Now
+	if o.Client.Clock != nil {
+		now = o.Client.Clock.Now
+	}
+	out := make(map[string]*recheck.Limiter, len(shares))
+	for k, share := range shares {
+		out[k] = recheck.NewLimiter(share, rates[k].Limit, rates[k].Period, now)
 	}
 	return out
 }

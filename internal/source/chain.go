@@ -71,6 +71,9 @@ type walkOpts struct {
 	// that cannot finish it is logged and counted as a loss, never
 	// silent, and the window is done.
 	asIs bool
+	// dig, for an edge window logged for rechecks, collects the ids
+	// delivered (recheck.Window.Digest).
+	dig *record.Digest
 }
 
 // window fetches window w completely: its first page, a split when the
@@ -104,7 +107,7 @@ func (r *run) window(ctx context.Context, w window.Window) error {
 		if len(parts) > 0 {
 			return r.parts(ctx, parts)
 		}
-		ch, err := r.walk(ctx, w, first, Chain{Window: w, Started: first.received}, 0, walkOpts{total: total, asIs: asIs})
+		ch, err := r.walk(ctx, w, first, Chain{Window: w, Started: first.received}, 0, walkOpts{total: total, asIs: asIs, dig: p.newDigest()})
 		var cut *cutError
 		isCut := errors.As(err, &cut)
 		if (err == nil || isCut) && !countKnown && ch.Rows > total {
@@ -294,10 +297,9 @@ func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain Chai
 		paging := pg.body.HasPaging
 		records, received := pg.body.Records, pg.received
 		pg = nil // the envelopes keep what they need of the body
+		var marks map[string]AlertMark
 		if p.alerts != nil {
-			for _, rec := range records {
-				p.alerts.Observe(rec) // later re-asks emit only what changed
-			}
+			marks = p.observeAlerts(records) // later re-asks emit only what changed
 		}
 		if next != "" {
 			p.sawFullPage(len(records))
@@ -332,7 +334,18 @@ func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain Chai
 			c.NextURL = next
 			after = Cursor{Watermark: r.cur.Watermark, InFlight: &c, Density: after.Density, Limits: after.Limits}
 		}
-		if err := r.emitRecords(ctx, w, idx, records, received, after, false); err != nil {
+		ex := &emitExtra{dig: o.dig}
+		done := cut == "" && lost == "" && next == ""
+		if done || len(marks) > 0 {
+			ex.log = func() *LogChanges {
+				lc := &LogChanges{Alerts: marks, AlertsPruneBefore: p.alertPrune()}
+				if done {
+					r.logWindow(lc, w, o, chain)
+				}
+				return lc
+			}
+		}
+		if err := r.emitRecords(ctx, w, idx, records, received, after, false, ex); err != nil {
 			return chain, err
 		}
 		records = nil
@@ -384,7 +397,7 @@ func (r *run) resume(ctx context.Context) error {
 		if !ok {
 			// Nothing of it is left: the watermark moves past it.
 			after := Cursor{Watermark: ch.Window.End, Density: p.density(), Limits: p.limits()}
-			if err := r.emitRecords(ctx, ch.Window, 0, nil, now, after, false); err != nil {
+			if err := r.emitRecords(ctx, ch.Window, 0, nil, now, after, false, nil); err != nil {
 				return err
 			}
 			r.cur = after
@@ -400,6 +413,9 @@ func (r *run) resume(ctx context.Context) error {
 		switch {
 		case err == nil:
 			p.sawNextPage(f.received.Sub(ch.Started), 0)
+			// The ids of the pages before the restart are unknown: an
+			// edge window resumed is not logged (edge answers have no
+			// next pages, C6, so this is a core chain).
 			_, err = r.walk(ctx, w, f, ch, ch.Pages, walkOpts{asIs: !p.canSplit(w)})
 			var cut *cutError
 			if errors.As(err, &cut) && cut.reason == cutExpired {

@@ -13,6 +13,7 @@ import (
 	"github.com/svcexport/collector/internal/api/origin"
 	"github.com/svcexport/collector/internal/backoff"
 	"github.com/svcexport/collector/internal/ratelog"
+	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source/alerttrack"
 	"github.com/svcexport/collector/internal/source/catalog"
@@ -56,6 +57,15 @@ type PollerConfig struct {
 	// Logger and Metrics may be nil.
 	Logger  *slog.Logger
 	Metrics *Metrics
+	// Recheck says when to ask fetched windows again for late records
+	// (C3, package recheck); the zero Config rechecks nothing.
+	// RecheckLimiter keeps the rechecks of the stream's functionality
+	// under their share of its budget (shared by the streams of one
+	// functionality); nil: no rechecks and no window log.
+	// RecheckMetrics may be nil.
+	Recheck        recheck.Config
+	RecheckLimiter *recheck.Limiter
+	RecheckMetrics *recheck.Metrics
 }
 
 // Poller pulls one source of one account, window after window, and hands
@@ -71,6 +81,12 @@ type Poller struct {
 	eb     envelopeBuilder
 	alerts *alerttrack.Tracker
 	warn   *ratelog.Limiter
+	// wlog is the window log as emitted; marksLoaded is set once the
+	// alert marks of the checkpoint seeded the tracker; followed is when
+	// alerts past the lookback were last followed.
+	wlog        wlog
+	marksLoaded bool
+	followed    time.Time
 
 	mu   sync.Mutex
 	snap Snapshot
@@ -100,6 +116,15 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 		return nil, fmt.Errorf("poller %s/%s: interval not set", cfg.Spec.Name, cfg.Account)
 	}
 	cfg.Metrics.InitStream(cfg.Spec, cfg.Account)
+	if cfg.RecheckLimiter != nil && cfg.Recheck.Enabled() {
+		if err := cfg.Recheck.Validate(); err != nil {
+			return nil, fmt.Errorf("poller %s/%s recheck: %w", cfg.Spec.Name, cfg.Account, err)
+		}
+	}
+	// Every series at 0 from the start, rechecks on or off.
+	cfg.RecheckMetrics.Observe(record.Stream{Source: cfg.Spec.Name, Account: cfg.Account}, recheck.Result{})
+	cfg.RecheckMetrics.SetPending(record.Stream{Source: cfg.Spec.Name, Account: cfg.Account}, 0)
+	cfg.RecheckMetrics.Expired(record.Stream{Source: cfg.Spec.Name, Account: cfg.Account}, 0)
 	c.InitFunctionality(cfg.Spec.Functionality)
 	plan := catalog.NewPlanner(cfg.Spec, cfg.Settings, cfg.API, cfg.Edge)
 	if cfg.Planner != nil {
@@ -198,6 +223,7 @@ func (p *Poller) Run(ctx context.Context, cursor Cursor, out Output) error {
 			p.alerts.From = st
 		}
 	}
+	p.loadLog(cursor)
 	if cursor.Density > 0 && p.density() == 0 {
 		p.setDensity(cursor.Density)
 	}

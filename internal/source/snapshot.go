@@ -52,6 +52,9 @@ type Snapshot struct {
 	BlockedReason string
 	BlockedError  string
 	BlockedSince  time.Time
+	// RecheckPending is how many logged windows have a recheck due
+	// (package recheck): the backlog of rechecks.
+	RecheckPending int
 }
 
 // ETA estimates the time until the stream catches up, from how fast its

@@ -20,6 +20,12 @@ type run struct {
 	out               Output
 	started           time.Time
 	warnedUnreachable bool
+	// rechecks is set while the run asks windows again: its requests
+	// rank as backfill (DESIGN item 3), below every fresh window.
+	rechecks bool
+	// knownOnly is set while alerts past the lookback are followed:
+	// only alerts with a mark are emitted.
+	knownOnly bool
 }
 
 // step does one unit of work: resume the chain in flight, process the next
@@ -47,6 +53,13 @@ func (r *run) step(ctx context.Context) error {
 		return r.window(ctx, w)
 	}
 	p.caughtUp(true)
+	began := p.clk.Now()
+	if err := r.recheck(ctx); err != nil {
+		return err
+	}
+	// Rechecks run in the time the stream waits anyway: the next window
+	// is asked an interval after the stream caught up, not later.
+	spent := p.clk.Now().Sub(began)
 	if p.alerts != nil {
 		if err := r.revisitAlerts(ctx); err != nil {
 			return err
@@ -55,7 +68,7 @@ func (r *run) step(ctx context.Context) error {
 	if p.cfg.Once {
 		return errCaughtUp
 	}
-	return api.Sleep(ctx, p.clk, p.cfg.Settings.Interval)
+	return api.Sleep(ctx, p.clk, max(p.cfg.Settings.Interval-spent, 0))
 }
 
 // fetch fetches page idx of w: the first page when next is empty, else the
@@ -131,7 +144,7 @@ func (p *Poller) sawPage(ctx context.Context, rows int) {
 // cursor as it stands (r.cur): it moves nothing, and a crash before the
 // last chunk asks the whole page again (at least once, C7). Only the last
 // chunk carries after.
-func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records []json.RawMessage, received time.Time, after Cursor, revisit bool) error {
+func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records []json.RawMessage, received time.Time, after Cursor, revisit bool, ex *emitExtra) error {
 	p := r.p
 	size := len(records)
 	if m := p.cfg.MaxBatchRecords; m > 0 && size > m {
@@ -147,6 +160,12 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 		page := Page{
 			Stream: p.Stream(), Window: w, Index: idx,
 			Envelopes: envs, After: after, Revisit: revisit, FetchedAt: received,
+		}
+		if ex != nil {
+			ex.add(envs)
+			if last && ex.log != nil {
+				page.Log = ex.log()
+			}
 		}
 		if !last {
 			page.After, page.Revisit = r.cur, true
@@ -166,9 +185,30 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 }
 
 // priority ranks a request for w: fresh when w ends within one interval of
-// now - lag (DESIGN item 3).
+// now - lag (DESIGN item 3); a recheck's after fresh ones, before backfill.
 func (r *run) priority(w window.Window) budget.Priority {
 	p := r.p
 	edge := p.clk.Now().Add(-p.cfg.Settings.Lag - p.cfg.Settings.Interval)
-	return budget.Priority{Account: p.cfg.Account, WindowEnd: w.End, Fresh: !w.End.Before(edge)}
+	return budget.Priority{Account: p.cfg.Account, WindowEnd: w.End, Fresh: !r.rechecks && !w.End.Before(edge), Recheck: r.rechecks}
+}
+
+// emitExtra is what emitRecords does besides emitting: fold the ids of
+// the envelopes into a digest (an edge window's log entry) and give the
+// last page the log changes that hold once it is delivered.
+type emitExtra struct {
+	dig *record.Digest
+	log func() *LogChanges
+}
+
+func (ex *emitExtra) add(envs []record.Envelope) {
+	if ex.dig == nil {
+		return
+	}
+	for _, e := range envs {
+		if ex.dig.Add(e.ID) != nil {
+			// Not a C7 id: counted all the same, so that the count
+			// matches what was delivered.
+			ex.dig.Count++
+		}
+	}
 }

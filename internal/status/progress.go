@@ -113,6 +113,7 @@ func (p *Reporter) States(now time.Time) []StreamState {
 		p.est.fill(&s, density, now)
 		s.WindowsLeft = snap.Backlog.Windows
 		s.CaughtUp = snap.CaughtUp
+		s.RecheckPending = snap.RecheckPending
 		if eta, ok := snap.ETA(now); ok {
 			s.ETASeconds = eta.Seconds()
 		}

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/window"
@@ -35,6 +37,9 @@ type StreamState struct {
 	ETASeconds float64 `json:"eta_seconds"`
 	CaughtUp   bool    `json:"caught_up"`
 	LastError  string  `json:"last_error,omitempty"`
+	// RecheckPending is how many fetched windows have a recheck due
+	// (sources.*.recheck, late records, C3).
+	RecheckPending int `json:"recheck_pending"`
 	// Sinks is every sink's lag on the stream (a running collector only).
 	Sinks []SinkLag `json:"sinks,omitempty"`
 	// Blocked is set while the API refuses the stream with an error a
@@ -203,7 +208,7 @@ func Print(w io.Writer, states []StreamState, asJSON bool) error {
 	for _, s := range states {
 		sinks = sinks || len(s.Sinks) > 0
 	}
-	header := "SOURCE\tACCOUNT\tWATERMARK\tLAG\tIN FLIGHT\tDELIVERED\tWINDOWS LEFT\tETA\tLAST ERROR"
+	header := "SOURCE\tACCOUNT\tWATERMARK\tLAG\tIN FLIGHT\tDELIVERED\tWINDOWS LEFT\tETA\tRECHECKS DUE\tLAST ERROR"
 	if sinks {
 		header += "\tSINKS: PENDING"
 	}
@@ -232,7 +237,7 @@ func Print(w io.Writer, states []StreamState, asJSON bool) error {
 		if len(errText) > 60 {
 			errText = errText[:57] + "..."
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s", s.Source, s.Account, wm, lag, inflight, s.Delivered, s.WindowsLeft, eta, errText)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\t%s", s.Source, s.Account, wm, lag, inflight, s.Delivered, s.WindowsLeft, eta, s.RecheckPending, errText)
 		if sinks {
 			fmt.Fprintf(tw, "\t%s", sinkLags(s.Sinks))
 		}
@@ -263,4 +268,23 @@ func roundDuration(d time.Duration) string {
 	default:
 		return d.Round(time.Second).String()
 	}
+}
+
+// AddRecheckPending sets RecheckPending of each state line from the
+// stream's stored window log (windows) and its source's recheck points in
+// cfg, at now.
+func AddRecheckPending(ctx context.Context, cfg catalog.Config, states []StreamState, windows func(context.Context, record.Stream) ([]checkpoint.Window, error), now time.Time) error {
+	for i := range states {
+		k := record.Stream{Source: states[i].Source, Account: states[i].Account}
+		ws, err := windows(ctx, k)
+		if err != nil {
+			return err
+		}
+		log := make([]recheck.Window, len(ws))
+		for j, w := range ws {
+			log[j] = recheck.Window(w)
+		}
+		states[i].RecheckPending = cfg.Sources.Resolve(k.Source).RecheckConfig(cfg.Edge.MaxRows).Pending(log, now)
+	}
+	return nil
 }

@@ -55,6 +55,12 @@ type Priority struct {
 	// Fresh marks a request for the newest data: a window that ends within
 	// one interval of now - lag, or a token renewal. Fresh beats backfill.
 	Fresh bool
+	// Recheck marks a request that asks a recently fetched window again
+	// for late records (C3): after fresh requests, before backfill, so
+	// that a long backfill cannot starve rechecks until their windows
+	// leave the log. What rechecks spend is bounded apart (the recheck
+	// share), so they never take more than that from a backfill.
+	Recheck bool
 }
 
 // Budget holds one token bucket per (user, functionality) (CONTRACT C4),
@@ -204,6 +210,9 @@ func (k *Bucket) broadcast() {
 func (k *Bucket) better(a, b *waiter) bool {
 	if a.p.Fresh != b.p.Fresh {
 		return a.p.Fresh
+	}
+	if a.p.Recheck != b.p.Recheck {
+		return a.p.Recheck
 	}
 	if sa, sb := k.served[a.p.Account], k.served[b.p.Account]; sa != sb {
 		return sa < sb

@@ -175,6 +175,23 @@ func TestBudget_C4_FreshWindowsGoBeforeBackfill(t *testing.T) {
 	}
 }
 
+// Rechecks (C3: late records) go after fresh windows and before
+// backfill, whatever the accounts served so far: a backfill of another
+// account must not starve them until their windows leave the log.
+func TestBudget_C4_RechecksGoAfterFreshBeforeBackfill(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	order := grants(t, []Priority{
+		{Account: "b", WindowEnd: t0},
+		{Account: "a", WindowEnd: t0.Add(47 * time.Hour), Recheck: true},
+		{Account: "b", WindowEnd: t0.Add(time.Hour)},
+		{Account: "a", WindowEnd: t0.Add(48 * time.Hour), Fresh: true},
+	})
+	want := []int{3, 1, 2, 0}
+	if !slices.Equal(order, want) {
+		t.Fatalf("order = %v, want %v", order, want)
+	}
+}
+
 // DESIGN item 3: accounts take turns among equal priority.
 func TestBudget_C4_AccountsTakeTurns(t *testing.T) {
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)

@@ -7,7 +7,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/record"
@@ -21,6 +23,9 @@ type Store struct {
 	mu      sync.Mutex
 	states  map[record.Stream]checkpoint.State
 	commits []map[record.Stream]checkpoint.State
+	windows map[record.Stream][]checkpoint.Window
+	alerts  map[record.Stream]map[string]checkpoint.AlertMark
+	applied []checkpoint.Changes
 	err     error
 	closed  bool
 }
@@ -47,6 +52,15 @@ func (s *Store) Commits() []map[record.Stream]checkpoint.State {
 	return out
 }
 
+// Applied returns every successful Apply, Commit and CommitMany, in order,
+// one Changes per call (maps shared with the caller's: do not change
+// them).
+func (s *Store) Applied() []checkpoint.Changes {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.applied)
+}
+
 // Load implements checkpoint.Store.
 func (s *Store) Load(ctx context.Context, k record.Stream) (checkpoint.State, bool, error) {
 	s.mu.Lock()
@@ -68,20 +82,103 @@ func (s *Store) CommitMany(ctx context.Context, m map[record.Stream]checkpoint.S
 	if len(m) == 0 {
 		return nil
 	}
+	return s.Apply(ctx, checkpoint.Changes{States: m})
+}
+
+// Apply implements checkpoint.Store with the DB's semantics, without its
+// bounds on entries.
+func (s *Store) Apply(ctx context.Context, c checkpoint.Changes) error {
+	if c.Empty() {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k := range m {
-		if err := s.usable(ctx, k); err != nil {
-			return fmt.Errorf("commit %d checkpoints: %w", len(m), err)
+	for _, ks := range [][]record.Stream{slices.Collect(maps.Keys(c.States)), slices.Collect(maps.Keys(c.Windows)), slices.Collect(maps.Keys(c.Alerts))} {
+		for _, k := range ks {
+			if err := s.usable(ctx, k); err != nil {
+				return fmt.Errorf("commit checkpoints: %w", err)
+			}
 		}
 	}
-	if s.states == nil {
-		s.states = make(map[record.Stream]checkpoint.State)
+	for k, a := range c.Alerts {
+		for uuid := range a.Put {
+			if uuid == "" {
+				return fmt.Errorf("alert marks of %s: alert mark without uuid", k)
+			}
+		}
 	}
-	c := cloneMap(m)
-	maps.Copy(s.states, c)
-	s.commits = append(s.commits, cloneMap(c))
+	if len(c.States) > 0 {
+		if s.states == nil {
+			s.states = make(map[record.Stream]checkpoint.State)
+		}
+		st := cloneMap(c.States)
+		maps.Copy(s.states, st)
+		s.commits = append(s.commits, cloneMap(st))
+	}
+	for k, w := range c.Windows {
+		if s.windows == nil {
+			s.windows = map[record.Stream][]checkpoint.Window{}
+		}
+		s.windows[k] = applyWindows(s.windows[k], w)
+	}
+	for k, a := range c.Alerts {
+		if s.alerts == nil {
+			s.alerts = map[record.Stream]map[string]checkpoint.AlertMark{}
+		}
+		m := s.alerts[k]
+		if m == nil {
+			m = map[string]checkpoint.AlertMark{}
+		}
+		maps.Copy(m, a.Put)
+		if !a.PruneCreatedBefore.IsZero() {
+			maps.DeleteFunc(m, func(_ string, am checkpoint.AlertMark) bool {
+				return am.Create.Truncate(time.Millisecond).Before(a.PruneCreatedBefore.Truncate(time.Millisecond))
+			})
+		}
+		s.alerts[k] = m
+	}
+	s.applied = append(s.applied, c)
 	return nil
+}
+
+func applyWindows(log []checkpoint.Window, c checkpoint.WindowChanges) []checkpoint.Window {
+	log = slices.Clone(log)
+	for _, d := range c.Delete {
+		log = slices.DeleteFunc(log, func(w checkpoint.Window) bool { return w.Start.Equal(d) })
+	}
+	for _, p := range c.Put {
+		log = slices.DeleteFunc(log, func(w checkpoint.Window) bool { return w.Start.Equal(p.Start) })
+		log = append(log, p)
+	}
+	if !c.PruneBefore.IsZero() {
+		log = slices.DeleteFunc(log, func(w checkpoint.Window) bool { return !w.End.After(c.PruneBefore) })
+	}
+	slices.SortFunc(log, func(a, b checkpoint.Window) int { return a.Start.Compare(b.Start) })
+	return log
+}
+
+// Windows implements checkpoint.Store.
+func (s *Store) Windows(ctx context.Context, k record.Stream) ([]checkpoint.Window, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(ctx, k); err != nil {
+		return nil, fmt.Errorf("load window log of %s: %w", k, err)
+	}
+	return slices.Clone(s.windows[k]), nil
+}
+
+// Alerts implements checkpoint.Store.
+func (s *Store) Alerts(ctx context.Context, k record.Stream) (map[string]checkpoint.AlertMark, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(ctx, k); err != nil {
+		return nil, fmt.Errorf("load alert marks of %s: %w", k, err)
+	}
+	out := maps.Clone(s.alerts[k])
+	if out == nil {
+		out = map[string]checkpoint.AlertMark{}
+	}
+	return out, nil
 }
 
 // All implements checkpoint.Store.
@@ -101,13 +198,16 @@ func (s *Store) Reset(ctx context.Context, source, account string) (int, error) 
 	if err := s.usable(ctx, record.Stream{Source: source, Account: account}); err != nil {
 		return 0, fmt.Errorf("reset checkpoints of %s: %w", source, err)
 	}
+	match := func(k record.Stream) bool { return k.Source == source && (account == "" || k.Account == account) }
 	n := 0
 	for k := range s.states {
-		if k.Source == source && (account == "" || k.Account == account) {
+		if match(k) {
 			delete(s.states, k)
 			n++
 		}
 	}
+	maps.DeleteFunc(s.windows, func(k record.Stream, _ []checkpoint.Window) bool { return match(k) })
+	maps.DeleteFunc(s.alerts, func(k record.Stream, _ map[string]checkpoint.AlertMark) bool { return match(k) })
 	return n, nil
 }
 

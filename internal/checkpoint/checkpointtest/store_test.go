@@ -3,6 +3,9 @@ package checkpointtest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -41,5 +44,76 @@ func TestTheFakeRecordsCommitsAndCopiesStates(t *testing.T) {
 	s.Close()
 	if _, err := s.All(ctx); !errors.Is(err, checkpoint.ErrClosed) {
 		t.Fatalf("All after Close = %v", err)
+	}
+}
+
+// The fake keeps window logs and alert marks as the bbolt store does, so
+// that a test of the pipeline on the fake says what the real store would
+// hold.
+func TestTheFakeAppliesWindowLogsAndAlertMarksAsTheDBDoes(t *testing.T) {
+	ctx := context.Background()
+	db, err := checkpoint.Open(filepath.Join(t.TempDir(), "cp.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var fake Store
+	rng := rand.New(rand.NewPCG(3, 4))
+	t0 := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	hour := func(i int) checkpoint.Window {
+		return checkpoint.Window{Start: t0.Add(time.Duration(i) * time.Hour), End: t0.Add(time.Duration(i+1) * time.Hour),
+			Count: rng.Int64N(100), FetchedAt: t0.Add(48 * time.Hour), Stage: rng.IntN(3)}
+	}
+	streams := []record.Stream{{Source: "dns", Account: "a"}, {Source: "edge_alerts", Account: "b"}}
+	for range 200 {
+		c := checkpoint.Changes{Windows: map[record.Stream]checkpoint.WindowChanges{}, Alerts: map[record.Stream]checkpoint.AlertChanges{}}
+		k := streams[rng.IntN(len(streams))]
+		var w checkpoint.WindowChanges
+		for range rng.IntN(3) {
+			w.Delete = append(w.Delete, hour(rng.IntN(30)).Start)
+		}
+		for range rng.IntN(4) {
+			w.Put = append(w.Put, hour(rng.IntN(30)))
+		}
+		if rng.IntN(8) == 0 {
+			w.PruneBefore = t0.Add(time.Duration(rng.IntN(30)) * time.Hour)
+		}
+		c.Windows[k] = w
+		a := checkpoint.AlertChanges{Put: map[string]checkpoint.AlertMark{}}
+		for range rng.IntN(4) {
+			a.Put[fmt.Sprintf("u%d", rng.IntN(40))] = checkpoint.AlertMark{Update: t0.Add(time.Duration(rng.IntN(1e6)) * time.Millisecond), Create: t0.Add(time.Duration(rng.IntN(40)) * time.Minute)}
+		}
+		if rng.IntN(8) == 0 {
+			a.PruneCreatedBefore = t0.Add(time.Duration(rng.IntN(40)) * time.Minute)
+		}
+		c.Alerts[k] = a
+		if err := db.Apply(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if err := fake.Apply(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range streams {
+		dw, _ := db.Windows(ctx, k)
+		fw, _ := fake.Windows(ctx, k)
+		if len(dw) != len(fw) {
+			t.Fatalf("%s: db has %d windows, fake %d", k, len(dw), len(fw))
+		}
+		for i := range dw {
+			if !dw[i].Start.Equal(fw[i].Start) || dw[i].Count != fw[i].Count || dw[i].Stage != fw[i].Stage {
+				t.Fatalf("%s: window %d: db %+v, fake %+v", k, i, dw[i], fw[i])
+			}
+		}
+		da, _ := db.Alerts(ctx, k)
+		fa, _ := fake.Alerts(ctx, k)
+		if len(da) != len(fa) {
+			t.Fatalf("%s: db has %d alerts, fake %d", k, len(da), len(fa))
+		}
+		for u, m := range da {
+			if f, ok := fa[u]; !ok || !f.Update.Equal(m.Update) || !f.Create.Equal(m.Create) {
+				t.Fatalf("%s: alert %s: db %+v, fake %+v", k, u, m, f)
+			}
+		}
 	}
 }

@@ -44,9 +44,23 @@ type alertKey struct {
 // Observe records raw and reports whether it is new or its update_time
 // grew. An alert without uuid cannot be tracked and always counts as new.
 func (a *Tracker) Observe(raw json.RawMessage) bool {
+	_, _, changed := a.ObserveMark(raw)
+	return changed
+}
+
+// Mark is what the tracker keeps of one alert: its greatest update_time
+// and its create_time, to the millisecond (C6).
+type Mark struct {
+	Update, Create time.Time
+}
+
+// ObserveMark is Observe that also returns the alert's uuid and its mark
+// as it now stands, for the caller to persist when changed; the uuid is
+// "" for an alert that cannot be tracked.
+func (a *Tracker) ObserveMark(raw json.RawMessage) (uuid string, m Mark, changed bool) {
 	var k alertKey
 	if json.Unmarshal(raw, &k) != nil || k.UUID == "" {
-		return true
+		return "", Mark{}, true
 	}
 	create := msOf(k.CreateTime)
 	update := msOf(k.UpdateTime)
@@ -55,10 +69,41 @@ func (a *Tracker) Observe(raw json.RawMessage) bool {
 	}
 	old, ok := a.seen[k.UUID]
 	if ok && update <= old.update {
-		return false
+		return k.UUID, old.mark(), false
 	}
-	a.seen[k.UUID] = alertSeen{update: update, create: create}
-	return true
+	s := alertSeen{update: update, create: create}
+	a.seen[k.UUID] = s
+	return k.UUID, s.mark(), true
+}
+
+func (s alertSeen) mark() Mark {
+	return Mark{Update: time.UnixMilli(s.update).UTC(), Create: time.UnixMilli(s.create).UTC()}
+}
+
+// Seed sets the mark of uuid as loaded from the checkpoint, so that a
+// restart emits only the alerts that changed since.
+func (a *Tracker) Seed(uuid string, m Mark) {
+	if uuid == "" {
+		return
+	}
+	a.seen[uuid] = alertSeen{update: m.Update.UnixMilli(), create: m.Create.UnixMilli()}
+}
+
+// Len returns how many alerts the tracker remembers.
+func (a *Tracker) Len() int { return len(a.seen) }
+
+// Creates returns the creation times of the alerts remembered that were
+// created in [from, to): what sizes the windows of a follow
+// (recheck.FollowWindows).
+func (a *Tracker) Creates(from, to time.Time) []time.Time {
+	f, t := from.UnixMilli(), to.UnixMilli()
+	var out []time.Time
+	for _, s := range a.seen {
+		if s.create >= f && s.create < t {
+			out = append(out, time.UnixMilli(s.create).UTC())
+		}
+	}
+	return out
 }
 
 func msOf(raw json.RawMessage) int64 {
@@ -95,4 +140,19 @@ func (a *Tracker) Prune(from time.Time) {
 			delete(a.seen, id)
 		}
 	}
+}
+
+// Known reports whether the tracker has a mark for uuid.
+func (a *Tracker) Known(uuid string) bool {
+	_, ok := a.seen[uuid]
+	return ok
+}
+
+// UUID returns the uuid of an alert record, "" when it has none.
+func UUID(raw json.RawMessage) string {
+	var k alertKey
+	if json.Unmarshal(raw, &k) != nil {
+		return ""
+	}
+	return k.UUID
 }

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/window"
 )
@@ -54,6 +55,14 @@ type EdgeConfig struct {
 	// AlertUpdateLookback is the trailing period re-asked for alert
 	// updates. Default 24h; 0 turns the re-ask off.
 	AlertUpdateLookback time.Duration `koanf:"alert_update_lookback"`
+	// AlertFollow is how long after its creation an alert is still
+	// followed for updates, past the lookback, at a bounded cost
+	// (recheck.FollowWindows): every AlertFollowInterval the alerts
+	// created in [now - AlertFollow, now - lookback) are asked again.
+	// Default 168h (7 days); 0 (or not more than the lookback) turns
+	// following off.
+	AlertFollow         time.Duration `koanf:"alert_follow"`
+	AlertFollowInterval time.Duration `koanf:"alert_follow_interval"`
 	// Timeout bounds one request. Default 125s.
 	Timeout time.Duration `koanf:"timeout"`
 	// Rate is the edge bucket; limits are unpublished, default 480/1h.
@@ -108,6 +117,14 @@ type SourceOverride struct {
 	Overlap   *time.Duration `koanf:"overlap"`
 	Filters   []Filter       `koanf:"filters"`
 	Returns   []string       `koanf:"returns"`
+	// Recheck are the recheck points after a window's end at which its
+	// count is asked again for late records (C3); an empty list turns
+	// rechecks off. RecheckHorizon is how long a window stays in the log
+	// (0: the last point plus 1h); RecheckShare the most of each
+	// functionality's budget rechecks spend. See package recheck.
+	Recheck        *[]time.Duration `koanf:"recheck"`
+	RecheckHorizon *time.Duration   `koanf:"recheck_horizon"`
+	RecheckShare   *float64         `koanf:"recheck_share"`
 }
 
 // SourcesConfig maps "default" and source names to their blocks.
@@ -126,17 +143,37 @@ type SourceSettings struct {
 	Overlap   time.Duration
 	Filters   []Filter
 	Returns   []string
+	// Recheck, RecheckHorizon and RecheckShare: see SourceOverride.
+	Recheck        []time.Duration
+	RecheckHorizon time.Duration
+	RecheckShare   float64
+}
+
+// RecheckConfig returns the recheck configuration of the settings, with
+// the edge API's max_rows (C6).
+func (r SourceSettings) RecheckConfig(edgeMaxRows int) recheck.Config {
+	c := recheck.DefaultConfig()
+	c.Offsets = slices.Clone(r.Recheck)
+	c.Horizon = r.RecheckHorizon
+	c.Share = r.RecheckShare
+	if edgeMaxRows > 0 {
+		c.EdgeMaxRows = int64(edgeMaxRows)
+	}
+	return c
 }
 
 // DefaultSource returns the built-in source settings: enabled, start 24h
-// back, lag 30m, interval 5m, max_window 7 days, no overlap.
+// back, lag 30m, interval 5m, max_window 7 days, no overlap, rechecks at
+// 1h, 6h and 24h with 10% of the budget.
 func DefaultSource() SourceSettings {
 	return SourceSettings{
-		Enabled:   true,
-		Start:     "24h",
-		Lag:       30 * time.Minute,
-		Interval:  5 * time.Minute,
-		MaxWindow: MaxWindowLimit,
+		Enabled:      true,
+		Start:        "24h",
+		Lag:          30 * time.Minute,
+		Interval:     5 * time.Minute,
+		MaxWindow:    MaxWindowLimit,
+		Recheck:      recheck.DefaultOffsets(),
+		RecheckShare: recheck.DefaultShare,
 	}
 }
 
@@ -148,6 +185,8 @@ func DefaultEdgeConfig() EdgeConfig {
 		MaxRows:             10000,
 		AlertStatusFilter:   "OPEN,IN_PROGRESS,CLOSED",
 		AlertUpdateLookback: 24 * time.Hour,
+		AlertFollow:         7 * Day,
+		AlertFollowInterval: time.Hour,
 		Timeout:             conn.Timeout,
 		Rate:                conn.Rate,
 	}
@@ -163,6 +202,7 @@ func DefaultConfig() Config {
 		Sources: SourcesConfig{DefaultSourcesKey: {
 			Enabled: &d.Enabled, Start: &d.Start, Lag: &d.Lag, Interval: &d.Interval,
 			MaxWindow: &d.MaxWindow, Overlap: &d.Overlap,
+			Recheck: &d.Recheck, RecheckHorizon: &d.RecheckHorizon, RecheckShare: &d.RecheckShare,
 		}},
 	}
 }
@@ -202,6 +242,15 @@ func (r *SourceSettings) apply(o SourceOverride) {
 	}
 	if o.Returns != nil {
 		r.Returns = slices.Clone(o.Returns)
+	}
+	if o.Recheck != nil {
+		r.Recheck = slices.Clone(*o.Recheck)
+	}
+	if o.RecheckHorizon != nil {
+		r.RecheckHorizon = *o.RecheckHorizon
+	}
+	if o.RecheckShare != nil {
+		r.RecheckShare = *o.RecheckShare
 	}
 }
 
@@ -307,6 +356,12 @@ func (c EdgeConfig) validate(p string) []error {
 	if c.AlertUpdateLookback < 0 {
 		add("alert_update_lookback", "must not be negative")
 	}
+	if c.AlertFollow < 0 {
+		add("alert_follow", "must not be negative")
+	}
+	if c.AlertFollow > c.AlertUpdateLookback && c.AlertFollowInterval <= 0 {
+		add("alert_follow_interval", "must be positive while alert_follow is set")
+	}
 	if err := checkAccount(c.Account); err != nil {
 		add("account", "%v", err)
 	}
@@ -368,6 +423,11 @@ func (r SourceSettings) validate(p string) []error {
 	if r.Overlap < 0 {
 		add("overlap", "must not be negative")
 	}
+	if err := r.RecheckConfig(0).Validate(); err != nil {
+		for _, e := range flatten(err) {
+			errs = append(errs, fmt.Errorf("%s.%w", p, e))
+		}
+	}
 	for i, f := range r.Filters {
 		if err := f.validate(); err != nil {
 			add(fmt.Sprintf("filters[%d]", i), "%v", err)
@@ -422,4 +482,12 @@ func checkAccount(a string) error {
 		return fmt.Errorf("%q holds a control character", a)
 	}
 	return nil
+}
+
+// flatten returns the errors joined in err, one each.
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }

@@ -59,6 +59,7 @@ func TestConfig_YAMLOverridesOnlyWhatItNames(t *testing.T) {
 		Enabled: true, Start: "7d", Lag: 10 * time.Minute, Interval: time.Minute, MaxWindow: Day,
 		Filters: []Filter{{Expression: "eq", Field: "fqdn", Value: "example.com"}, {Expression: "in", Field: "mid", Values: []string{"1", "2"}}},
 		Returns: []string{"createdTime", "fqdn"},
+		Recheck: DefaultSource().Recheck, RecheckShare: DefaultSource().RecheckShare,
 	}
 	if !reflect.DeepEqual(dns, wantDNS) {
 		t.Errorf("dns = %+v\nwant %+v", dns, wantDNS)

@@ -57,6 +57,9 @@ type Config struct {
 	Interval time.Duration
 	// Overlap is sources.default.overlap; 0 writes none.
 	Overlap time.Duration
+	// Recheck is sources.default.recheck as YAML ("[1m, 3m]", "[]" for
+	// off); "" writes none (the collector's default).
+	Recheck string
 
 	// PageRows is api.page_rows; 0 writes none.
 	PageRows int
@@ -164,6 +167,9 @@ func (c *Collector) yaml() string {
 	duration("lag", cfg.Lag, 2*time.Minute)
 	duration("overlap", cfg.Overlap, 0)
 	duration("interval", cfg.Interval, time.Second)
+	if cfg.Recheck != "" {
+		fmt.Fprintf(&b, "    recheck: %s\n", cfg.Recheck)
+	}
 	for _, s := range cfg.Sources {
 		fmt.Fprintf(&b, "  %s: {enabled: true}\n", s)
 	}

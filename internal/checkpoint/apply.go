@@ -1,0 +1,269 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/svcexport/collector/internal/record"
+)
+
+// Default bounds of the per-stream logs (WithWindowLimit, WithAlertLimit).
+const (
+	// DefaultWindowLimit bounds a stream's window log: 10,000 entries are
+	// more than a day of 10-second windows, and about 1.5 MB.
+	DefaultWindowLimit = 10_000
+	// DefaultAlertLimit bounds a stream's alert marks, as the poller's
+	// in-memory tracker does (about 60 bytes a mark on disk).
+	DefaultAlertLimit = 1 << 20
+)
+
+// Changes are what one Apply stores, in one transaction: either all of it
+// or nothing. The zero value stores nothing.
+//
+// At-least-once: the pipeline puts a stream's State, its window log
+// entries and its alert marks into Changes only after the sink
+// acknowledged every page they cover. A window log entry is written only
+// when the window's pages are acknowledged, and an alert mark only when
+// the alert's record is; a crash before the commit loses the entry or the
+// mark, never a record: the window is fetched again (its records come
+// twice, with the same C7 ids) and the alert is emitted again.
+type Changes struct {
+	// States are stored as Commit stores them.
+	States map[record.Stream]State
+	// Windows change the streams' window logs.
+	Windows map[record.Stream]WindowChanges
+	// Alerts change the streams' alert marks.
+	Alerts map[record.Stream]AlertChanges
+}
+
+// Merge folds later, changes that come after c, into c (State: the later
+// wins; window logs and alert marks: WindowChanges.Merge and
+// AlertChanges.Merge). Maps of c are created as needed; later is not
+// changed.
+func (c *Changes) Merge(later Changes) {
+	if len(later.States) > 0 {
+		if c.States == nil {
+			c.States = make(map[record.Stream]State, len(later.States))
+		}
+		maps.Copy(c.States, later.States)
+	}
+	for k, w := range later.Windows {
+		if c.Windows == nil {
+			c.Windows = map[record.Stream]WindowChanges{}
+		}
+		cw := c.Windows[k]
+		cw.Merge(w)
+		c.Windows[k] = cw
+	}
+	for k, a := range later.Alerts {
+		if c.Alerts == nil {
+			c.Alerts = map[record.Stream]AlertChanges{}
+		}
+		ca := c.Alerts[k]
+		ca.Merge(a)
+		c.Alerts[k] = ca
+	}
+}
+
+// Empty reports whether c stores nothing.
+func (c Changes) Empty() bool {
+	for _, w := range c.Windows {
+		if !w.empty() {
+			return false
+		}
+	}
+	for _, a := range c.Alerts {
+		if !a.empty() {
+			return false
+		}
+	}
+	return len(c.States) == 0
+}
+
+// Apply implements Store: all of c in one fsynced transaction. A zero
+// State.Updated is set to the store's clock. An invalid key, window or
+// alert uuid stores nothing and is an error.
+func (d *DB) Apply(ctx context.Context, c Changes) error {
+	return d.apply(ctx, c, fmt.Sprintf("commit %d checkpoints, %d window logs and %d alert marks", len(c.States), len(c.Windows), len(c.Alerts)))
+}
+
+func (d *DB) apply(ctx context.Context, c Changes, what string) error {
+	if err := d.usable(ctx); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if c.Empty() {
+		return nil
+	}
+	type kv struct{ k, v []byte }
+	puts := make([]kv, 0, len(c.States))
+	now := time.Time{}
+	for k, s := range c.States {
+		if err := validateKey(k); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if s.Updated.IsZero() {
+			if now.IsZero() {
+				now = d.now()
+			}
+			s.Updated = now
+		}
+		v, err := encodeState(s)
+		if err != nil {
+			return fmt.Errorf("%s: key %s: %w", what, k, err)
+		}
+		puts = append(puts, kv{encodeKey(k), v})
+	}
+	for k, w := range c.Windows {
+		if err := validateKey(k); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		for _, e := range w.Put {
+			if err := validWindow(e); err != nil {
+				return fmt.Errorf("%s: window log of %s: %w", what, k, err)
+			}
+		}
+	}
+	for k := range c.Alerts {
+		if err := validateKey(k); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	// Streams in a fixed order: the same changes make the same file.
+	wkeys := slices.SortedFunc(maps.Keys(c.Windows), compareStreams)
+	akeys := slices.SortedFunc(maps.Keys(c.Alerts), compareStreams)
+	var droppedW, droppedA int
+	err := d.update(func(tx *bolt.Tx) error {
+		droppedW, droppedA = 0, 0
+		b, err := d.states(tx)
+		if err != nil {
+			return err
+		}
+		for _, p := range puts {
+			if err := b.Put(p.k, p.v); err != nil {
+				return err
+			}
+		}
+		for _, k := range wkeys {
+			n, err := applyWindows(tx, k, c.Windows[k], d.windowLimit)
+			if err != nil {
+				return fmt.Errorf("window log of %s: %w", k, err)
+			}
+			droppedW += n
+		}
+		for _, k := range akeys {
+			n, err := applyAlerts(tx, k, c.Alerts[k], d.alertLimit)
+			if err != nil {
+				return fmt.Errorf("alert marks of %s: %w", k, err)
+			}
+			droppedA += n
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s to %s: %w", what, d.path, err)
+	}
+	d.droppedWindows.Add(int64(droppedW))
+	d.droppedAlerts.Add(int64(droppedA))
+	return nil
+}
+
+func compareStreams(a, b record.Stream) int {
+	if a.Source != b.Source {
+		if a.Source < b.Source {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a.Account < b.Account:
+		return -1
+	case a.Account > b.Account:
+		return 1
+	}
+	return 0
+}
+
+// Windows implements Store: k's window log, sorted by start.
+func (d *DB) Windows(ctx context.Context, k record.Stream) ([]Window, error) {
+	if err := d.usable(ctx); err != nil {
+		return nil, fmt.Errorf("load window log of %s: %w", k, err)
+	}
+	if err := validateKey(k); err != nil {
+		return nil, fmt.Errorf("load window log: %w", err)
+	}
+	var out []Window
+	err := d.view(func(tx *bolt.Tx) (err error) {
+		out, err = readWindows(tx, k)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint file %s: window log of %s: %w", d.path, k, err)
+	}
+	return out, nil
+}
+
+// Alerts implements Store: k's alert marks by uuid.
+func (d *DB) Alerts(ctx context.Context, k record.Stream) (map[string]AlertMark, error) {
+	if err := d.usable(ctx); err != nil {
+		return nil, fmt.Errorf("load alert marks of %s: %w", k, err)
+	}
+	if err := validateKey(k); err != nil {
+		return nil, fmt.Errorf("load alert marks: %w", err)
+	}
+	var out map[string]AlertMark
+	err := d.view(func(tx *bolt.Tx) (err error) {
+		out, err = readAlerts(tx, k)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint file %s: alert marks of %s: %w", d.path, k, err)
+	}
+	return out, nil
+}
+
+// Dropped returns how many window log entries and alert marks the bounds
+// (WithWindowLimit, WithAlertLimit) dropped since Open: entries a stream
+// could not keep because it had too many, oldest first. A dropped window
+// is never rechecked; a dropped alert is emitted again if it changes.
+func (d *DB) Dropped() (windows, alerts int64) {
+	return d.droppedWindows.Load(), d.droppedAlerts.Load()
+}
+
+// checkLogs decodes every window log entry and alert mark in tx, so that
+// Open finds a damaged one rather than a stream in the middle of a run.
+func checkLogs(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketWindows, bucketAlerts} {
+		root := tx.Bucket(name)
+		if root == nil {
+			continue // a file of a version before the logs
+		}
+		err := root.ForEach(func(key, v []byte) error {
+			if v != nil {
+				return fmt.Errorf("unexpected value %q in bucket %s: %w", key, name, ErrCorrupt)
+			}
+			k, err := decodeKey(key)
+			if err != nil {
+				return err
+			}
+			if bytes.Equal(name, bucketWindows) {
+				_, err = readWindows(tx, k)
+			} else {
+				_, err = readAlerts(tx, k)
+			}
+			if err != nil {
+				return fmt.Errorf("%s of %s: %w", name, k, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,167 @@
+package pipeline
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/recheck"
+	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/sink/sinktest"
+	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/catalog"
+	"github.com/svcexport/collector/internal/testinfra/simtest"
+)
+
+// fastClock runs speed times faster than the wall clock; the simulator
+// and the collector share it, so that an hour of API time passes in two
+// minutes.
+type fastClock struct {
+	base  time.Time
+	speed float64
+}
+
+func (c fastClock) Now() time.Time {
+	return c.base.Add(time.Duration(float64(time.Since(c.base)) * c.speed))
+}
+
+func (c fastClock) After(d time.Duration) <-chan time.Time {
+	return time.After(time.Duration(float64(d) / c.speed))
+}
+
+// recheckRun runs real pollers of dns/acme on the simulator (records up
+// to 20 min late, C3) into a real bbolt checkpoint until the API clock
+// reached until, and returns the recorded batches.
+func recheckRun(t *testing.T, srv *apisim.Server, clk fastClock, path string, start, until time.Time, reg *prometheus.Registry) []*sinktest.Recorder {
+	t.Helper()
+	cfg := catalog.DefaultConfig()
+	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = srv.URL(), "sim-key", secret.New("sim-secret")
+	cfg.API.Retry = api.RetryConfig{Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond}
+	cfg.Accounts = []string{"acme"}
+	off := false
+	cfg.Sources[catalog.DefaultSourcesKey] = catalog.SourceOverride{Enabled: &off}
+	on, lag, interval, from := true, time.Minute, 30*time.Second, start.Format(time.RFC3339)
+	points := []time.Duration{10 * time.Minute, 25 * time.Minute}
+	cfg.Sources["dns"] = catalog.SourceOverride{Enabled: &on, Lag: &lag, Interval: &interval, Start: &from, Recheck: &points}
+	rm, err := recheck.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := source.Build(cfg, nil, source.Options{Client: api.Options{Clock: clk}, RecheckMetrics: rm}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := checkpoint.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rec := &sinktest.Recorder{}
+	pl := New(DefaultConfig(), db, []Target{{Name: "file", Sink: rec}}, []Producer{set.Pollers[0]}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := pl.Run(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	for clk.Now().Before(until) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	return []*sinktest.Recorder{rec}
+}
+
+// Pollers log every committed window in the checkpoint and ask the due
+// ones again: records that became visible after their window was fetched
+// are delivered, and a restart resumes the log from the bbolt file.
+func TestRechecksRecoverLateRecordsThroughTheCheckpoint(t *testing.T) {
+	clk := fastClock{base: time.Now(), speed: 30}
+	srv := simtest.Start(t, func(c *apisim.Config) {
+		c.Now = clk.Now
+		c.LateMax = 20 * time.Minute
+		c.WaveAmplitude, c.BurstProbability = 0, 0
+	})
+	path := filepath.Join(t.TempDir(), "checkpoint.db")
+	start := clk.Now().Add(-10 * time.Minute).Truncate(time.Minute)
+	reg1, reg2 := prometheus.NewRegistry(), prometheus.NewRegistry()
+	recs := recheckRun(t, srv, clk, path, start, start.Add(25*time.Minute), reg1)
+	k := record.Stream{Source: "dns", Account: "acme"}
+	db, err := checkpoint.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := db.Windows(context.Background(), k)
+	db.Close()
+	if err != nil || len(ws) == 0 {
+		t.Fatalf("window log after the first run: %d entries, %v", len(ws), err)
+	}
+	recs = append(recs, recheckRun(t, srv, clk, path, start, start.Add(42*time.Minute), reg2)...)
+
+	seen := map[string]time.Time{}
+	for _, r := range recs {
+		for _, b := range r.Batches() {
+			for _, e := range b.Envelopes {
+				seen[e.ID] = e.Time
+			}
+		}
+	}
+	// Every record of [start, now - last point - late_max margin) is
+	// visible and was rechecked at its last point.
+	to := clk.Now().Add(-27 * time.Minute)
+	var got record.Digest
+	for id, tm := range seen {
+		if !tm.Before(start) && tm.Before(to) {
+			if err := got.Add(id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	n, x := srv.Truth("dns", "acme", start, to)
+	recovered := testutil.ToFloat64(counterOf(t, reg1, "collector_recheck_rows_recovered_total")) +
+		testutil.ToFloat64(counterOf(t, reg2, "collector_recheck_rows_recovered_total"))
+	t.Logf("[%s, %s): %d records delivered, truth %d; %d rows recovered by rechecks; %d log entries after the first run",
+		record.FormatTime(start), record.FormatTime(to), got.Count, n, int64(recovered), len(ws))
+	if n < 50 {
+		t.Fatalf("truth holds only %d records: nothing to test", n)
+	}
+	if got.Count != n || got.Hex() != x {
+		t.Errorf("delivered %d records (xor %.8s), truth %d (xor %.8s)", got.Count, got.Hex(), n, x)
+	}
+	if recovered == 0 {
+		t.Errorf("no row recovered by rechecks")
+	}
+}
+
+// counterOf gathers the single series of name from reg.
+func counterOf(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				v += m.GetCounter().GetValue()
+			}
+		}
+	}
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name})
+	c.Add(v)
+	return c
+}

@@ -1,0 +1,60 @@
+// Package recheck decides which already fetched windows to ask the API
+// again for records that became visible after the window was fetched
+// (CONTRACT C3: a record may become visible minutes to hours after its
+// time), and how to find the part of a window that grew with few
+// requests. It is pure: no I/O, no goroutines, time comes in as an
+// argument (Limiter takes a clock function). The poller does the asking.
+//
+// # What it decides
+//
+//   - Config.Due: from a stream's window log (one Window per fetched
+//     window: bounds, count when fetched, edge id digest, recheck stage)
+//     and the recheck points (Config.Offsets after a window's end), the
+//     units due now: runs of adjacent due windows merged up to
+//     Config.MaxSpan, because counts add up over adjacent windows and one
+//     request counts the run. Units come oldest first (see Due).
+//   - Unit.Narrow: a state machine for a core unit. It asks for the
+//     unit's count (the first page's totalRows is the true size, C3); if
+//     the count changed it halves the run of windows, asks for the left
+//     half's count and derives the right half's from the parent's, and
+//     goes down the halves that changed, down to single logged windows or
+//     to a range small enough that fetching it costs no more than counting
+//     it (Config.RefetchRows). Its Result says what to fetch again, which
+//     log entries to store (with their new counts and stages), what
+//     shrank, and how many requests it made.
+//   - Unit.CompareEdge: edge windows have no totalRows (C6); a unit is
+//     fetched whole (one request) and compared window by window by count
+//     and id digest.
+//   - Limiter: rechecks spend at most a share of a functionality's budget
+//     over its period, so that fresh windows keep theirs.
+//   - FollowWindows: the windows in which edge alerts older than the
+//     update lookback are re-asked, bounded by the alert marks (follow.go
+//     says how and what it costs).
+//   - Metrics: the collector_recheck_* series.
+//
+// # Narrowing: why halves of the logged windows, and what it costs
+//
+// Only the count of each logged window when it was fetched is known, not
+// the counts of its parts; a count of a part now says nothing about
+// whether that part grew. So the narrowing splits only at the boundaries
+// of logged windows, whose old counts add up: for a run of n windows with
+// g of them grown, it makes at most 1 + g*ceil(log2 n) count requests
+// (one per level on each path to a grown window; the right half's count
+// is derived), and then fetches each grown window once. At the last
+// recheck point both halves are counted (at most 1 + 2*g*ceil(log2 n)):
+// a record that arrives in the left half between the parent's count and
+// the left's would make the derived right count too small and hide a
+// growth there; earlier stages catch that at the next point, because a
+// stored count never exceeds what was delivered, but the last one has no
+// next point. A range of at most Config.RefetchRows (two pages, 10,000
+// rows) is fetched whole instead of narrowed: that costs at most two
+// requests, narrowing it at least one count and one page; and when the
+// range was itself just counted, the count's first page is the first page
+// of the refetch (Refetch.Counted). Past Config.MaxRequests the ranges still changed are
+// fetched whole: the cap bounds counting, never what is recovered.
+//
+// It imports only package record; package checkpoint stores Window as
+// checkpoint.Window (the same fields: convert with Window(w)), and the
+// poller, the pipeline and the CLI wire it in. It must not import the API
+// client, the sources, the sinks, the checkpoint or the pipeline.
+package recheck

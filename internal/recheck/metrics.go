@@ -1,0 +1,99 @@
+package recheck
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/svcexport/collector/internal/record"
+)
+
+// Metrics are the collector_recheck_* series, per stream (labels source
+// and account, of bounded cardinality). Build one per process with
+// NewMetrics and share it between the pollers. A nil *Metrics is valid
+// and records nothing. Safe for concurrent use.
+type Metrics struct {
+	windows   *prometheus.CounterVec // log windows rechecked
+	grown     *prometheus.CounterVec // refetched ranges that grew
+	recovered *prometheus.CounterVec // rows the counts grew by, fetched again
+	lastPoint *prometheus.CounterVec // of which at a last recheck point
+	shrunk    *prometheus.CounterVec // rows the counts fell by
+	requests  *prometheus.CounterVec // requests made by rechecks
+	expired   *prometheus.CounterVec // windows that left the log with a recheck to go
+	pending   *prometheus.GaugeVec   // windows with a recheck due
+}
+
+// NewMetrics registers the recheck metrics on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	labels := []string{"source", "account"}
+	counter := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	m := &Metrics{
+		windows: counter("collector_recheck_windows_total",
+			"Fetched windows asked again for late records (CONTRACT C3), by stream."),
+		grown: counter("collector_recheck_windows_grown_total",
+			"Rechecked ranges whose count grew and that were fetched again: the platform made records visible after the window was fetched."),
+		recovered: counter("collector_recheck_rows_recovered_total",
+			"Rows by which rechecked counts grew and that were fetched again: records that a single fetch would have lost."),
+		lastPoint: counter("collector_recheck_rows_recovered_last_point_total",
+			"Rows recovered by rechecks that included a window's last recheck point: records later than every earlier point; later ones would stay lost."),
+		shrunk: counter("collector_recheck_rows_shrunk_total",
+			"Rows by which rechecked counts fell (retention, deletion); logged, never fixed."),
+		requests: counter("collector_recheck_requests_total",
+			"API requests made by rechecks: counts and edge re-asks (re-fetched pages are counted with the stream's pages)."),
+		expired: counter("collector_recheck_windows_expired_total",
+			"Windows that passed the recheck horizon with a recheck still to go: the budget share could not afford it."),
+		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "collector_recheck_pending",
+			Help: "Windows with a recheck due now, by stream."}, labels),
+	}
+	var errs []error
+	for _, c := range []prometheus.Collector{m.windows, m.grown, m.recovered, m.lastPoint, m.shrunk, m.requests, m.expired, m.pending} {
+		if err := reg.Register(c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Observe records the result of one unit's recheck on stream k.
+func (m *Metrics) Observe(k record.Stream, r Result) {
+	if m == nil {
+		return
+	}
+	m.windows.WithLabelValues(k.Source, k.Account).Add(float64(r.Windows()))
+	m.grown.WithLabelValues(k.Source, k.Account).Add(float64(r.Grown()))
+	m.recovered.WithLabelValues(k.Source, k.Account).Add(float64(r.Recovered))
+	if r.Final {
+		m.lastPoint.WithLabelValues(k.Source, k.Account).Add(float64(r.Recovered))
+	} else {
+		m.lastPoint.WithLabelValues(k.Source, k.Account).Add(0)
+	}
+	m.requests.WithLabelValues(k.Source, k.Account).Add(float64(r.Requests))
+	var fell int64
+	for _, s := range r.Shrunk {
+		fell += s.Before - s.After
+	}
+	m.shrunk.WithLabelValues(k.Source, k.Account).Add(float64(fell))
+}
+
+// Expired counts n windows of k that expired with a recheck to go (0
+// makes the series exist).
+func (m *Metrics) Expired(k record.Stream, n int) {
+	if m == nil || n < 0 {
+		return
+	}
+	m.expired.WithLabelValues(k.Source, k.Account).Add(float64(n))
+}
+
+// SetPending sets the number of windows of k with a recheck due
+// (Config.Pending).
+func (m *Metrics) SetPending(k record.Stream, n int) {
+	if m == nil {
+		return
+	}
+	m.pending.WithLabelValues(k.Source, k.Account).Set(float64(n))
+}

@@ -1,0 +1,283 @@
+package recheck
+
+import (
+	"slices"
+	"time"
+)
+
+// Query is one count request of a narrowing: the first page of the search
+// over [Start, End), whose totalRows is the range's count (C3).
+type Query struct {
+	Start, End time.Time
+}
+
+// Update replaces the log entries that start at Replaces (Entry.Start
+// among them) with Entry: checkpoint.WindowChanges{Delete: Replaces, Put:
+// {Entry}}.
+type Update struct {
+	Entry    Window
+	Replaces []time.Time
+}
+
+// Refetch is a range to fetch again whole, like a new window, because its
+// count changed. Its Update is stored when the fetch's pages are
+// acknowledged, never before: until then the log keeps the old count, so a
+// crash only means the range is found changed again.
+type Refetch struct {
+	Update
+	// Grew is the count now minus the stored count. It is negative for a
+	// range of several windows whose count fell: a fall there may hide a
+	// growth elsewhere in it, and one page settles it.
+	Grew int64
+	// Counted: the range was itself the subject of a count request, whose
+	// first page is the first page of this fetch: deliver it and follow
+	// its nextPage (valid for 24 hours, C3) rather than ask again; a first
+	// page that held every row (rows == totalRows) is the whole refetch.
+	Counted bool
+}
+
+// Start is the start of the range to fetch.
+func (r Refetch) Start() time.Time { return r.Entry.Start }
+
+// End is the end of the range to fetch.
+func (r Refetch) End() time.Time { return r.Entry.End }
+
+// Shrink is a range whose count fell since it was fetched (retention,
+// deletion): logged and counted, never "fixed". The log stores the new
+// count so that a later growth shows.
+type Shrink struct {
+	Start, End    time.Time
+	Before, After int64
+}
+
+// Result is what a recheck of one unit decided.
+type Result struct {
+	// Requests is how many count requests it made (the edge compare: 1).
+	Requests int
+	// Keep are the log updates to store at once: windows whose count did
+	// not change (their stage advances) or fell.
+	Keep []Update
+	// Refetch are the ranges to fetch again, oldest first.
+	Refetch []Refetch
+	// Shrunk are the ranges whose count fell.
+	Shrunk []Shrink
+	// Recovered is the sum of the growth of the refetched ranges: records
+	// the platform made visible after the window was fetched.
+	Recovered int64
+	// Capped: MaxRequests stopped the narrowing; some ranges are fetched
+	// whole that narrowing would have cut.
+	Capped bool
+	// Final: the unit held a window at its last recheck point (Unit.Final):
+	// what it recovered was late beyond every earlier point, and what
+	// arrives after it is not asked for again.
+	Final bool
+}
+
+// Windows is how many log windows the result covers.
+func (r Result) Windows() int {
+	n := 0
+	for _, k := range r.Keep {
+		n += len(k.Replaces)
+	}
+	for _, f := range r.Refetch {
+		n += len(f.Replaces)
+	}
+	return n
+}
+
+// Grown is how many refetched ranges grew.
+func (r Result) Grown() int {
+	n := 0
+	for _, f := range r.Refetch {
+		if f.Grew > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// Narrowing finds the changed parts of a core unit with count requests
+// (see the package doc for the cost). Use it as
+//
+//	n := unit.Narrow()
+//	for q, ok := n.Next(); ok; q, ok = n.Next() {
+//		count, err := firstPageTotalRows(q.Start, q.End) // one request
+//		...
+//		n.Observe(count)
+//	}
+//	res := n.Result()
+//
+// A Narrowing is not safe for concurrent use.
+type Narrowing struct {
+	u      Unit
+	cfg    Config
+	prefix []int64 // prefix[i]: stored counts of Windows[:i]
+	queue  []node  // ranges waiting for their count, first first
+	res    Result
+	keep   []Update
+}
+
+// node is a range [i, j) of the unit's windows.
+type node struct {
+	i, j int
+	// After this node's count, its right sibling [j, sibJ) gets the
+	// parent's count minus this one (derive).
+	derive   bool
+	sibJ     int
+	parentC1 int64
+}
+
+// Narrow starts the narrowing of a core unit.
+func (u Unit) Narrow() *Narrowing {
+	n := &Narrowing{u: u, cfg: u.cfg, prefix: make([]int64, len(u.Windows)+1)}
+	for i, w := range u.Windows {
+		n.prefix[i+1] = n.prefix[i] + w.Count
+	}
+	n.queue = []node{{i: 0, j: len(u.Windows)}}
+	return n
+}
+
+// Next returns the next range to count, and false when the narrowing is
+// done. It returns the same range until Observe is called.
+func (n *Narrowing) Next() (Query, bool) {
+	if len(n.queue) == 0 {
+		return Query{}, false
+	}
+	q := n.queue[0]
+	return Query{Start: n.u.Windows[q.i].Start, End: n.u.Windows[q.j-1].End}, true
+}
+
+// Observe takes the count of the range Next returned (a negative count
+// reads as 0). It reports whether that very range is to be fetched again
+// whole: the caller may deliver the first page it holds and follow its
+// chain (Refetch.Counted). Without a range outstanding it does nothing.
+func (n *Narrowing) Observe(count int64) (refetchThis bool) {
+	if len(n.queue) == 0 {
+		return false
+	}
+	q := n.queue[0]
+	n.queue = n.queue[1:]
+	n.res.Requests++
+	c1 := max(count, 0)
+	refetchThis = n.decide(q.i, q.j, c1, true)
+	if q.derive {
+		// Records that arrived in this half after the parent was counted
+		// can make the difference negative; 0 keeps the stored count at
+		// most what was delivered.
+		n.decide(q.j, q.sibJ, max(q.parentC1-c1, 0), false)
+	}
+	return refetchThis
+}
+
+// stored is the stored count of windows [i, j).
+func (n *Narrowing) stored(i, j int) int64 { return n.prefix[j] - n.prefix[i] }
+
+// decide settles the range [i, j) whose count is now c1, or splits it. It
+// reports whether the range is to be fetched again whole.
+func (n *Narrowing) decide(i, j int, c1 int64, counted bool) bool {
+	c0 := n.stored(i, j)
+	switch delta := c1 - c0; {
+	case delta == 0:
+		n.keepAll(i, j)
+		return false
+	case j-i == 1 && delta > 0:
+		n.refetch(i, j, c1, delta, counted)
+		return true
+	case j-i == 1:
+		n.shrink(i, j, c0, c1, true)
+		return false
+	case c1 <= n.cfg.RefetchRows:
+		// Fetching it costs no more than narrowing it would.
+		if delta < 0 {
+			n.shrink(i, j, c0, c1, false)
+		}
+		n.refetch(i, j, c1, delta, counted)
+		return true
+	}
+	need := 1
+	if n.u.Final {
+		need = 2
+	}
+	if n.res.Requests+len(n.queue)+need > n.cfg.MaxRequests {
+		n.res.Capped = true
+		if c1 < c0 {
+			// A fall under the cap: stored as one entry with the new
+			// count, so that a later growth shows.
+			n.shrink(i, j, c0, c1, true)
+			return false
+		}
+		n.refetch(i, j, c1, c1-c0, counted)
+		return true
+	}
+	k := (i + j) / 2
+	if n.u.Final {
+		n.queue = append(n.queue, node{i: i, j: k}, node{i: k, j: j})
+	} else {
+		n.queue = append(n.queue, node{i: i, j: k, derive: true, sibJ: j, parentC1: c1})
+	}
+	return false
+}
+
+// newStage is the stage w reaches with this recheck.
+func (n *Narrowing) newStage(w Window) int {
+	return max(w.Stage, n.cfg.passed(w.End, n.u.At))
+}
+
+func (n *Narrowing) keepAll(i, j int) {
+	for _, w := range n.u.Windows[i:j] {
+		w.Stage = n.newStage(w)
+		n.keep = append(n.keep, Update{Entry: w, Replaces: []time.Time{w.Start}})
+	}
+}
+
+// merged is the one entry replacing windows [i, j) with count c1.
+func (n *Narrowing) merged(i, j int, c1 int64, fetchedAt time.Time) Update {
+	ws := n.u.Windows[i:j]
+	e := Window{Start: ws[0].Start, End: ws[len(ws)-1].End, Count: c1, FetchedAt: fetchedAt, Stage: n.newStage(ws[0])}
+	starts := make([]time.Time, len(ws))
+	for x, w := range ws {
+		starts[x] = w.Start
+		e.Stage = min(e.Stage, n.newStage(w))
+	}
+	if len(ws) == 1 {
+		e.Digest = ws[0].Digest
+	}
+	return Update{Entry: e, Replaces: starts}
+}
+
+func (n *Narrowing) refetch(i, j int, c1, grew int64, counted bool) {
+	n.res.Refetch = append(n.res.Refetch, Refetch{Update: n.merged(i, j, c1, n.u.At), Grew: grew, Counted: counted})
+	if grew > 0 {
+		n.res.Recovered += grew
+	}
+}
+
+// shrink records that [i, j) fell from c0 to c1; with store, its entry
+// (merged when it spans several windows) takes the new count.
+func (n *Narrowing) shrink(i, j int, c0, c1 int64, store bool) {
+	n.res.Shrunk = append(n.res.Shrunk, Shrink{Start: n.u.Windows[i].Start, End: n.u.Windows[j-1].End, Before: c0, After: c1})
+	if store {
+		fetched := n.u.Windows[i].FetchedAt
+		if j-i > 1 {
+			fetched = n.u.At
+		}
+		n.keep = append(n.keep, n.merged(i, j, c1, fetched))
+	}
+}
+
+// Done reports whether the narrowing has nothing left to count.
+func (n *Narrowing) Done() bool { return len(n.queue) == 0 }
+
+// Result returns what the narrowing decided; call it when Next returns
+// false (before, it covers only the ranges settled so far).
+func (n *Narrowing) Result() Result {
+	r := n.res
+	r.Final = n.u.Final
+	r.Keep = slices.Clone(n.keep)
+	slices.SortFunc(r.Keep, func(a, b Update) int { return a.Entry.Start.Compare(b.Entry.Start) })
+	r.Refetch = slices.Clone(r.Refetch)
+	slices.SortFunc(r.Refetch, func(a, b Refetch) int { return a.Entry.Start.Compare(b.Entry.Start) })
+	r.Shrunk = slices.Clone(r.Shrunk)
+	slices.SortFunc(r.Shrunk, func(a, b Shrink) int { return a.Start.Compare(b.Start) })
+	return r
+}

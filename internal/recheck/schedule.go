@@ -1,0 +1,225 @@
+package recheck
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// Window is one entry of a stream's window log: a fetched window whose
+// every page was acknowledged. It has the fields of checkpoint.Window, in
+// the same order, so that the two convert with a type conversion.
+type Window struct {
+	// Start and End bound the half-open window [Start, End) (C3).
+	Start, End time.Time
+	// Count is the size of the window's result set as last fetched: the
+	// first page's totalRows (core, C3) or the rows delivered (edge, C6).
+	// It never exceeds what was delivered for the window, which is what
+	// lets a later recheck see any record still missing.
+	Count int64
+	// Digest is the hex XOR of the C7 ids delivered for an edge window
+	// (record.Digest.Hex); "" for a core window.
+	Digest string
+	// FetchedAt is when the window's first page arrived.
+	FetchedAt time.Time
+	// Stage counts the recheck points done: the next one is
+	// Config.Offsets[Stage] after End.
+	Stage int
+}
+
+// Edge reports whether w is an edge window (it has an id digest).
+func (w Window) Edge() bool { return w.Digest != "" }
+
+// Unit is a run of adjacent log windows, all due, asked again together:
+// counts add up over adjacent windows, so one request counts them all.
+type Unit struct {
+	// Windows are the log entries, sorted and adjacent (each one's Start is
+	// the previous one's End).
+	Windows []Window
+	// At is when the unit was found due; the stages its result stores are
+	// those passed at At.
+	At time.Time
+	// Final: some window of the unit makes its last recheck: no later
+	// point will see what this one misses.
+	Final bool
+
+	cfg Config
+}
+
+// Start is the start of the unit's first window.
+func (u Unit) Start() time.Time { return u.Windows[0].Start }
+
+// End is the end of the unit's last window.
+func (u Unit) End() time.Time { return u.Windows[len(u.Windows)-1].End }
+
+// Count is the sum of the stored counts of the unit's windows.
+func (u Unit) Count() int64 { return sumCounts(u.Windows) }
+
+// Edge reports whether the unit holds edge windows (CompareEdge) rather
+// than core windows (Narrow).
+func (u Unit) Edge() bool { return u.Windows[0].Edge() }
+
+// Index returns the index in Windows of the window holding time t, or -1
+// when t lies outside the unit.
+func (u Unit) Index(t time.Time) int {
+	i := sort.Search(len(u.Windows), func(i int) bool { return u.Windows[i].End.After(t) })
+	if i == len(u.Windows) || t.Before(u.Windows[i].Start) {
+		return -1
+	}
+	return i
+}
+
+func sumCounts(ws []Window) int64 {
+	var n int64
+	for _, w := range ws {
+		n += w.Count
+	}
+	return n
+}
+
+// sorted returns log sorted by start (a copy when it was not).
+func sorted(log []Window) []Window {
+	if slices.IsSortedFunc(log, byStart) {
+		return log
+	}
+	log = slices.Clone(log)
+	slices.SortFunc(log, byStart)
+	return log
+}
+
+func byStart(a, b Window) int { return a.Start.Compare(b.Start) }
+
+// due reports whether w has a recheck due at now and has not expired.
+func (c Config) due(w Window, now time.Time) bool {
+	at, ok := c.dueAt(w)
+	return ok && !now.Before(at) && !c.expired(w, now)
+}
+
+// expired reports whether w is past the horizon.
+func (c Config) expired(w Window, now time.Time) bool {
+	return !w.End.After(now.Add(-c.HorizonOrDefault()))
+}
+
+// Due returns the units of log due at now: each run of adjacent windows
+// (one's End is the next one's Start) that all have a recheck due and
+// have not expired, of one kind (core or edge), cut where it would span
+// more than MaxSpan or, for edge windows, hold more than half of
+// EdgeMaxRows stored rows (a single window always makes a unit). log need
+// not be sorted; Due does not change it.
+//
+// Units come oldest first: a window leaves the log at End plus the
+// horizon whatever its stage, so the oldest window is the one closest to
+// expiring without its recheck (earliest deadline first, which misses no
+// deadline that any order could meet when every unit costs alike), and
+// the oldest have had the most time to collect their late records, so
+// their rechecks find the most per request. While the budget is short the
+// newer due windows wait and merge with the windows that fall due after
+// them into larger units, which costs fewer requests per window.
+func (c Config) Due(log []Window, now time.Time) []Unit {
+	if !c.Enabled() {
+		return nil
+	}
+	log = sorted(log)
+	var out []Unit
+	g := -1 // start of the current run in log, -1 for none
+	var rows int64
+	flush := func(end int) {
+		if g < 0 {
+			return
+		}
+		u := Unit{Windows: slices.Clone(log[g:end]), At: now, cfg: c}
+		for _, w := range u.Windows {
+			if c.passed(w.End, now) >= len(c.Offsets) {
+				u.Final = true
+			}
+		}
+		out = append(out, u)
+		g = -1
+	}
+	for i, w := range log {
+		if !c.due(w, now) {
+			flush(i)
+			continue
+		}
+		if g >= 0 {
+			last := log[i-1]
+			fits := last.End.Equal(w.Start) && last.Edge() == w.Edge() && w.End.Sub(log[g].Start) <= c.MaxSpan
+			if fits && w.Edge() {
+				fits = rows+w.Count <= c.EdgeMaxRows/2
+			}
+			if !fits {
+				flush(i)
+			}
+		}
+		if g < 0 {
+			g, rows = i, 0
+		}
+		rows += w.Count
+	}
+	flush(len(log))
+	return out
+}
+
+// Pending returns how many windows of log have a recheck due at now: the
+// backlog the metrics and the state show.
+func (c Config) Pending(log []Window, now time.Time) int {
+	n := 0
+	for _, w := range log {
+		if c.due(w, now) {
+			n++
+		}
+	}
+	return n
+}
+
+// NextDue returns the earliest time a window of log falls due (at or
+// before now when one is due already), and false when none ever will.
+func (c Config) NextDue(log []Window, now time.Time) (time.Time, bool) {
+	var next time.Time
+	found := false
+	for _, w := range log {
+		at, ok := c.dueAt(w)
+		if !ok || c.expired(w, now) {
+			continue
+		}
+		if !found || at.Before(next) {
+			next, found = at, true
+		}
+	}
+	return next, found
+}
+
+// Expired returns the windows of log past the horizon at now that still
+// had a recheck point to go: rechecks the budget could not afford. The
+// caller counts them and prunes them (PruneBefore).
+func (c Config) Expired(log []Window, now time.Time) []Window {
+	if !c.Enabled() {
+		return nil
+	}
+	var out []Window
+	for _, w := range log {
+		if w.Stage < len(c.Offsets) && c.expired(w, now) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// PruneBefore is the cut of the log at now: windows ending at or before it
+// are past the horizon and leave the log
+// (checkpoint.WindowChanges.PruneBefore).
+func (c Config) PruneBefore(now time.Time) time.Time { return now.Add(-c.HorizonOrDefault()) }
+
+// Entry is the log entry of a window just fetched for the first time,
+// with the first page's totalRows (core) or the rows and digest delivered
+// (edge, digest non-empty) and the stage of the recheck points that lie
+// before fetchedAt already: a window fetched a day after its end (a
+// backfill) has nothing left to recheck, and rechecking it would cost a
+// request for nothing.
+func (c Config) Entry(start, end time.Time, count int64, digest string, fetchedAt time.Time) Window {
+	return Window{Start: start, End: end, Count: count, Digest: digest, FetchedAt: fetchedAt, Stage: c.passed(end, fetchedAt)}
+}
+
+// Done reports whether w has no recheck point left: a log entry that only
+// the horizon removes, and that a poller need not write at all.
+func (c Config) Done(w Window) bool { return w.Stage >= len(c.Offsets) }

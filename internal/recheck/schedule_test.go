@@ -1,0 +1,181 @@
+package recheck
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+
+// win is the log entry of the minutes [a, b) after t0 with count n, at
+// stage 0.
+func win(a, b int, n int64) Window {
+	return Window{Start: t0.Add(time.Duration(a) * time.Minute), End: t0.Add(time.Duration(b) * time.Minute), Count: n,
+		FetchedAt: t0.Add(time.Duration(b+30) * time.Minute)}
+}
+
+func edgeWin(a, b int, n int64) Window {
+	w := win(a, b, n)
+	w.Digest = strings.Repeat("0", 64)
+	return w
+}
+
+func at(minutes int) time.Time { return t0.Add(time.Duration(minutes) * time.Minute) }
+
+// spans renders units as "[a,b)" in minutes after t0.
+func spans(us []Unit) []string {
+	var out []string
+	for _, u := range us {
+		out = append(out, "["+strconv.Itoa(int(u.Start().Sub(t0)/time.Minute))+","+strconv.Itoa(int(u.End().Sub(t0)/time.Minute))+")")
+	}
+	return out
+}
+
+func TestConfigDefaultsAreValidAndBadValuesNameTheirKey(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	if h := DefaultConfig().HorizonOrDefault(); h != 25*time.Hour {
+		t.Fatalf("default horizon %v, want 25h", h)
+	}
+	cases := []struct {
+		name string
+		mut  func(*Config)
+		want string
+	}{
+		{"a point that is not positive", func(c *Config) { c.Offsets = []time.Duration{0} }, "recheck: point 1 is 0s"},
+		{"points out of order", func(c *Config) { c.Offsets = []time.Duration{time.Hour, time.Hour} }, "recheck: points must ascend"},
+		{"a horizon before the last point", func(c *Config) { c.Horizon = time.Hour }, "recheck_horizon: 1h0m0s is before the last recheck point"},
+		{"a negative horizon", func(c *Config) { c.Horizon = -1 }, "recheck_horizon:"},
+		{"no share", func(c *Config) { c.Share = 0 }, "recheck_share:"},
+		{"a share over one", func(c *Config) { c.Share = 1.5 }, "recheck_share:"},
+		{"a negative refetch size", func(c *Config) { c.RefetchRows = -1 }, "recheck_refetch_rows:"},
+		{"no requests", func(c *Config) { c.MaxRequests = 0 }, "recheck_max_requests:"},
+		{"a span over the API's 7 days (C3)", func(c *Config) { c.MaxSpan = 8 * 24 * time.Hour }, "recheck_max_span:"},
+		{"an edge max_rows under 2", func(c *Config) { c.EdgeMaxRows = 1 }, "edge.max_rows:"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.mut(&c)
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// No points: rechecks off, nothing due, nothing expires.
+	off := DefaultConfig()
+	off.Offsets = nil
+	if err := off.Validate(); err != nil || off.Enabled() {
+		t.Fatalf("no points: %v, enabled %v", err, off.Enabled())
+	}
+	if due := off.Due([]Window{win(0, 1, 1)}, at(10_000)); len(due) != 0 {
+		t.Fatalf("due without points: %v", spans(due))
+	}
+}
+
+func TestDue(t *testing.T) {
+	c := DefaultConfig()
+	c.MaxSpan = 3 * time.Hour
+	c.EdgeMaxRows = 100
+	staged := func(w Window, s int) Window { w.Stage = s; return w }
+	cases := []struct {
+		name string
+		log  []Window
+		now  time.Time
+		want []string
+	}{
+		{"nothing is due before the first point", []Window{win(0, 10, 1)}, at(69), nil},
+		{"a window is due at its end plus the first point", []Window{win(0, 10, 1)}, at(70), []string{"[0,10)"}},
+		{"adjacent due windows merge into one unit", []Window{win(0, 10, 1), win(10, 20, 1), win(20, 30, 1)}, at(95), []string{"[0,30)"}},
+		{"a window not yet due cuts the run", []Window{win(0, 10, 1), win(10, 20, 1), win(20, 30, 1)}, at(80), []string{"[0,20)"}},
+		{"a gap in the log cuts the run: counts add up only over adjacent windows", []Window{win(0, 10, 1), win(11, 20, 1)}, at(200), []string{"[0,10)", "[11,20)"}},
+		{"windows at different stages merge when both are due", []Window{staged(win(0, 10, 1), 1), win(10, 20, 1)}, at(10 + 6*60), []string{"[0,20)"}},
+		{"a window with every point done is not due", []Window{staged(win(0, 10, 1), 3), win(10, 20, 1)}, at(200), []string{"[10,20)"}},
+		{"a run is cut at MaxSpan", []Window{win(0, 60, 1), win(60, 120, 1), win(120, 180, 1), win(180, 240, 1)}, at(400), []string{"[0,180)", "[180,240)"}},
+		{"edge windows merge while their rows stay at most half of max_rows (C6)", []Window{edgeWin(0, 10, 30), edgeWin(10, 20, 20), edgeWin(20, 30, 1)}, at(100), []string{"[0,20)", "[20,30)"}},
+		{"an edge window fuller than half of max_rows is a unit alone", []Window{edgeWin(0, 10, 70), edgeWin(10, 20, 1)}, at(100), []string{"[0,10)", "[10,20)"}},
+		{"core and edge windows never merge", []Window{win(0, 10, 1), edgeWin(10, 20, 1)}, at(100), []string{"[0,10)", "[10,20)"}},
+		{"units come oldest first whatever the log's order", []Window{win(100, 110, 1), win(0, 10, 1), win(50, 60, 1)}, at(500), []string{"[0,10)", "[50,60)", "[100,110)"}},
+		{"a window past the horizon is not due: it expired", []Window{win(0, 10, 1), win(10, 20, 1)}, at(10 + 25*60), []string{"[10,20)"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := spans(c.Due(tc.log, tc.now))
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Fatalf("Due = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAUnitIsFinalWhenAWindowMakesItsLastRecheck(t *testing.T) {
+	c := DefaultConfig()
+	log := []Window{win(0, 10, 1), win(10, 20, 1)}
+	if u := c.Due(log, at(20+60)); len(u) != 1 || u[0].Final {
+		t.Fatalf("first point: %+v", u)
+	}
+	log[0].Stage, log[1].Stage = 2, 2
+	if u := c.Due(log, at(10+24*60)); len(u) != 1 || !u[0].Final || len(u[0].Windows) != 1 {
+		t.Fatalf("last point of the first window: %+v", u)
+	}
+}
+
+func TestPendingExpiredNextDueAndPruning(t *testing.T) {
+	c := DefaultConfig()
+	done := win(0, 10, 1)
+	done.Stage = 3
+	log := []Window{done, win(10, 20, 1), win(20, 30, 1), win(1000, 1010, 1)}
+	now := at(20 + 25*60) // [10,20) is past the 25h horizon
+	if n := c.Pending(log, now); n != 2 {
+		t.Fatalf("Pending = %d, want 2 ([20,30) and [1000,1010))", n)
+	}
+	exp := c.Expired(log, now)
+	if len(exp) != 1 || !exp[0].Start.Equal(at(10)) {
+		t.Fatalf("Expired = %v, want [10,20) alone (the done window is no loss)", exp)
+	}
+	if cut := c.PruneBefore(now); !cut.Equal(at(20)) {
+		t.Fatalf("PruneBefore = %v", cut)
+	}
+	next, ok := c.NextDue(log[3:], at(1000))
+	if !ok || !next.Equal(at(1010+60)) {
+		t.Fatalf("NextDue = %v %v, want the end plus 1h", next, ok)
+	}
+	if _, ok := c.NextDue([]Window{done}, now); ok {
+		t.Fatal("a done window falls due")
+	}
+}
+
+func TestANewEntryStartsPastThePointsItsFetchAlreadyCovered(t *testing.T) {
+	c := DefaultConfig()
+	cases := []struct {
+		fetched time.Duration
+		stage   int
+		done    bool
+	}{
+		{30 * time.Minute, 0, false}, // tailing: every point to go
+		{2 * time.Hour, 1, false},    // a late fetch covers the 1h point
+		{24 * time.Hour, 3, true},    // a backfill: nothing to recheck
+	}
+	for _, tc := range cases {
+		w := c.Entry(at(0), at(10), 5, "", at(10).Add(tc.fetched))
+		if w.Stage != tc.stage || c.Done(w) != tc.done || w.Count != 5 {
+			t.Errorf("fetched %v after the end: %+v, done %v; want stage %d", tc.fetched, w, c.Done(w), tc.stage)
+		}
+	}
+}
+
+func TestIndexPlacesATimeInItsWindow(t *testing.T) {
+	u := DefaultConfig().Due([]Window{win(0, 10, 1), win(10, 20, 1)}, at(200))[0]
+	for _, tc := range []struct {
+		t    time.Time
+		want int
+	}{{at(0), 0}, {at(10).Add(-time.Millisecond), 0}, {at(10), 1}, {at(19), 1}, {at(20), -1}, {at(-1), -1}} {
+		if got := u.Index(tc.t); got != tc.want {
+			t.Errorf("Index(%v) = %d, want %d", tc.t, got, tc.want)
+		}
+	}
+}
