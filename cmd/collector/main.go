@@ -211,12 +211,17 @@ func isProblems(err error) bool {
 // showProgress decides whether run draws progress bars: only on a
 // terminal (standard error), with text logs (they are printed above the
 // bars; JSON logs stay one clean object a line, so the bars are off), and
-// not when the stdout sink writes records to the same terminal.
+// not when a stdout sink writes records to the same terminal.
 func showProgress(cfg config.Config, noProgress bool, stdout, stderr io.Writer) bool {
 	if noProgress || cfg.Log.Format != "text" || !isTerminal(stderr) {
 		return false
 	}
-	return !(cfg.Sink.Type == config.SinkStdout && isTerminal(stdout))
+	for _, sk := range cfg.Sinks() {
+		if sk.Type == config.SinkStdout && isTerminal(stdout) {
+			return false
+		}
+	}
+	return true
 }
 
 // isTerminal reports whether w is a terminal.

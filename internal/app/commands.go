@@ -21,6 +21,7 @@ import (
 	"github.com/svcexport/collector/internal/sink/clickhouse"
 	"github.com/svcexport/collector/internal/sink/kafka"
 	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/access"
 	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/status"
 )
@@ -60,7 +61,7 @@ var ErrCheckFailed = errors.New("check failed")
 
 // Check validates the configuration (already done by loading it) and,
 // online, prints the effective configuration with secrets redacted, asks
-// the core API for one token, and checks the sink can be reached, without
+// the core API for one token, and checks every sink can be reached, without
 // moving any data. Offline it only says the configuration is valid and how
 // many streams it defines; with Print it prints the configuration
 // (PrintConfig) and checks nothing else.
@@ -122,7 +123,7 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 			cancel()
 			report("core API token from "+redactedURL(srcCfg.API.BaseURL), tokenErr)
 			if tokenErr == nil {
-				checkAccess(ctx, set, co, report)
+				checkAccess(ctx, srcCfg, o, co, report)
 			}
 		}
 	}
@@ -133,27 +134,35 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 			fmt.Fprintf(w, "ok    edge API at %s reachable (token set; the edge API has no token endpoint to test it without spending a request)\n", redactedURL(srcCfg.Edge.BaseURL))
 		}
 	}
-	report("sink "+cfg.Sink.Type, checkSink(ctx, cfg, source.Streams(srcCfg), o, co.timeout()))
+	for _, sc := range cfg.Sinks() {
+		what := "sink " + sc.SinkName()
+		if sc.SinkName() != sc.Type {
+			what += " (" + sc.Type + ")"
+		}
+		report(what, checkSink(ctx, sc, source.Streams(srcCfg), o, co.timeout()))
+	}
 	if failed {
 		return ErrCheckFailed
 	}
 	return nil
 }
 
-// checkAccess is where check asks, once the token works, whether the key
-// may read each configured account: the seam for source.ProbeAccess
-// (coming with the paging work). Wire it as one report line per account,
-// each within co.timeout(), e.g.
-//
-//	for _, a := range accounts {
-//		actx, cancel := context.WithTimeout(ctx, co.timeout())
-//		report("access of account "+a, source.ProbeAccess(actx, set, a))
-//		cancel()
-//	}
-//
-// Until then it reports nothing.
-func checkAccess(ctx context.Context, set *source.Set, co CheckOptions, report func(what string, err error)) {
-	_, _, _, _ = ctx, set, co, report
+// checkAccess asks, once the token works, whether the key may read each
+// configured core stream (C1, C2, C5: a key without access to a
+// sub-account or to organization-level audit logs gets a 403 that would
+// block the stream at run time): one first page of a tiny window per
+// stream, one report line each, all within co.timeout().
+func checkAccess(ctx context.Context, cfg catalog.Config, o Options, co CheckOptions, report func(what string, err error)) {
+	actx, cancel := context.WithTimeout(ctx, co.timeout())
+	defer cancel()
+	results, err := access.Probe(actx, cfg, api.Options{Logger: o.Log})
+	if err != nil {
+		report("access of the configured accounts", err)
+		return
+	}
+	for _, r := range results {
+		report("access of "+r.Stream.String(), r.Err)
+	}
 }
 
 // PrintConfig writes the resolved configuration as YAML (secrets
@@ -216,22 +225,23 @@ func flowYAML(kv []any) (string, error) {
 	return strings.TrimSpace(string(b)), err
 }
 
-func checkSink(ctx context.Context, cfg config.Config, streams []record.Stream, o Options, timeout time.Duration) error {
+// checkSink checks that the sink sc can be reached (one of Config.Sinks).
+func checkSink(ctx context.Context, sc config.SinkConfig, streams []record.Stream, o Options, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	switch cfg.Sink.Type {
+	switch sc.Type {
 	case config.SinkKafka:
-		rep, err := kafka.Check(ctx, cfg.Sink.Kafka, streams)
+		rep, err := kafka.Check(ctx, sc.Kafka, streams)
 		fmt.Fprint(o.Stdout, rep.String())
 		return err
 	case config.SinkClickHouse:
-		s, err := clickhouse.New(cfg.Sink.ClickHouse, prometheus.NewRegistry(), o.Log)
+		s, err := clickhouse.New(sc.ClickHouse, prometheus.NewRegistry(), o.Log)
 		if err != nil {
-			return err
+			return sc.KeyedError(err)
 		}
 		return s.Check(ctx)
 	case config.SinkFile:
-		return checkWritableDir(cfg.Sink.File.Dir)
+		return checkWritableDir(sc.File.Dir)
 	}
 	return nil
 }

@@ -34,6 +34,7 @@ type Config struct {
 	Checkpoint   CheckpointConfig      `koanf:"checkpoint"`
 	Pipeline     pipeline.Config       `koanf:"pipeline"`
 	Sink         SinkConfig            `koanf:"sink"`
+	SinkList     SinkList              `koanf:"sinks"`
 	Metrics      MetricsConfig         `koanf:"metrics"`
 	Log          LogConfig             `koanf:"log"`
 	Simulator    SimulatorConfig       `koanf:"simulator"`
@@ -49,14 +50,25 @@ type CheckpointConfig struct {
 	OpenTimeout time.Duration `koanf:"open_timeout"`
 }
 
-// SinkConfig selects and configures the sink (key "sink").
+// SinkConfig selects and configures one sink: the one-sink section (key
+// "sink") or an entry of the list "sinks" (SinkList). Config.Sinks returns
+// the sinks a configuration has; sinks.go holds their rules.
 type SinkConfig struct {
+	// Name names the sink in metrics (the sink label), /readyz (sink:NAME),
+	// state, logs and its dead-letter file: a-z, 0-9, _ and -, unique.
+	// Default: its type.
+	Name string `koanf:"name"`
 	// Type is file (default), stdout, kafka or clickhouse.
 	Type       string            `koanf:"type"`
 	File       file.Config       `koanf:"file"`
 	Stdout     stdout.Config     `koanf:"stdout"`
 	Kafka      kafka.Config      `koanf:"kafka"`
 	ClickHouse clickhouse.Config `koanf:"clickhouse"`
+
+	key       string // key path of the block (Key)
+	set       bool   // the block was in the file or the environment
+	typed     bool   // ... with its type
+	decodeErr error  // what UnmarshalMapstructure found, keys relative to the block
 }
 
 // Sink types.
@@ -108,16 +120,10 @@ func Default() Config {
 		Sources:    src.Sources,
 		Checkpoint: CheckpointConfig{Path: filepath.Join("data", "checkpoint.db"), OpenTimeout: time.Second},
 		Pipeline:   pipeline.DefaultConfig(),
-		Sink: SinkConfig{
-			Type:       SinkFile,
-			File:       file.DefaultConfig(),
-			Stdout:     stdout.DefaultConfig(),
-			Kafka:      kafka.DefaultConfig(),
-			ClickHouse: clickhouse.DefaultConfig(),
-		},
-		Metrics:   MetricsConfig{Listen: "127.0.0.1:9464"},
-		Log:       LogConfig{Level: "info", Format: "text", Progress: 30 * time.Second},
-		Simulator: SimulatorConfig{Listen: "127.0.0.1:0"},
+		Sink:       DefaultSink(),
+		Metrics:    MetricsConfig{Listen: "127.0.0.1:9464"},
+		Log:        LogConfig{Level: "info", Format: "text", Progress: 30 * time.Second},
+		Simulator:  SimulatorConfig{Listen: "127.0.0.1:0"},
 	}
 }
 
@@ -141,18 +147,7 @@ func (c Config) SourceConfig() catalog.Config {
 func (c Config) Validate() error {
 	var errs []error
 	errs = append(errs, c.validateSource())
-	switch c.Sink.Type {
-	case SinkFile:
-		errs = append(errs, c.Sink.File.Validate())
-	case SinkStdout:
-		errs = append(errs, c.Sink.Stdout.Validate())
-	case SinkKafka:
-		errs = append(errs, c.Sink.Kafka.Validate())
-	case SinkClickHouse:
-		errs = append(errs, c.Sink.ClickHouse.Validate())
-	default:
-		errs = append(errs, &KeyError{Key: "sink.type", Msg: fmt.Sprintf("unknown sink %q (file, stdout, kafka, clickhouse)", c.Sink.Type)})
-	}
+	errs = append(errs, c.validateSinks()...)
 	errs = append(errs, c.Pipeline.Validate())
 	if c.Checkpoint.Path == "" {
 		errs = append(errs, &KeyError{Key: "checkpoint.path", Msg: "must be set"})

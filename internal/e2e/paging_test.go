@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -191,6 +192,27 @@ func TestPaging_C5_KeyWithoutAccessBlocksOnlyItsStreams(t *testing.T) {
 	sources := []string{"dns", "audit_logs"}
 	cfg := harness.Config{Sim: sim, Start: start, Sources: sources, Interval: harness.Omit, Extra: "org_audit_logs: true\n"}
 	blocked := []string{"dns/acme-dev", "audit_logs/acme-dev", "audit_logs/org"}
+
+	t.Run("check", func(t *testing.T) {
+		c := harness.New(t, cfg)
+		code, out := c.CLI(t, nil, "check")
+		if code != 1 {
+			t.Fatalf("check with forbidden streams exited %d, want 1\n%s", code, harness.Tail(out, 30))
+		}
+		for _, s := range blocked {
+			if !regexp.MustCompile(`(?m)^FAIL  access of ` + regexp.QuoteMeta(s) + `: .*403`).MatchString(out) {
+				t.Errorf("check does not report %s refused with its 403\n%s", s, harness.Tail(out, 30))
+			}
+		}
+		for _, s := range []string{"dns/acme", "audit_logs/acme"} {
+			if !strings.Contains(out, "ok    access of "+s+"\n") {
+				t.Errorf("check does not report %s readable\n%s", s, harness.Tail(out, 30))
+			}
+		}
+		if strings.Contains(out, harness.Secret) {
+			t.Error("check printed the secret")
+		}
+	})
 
 	t.Run("once", func(t *testing.T) {
 		c := harness.New(t, cfg)

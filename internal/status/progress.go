@@ -20,7 +20,7 @@ import (
 // Acked is what the reporter reads of the pipeline: every stream's
 // acknowledged state, the records acknowledged since it started, and the
 // streams a permanent sink error stopped. *pipeline.Pipeline implements
-// it.
+// it; the application's adapter adds the sinks' lags (SinkLagger).
 type Acked interface {
 	States() map[record.Stream]checkpoint.State
 	Delivered() int64
@@ -83,6 +83,10 @@ func NewReporter(cfg catalog.Config, streams []record.Stream, pollers []*source.
 func (p *Reporter) States(now time.Time) []StreamState {
 	acked := p.acked.States()
 	failures := p.acked.Failures()
+	var lags map[record.Stream][]SinkLag
+	if sl, ok := p.acked.(SinkLagger); ok {
+		lags = sl.SinkLagsByStream()
+	}
 	out := make([]StreamState, 0, len(p.pollers))
 	for _, pl := range p.pollers {
 		k := pl.Stream()
@@ -108,6 +112,7 @@ func (p *Reporter) States(now time.Time) []StreamState {
 		if err := failures[k]; err != nil {
 			s.LastError = err.Error()
 		}
+		s.Sinks = lags[k]
 		out = append(out, s)
 	}
 	return out

@@ -93,7 +93,7 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error)
 		cfg:     cfg,
 		dir:     dir,
 		log:     log.With("sink", SinkName),
-		rotated: rotated.WithLabelValues(SinkName),
+		rotated: rotated.WithLabelValues(sinkhelper.NameOf(reg, SinkName)),
 		line:    line,
 		now:     time.Now,
 		open:    openOS,
