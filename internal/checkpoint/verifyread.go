@@ -68,7 +68,7 @@ func readCopy(path string, timeout time.Duration) (Snapshot, error) {
 	}
 	defer os.RemoveAll(dir)
 	cp := filepath.Join(dir, "checkpoint.db")
-	if err := copyFile(path, cp); err != nil {
+	if err := copySnapshotFile(path, cp); err != nil {
 		return Snapshot{}, fmt.Errorf("copy checkpoint file %s: %w", path, err)
 	}
 	dmg, err := boltfile.Verify(cp, path+" (copy)", timeout, checkContents)
@@ -81,7 +81,7 @@ func readCopy(path string, timeout time.Duration) (Snapshot, error) {
 	return readSnapshot(cp, path+" (copy)", timeout)
 }
 
-func copyFile(from, to string) error {
+func copySnapshotFile(from, to string) error {
 	in, err := os.Open(from)
 	if err != nil {
 		return err
