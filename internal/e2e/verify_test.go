@@ -17,6 +17,7 @@ import (
 	"github.com/svcexport/collector/internal/testinfra/chtest"
 	"github.com/svcexport/collector/internal/testinfra/harness"
 	"github.com/svcexport/collector/internal/testinfra/harness/chharness"
+	"github.com/svcexport/collector/internal/testinfra/harness/kafkaharness"
 )
 
 // `collector verify` (issue 14): it re-counts the committed windows at the
@@ -328,6 +329,24 @@ func TestVerifyWhileTheCollectorRuns(t *testing.T) {
 	code, rep, out := runVerify(t, col)
 	if code != 0 || rep.Gaps != 0 || len(rep.Rows) == 0 || !strings.Contains(out, "read from a copy") {
 		t.Fatalf("verify while the collector runs: exit %d, %d rows, %d gaps; want 0 gaps from a copy of the checkpoint\n%s", code, len(rep.Rows), rep.Gaps, out)
+	}
+	checkAgainstTruth(t, sim, rep, nil)
+}
+
+// Kafka, with a topic per source and account: verify reads the topics to
+// their end offsets and every (stream, day) is complete, edge alerts (whose
+// topics are named after each record's own account) included.
+func TestVerifyCountsTheKafkaTopics(t *testing.T) {
+	t.Parallel()
+	sim := harness.StartSim(t, harness.QuickRates)
+	broker := kafkaharness.StartBroker(t, 0)
+	start := time.Now().UTC().Add(-26 * time.Hour).Truncate(time.Hour)
+	col := harness.New(t, harness.Config{Sim: sim, Start: start, Sources: verifySources,
+		Sink: kafkaharness.SinkYAML(broker.Addr, "create_topics: true", `topic: "svc.{source}.{account}"`)})
+	col.RunOnce(t, 3*time.Minute)
+	code, rep, out := runVerify(t, col)
+	if code != 0 || rep.Gaps != 0 || len(rep.Rows) == 0 {
+		t.Fatalf("verify of complete topics: exit %d, %d rows, %d gaps\n%s", code, len(rep.Rows), rep.Gaps, out)
 	}
 	checkAgainstTruth(t, sim, rep, nil)
 }
