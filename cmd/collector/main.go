@@ -4,6 +4,7 @@
 //	collector run   --config FILE [--once] [--no-progress]
 //	collector check --config FILE [--offline] [--print] [--timeout 10s]
 //	collector state --config FILE [--json] [--watch [--interval 2s]] [--reset SOURCE[/ACCOUNT]]
+//	collector verify --config FILE [--source S] [--account A] [--from T] [--to T] [--sink NAME] [--json] [--dry-run] [--yes]
 //	collector version
 package main
 
@@ -60,6 +61,13 @@ Usage:
         show progress per source and account (--watch: refresh until interrupted)
   collector state --config FILE --reset SOURCE[/ACCOUNT]
         forget the progress of a stream (collector stopped)
+  collector verify --config FILE [--source S] [--account A] [--from T] [--to T]
+                   [--sink NAME] [--json] [--dry-run] [--yes]
+        re-count the committed windows at the API and compare, per stream and
+        UTC day, with what the sink delivered; exit 1 on a gap. Prints the
+        requests it will spend first (the running collector's budget) and
+        asks before it spends them (--yes: don't ask; --dry-run: plan only).
+        T is RFC 3339 or YYYY-MM-DD (UTC midnight). See docs/verify.md
   collector version
         print the version
 
@@ -67,7 +75,7 @@ Configuration: a YAML file (configs/collector.yaml documents every key), whose
 values may hold ${VAR}, ${VAR:-default}, ${file:PATH} ($${ for a literal ${),
 then environment variables COLLECTOR_<KEY PATH> with __ between levels, e.g.
 COLLECTOR_API__SECRET, COLLECTOR_SINK__KAFKA__BROKERS="[host1:9092, host2:9092]".
-Exit codes: 0 done, 1 failure, 2 bad command line or configuration.
+Exit codes: 0 done, 1 failure (verify: a gap), 2 bad command line or configuration.
 `
 
 // maxProblems is how many configuration problems are printed, one a line,
@@ -87,7 +95,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
-	case "run", "check", "state":
+	case "run", "check", "state", "verify":
 	default:
 		fmt.Fprintf(stderr, "collector: unknown command %q\n\n%s", cmd, usage)
 		return exitUsage
@@ -99,6 +107,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	once, noProgress := false, false
 	var so app.StateOptions
 	var co app.CheckOptions
+	var vo app.VerifyOptions
+	var from, to string
 	switch cmd {
 	case "check":
 		fs.DurationVar(&co.Timeout, "timeout", 10*time.Second, "deadline of each online step (DNS, connect, TLS, token, sink)")
@@ -112,6 +122,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.BoolVar(&so.JSON, "json", false, "print JSON (and nothing else) on standard output")
 		fs.BoolVar(&so.Watch, "watch", false, "print the state every --interval until interrupted (in place on a terminal)")
 		fs.DurationVar(&so.Interval, "interval", 2*time.Second, "time between two snapshots of --watch")
+	case "verify":
+		fs.StringVar(&vo.Source, "source", "", "verify only this source")
+		fs.StringVar(&vo.Account, "account", "", "verify only this account (\"org\": organization-level audit logs; edge streams: edge.account)")
+		fs.StringVar(&from, "from", "", "verify records from this time on: RFC 3339 or YYYY-MM-DD (default: sources.*.start when a time, else a day before the watermark)")
+		fs.StringVar(&to, "to", "", "verify records before this time: RFC 3339 or YYYY-MM-DD (default and at most: the watermark)")
+		fs.StringVar(&vo.Sink, "sink", "", "the sink to count in, by name, when several are configured")
+		fs.BoolVar(&vo.JSON, "json", false, "print JSON (and nothing else) on standard output")
+		fs.BoolVar(&vo.DryRun, "dry-run", false, "print the plan and its cost in requests; ask nothing of the API")
+		fs.BoolVar(&vo.Yes, "yes", false, "spend the requests without asking (needed when standard input is not a terminal)")
 	}
 	if err := fs.Parse(rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -133,8 +152,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "collector state: --reset and --watch do not go together\n")
 		return exitUsage
 	}
+	if cmd == "verify" {
+		var err error
+		if vo.From, err = parseFlagTime("from", from); err == nil {
+			vo.To, err = parseFlagTime("to", to)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "collector verify: %v\n", err)
+			return exitUsage
+		}
+	}
 	offline := cmd == "check" && co.Offline
-	loaded, err := config.LoadWith(*cfgPath, os.Environ(), config.LoadOptions{Offline: offline, SecretsOptional: cmd == "state"})
+	loaded, err := config.LoadWith(*cfgPath, os.Environ(), config.LoadOptions{Offline: offline, SecretsOptional: cmd == "state" || (cmd == "verify" && vo.DryRun)})
 	cfg := loaded.Config
 	if err == nil || isProblems(err) {
 		// simulator.settings, checked with the rest, in the same report.
@@ -143,7 +172,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for _, n := range loaded.Notes {
 		fmt.Fprintf(stderr, "config: note: %s\n", n)
 	}
-	if err == nil && !offline && cmd != "state" {
+	if err == nil && !offline && cmd != "state" && !(cmd == "verify" && vo.DryRun) {
 		// Secret and TLS files are read now, so that a missing or empty
 		// one is a configuration error naming its key (exit 2), not a
 		// failure at the first request.
@@ -182,6 +211,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = app.Check(ctx, cfg, opts, co)
 	case "state":
 		err = app.State(ctx, cfg, opts, so)
+	case "verify":
+		vo.Notes, vo.Stdin, vo.Interactive = stderr, os.Stdin, status.IsTerminal(os.Stdin)
+		code, err := app.Verify(ctx, cfg, opts, vo)
+		return verifyExit(code, err, stderr)
 	}
 	if err != nil {
 		if !errors.Is(err, app.ErrCheckFailed) {
@@ -194,6 +227,40 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// verifyExit prints why verify did not pass (one line; a configuration
+// error as "config: key: message") and returns its exit status.
+func verifyExit(code int, err error, stderr io.Writer) int {
+	if err == nil {
+		return code
+	}
+	var ke *config.KeyError
+	if errors.As(err, &ke) {
+		for _, line := range config.Lines(err, maxProblems) {
+			fmt.Fprintf(stderr, "config: %s\n", line)
+		}
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "collector verify: %v\n", err)
+	if code == exitOK {
+		return exitFailed
+	}
+	return code
+}
+
+// parseFlagTime reads the value of --name: RFC 3339, or a date (its UTC
+// midnight); "" is the zero time.
+func parseFlagTime(name, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("--%s %q: want an RFC 3339 time (2026-01-02T15:04:05Z) or a date (2026-01-02)", name, v)
 }
 
 // isProblems reports whether err is a report of configuration problems

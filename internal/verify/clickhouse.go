@@ -73,16 +73,22 @@ func (c ClickHouse) count(ctx context.Context, run []Target, out map[Key]int64) 
 		col = "uuid"
 	}
 	start, end := run[0].Start, run[len(run)-1].End
+	// An edge stream holds the records of every envelope account (C6: the
+	// edge API has no account selection): no account condition.
+	account, args := "account = ? AND ", []any{k.Account, start.UnixMilli(), end.UnixMilli()}
+	if run[0].Edge {
+		account, args = "", args[1:]
+	}
 	q := fmt.Sprintf("SELECT toDate(time, 'UTC') AS d, uniqExact(%s) FROM %s "+
-		"WHERE account = ? AND time >= fromUnixTimestamp64Milli(toInt64(?), 'UTC') AND time < fromUnixTimestamp64Milli(toInt64(?), 'UTC') "+
-		"GROUP BY d ORDER BY d", col, c.Names.Qualified(k.Source))
+		"WHERE %stime >= fromUnixTimestamp64Milli(toInt64(?), 'UTC') AND time < fromUnixTimestamp64Milli(toInt64(?), 'UTC') "+
+		"GROUP BY d ORDER BY d", col, c.Names.Qualified(k.Source), account)
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = time.Minute
 	}
 	qctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	rows, err := c.Conn.Query(qctx, q, k.Account, start.UnixMilli(), end.UnixMilli())
+	rows, err := c.Conn.Query(qctx, q, args...)
 	if ex := (*ch.Exception)(nil); errors.As(err, &ex) && ex.Code == codeUnknownTable {
 		return nil
 	}

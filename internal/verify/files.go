@@ -38,37 +38,75 @@ func (f FileSink) Delivered(ctx context.Context, targets []Target) (map[Key]int6
 			continue
 		}
 		seen[x.Stream] = true
-		dir := filepath.Join(f.Dir, escapeName(x.Stream.Source), escapeName(x.Stream.Account))
-		entries, err := os.ReadDir(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // nothing delivered
-		}
+		dirs, err := f.dirs(x)
 		if err != nil {
-			return nil, fmt.Errorf("file sink %s: %w", f.Dir, err)
+			return nil, err
 		}
-		for _, e := range entries {
-			if err := ctx.Err(); err != nil {
+		for _, dir := range dirs {
+			if err := readDir(ctx, dir, t); err != nil {
 				return nil, err
-			}
-			name := e.Name()
-			if !e.Type().IsRegular() || !strings.Contains(name, ".ndjson") {
-				continue
-			}
-			path := filepath.Join(dir, name)
-			switch {
-			case strings.HasSuffix(name, ".ndjson"):
-				err = readPlain(path, t)
-			case strings.HasSuffix(name, ".ndjson.gz"), strings.HasSuffix(name, ".ndjson.gz.part"):
-				err = readGzip(path, t)
-			default:
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("file sink: %w", err)
 			}
 		}
 	}
 	return t.counts(), nil
+}
+
+// dirs are the directories that hold x's stream: DIR/SOURCE/ACCOUNT, or
+// for an edge stream every DIR/SOURCE/* (the file sink files a batch by
+// its stream, and an edge stream holds every envelope account, C6).
+func (f FileSink) dirs(x Target) ([]string, error) {
+	src := filepath.Join(f.Dir, escapeName(x.Stream.Source))
+	if !x.Edge {
+		return []string{filepath.Join(src, escapeName(x.Stream.Account))}, nil
+	}
+	entries, err := os.ReadDir(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("file sink %s: %w", f.Dir, err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, filepath.Join(src, e.Name()))
+		}
+	}
+	return out, nil
+}
+
+// readDir counts the sink's files in dir into t; a missing dir holds
+// nothing.
+func readDir(ctx context.Context, dir string, t *tally) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // nothing delivered
+	}
+	if err != nil {
+		return fmt.Errorf("file sink: %w", err)
+	}
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		name := e.Name()
+		if !e.Type().IsRegular() || !strings.Contains(name, ".ndjson") {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		switch {
+		case strings.HasSuffix(name, ".ndjson"):
+			err = readPlain(path, t)
+		case strings.HasSuffix(name, ".ndjson.gz"), strings.HasSuffix(name, ".ndjson.gz.part"):
+			err = readGzip(path, t)
+		default:
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("file sink: %w", err)
+		}
+	}
+	return nil
 }
 
 // escapeName is the file sink's escaping of a source or account as one
@@ -123,7 +161,7 @@ func line(t *tally, b []byte) error {
 	if err != nil {
 		return fmt.Errorf("envelope %s: time %q: %w", e.ID, e.Time, err)
 	}
-	t.add(record.Stream{Source: e.Source, Account: e.Account}, tm, identity(e.Source, []byte(e.ID), e.Record))
+	t.add(t.resolve(record.Stream{Source: e.Source, Account: e.Account}), tm, identity(e.Source, []byte(e.ID), e.Record))
 	return nil
 }
 

@@ -139,7 +139,7 @@ func countRecord(t *tally, r *kgo.Record) {
 	if source == "" || tm == "" {
 		return
 	}
-	k := record.Stream{Source: source, Account: account}
+	k := t.resolve(record.Stream{Source: source, Account: account})
 	if !t.wants(k) {
 		return
 	}

@@ -41,6 +41,9 @@ type StreamInfo struct {
 	// Windows is the stream's window log: counts to estimate rows with,
 	// and the windows still waiting for a recheck.
 	Windows []checkpoint.Window
+	// RecheckPoints is the number of the stream's recheck points
+	// (sources.<name>.recheck); 0: Limits.RecheckPoints.
+	RecheckPoints int
 }
 
 // Filter is what the command asks for; zero fields select everything.
@@ -161,7 +164,11 @@ func NewPlan(streams []StreamInfo, f Filter, l Limits) Plan {
 		}
 		for d := from.UTC().Truncate(Day); d.Before(to); d = d.Add(Day) {
 			t := Target{Stream: s.Stream, Edge: s.Edge, Day: d, Start: maxTime(d, from.UTC()), End: minTime(d.Add(Day), to.UTC())}
-			t.EstRows, t.Pending = estimate(s, t.Start, t.End, l.RecheckPoints)
+			points := l.RecheckPoints
+			if s.RecheckPoints > 0 {
+				points = s.RecheckPoints
+			}
+			t.EstRows, t.Pending = estimate(s, t.Start, t.End, points)
 			t.Parts = parts(t, l)
 			p.Requests += t.Parts
 			p.Targets = append(p.Targets, t)

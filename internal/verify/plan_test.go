@@ -209,3 +209,27 @@ func TestC3SplittingAsksTheHalvesOfACutAnswer(t *testing.T) {
 }
 
 func checkStateAt(wm time.Time) checkpoint.State { return checkpoint.State{Watermark: wm} }
+
+// A stream's own recheck points (sources.<name>.recheck) decide which of
+// its logged windows are still pending, not another source's.
+func TestPlanCountsPendingWithTheStreamsOwnRecheckPoints(t *testing.T) {
+	log := []checkpoint.Window{
+		{Start: h(24), End: h(30), Count: 5, Stage: 1},
+		{Start: h(30), End: h(36), Count: 5, Stage: 2},
+	}
+	pending := func(points int) int {
+		p := NewPlan([]StreamInfo{{Stream: dns, Start: d0, State: checkpoint.State{Watermark: h(48)}, Windows: log, RecheckPoints: points}},
+			Filter{}, Limits{Now: now, RecheckPoints: 3})
+		n := 0
+		for _, tg := range p.Targets {
+			n += tg.Pending
+		}
+		return n
+	}
+	if got := pending(2); got != 1 {
+		t.Errorf("two points: %d pending, want 1 (the window at stage 1)", got)
+	}
+	if got := pending(0); got != 2 {
+		t.Errorf("no points of its own: %d pending, want 2 (Limits.RecheckPoints 3)", got)
+	}
+}
