@@ -169,7 +169,7 @@ func DefaultSource() SourceSettings {
 	return SourceSettings{
 		Enabled:      true,
 		Start:        "24h",
-		Lag:          30 * time.Minute,
+		Lag:          2 * time.Minute,
 		Interval:     5 * time.Minute,
 		MaxWindow:    MaxWindowLimit,
 		Recheck:      recheck.DefaultOffsets(),
