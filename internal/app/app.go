@@ -158,6 +158,10 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		// Streams refused for good (C5: a 403 for a sub-account, org-level
 		// audit logs) keep failing: named here with their scrubbed reason.
 		tel.AddReadiness("streams", func(context.Context) error { return source.BlockedError(set.Pollers) })
+		// Streams whose polls keep failing (a 5xx or a timeout that never
+		// clears) and that have not committed for three intervals (at
+		// least status.MinFailingFor), with their scrubbed errors.
+		tel.AddReadiness("streams_failing", func(context.Context) error { return prog.FailingError(time.Now()) })
 		// Liveness fails only for a wedged process: records wait, nothing is
 		// acknowledged, and yet every sink says it is reachable. A sink that
 		// is down shows in /readyz; restarting would not bring it back.

@@ -1,0 +1,57 @@
+package status
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// MinFailingFor is the shortest time a stream must have failed without a
+// commit before FailingError names it: a retry or two after a blip is not
+// a failing stream.
+const MinFailingFor = 10 * time.Minute
+
+// failingFor is how long stream source may go without a commit while its
+// polls fail before FailingError names it: three of its polling
+// intervals, at least MinFailingFor. A healthy stream commits at least
+// once an interval (a caught-up poll moves its watermark).
+func (p *Reporter) failingFor(source string) time.Duration {
+	return max(MinFailingFor, 3*p.est.cfg.Sources.Resolve(source).Interval)
+}
+
+// FailingError returns nil unless some stream keeps failing: its polls
+// fail (its latest error came after its latest commit) and it has not
+// committed for failingFor, or never since the collector started that
+// long ago. It names each such stream with its latest error, scrubbed of
+// credentials like every poller error, for /readyz. Streams blocked by an
+// error a retry cannot cure are source.BlockedError's, not named here.
+func (p *Reporter) FailingError(now time.Time) error {
+	acked := p.acked.States()
+	var lines []string
+	for _, pl := range p.pollers {
+		k := pl.Stream()
+		snap := pl.Snapshot()
+		if snap.Blocked || snap.Errors == 0 {
+			continue
+		}
+		since := acked[k].Updated
+		if since.IsZero() || since.Before(p.started) {
+			since = p.started
+		}
+		if !snap.LastErrorAt.After(since) || now.Sub(since) < p.failingFor(k.Source) {
+			continue
+		}
+		msg := snap.LastError
+		if len(msg) > maxFailingMessage {
+			msg = msg[:maxFailingMessage] + "..."
+		}
+		lines = append(lines, fmt.Sprintf("%s: no commit for %s, polls failing: %s", k, roundDuration(now.Sub(since)), msg))
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d streams keep failing: %s", len(lines), strings.Join(lines, "; "))
+}
+
+// maxFailingMessage bounds each stream's error in FailingError.
+const maxFailingMessage = 200
