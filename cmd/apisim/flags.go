@@ -28,7 +28,7 @@ func bind(fs *flag.FlagSet, cfg *apisim.Config, o *options) {
 	fs.StringVar(&o.config, "config", "", "YAML file with Config keys (snake_case); flags given on the command line override it")
 
 	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the data and the faults")
-	fs.Func("accounts", fmt.Sprintf("comma-separated sub-accounts; the first is the edge default; keys must name one of them as home account (default %q)", strings.Join(cfg.Accounts, ",")), func(s string) error {
+	fs.Func("accounts", fmt.Sprintf("comma-separated sub-accounts (the edge API serves all of them at once, C6); keys must name one of them as home account (default %q)", strings.Join(cfg.Accounts, ",")), func(s string) error {
 		cfg.Accounts = nil
 		for _, a := range strings.Split(s, ",") {
 			if a = strings.TrimSpace(a); a != "" {
@@ -89,6 +89,7 @@ func bind(fs *flag.FlagSet, cfg *apisim.Config, o *options) {
 
 	fs.IntVar(&cfg.PageSize, "page-size", cfg.PageSize, "rows per page (C3)")
 	fs.IntVar(&cfg.ResultCap, "result-cap", cfg.ResultCap, "rows after which a next-page chain stops (C3); 0: no cap")
+	fs.Int64Var(&cfg.TotalRowsCap, "total-rows-cap", cfg.TotalRowsCap, "most totalRows a first page reports; the chain still serves every row (C3: the service may cap the count); 0: the true count")
 	fs.DurationVar(&cfg.NextPageTTL, "next-page-ttl", cfg.NextPageTTL, "life of next-page URLs after the first page (C3); 0: forever")
 	fs.DurationVar(&cfg.DefaultRange, "default-range", cfg.DefaultRange, "window of a search without timeFilter")
 	fs.DurationVar(&cfg.MaxRange, "max-range", cfg.MaxRange, "longest search window; longer is 400 (C3); 0: no limit")

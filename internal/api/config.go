@@ -75,8 +75,18 @@ type Config struct {
 	// it is not an error of the window: the poller splits the window and
 	// asks the halves; only a window that cannot be split further fails
 	// (poll error kind "body_too_large").
-	MaxBodyBytes int64       `koanf:"max_body_bytes"`
-	Retry        RetryConfig `koanf:"retry"`
+	MaxBodyBytes int64 `koanf:"max_body_bytes"`
+	// MaxRequestBytes is the largest POST body the API takes (C5: 1 MB;
+	// larger is 400). Default 1 MiB. A search body (with its filters and
+	// returns) over it is a configuration error at start.
+	MaxRequestBytes int64 `koanf:"max_request_bytes"`
+	// PermanentErrorRetry is how often a stream whose requests are refused
+	// for good (400, 403, 404 but a next-page expiry, 405, 409: C5) asks
+	// again: such a stream leaves the fast retry loop, is reported blocked,
+	// and is asked again at this slow pace, since a permission can be
+	// granted later. Default 15m.
+	PermanentErrorRetry time.Duration `koanf:"permanent_error_retry"`
+	Retry               RetryConfig   `koanf:"retry"`
 	// AllowedOrigins lists the origins, besides base_url's, that may
 	// receive the bearer token and the account headers: next-page URLs
 	// (C3) and redirects to them are followed. Each entry is
@@ -132,7 +142,10 @@ func DefaultConfig() Config {
 		NextPageTTL:  24 * time.Hour,
 		MaxPages:     100,
 		MaxBodyBytes: 64 << 20,
-		Retry:        RetryConfig{Initial: time.Second, Max: 2 * time.Minute},
+		// C5: POST bodies over 1 MB are refused.
+		MaxRequestBytes:     1 << 20,
+		PermanentErrorRetry: 15 * time.Minute,
+		Retry:               RetryConfig{Initial: time.Second, Max: 2 * time.Minute},
 	}
 }
 
@@ -189,6 +202,12 @@ func (c Config) validate(p string) []error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		add("max_body_bytes", "must be at least 1024")
+	}
+	if c.MaxRequestBytes < 1024 {
+		add("max_request_bytes", "must be at least 1024")
+	}
+	if c.PermanentErrorRetry <= 0 {
+		add("permanent_error_retry", "must be positive")
 	}
 	errs = append(errs, c.Retry.validate(p+".retry")...)
 	errs = append(errs, origin.Validate(p+".allowed_origins", c.AllowedOrigins)...)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/svcexport/collector/internal/api/origin"
 )
 
 // StatusError is an HTTP error answer of the API that is not repeated
@@ -94,3 +96,69 @@ func IsBodyTooLarge(err error) bool {
 // it like a cut-off body, under retry reason "malformed", and always warns
 // about it: taken as an empty window, it would lose records.
 var ErrMalformedPage = errors.New("malformed page")
+
+// Reasons of PermanentReason: a bounded set, for labels (C5: answers that
+// are not repeated unchanged).
+const (
+	// ReasonForbidden: 403, the key may not read the account or the
+	// organization-level data (C2).
+	ReasonForbidden = "forbidden"
+	// ReasonUnauthorized: 401 after a token renewal (C1).
+	ReasonUnauthorized = "unauthorized"
+	// ReasonBadRequest: 400 (a filter, a window the API refuses; C3, C5).
+	ReasonBadRequest = "bad_request"
+	// ReasonNotFound: 404 that is not a next-page expiry.
+	ReasonNotFound = "not_found"
+	// ReasonMethodNotAllowed: 405.
+	ReasonMethodNotAllowed = "method_not_allowed"
+	// ReasonConflict: 409.
+	ReasonConflict = "conflict"
+	// ReasonClientError: another 4xx.
+	ReasonClientError = "client_error"
+	// ReasonOrigin: a next page or redirect to another origin (C1, C3).
+	ReasonOrigin = "origin"
+	// ReasonBodyTooLarge: an answer over api.max_body_bytes.
+	ReasonBodyTooLarge = "body_too_large"
+	// ReasonOther: any other error that repeating cannot cure.
+	ReasonOther = "permanent"
+)
+
+// PermanentReasons returns every reason PermanentReason gives.
+func PermanentReasons() []string {
+	return []string{ReasonForbidden, ReasonUnauthorized, ReasonBadRequest, ReasonNotFound, ReasonMethodNotAllowed,
+		ReasonConflict, ReasonClientError, ReasonOrigin, ReasonBodyTooLarge, ReasonOther}
+}
+
+// PermanentReason classifies an error that repeating the same request
+// cannot cure (C5): its reason, and true. It gives false for what a retry
+// may cure: transient errors, and a next-page expiry (C3), which asking the
+// window again answers.
+func PermanentReason(err error) (string, bool) {
+	if !IsPermanent(err) || IsNextPageExpired(err) {
+		return "", false
+	}
+	var se *StatusError
+	switch {
+	case errors.As(err, new(*origin.Error)):
+		return ReasonOrigin, true
+	case IsBodyTooLarge(err):
+		return ReasonBodyTooLarge, true
+	case errors.As(err, &se):
+		switch se.Status {
+		case http.StatusForbidden:
+			return ReasonForbidden, true
+		case http.StatusUnauthorized:
+			return ReasonUnauthorized, true
+		case http.StatusBadRequest:
+			return ReasonBadRequest, true
+		case http.StatusNotFound:
+			return ReasonNotFound, true
+		case http.StatusMethodNotAllowed:
+			return ReasonMethodNotAllowed, true
+		case http.StatusConflict:
+			return ReasonConflict, true
+		}
+		return ReasonClientError, true
+	}
+	return ReasonOther, true
+}

@@ -203,6 +203,51 @@ func TestC2AccountSelection(t *testing.T) {
 	}
 }
 
+// C2, C5: a key whose permissions are narrower than its role (allowed
+// accounts, no organization-level access) gets 403 for the rest, on first
+// and next pages alike; what it may read it reads as before.
+func TestC2PermissionLimitedKeyGets403ForTheRest(t *testing.T) {
+	h := start(t, func(c *Config) {
+		c.Accounts = []string{"acme", "acme-dev", "acme-ops"}
+		c.Keys = append(c.Keys, KeyConfig{KeyID: "narrow", Secret: "narrow-secret", User: "narrow-user", Role: RoleOrgAdmin,
+			Account: "acme", AllowedAccounts: []string{"acme", "ACME-OPS"}, NoOrgAccess: true})
+	})
+	tok := h.token("narrow", "narrow-secret", 0)
+	body := timeFilter(testNow.Add(-2*time.Hour), testNow)
+	cases := []struct {
+		name    string
+		path    string
+		headers map[string]string
+		want    int
+	}{
+		{"its home account", pathOf(SourceDNS), nil, 200},
+		{"an allowed account", pathOf(SourceDNS), map[string]string{"Account-Name": "acme-ops"}, 200},
+		{"an account it may not read", pathOf(SourceDNS), map[string]string{"Account-Name": "acme-dev"}, 403},
+		{"organization-level audit logs", pathOf(SourceAuditLogs), map[string]string{"Org-Access": "true"}, 403},
+		{"audit logs of an allowed account", pathOf(SourceAuditLogs), map[string]string{"Account-Name": "acme"}, 200},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := h.search(c.path, tok, c.headers, body)
+			if r.status != c.want {
+				t.Fatalf("%d, want %d: %.200s", r.status, c.want, r.body)
+			}
+			if c.want == 403 {
+				r.message(t)
+			}
+		})
+	}
+	// An unlimited org admin still reads every account and org data.
+	if r := h.search(pathOf(SourceAuditLogs), h.adminToken(), map[string]string{"Org-Access": "true"}, body); r.status != 200 {
+		t.Fatalf("org admin, org data: %d", r.status)
+	}
+	bad := DefaultConfig()
+	bad.Keys[0].AllowedAccounts = []string{"globex"}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "keys[0].allowed_accounts") {
+		t.Fatalf("unknown allowed account: %v", err)
+	}
+}
+
 // Seed "Errors": unknown paths 404, wrong methods 405, both with {"message"}.
 func TestRoutingErrors(t *testing.T) {
 	h := start(t, nil)

@@ -35,6 +35,14 @@ type KeyConfig struct {
 	Role string `yaml:"role"`
 	// Account is the home account, used when a request names none (C2).
 	Account string `yaml:"account"`
+	// AllowedAccounts, when not empty, limits the accounts the key may
+	// read, whatever its role: any other account answers 403 (a key with
+	// permissions narrower than its role, C2, C5). Empty: the role decides.
+	AllowedAccounts []string `yaml:"allowed_accounts"`
+	// NoOrgAccess refuses organization-level data (Org-Access: true) to
+	// the key with 403, even to an org admin. Default false: the role
+	// decides.
+	NoOrgAccess bool `yaml:"no_org_access"`
 }
 
 // Config holds every knob of the simulator. Start from DefaultConfig: its
@@ -43,8 +51,9 @@ type KeyConfig struct {
 type Config struct {
 	// Seed makes the data and the faults deterministic.
 	Seed int64 `yaml:"seed"`
-	// Accounts are the sub-accounts of the organization (C2); the first is
-	// the edge API's default account.
+	// Accounts are the sub-accounts of the organization (C2). The edge API
+	// serves the edge records of all of them at once (C6 has no account
+	// selection); each record names its account in account_name.
 	Accounts []string `yaml:"accounts"`
 	// Keys are the API keys the token endpoint accepts.
 	Keys []KeyConfig `yaml:"keys"`
@@ -75,6 +84,11 @@ type Config struct {
 	// ResultCap ends a next-page chain after this many rows although
 	// totalRows may be larger (C3).
 	ResultCap int `yaml:"result_cap"`
+	// TotalRowsCap caps the totalRows a first page reports (C3: the
+	// service may cap the count): a result set larger than this says
+	// totalRows = TotalRowsCap, while its chain still goes on to the end or
+	// to ResultCap. 0 (the default) reports the true count.
+	TotalRowsCap int64 `yaml:"total_rows_cap"`
 	// NextPageTTL is how long after a chain's first page its next-page URLs
 	// work (C3); later they answer 404.
 	NextPageTTL time.Duration `yaml:"next_page_ttl"`
@@ -210,6 +224,11 @@ func (c *Config) Validate() error {
 		if k.User == edgeUser {
 			bad(key+".user", "user %q is reserved for the edge API's bucket", k.User)
 		}
+		for _, a := range k.AllowedAccounts {
+			if !seen[strings.ToLower(a)] {
+				bad(key+".allowed_accounts", "account %q is not in accounts", a)
+			}
+		}
 	}
 	if c.SecretHeader == "" {
 		bad("secret_header", "must not be empty")
@@ -258,6 +277,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ResultCap < 0 || (c.ResultCap > 0 && c.ResultCap < c.PageSize) {
 		bad("result_cap", "must be 0 (off) or at least page_size")
+	}
+	if c.TotalRowsCap < 0 {
+		bad("total_rows_cap", "must not be negative (0 is off)")
 	}
 	if c.DefaultRange <= 0 {
 		bad("default_range", "must be positive")

@@ -14,7 +14,17 @@
 //     arithmetic, any page is generated alone, in constant memory;
 //   - every limit of the seed and the contract, and the faults of C1, C3
 //     and C5 (5xx, noisy neighbour, token revocation, slow and cut-off
-//     responses, late data), each switchable in Config.
+//     responses, late data), each switchable in Config; and the ways a real
+//     service may differ from the collector's configuration: another page
+//     size, result cap or next-page life, a capped totalRows
+//     (total_rows_cap), keys with narrower permissions than their role
+//     (KeyConfig.AllowedAccounts, NoOrgAccess: 403 for the rest).
+//
+// The edge API has no account selection (C6): an answer holds the records
+// of every account of the organization, each naming its own in
+// account_name, and Account-Name is ignored. Each (edge source, account)
+// is still a stream of its own, so /_truth for an edge source and an
+// account counts the records whose account_name is that account.
 //
 // Ids: the ground truth hashes each record's canonical form with
 // record.IDOfCanonical; records are served in a non-canonical form (keys in

@@ -22,9 +22,10 @@ type caller struct {
 // bearer token (401), rate bucket of (user, source) (429; every later
 // answer carries the RateLimit-* headers and has spent a token), token
 // revocation fault (401), then account selection (C2: Org-Access only on
-// AuditLogs/search, else 400; org data needs an org admin, 403; an unknown
-// account or one the key may not read, 403). It writes the error answer
-// itself and reports false then.
+// AuditLogs/search, else 400; org data needs an org admin whose key is not
+// NoOrgAccess, 403; an unknown account or one the key may not read, by
+// role or AllowedAccounts, 403). It writes the error answer itself and
+// reports false then.
 func (s *Server) admitCore(w http.ResponseWriter, r *http.Request, src sourceID, now time.Time) (caller, bool) {
 	fn := src.info().name
 	tok, ok := bearer(r)
@@ -66,6 +67,10 @@ func (s *Server) admitCore(w http.ResponseWriter, r *http.Request, src sourceID,
 			writeError(w, http.StatusForbidden, "organization-level data needs an organization admin")
 			return caller{}, false
 		}
+		if p.key.NoOrgAccess {
+			writeError(w, http.StatusForbidden, fmt.Sprintf("user %s has no access to organization-level data", p.user))
+			return caller{}, false
+		}
 		c.account = OrgAccount
 		return c, true
 	}
@@ -78,12 +83,30 @@ func (s *Server) admitCore(w http.ResponseWriter, r *http.Request, src sourceID,
 		writeError(w, http.StatusForbidden, fmt.Sprintf("account %q is not part of this organization", name))
 		return caller{}, false
 	}
-	if p.key.Role != RoleOrgAdmin && !strings.EqualFold(a, p.key.Account) {
+	if !p.key.mayRead(a) {
 		writeError(w, http.StatusForbidden, fmt.Sprintf("user %s may not read account %q", p.user, a))
 		return caller{}, false
 	}
 	c.account = a
 	return c, true
+}
+
+// mayRead reports whether the key may read account a (its configured
+// spelling): an org admin every account, an account admin its own, and
+// either only those of AllowedAccounts when that is set.
+func (k *KeyConfig) mayRead(a string) bool {
+	if k.Role != RoleOrgAdmin && !strings.EqualFold(a, k.Account) {
+		return false
+	}
+	if len(k.AllowedAccounts) == 0 {
+		return true
+	}
+	for _, x := range k.AllowedAccounts {
+		if strings.EqualFold(x, a) {
+			return true
+		}
+	}
+	return false
 }
 
 // injectError answers a chosen data request with 500 or 503 (fault).
@@ -247,7 +270,7 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request, ch *chain, fs
 		h = append(h, `{"paging":{"rows":`...)
 		h = strconv.AppendInt(h, rows, 10)
 		h = append(h, `,"totalRows":`...)
-		h = strconv.AppendInt(h, ch.total, 10)
+		h = strconv.AppendInt(h, s.reportedTotal(ch.total), 10)
 		h = append(h, `,"urls":{`...)
 		if hasNext {
 			h = append(h, `"nextPage":"`...)
@@ -262,6 +285,16 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request, ch *chain, fs
 	wk.head = h
 	s.stats.add(ch.user, si.name, func(c *Counter) { c.RowsServed += rows; c.Pages++ })
 	s.sendData(w, r, wk.head, wk.rows, []byte("]}"))
+}
+
+// reportedTotal is the totalRows a page reports for a result set of total
+// rows: the true count, or at most total_rows_cap (C3: the service may cap
+// the count). The chain itself is bounded by the true count.
+func (s *Server) reportedTotal(total int64) int64 {
+	if c := s.cfg.TotalRowsCap; c > 0 {
+		return min(total, c)
+	}
+	return total
 }
 
 // baseURL is the scheme and host the request came to, so next-page URLs are

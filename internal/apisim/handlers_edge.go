@@ -12,6 +12,9 @@ import (
 // handleEdge serves the edge API (C6): GET audit_events and alerts with
 // millisecond windows, no paging, at most edge_max_rows rows (the rest is
 // dropped silently), one rate bucket (user "edge", functionality "edge").
+// C6 has no account selection: the edge token alone decides what is
+// served, the records of every account, and an Account-Name header is
+// ignored.
 func (s *Server) handleEdge(w http.ResponseWriter, r *http.Request, src sourceID) {
 	now := s.now()
 	tok, ok := bearer(r)
@@ -32,15 +35,6 @@ func (s *Server) handleEdge(w http.ResponseWriter, r *http.Request, src sourceID
 		writeError(w, http.StatusBadRequest, "Org-Access is not accepted by the edge API")
 		return
 	}
-	account := s.accounts[0]
-	if name := strings.TrimSpace(r.Header.Get("Account-Name")); name != "" {
-		a, ok := s.accountName(name)
-		if !ok {
-			writeError(w, http.StatusForbidden, fmt.Sprintf("account %q is not part of this organization", name))
-			return
-		}
-		account = a
-	}
 	eq, err := parseEdgeQuery(r.URL.RawQuery, src, now)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -54,21 +48,33 @@ func (s *Server) handleEdge(w http.ResponseWriter, r *http.Request, src sourceID
 		fs = []filter{{path: []string{"status"}, op: opIn, values: eq.statuses}}
 	}
 	nowMs := now.UnixMilli()
-	st := s.stream(src, account)
-	pl := newPlan(st, eq.start, min(eq.end, nowMs))
-	pm := newPerm(uint64(pl.n), permKey(st, pl.start, pl.end))
 	limit := int64(s.cfg.EdgeMaxRows)
-	if limit == 0 {
-		limit = pl.n
-	}
 	wk := s.pool.Get().(*worker)
 	defer s.pool.Put(wk)
 	wk.rows = wk.rows[:0]
 	var rows int64
-	if pl.n > 0 {
+	// C6: no account selection. The answer holds the records of every
+	// account of the organization (each names its own in account_name),
+	// account after account, and stops at edge_max_rows: the rest is
+	// dropped silently.
+	for _, a := range s.accounts {
+		if limit > 0 && rows >= limit {
+			break
+		}
+		st := s.stream(src, a)
+		pl := newPlan(st, eq.start, min(eq.end, nowMs))
+		if pl.n == 0 {
+			continue
+		}
+		pm := newPerm(uint64(pl.n), permKey(st, pl.start, pl.end))
+		lim := pl.n
+		if limit > 0 {
+			lim = min(lim, limit-rows)
+		}
 		// Edge records exist and are visible as of now, alerts in their
 		// version as of now.
-		rows, _ = s.fillPage(wk, pl, &pm, 0, nowMs, fs, nil, limit)
+		n, _ := s.fillPage(wk, pl, &pm, 0, nowMs, fs, nil, lim)
+		rows += n
 	}
 	h := append(wk.head[:0], `{"audit_events":[`...)
 	if src == srcEdgeAlerts {

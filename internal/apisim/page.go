@@ -33,7 +33,8 @@ func permKey(st *stream, start, end int64) uint64 {
 
 func (s *Server) lateMs() int64 { return s.cfg.LateMax.Milliseconds() }
 
-// fillPage appends to wk.rows, comma-separated, up to limit records of the
+// fillPage appends to wk.rows, comma-separated (after what it holds), up
+// to limit records of the
 // window in permutation order starting at position from, skipping records
 // not visible at asOf and records the filters reject. It returns the rows
 // written and the position after the last one scanned.
@@ -52,7 +53,7 @@ func (s *Server) fillPage(wk *worker, pl *plan, pm *perm, from, asOf int64, fs [
 		if len(fs) > 0 && !match(&wk.r, fs) {
 			continue
 		}
-		if rows > 0 {
+		if len(wk.rows) > 0 {
 			wk.rows = append(wk.rows, ',')
 		}
 		wk.rows = wk.r.appendServed(wk.rows, keep)

@@ -103,6 +103,33 @@ func TestC3PagingReturns12345RowWindowExactlyOnceInThreePages(t *testing.T) {
 	}
 }
 
+// C3: with total_rows_cap the first page's totalRows is capped (the service
+// may cap the count) while the chain still serves every record, so a
+// client cannot tell from totalRows alone how large the result set is.
+func TestC3TotalRowsCapCapsTheCountNotTheChain(t *testing.T) {
+	h := start(t, func(c *Config) { c.TotalRowsCap = 2000; c.PageSize = 1000 })
+	from, to := windowOfSize(t, h.sim, SourceDNS, "acme", testNow.Add(-5*time.Hour), 4321)
+	recs, pages := h.walk(pathOf(SourceDNS), h.adminToken(), nil, timeFilter(from, to))
+	if len(pages) != 5 {
+		t.Fatalf("%d pages, want 5", len(pages))
+	}
+	for i, p := range pages {
+		if p.Paging == nil || p.Paging.TotalRows != 2000 {
+			t.Fatalf("page %d: paging %+v, want totalRows capped at 2000", i, p.Paging)
+		}
+	}
+	d := digestOf(t, SourceDNS, recs)
+	if count, xor := h.sim.Truth(SourceDNS, "acme", from, to); d.Count != count || d.Hex() != xor || count != 4321 {
+		t.Fatalf("served %d %s, truth %d %s", d.Count, d.Hex(), count, xor)
+	}
+	// Under the cap the count is true.
+	from, to = windowOfSize(t, h.sim, SourceDNS, "acme", testNow.Add(-3*time.Hour), 1500)
+	_, pages = h.walk(pathOf(SourceDNS), h.adminToken(), nil, timeFilter(from, to))
+	if len(pages) != 2 || pages[0].Paging.TotalRows != 1500 {
+		t.Fatalf("1,500 rows: %d pages, totalRows %+v", len(pages), pages[0].Paging)
+	}
+}
+
 // C3: a window with more than 500,000 rows gives a chain that stops after
 // 100 full pages although totalRows says more (and stays true on every page).
 func TestC3ChainStopsAtResultCapWithTrueTotalRows(t *testing.T) {

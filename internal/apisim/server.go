@@ -255,3 +255,8 @@ func allow(w http.ResponseWriter, r *http.Request, method string) bool {
 	writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" is not allowed here; use "+method)
 	return false
 }
+
+// Accounts returns the organization's sub-accounts as configured: the
+// accounts whose records the edge API serves (C6), each under its own
+// account_name.
+func (s *Server) Accounts() []string { return append([]string(nil), s.accounts...) }

@@ -85,7 +85,8 @@ func TestC8TruthAgreesWithPagingOverRandomWindows(t *testing.T) {
 				if si == srcEdgeAlerts {
 					recs = er.Alerts
 				}
-				d := digestOf(t, tg.source, recs)
+				// C6: the answer holds every account's records.
+				d := digestOf(t, tg.source, ofAccount(t, recs, tg.account))
 				served, hex = d.Count, d.Hex()
 			} else {
 				var recs, _ = h.walkSource(si, tok, hd, from, end)

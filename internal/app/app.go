@@ -31,6 +31,9 @@ type Options struct {
 	Stdout io.Writer
 	// Version and Commit stamp collector_build_info.
 	Version, Commit string
+	// Progress, when set, shows each source's progress while Run runs (the
+	// terminal's bars, status.Bars); Run closes it before its last line.
+	Progress status.Display
 }
 
 func (o Options) withDefaults() Options {
@@ -94,24 +97,25 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	}
 
 	streams := source.Streams(srcCfg)
-	snk, err := newSink(cfg, streams, filepath.Dir(cfg.Checkpoint.Path), reg, log, o.Stdout)
+	sinks, err := newSinks(cfg, streams, filepath.Dir(cfg.Checkpoint.Path), reg, log, o.Stdout)
 	if err != nil {
 		return err
 	}
-	sinkReady := &readiness{}
 	if tel != nil {
-		tel.AddReadiness("sink", func(ctx context.Context) error {
-			if err := sinkReady.get(); err != nil {
-				return err
-			}
-			return snk.Ready(ctx)
-		})
-	}
-	if err := startSink(ctx, snk, sinkReady, log); err != nil {
-		return err
+		// Per sink: whether it started and can reach its destination.
+		for _, r := range sinks {
+			tel.AddReadiness("sink:"+r.name(), func(ctx context.Context) error {
+				if err := r.ready.get(); err != nil {
+					return err
+				}
+				return r.sink.Ready(ctx)
+			})
+		}
 	}
 	// One stop deadline for everything: the drain (in the pipeline) and the
-	// sink's shutdown share pipeline.stop_timeout from the stop signal on.
+	// sinks' shutdown share pipeline.stop_timeout from the stop signal on.
+	// Sinks that started are shut down also when another cannot start
+	// (Shutdown without Start is harmless).
 	var stopAt atomic.Int64
 	context.AfterFunc(ctx, func() { stopAt.Store(time.Now().UnixNano()) })
 	defer func() {
@@ -121,31 +125,40 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		}
 		sctx, cancel := context.WithTimeout(context.Background(), max(left, 5*time.Second))
 		defer cancel()
-		if err := snk.Shutdown(sctx); err != nil {
-			log.Error("sink shutdown", "err", err)
-		}
+		shutdownSinks(sctx, sinks, log)
 	}()
+	if err := startSinks(ctx, sinks, log); err != nil {
+		return err
+	}
 
 	producers := make([]pipeline.Producer, len(set.Pollers))
 	for i, p := range set.Pollers {
 		producers[i] = p
 	}
-	pl := pipeline.New(cfg.Pipeline, store, snk, producers, reg, log, nil)
-	prog, err := status.NewReporter(cfg.SourceConfig(), streams, set.Pollers, pl, cfg.Log.Progress, reg, log)
+	pl := pipeline.New(cfg.Pipeline, store, targets(sinks), producers, reg, log, nil)
+	prog, err := status.NewReporter(cfg.SourceConfig(), streams, set.Pollers, pipelineState{pl}, cfg.Log.Progress, reg, log)
 	if err != nil {
 		return err
 	}
+	if o.Progress != nil {
+		prog.ShowOn(o.Progress)
+	}
 	if tel != nil {
 		tel.AddReadiness("checkpoint", func(context.Context) error { return pl.CommitError() })
-		// The sink's own Ready says whether it can reach its destination;
-		// this says whether the last write actually succeeded (a full disk).
-		tel.AddReadiness("sink_write", func(context.Context) error { return pl.WriteError() })
+		// A sink's own Ready says whether it can reach its destination;
+		// this says whether its last write actually succeeded (a full disk).
+		for _, r := range sinks {
+			tel.AddReadiness("sink_write:"+r.name(), func(context.Context) error { return pl.SinkWriteError(r.name()) })
+		}
+		// Streams refused for good (C5: a 403 for a sub-account, org-level
+		// audit logs) keep failing: named here with their scrubbed reason.
+		tel.AddReadiness("streams", func(context.Context) error { return source.BlockedError(set.Pollers) })
 		// Liveness fails only for a wedged process: records wait, nothing is
-		// acknowledged, and yet the sink says it is reachable. A sink that
+		// acknowledged, and yet every sink says it is reachable. A sink that
 		// is down shows in /readyz; restarting would not bring it back.
 		tel.AddLiveness("pipeline", func(ctx context.Context) error {
 			err := pl.Stalled()
-			if err == nil || snk.Ready(ctx) != nil {
+			if err == nil || allReady(ctx, sinks) != nil {
 				return nil
 			}
 			return err
@@ -153,7 +166,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		tel.AddHandler("/state", prog.Handler())
 	}
 
-	log.Info("collector started", "streams", len(set.Pollers), "sink", cfg.Sink.Type, "once", once,
+	log.Info("collector started", "streams", len(set.Pollers), "sinks", describeSinks(sinks), "once", once,
 		"checkpoint", cfg.Checkpoint.Path, "buffer_records", cfg.Pipeline.BufferRecords)
 	progCtx, stopProg := context.WithCancel(context.Background())
 	progDone := make(chan struct{})

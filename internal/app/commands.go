@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/checkpoint"
@@ -18,6 +21,7 @@ import (
 	"github.com/svcexport/collector/internal/sink/clickhouse"
 	"github.com/svcexport/collector/internal/sink/kafka"
 	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/access"
 	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/status"
 )
@@ -27,6 +31,12 @@ type CheckOptions struct {
 	// Timeout bounds each online step (DNS, connect, TLS, the token
 	// request, the sink). Default 10s.
 	Timeout time.Duration
+	// Offline only validates (cmd/collector loaded the configuration with
+	// config.LoadOptions.Offline): no secret, no file, no network.
+	Offline bool
+	// Print prints the resolved configuration (see PrintConfig) instead
+	// of checking anything online.
+	Print bool
 }
 
 func (co CheckOptions) timeout() time.Duration {
@@ -49,12 +59,26 @@ func redactedURL(u string) string {
 // says which.
 var ErrCheckFailed = errors.New("check failed")
 
-// Check validates the configuration (already done by loading it), prints the
-// effective configuration with secrets redacted, asks the core API for one
-// token, and checks the sink can be reached, without moving any data.
+// Check validates the configuration (already done by loading it) and,
+// online, prints the effective configuration with secrets redacted, asks
+// the core API for one token, and checks every sink can be reached, without
+// moving any data. Offline it only says the configuration is valid and how
+// many streams it defines; with Print it prints the configuration
+// (PrintConfig) and checks nothing else.
 func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) error {
 	o = o.withDefaults()
 	w := o.Stdout
+	if co.Print {
+		return PrintConfig(w, cfg)
+	}
+	if co.Offline {
+		n := 0
+		if streams, err := configuredStreams(cfg); err == nil {
+			n = len(streams)
+		}
+		fmt.Fprintf(w, "ok    configuration valid, %d streams (offline: secrets, files and network not checked)\n", n)
+		return nil
+	}
 	dump, err := cfg.Dump()
 	if err != nil {
 		return err
@@ -95,8 +119,12 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 			report("core API at "+redactedURL(srcCfg.API.BaseURL), err)
 		} else {
 			cctx, cancel := context.WithTimeout(ctx, co.timeout())
-			report("core API token from "+redactedURL(srcCfg.API.BaseURL), set.Core.Check(cctx))
+			tokenErr := set.Core.Check(cctx)
 			cancel()
+			report("core API token from "+redactedURL(srcCfg.API.BaseURL), tokenErr)
+			if tokenErr == nil {
+				checkAccess(ctx, srcCfg, o, co, report)
+			}
 		}
 	}
 	if set.Edge != nil {
@@ -106,29 +134,114 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 			fmt.Fprintf(w, "ok    edge API at %s reachable (token set; the edge API has no token endpoint to test it without spending a request)\n", redactedURL(srcCfg.Edge.BaseURL))
 		}
 	}
-	report("sink "+cfg.Sink.Type, checkSink(ctx, cfg, source.Streams(srcCfg), o, co.timeout()))
+	for _, sc := range cfg.Sinks() {
+		what := "sink " + sc.SinkName()
+		if sc.SinkName() != sc.Type {
+			what += " (" + sc.Type + ")"
+		}
+		report(what, checkSink(ctx, sc, source.Streams(srcCfg), o, co.timeout()))
+	}
 	if failed {
 		return ErrCheckFailed
 	}
 	return nil
 }
 
-func checkSink(ctx context.Context, cfg config.Config, streams []record.Stream, o Options, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+// checkAccess asks, once the token works, whether the key may read each
+// configured core stream (C1, C2, C5: a key without access to a
+// sub-account or to organization-level audit logs gets a 403 that would
+// block the stream at run time): one first page of a tiny window per
+// stream, one report line each, all within co.timeout().
+func checkAccess(ctx context.Context, cfg catalog.Config, o Options, co CheckOptions, report func(what string, err error)) {
+	actx, cancel := context.WithTimeout(ctx, co.timeout())
 	defer cancel()
-	switch cfg.Sink.Type {
-	case config.SinkKafka:
-		rep, err := kafka.Check(ctx, cfg.Sink.Kafka, streams)
-		fmt.Fprint(o.Stdout, rep.String())
+	results, err := access.Probe(actx, cfg, api.Options{Logger: o.Log})
+	if err != nil {
+		report("access of the configured accounts", err)
+		return
+	}
+	for _, r := range results {
+		report("access of "+r.Stream.String(), r.Err)
+	}
+}
+
+// PrintConfig writes the resolved configuration as YAML (secrets
+// redacted, ${VAR} references resolved), which loads back as the same
+// configuration once the secrets are supplied again, followed by comments
+// listing each source's streams and resolved settings.
+func PrintConfig(w io.Writer, cfg config.Config) error {
+	dump, err := cfg.Dump()
+	if err != nil {
 		return err
-	case config.SinkClickHouse:
-		s, err := clickhouse.New(cfg.Sink.ClickHouse, prometheus.NewRegistry(), o.Log)
+	}
+	fmt.Fprintln(w, "# The collector's configuration, resolved: ${...} expanded, defaults filled in, keys left out unset.")
+	fmt.Fprintln(w, "# Secrets show as [redacted]: supply them again (COLLECTOR_API__SECRET, ... or *_file keys) to use it.")
+	w.Write(dump)
+	streams, err := configuredStreams(cfg)
+	if err != nil {
+		fmt.Fprintf(w, "# streams: none (%v)\n", err)
+		return nil
+	}
+	byKey := map[string][]string{}
+	for _, s := range streams {
+		byKey[s.Source] = append(byKey[s.Source], s.Account)
+	}
+	fmt.Fprintf(w, "#\n# Streams (%d), per source with its resolved settings (comments, not read back):\n", len(streams))
+	for _, spec := range catalog.Specs() {
+		accounts, ok := byKey[spec.Name]
+		if !ok {
+			fmt.Fprintf(w, "#   %s: off\n", spec.Name)
+			continue
+		}
+		r := cfg.Sources.Resolve(spec.Name)
+		line, err := flowYAML([]any{
+			"accounts", accounts, "start", r.Start, "lag", config.FormatDuration(r.Lag),
+			"interval", config.FormatDuration(r.Interval), "max_window", config.FormatDuration(r.MaxWindow),
+			"overlap", config.FormatDuration(r.Overlap), "filters", r.Filters, "returns", r.Returns,
+		})
 		if err != nil {
 			return err
 		}
+		fmt.Fprintf(w, "#   %s: %s\n", spec.Name, line)
+	}
+	return nil
+}
+
+// flowYAML writes the key, value pairs kv as one YAML flow mapping, in
+// their order, leaving out empty lists.
+func flowYAML(kv []any) (string, error) {
+	n := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if v := reflect.ValueOf(kv[i+1]); v.Kind() == reflect.Slice && v.Len() == 0 {
+			continue
+		}
+		var v yaml.Node
+		if err := v.Encode(kv[i+1]); err != nil {
+			return "", err
+		}
+		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: fmt.Sprint(kv[i])}, &v)
+	}
+	b, err := yaml.Marshal(n)
+	return strings.TrimSpace(string(b)), err
+}
+
+// checkSink checks that the sink sc can be reached (one of Config.Sinks).
+func checkSink(ctx context.Context, sc config.SinkConfig, streams []record.Stream, o Options, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	switch sc.Type {
+	case config.SinkKafka:
+		rep, err := kafka.Check(ctx, sc.Kafka, streams)
+		fmt.Fprint(o.Stdout, rep.String())
+		return err
+	case config.SinkClickHouse:
+		s, err := clickhouse.New(sc.ClickHouse, prometheus.NewRegistry(), o.Log)
+		if err != nil {
+			return sc.KeyedError(err)
+		}
 		return s.Check(ctx)
 	case config.SinkFile:
-		return checkWritableDir(cfg.Sink.File.Dir)
+		return checkWritableDir(sc.File.Dir)
 	}
 	return nil
 }
@@ -155,6 +268,14 @@ type StateOptions struct {
 	Reset string
 	// JSON prints JSON instead of a table.
 	JSON bool
+	// Watch prints the states every Interval (default 2s) until ctx
+	// ends: in place when Terminal, else one snapshot after another.
+	Watch    bool
+	Interval time.Duration
+	Terminal bool
+	// Notes receives where the states come from (standard error), so that
+	// standard output holds only the table or the JSON; nil discards.
+	Notes io.Writer
 }
 
 // State prints, per stream, the watermark, lag, window in flight, rows
@@ -163,32 +284,48 @@ type StateOptions struct {
 // the checkpoint file when none answers.
 func State(ctx context.Context, cfg config.Config, o Options, so StateOptions) error {
 	o = o.withDefaults()
+	if so.Notes == nil {
+		so.Notes = io.Discard
+	}
 	if so.Reset != "" {
 		return reset(ctx, cfg, o, so.Reset)
 	}
-	if states, err := status.Live(ctx, cfg.Metrics.Listen); err == nil {
-		fmt.Fprintf(o.Stdout, "# live, from the running collector at %s\n", cfg.Metrics.Listen)
-		return status.Print(o.Stdout, states, so.JSON)
+	snap := func(ctx context.Context) ([]status.StreamState, string, error) { return states(ctx, cfg, o) }
+	if so.Watch {
+		return status.Watch(ctx, o.Stdout, so.Notes, status.WatchOptions{Every: so.Interval, JSON: so.JSON, Terminal: so.Terminal}, snap)
 	}
-	keys, err := configuredStreams(cfg)
+	st, from, err := snap(ctx)
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(so.Notes, "# %s\n", from)
+	return status.Print(o.Stdout, st, so.JSON)
+}
+
+// states returns the state lines now, from the running collector or else
+// the checkpoint, and says which.
+func states(ctx context.Context, cfg config.Config, o Options) ([]status.StreamState, string, error) {
+	if live, err := status.Live(ctx, cfg.Metrics.Listen); err == nil {
+		return live, "live, from the running collector at " + cfg.Metrics.Listen, nil
+	}
+	keys, err := configuredStreams(cfg)
+	if err != nil {
+		return nil, "", err
+	}
 	stored := map[record.Stream]checkpoint.State{}
+	from := "no checkpoint at " + cfg.Checkpoint.Path + " yet: nothing collected"
 	if _, err := os.Stat(cfg.Checkpoint.Path); err == nil {
 		db, err := openCheckpoint(cfg, o.Log)
 		if err != nil {
-			return err
+			return nil, "", err
 		}
 		defer db.Close()
 		if stored, err = db.All(ctx); err != nil {
-			return err
+			return nil, "", err
 		}
-		fmt.Fprintf(o.Stdout, "# from the checkpoint %s\n", cfg.Checkpoint.Path)
-	} else {
-		fmt.Fprintf(o.Stdout, "# no checkpoint at %s yet: nothing collected\n", cfg.Checkpoint.Path)
+		from = "from the checkpoint " + cfg.Checkpoint.Path
 	}
-	return status.Print(o.Stdout, status.FromCheckpoint(cfg.SourceConfig(), stored, keys, time.Now()), so.JSON)
+	return status.FromCheckpoint(cfg.SourceConfig(), stored, keys, time.Now()), from, nil
 }
 
 // configuredStreams lists the streams the configuration defines. It needs

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,7 +17,10 @@ import (
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/pipeline"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/file"
+	"github.com/svcexport/collector/internal/sink/sinkhelper"
+	"github.com/svcexport/collector/internal/sink/stdout"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/testinfra/harness"
@@ -71,7 +75,7 @@ func BenchmarkPipeline(b *testing.B) {
 					b.Fatal(err)
 				}
 				var delivered int64
-				m.timed(func() { delivered = runInProcess(b, c, dir, fsync) })
+				m.timed(func() { delivered = runInProcess(b, c, dir, fsync, 1) })
 				if delivered != c.rows {
 					b.Fatalf("delivered %d rows, the recorded backlog holds %d", delivered, c.rows)
 				}
@@ -129,6 +133,29 @@ func BenchmarkPipeline(b *testing.B) {
 		m.report(b)
 	})
 
+	// Every page to every sink: the cost of one, two and three sinks
+	// (file; file and file; file, file and stdout into io.Discard), fsync
+	// off so that the disk of a shared machine does not blur the CPU.
+	for sinks := 1; sinks <= 3; sinks++ {
+		b.Run(fmt.Sprintf("inprocess/sinks=%d", sinks), func(b *testing.B) {
+			var m meter
+			for range b.N {
+				dir, err := os.MkdirTemp("", "collector-bench-sinks-")
+				if err != nil {
+					b.Fatal(err)
+				}
+				var delivered int64
+				m.timed(func() { delivered = runInProcess(b, c, dir, false, sinks) })
+				if delivered != c.rows {
+					b.Fatalf("delivered %d rows, the recorded backlog holds %d", delivered, c.rows)
+				}
+				m.rows += delivered
+				os.RemoveAll(dir)
+			}
+			m.report(b)
+		})
+	}
+
 	for _, fsync := range []bool{true, false} {
 		b.Run(fmt.Sprintf("stage=file/fsync=%v", fsync), func(b *testing.B) {
 			var m meter
@@ -166,9 +193,11 @@ func BenchmarkPipeline(b *testing.B) {
 }
 
 // runInProcess runs the whole path once, as internal/app assembles it, into
-// a fresh checkpoint and output directory under dir; it returns the rows
-// the pipeline delivered.
-func runInProcess(b *testing.B, c *corpus, dir string, fsync bool) int64 {
+// a fresh checkpoint and output directory under dir, with sinks sinks (1:
+// a file sink; 2: two file sinks; 3: two file sinks and a stdout sink into
+// io.Discard; every page goes to every sink); it returns the rows the
+// pipeline delivered.
+func runInProcess(b *testing.B, c *corpus, dir string, fsync bool, sinks int) int64 {
 	b.Helper()
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
@@ -183,25 +212,38 @@ func runInProcess(b *testing.B, c *corpus, dir string, fsync bool) int64 {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	fcfg := file.DefaultConfig()
-	fcfg.Dir, fcfg.Fsync = filepath.Join(dir, "out"), fsync
-	snk, err := file.New(fcfg, reg, log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := snk.Start(ctx); err != nil {
-		b.Fatal(err)
+	var targets []pipeline.Target
+	for i := range sinks {
+		name := fmt.Sprintf("file%d", i)
+		var snk sink.Sink
+		if i < 2 {
+			fcfg := file.DefaultConfig()
+			fcfg.Dir, fcfg.Fsync = filepath.Join(dir, "out", name), fsync
+			snk, err = file.New(fcfg, sinkhelper.Named(reg, name), log)
+		} else {
+			name = "stdout"
+			snk, err = stdout.New(stdout.DefaultConfig(), io.Discard, sinkhelper.Named(reg, name))
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := snk.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		targets = append(targets, pipeline.Target{Name: name, Sink: snk})
 	}
 	pollers := make([]pipeline.Producer, len(set.Pollers))
 	for i, p := range set.Pollers {
 		pollers[i] = p
 	}
-	pl := pipeline.New(pipeline.DefaultConfig(), store, snk, pollers, reg, log, nil)
+	pl := pipeline.New(pipeline.DefaultConfig(), store, targets, pollers, reg, log, nil)
 	if err := pl.Run(ctx); err != nil {
 		b.Fatal(err)
 	}
-	if err := snk.Shutdown(ctx); err != nil {
-		b.Fatal(err)
+	for _, t := range targets {
+		if err := t.Sink.Shutdown(ctx); err != nil {
+			b.Fatal(err)
+		}
 	}
 	if n := rp.misses.Load(); n != 0 {
 		b.Fatalf("%d requests were not in the recording: the run is not the recorded one", n)

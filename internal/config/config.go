@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -33,6 +34,7 @@ type Config struct {
 	Checkpoint   CheckpointConfig      `koanf:"checkpoint"`
 	Pipeline     pipeline.Config       `koanf:"pipeline"`
 	Sink         SinkConfig            `koanf:"sink"`
+	SinkList     SinkList              `koanf:"sinks"`
 	Metrics      MetricsConfig         `koanf:"metrics"`
 	Log          LogConfig             `koanf:"log"`
 	Simulator    SimulatorConfig       `koanf:"simulator"`
@@ -48,14 +50,25 @@ type CheckpointConfig struct {
 	OpenTimeout time.Duration `koanf:"open_timeout"`
 }
 
-// SinkConfig selects and configures the sink (key "sink").
+// SinkConfig selects and configures one sink: the one-sink section (key
+// "sink") or an entry of the list "sinks" (SinkList). Config.Sinks returns
+// the sinks a configuration has; sinks.go holds their rules.
 type SinkConfig struct {
+	// Name names the sink in metrics (the sink label), /readyz (sink:NAME),
+	// state, logs and its dead-letter file: a-z, 0-9, _ and -, unique.
+	// Default: its type.
+	Name string `koanf:"name"`
 	// Type is file (default), stdout, kafka or clickhouse.
 	Type       string            `koanf:"type"`
 	File       file.Config       `koanf:"file"`
 	Stdout     stdout.Config     `koanf:"stdout"`
 	Kafka      kafka.Config      `koanf:"kafka"`
 	ClickHouse clickhouse.Config `koanf:"clickhouse"`
+
+	key       string // key path of the block (Key)
+	set       bool   // the block was in the file or the environment
+	typed     bool   // ... with its type
+	decodeErr error  // what UnmarshalMapstructure found, keys relative to the block
 }
 
 // Sink types.
@@ -107,30 +120,22 @@ func Default() Config {
 		Sources:    src.Sources,
 		Checkpoint: CheckpointConfig{Path: filepath.Join("data", "checkpoint.db"), OpenTimeout: time.Second},
 		Pipeline:   pipeline.DefaultConfig(),
-		Sink: SinkConfig{
-			Type:       SinkFile,
-			File:       file.DefaultConfig(),
-			Kafka:      kafka.DefaultConfig(),
-			ClickHouse: clickhouse.DefaultConfig(),
-		},
-		Metrics:   MetricsConfig{Listen: "127.0.0.1:9464"},
-		Log:       LogConfig{Level: "info", Format: "text", Progress: 30 * time.Second},
-		Simulator: SimulatorConfig{Listen: "127.0.0.1:0"},
+		Sink:       DefaultSink(),
+		Metrics:    MetricsConfig{Listen: "127.0.0.1:9464"},
+		Log:        LogConfig{Level: "info", Format: "text", Progress: 30 * time.Second},
+		Simulator:  SimulatorConfig{Listen: "127.0.0.1:0"},
 	}
 }
 
 // Load returns the configuration of the file at path (may be empty: defaults
 // only) with environ (KEY=VALUE, usually os.Environ()) applied on top, and
-// validated. Every error names the key.
+// validated. Every error names the key; see LoadWith.
 func Load(path string, environ []string) (Config, error) {
-	cfg := Default()
-	if err := load(path, environ, &cfg); err != nil {
+	l, err := LoadWith(path, environ, LoadOptions{})
+	if err != nil {
 		return Config{}, err
 	}
-	if err := cfg.Validate(); err != nil {
-		return Config{}, err
-	}
-	return cfg, nil
+	return l.Config, nil
 }
 
 // SourceConfig returns the part of the configuration the pollers use.
@@ -142,17 +147,7 @@ func (c Config) SourceConfig() catalog.Config {
 func (c Config) Validate() error {
 	var errs []error
 	errs = append(errs, c.validateSource())
-	switch c.Sink.Type {
-	case SinkFile:
-		errs = append(errs, c.Sink.File.Validate())
-	case SinkStdout:
-	case SinkKafka:
-		errs = append(errs, c.Sink.Kafka.Validate())
-	case SinkClickHouse:
-		errs = append(errs, c.Sink.ClickHouse.Validate())
-	default:
-		errs = append(errs, &KeyError{Key: "sink.type", Msg: fmt.Sprintf("unknown sink %q (file, stdout, kafka, clickhouse)", c.Sink.Type)})
-	}
+	errs = append(errs, c.validateSinks()...)
 	errs = append(errs, c.Pipeline.Validate())
 	if c.Checkpoint.Path == "" {
 		errs = append(errs, &KeyError{Key: "checkpoint.path", Msg: "must be set"})
@@ -257,13 +252,24 @@ func (c Config) validateSource() error {
 }
 
 // Dump writes the effective configuration as YAML with every secret
-// redacted, for "collector check".
+// redacted, in the order of configs/collector.yaml. It loads back (with the
+// secrets supplied again) as the same configuration: what is unset is
+// left out, durations print with units.
 func (c Config) Dump() ([]byte, error) {
 	m, err := toMap(c)
 	if err != nil {
 		return nil, err
 	}
-	return yaml.Marshal(m)
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // Environ returns os.Environ; a seam for tests.

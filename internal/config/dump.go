@@ -8,49 +8,79 @@ import (
 	"reflect"
 	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // toMap renders v (a struct with koanf tags) as nested maps keyed like the
 // configuration file. Values that marshal themselves as text (secrets,
-// which print redacted) use that text; durations print with units.
-func toMap(v any) (map[string]any, error) {
-	out, ok := render(reflect.ValueOf(v)).(map[string]any)
+// which print redacted) use that text; durations print with units. What is
+// unset (a nil pointer, list or map: "inherit" or "none") is left out, so
+// that the rendering loads back as the same configuration.
+func toMap(v any) (*orderedMap, error) {
+	r, _ := render(reflect.ValueOf(v))
+	out, ok := r.(*orderedMap)
 	if !ok {
 		return nil, fmt.Errorf("configuration is not a struct")
 	}
 	return out, nil
 }
 
+// orderedMap is a struct rendered: its keys in the order of its fields, as
+// configs/collector.yaml lists them.
+type orderedMap struct {
+	keys []string
+	vals map[string]any
+}
+
+// MarshalYAML implements yaml.Marshaler.
+func (m *orderedMap) MarshalYAML() (any, error) {
+	n := &yaml.Node{Kind: yaml.MappingNode}
+	for _, k := range m.keys {
+		var v yaml.Node
+		if err := v.Encode(m.vals[k]); err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k}, &v)
+	}
+	return n, nil
+}
+
 var textMarshaler = reflect.TypeOf((*encoding.TextMarshaler)(nil)).Elem()
 
-func render(v reflect.Value) any {
+// render returns v as it is written in a file, and false when it is unset
+// and is to be left out.
+func render(v reflect.Value) (any, bool) {
 	if !v.IsValid() {
-		return nil
+		return nil, false
 	}
-	if v.Kind() == reflect.Pointer {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice:
 		if v.IsNil() {
-			return nil
+			return nil, false
 		}
+	}
+	if v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
 		v = v.Elem()
 	}
 	switch x := v.Interface().(type) {
 	case time.Duration:
-		return x.String()
+		return FormatDuration(x), true
 	case string:
-		return redactURL(x)
+		return redactURL(x), true
 	case os.FileMode:
-		return fmt.Sprintf("0%o", uint32(x))
+		return fmt.Sprintf("0%o", uint32(x)), true
 	}
 	if v.Type().Implements(textMarshaler) {
 		b, err := v.Interface().(encoding.TextMarshaler).MarshalText()
 		if err != nil {
-			return "<" + err.Error() + ">"
+			return "<" + err.Error() + ">", true
 		}
-		return string(b)
+		return string(b), true
 	}
 	switch v.Kind() {
 	case reflect.Struct:
-		m := map[string]any{}
+		m := &orderedMap{vals: map[string]any{}}
 		for i := 0; i < v.NumField(); i++ {
 			f := v.Type().Field(i)
 			if !f.IsExported() {
@@ -68,27 +98,31 @@ func render(v reflect.Value) any {
 				}
 				tag = strings.ToLower(f.Name)
 			}
-			m[tag] = render(v.Field(i))
+			if r, ok := render(v.Field(i)); ok {
+				m.keys = append(m.keys, tag)
+				m.vals[tag] = r
+			}
 		}
-		return m
+		return m, true
 	case reflect.Map:
 		m := map[string]any{}
 		iter := v.MapRange()
 		for iter.Next() {
-			m[fmt.Sprint(iter.Key().Interface())] = render(iter.Value())
+			r, ok := render(iter.Value())
+			if !ok {
+				r = nil
+			}
+			m[fmt.Sprint(iter.Key().Interface())] = r
 		}
-		return m
+		return m, true
 	case reflect.Slice, reflect.Array:
-		if v.Kind() == reflect.Slice && v.IsNil() {
-			return []any{}
-		}
 		l := make([]any, v.Len())
 		for i := range l {
-			l[i] = render(v.Index(i))
+			l[i], _ = render(v.Index(i))
 		}
-		return l
+		return l, true
 	default:
-		return v.Interface()
+		return v.Interface(), true
 	}
 }
 
@@ -108,4 +142,22 @@ func redactURL(s string) string {
 	}
 	u.User = url.User("xxxxx")
 	return u.String()
+}
+
+// FormatDuration writes d the way the configuration is written, and
+// ParseDuration reads it back: whole days as "7d", else Go's form without
+// its zero tails ("1h30m", "2m", "500ms", "0s").
+func FormatDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d >= day && d%day == 0 {
+		return fmt.Sprintf("%dd", d/day)
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

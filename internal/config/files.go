@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
 )
 
 // CheckFiles reports, as KeyErrors, every file the configuration names that
@@ -49,24 +50,35 @@ func (c Config) CheckFiles() error {
 	if c.Edge.BaseURL != "" || c.Edge.TokenFile != "" {
 		secretFile("edge.token_file", c.Edge.Token, c.Edge.TokenFile)
 	}
-	k := c.Sink.Kafka
-	if c.Sink.Type == SinkKafka {
-		if k.SASL.Mechanism != "" {
-			secretFile("sink.kafka.sasl.password_file", k.SASL.Password, k.SASL.PasswordFile)
-		}
-		if k.TLS.Enabled {
-			readable("sink.kafka.tls.ca_file", k.TLS.CAFile)
-			readable("sink.kafka.tls.cert_file", k.TLS.CertFile)
-			readable("sink.kafka.tls.key_file", k.TLS.KeyFile)
-		}
-	}
-	ch := c.Sink.ClickHouse
-	if c.Sink.Type == SinkClickHouse {
-		secretFile("sink.clickhouse.password_file", ch.Password, ch.PasswordFile)
-		if ch.TLS.Enabled {
-			readable("sink.clickhouse.tls.ca_file", ch.TLS.CAFile)
-			readable("sink.clickhouse.tls.cert_file", ch.TLS.CertFile)
-			readable("sink.clickhouse.tls.key_file", ch.TLS.KeyFile)
+	for _, sk := range c.Sinks() {
+		p := sk.Key() + "."
+		switch k, ch := sk.Kafka, sk.ClickHouse; sk.Type {
+		case SinkKafka:
+			switch k.SASL.Mechanism {
+			case "":
+			case kafkasasl.OAuthBearer:
+				o := k.SASL.OAuth
+				secretFile(p+"kafka.sasl.oauth.token_file", o.Token, o.TokenFile)
+				secretFile(p+"kafka.sasl.oauth.client_secret_file", o.ClientSecret, o.ClientSecretFile)
+			case kafkasasl.AWSMSKIAM:
+				a := k.SASL.AWS
+				secretFile(p+"kafka.sasl.aws.secret_access_key_file", a.SecretAccessKey, a.SecretAccessKeyFile)
+				secretFile(p+"kafka.sasl.aws.session_token_file", a.SessionToken, a.SessionTokenFile)
+			default:
+				secretFile(p+"kafka.sasl.password_file", k.SASL.Password, k.SASL.PasswordFile)
+			}
+			if k.TLS.Enabled {
+				readable(p+"kafka.tls.ca_file", k.TLS.CAFile)
+				readable(p+"kafka.tls.cert_file", k.TLS.CertFile)
+				readable(p+"kafka.tls.key_file", k.TLS.KeyFile)
+			}
+		case SinkClickHouse:
+			secretFile(p+"clickhouse.password_file", ch.Password, ch.PasswordFile)
+			if ch.TLS.Enabled {
+				readable(p+"clickhouse.tls.ca_file", ch.TLS.CAFile)
+				readable(p+"clickhouse.tls.cert_file", ch.TLS.CertFile)
+				readable(p+"clickhouse.tls.key_file", ch.TLS.KeyFile)
+			}
 		}
 	}
 	return errors.Join(errs...)

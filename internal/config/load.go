@@ -12,10 +12,9 @@ import (
 	"time"
 
 	"github.com/go-viper/mapstructure/v2"
-	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/env/v2"
-	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
+	"go.yaml.in/yaml/v3"
 )
 
 // EnvPrefix starts every environment variable the collector reads.
@@ -30,36 +29,76 @@ type KeyError struct {
 
 func (e *KeyError) Error() string { return e.Key + ": " + e.Msg }
 
+// loadResult is what load learnt besides the values it decoded.
+type loadResult struct {
+	// problems are the unknown keys, the references that failed and the
+	// values of the wrong type, one KeyError each.
+	problems []error
+	// left maps the keys whose ${...} a lenient load left unresolved to
+	// that reference; they keep their defaults.
+	left map[string]string
+}
+
 // load reads path (when not empty) and the environment into dst, which holds
-// the defaults. Unknown keys and values of the wrong type are KeyErrors.
-func load(path string, environ []string, dst any) error {
+// the defaults, expanding the file's ${...} references (leaving unset
+// variables and files alone for the keys lenient names; it may be nil). Every problem it can report is
+// collected, not only the first: unknown keys and failed references are
+// left out and the rest decoded, so that the values of the wrong type are
+// found in the same pass. Its error is for a file that cannot be read or
+// parsed at all.
+func load(path string, environ []string, dst any, lenient func(key string) bool) (loadResult, error) {
+	root := reflect.TypeOf(dst).Elem()
+	res := loadResult{left: map[string]string{}}
 	k := koanf.New(".")
 	if path != "" {
-		if _, err := os.Stat(path); err != nil {
-			return fmt.Errorf("config file: %w", err)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return res, fmt.Errorf("config file: %w", err)
 		}
-		if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
-			return fmt.Errorf("config file %s: %w", path, err)
+		var m map[string]any
+		if err := yaml.Unmarshal(b, &m); err != nil {
+			return res, fmt.Errorf("config file %s: %w", path, err)
+		}
+		if m == nil {
+			m = map[string]any{}
+		}
+		res.problems, res.left = newExpander(environ, lenient).expandTree(m)
+		if err := k.Load(mapProvider(m), nil); err != nil {
+			return res, fmt.Errorf("config file %s: %w", path, err)
+		}
+		// A list key may be written as one string ("[a, b]" or "a,b"), as
+		// in the environment, for instance from a ${VAR}.
+		for _, key := range k.Keys() {
+			if v, ok := k.Get(key).(string); ok {
+				if lv := listValue(root, key, v); lv != nil {
+					_ = k.Set(key, lv)
+				}
+			}
 		}
 	}
 	envp := env.Provider(".", env.Opt{
-		Prefix:        EnvPrefix,
-		EnvironFunc:   func() []string { return environ },
-		TransformFunc: envKey,
+		Prefix:      EnvPrefix,
+		EnvironFunc: func() []string { return environ },
+		TransformFunc: func(name, v string) (string, any) {
+			key := envKey(name)
+			if lv := listValue(root, key, v); lv != nil {
+				return key, lv
+			}
+			return key, v
+		},
 	})
 	if err := k.Load(envp, nil); err != nil {
-		return fmt.Errorf("environment: %w", err)
+		return res, fmt.Errorf("environment: %w", err)
 	}
-	var errs []error
 	reported := map[string]bool{}
 	for _, key := range k.Keys() {
-		if at, msg := checkKey(reflect.TypeOf(dst).Elem(), strings.Split(key, ".")); msg != "" && !reported[at] {
+		if at, msg := checkKey(root, strings.Split(key, ".")); msg != "" && !reported[at] {
 			reported[at] = true
-			errs = append(errs, &KeyError{Key: at, Msg: msg})
+			res.problems = append(res.problems, &KeyError{Key: at, Msg: msg})
 		}
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	for at := range reported {
+		k.Delete(at)
 	}
 	err := k.UnmarshalWithConf("", dst, koanf.UnmarshalConf{
 		Tag: "koanf",
@@ -77,26 +116,69 @@ func load(path string, environ []string, dst any) error {
 		},
 	})
 	if err != nil {
-		return decodeErrors(err)
+		res.problems = append(res.problems, splitJoined(decodeErrors(err))...)
 	}
-	return nil
+	return res, nil
 }
 
-// envKey maps COLLECTOR_API__SECRET to api.secret. A value is parsed as a
-// YAML list when it looks like one ([a, b]), so list keys can be set too.
-func envKey(k, v string) (string, any) {
-	key := strings.ToLower(strings.TrimPrefix(k, EnvPrefix))
-	key = strings.ReplaceAll(key, "__", ".")
-	if strings.HasPrefix(v, "[") && strings.HasSuffix(v, "]") {
-		var items []string
-		for _, s := range strings.Split(strings.Trim(v, "[]"), ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				items = append(items, s)
-			}
-		}
-		return key, items
+// mapProvider hands koanf a map already parsed (and expanded).
+type mapProvider map[string]any
+
+func (m mapProvider) ReadBytes() ([]byte, error)    { return nil, errors.New("mapProvider has no bytes") }
+func (m mapProvider) Read() (map[string]any, error) { return m, nil }
+
+// envKey maps COLLECTOR_API__SECRET to api.secret.
+func envKey(name string) string {
+	key := strings.ToLower(strings.TrimPrefix(name, EnvPrefix))
+	return strings.ReplaceAll(key, "__", ".")
+}
+
+// listValue returns v as a list when it looks like one ([a, b]) and key is
+// a list (or an unknown place that may hold one, like simulator.settings),
+// so that list keys can be set from the environment; nil otherwise. A
+// secret (api.secret, edge.token, any password) or any other string key is
+// never a list, whatever its value looks like.
+func listValue(root reflect.Type, key, v string) []string {
+	if !strings.HasPrefix(v, "[") || !strings.HasSuffix(v, "]") {
+		return nil
 	}
-	return key, v
+	if t, known := keyType(root, strings.Split(key, ".")); known && t.Kind() != reflect.Slice && t.Kind() != reflect.Interface {
+		return nil
+	}
+	items := []string{}
+	for _, s := range strings.Split(strings.Trim(v, "[]"), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			items = append(items, s)
+		}
+	}
+	return items
+}
+
+// keyType returns the type of the value at the dotted key path of t, and
+// whether it is known (false for a key that is not one, or that lies under
+// a free-form map).
+func keyType(t reflect.Type, path []string) (reflect.Type, bool) {
+	for _, seg := range path {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch t.Kind() {
+		case reflect.Struct:
+			f, ok := fieldByTag(t, seg)
+			if !ok {
+				return nil, false
+			}
+			t = f.Type
+		case reflect.Map:
+			t = t.Elem()
+		default:
+			return nil, false
+		}
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t, true
 }
 
 var durationType = reflect.TypeOf(time.Duration(0))
@@ -251,6 +333,7 @@ var (
 	cannotRe   = regexp.MustCompile(`'([^']*)' (cannot parse .*)`)
 	quotedRe   = regexp.MustCompile(`^'([^']*)' (.*)$`)
 	indexRe    = regexp.MustCompile(`\[([^\]]*)\]`) // sources[dns] -> sources.dns
+	parseRe    = regexp.MustCompile(`^cannot parse value as '([^']*)': (strconv\.\w+: )?`)
 )
 
 // decodeErrors turns mapstructure's multi-line report into KeyErrors.
@@ -263,7 +346,11 @@ func decodeErrors(err error) error {
 		}
 		for _, re := range []*regexp.Regexp{decodingRe, expectRe, cannotRe, quotedRe} {
 			if m := re.FindStringSubmatch(line); m != nil {
-				out = append(out, &KeyError{Key: indexRe.ReplaceAllString(m[1], ".$1"), Msg: m[2]})
+				msg := m[2]
+				if p := parseRe.FindStringSubmatch(msg); p != nil {
+					msg = "is not a valid " + p[1] + " (" + strings.TrimPrefix(msg, p[0]) + ")"
+				}
+				out = append(out, &KeyError{Key: indexRe.ReplaceAllString(m[1], ".$1"), Msg: msg})
 				line = ""
 				break
 			}

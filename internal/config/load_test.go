@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,11 +31,20 @@ func writeFile(t *testing.T, body string) string {
 	return p
 }
 
+// loadErr is load's problems joined, or its error.
+func loadErr(path string, environ []string, dst any) error {
+	res, err := load(path, environ, dst, nil)
+	if err != nil {
+		return err
+	}
+	return errors.Join(res.problems...)
+}
+
 func TestLoadLayersDefaultsFileAndEnvironment(t *testing.T) {
 	cfg := testConfig{API: testSection{Limit: 480, Period: time.Hour, Name: "default"}}
 	p := writeFile(t, "api:\n  period: 7d\n  name: fromfile\nsources:\n  dns:\n    limit: 3\n")
 	env := []string{"COLLECTOR_API__NAME=fromenv", "COLLECTOR_SOURCES__DNS__PERIOD=90s", "COLLECTOR_API__TAGS=[a, b]", "OTHER=1"}
-	if err := load(p, env, &cfg); err != nil {
+	if err := loadErr(p, env, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.API.Limit != 480 || cfg.API.Period != 7*24*time.Hour || cfg.API.Name != "fromenv" ||
@@ -65,7 +75,7 @@ func TestLoadNamesTheWrongKey(t *testing.T) {
 			if c.yaml != "" {
 				p = writeFile(t, c.yaml)
 			}
-			err := load(p, c.env, &cfg)
+			err := loadErr(p, c.env, &cfg)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want it to contain %q", err, c.want)
 			}
@@ -86,7 +96,7 @@ func TestParseDurationAcceptsDays(t *testing.T) {
 
 func TestLoadKeepsAYAMLTimestampForAStringKey(t *testing.T) {
 	var cfg testConfig
-	if err := load(writeFile(t, "api:\n  name: 2026-11-20T10:00:00Z\n"), nil, &cfg); err != nil {
+	if err := loadErr(writeFile(t, "api:\n  name: 2026-11-20T10:00:00Z\n"), nil, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.API.Name != "2026-11-20T10:00:00Z" {

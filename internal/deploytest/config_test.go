@@ -35,7 +35,8 @@ var shippedConfigs = map[string]map[string]string{
 	"configs/collector.yaml":  apiSecret,
 	"configs/kafka.yaml":      merge(apiSecret, edgeToken, kafkaPass),
 	"configs/clickhouse.yaml": merge(apiSecret, chPassword),
-	"configs/demo.yaml":       nil, // the in-process simulator brings its credentials
+	"configs/demo.yaml":       nil,                         // the in-process simulator brings its credentials
+	"configs/multi.yaml":      merge(apiSecret, edgeToken), // the sinks read their passwords from files
 }
 
 func TestEveryConfigUnderConfigsLoadsAndValidates(t *testing.T) {

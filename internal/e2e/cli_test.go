@@ -19,7 +19,7 @@ func TestBadConfigurationsExit2NamingTheKey(t *testing.T) {
 		env        []string
 		want       string
 	}{
-		{"an unknown key", base + "sinks:\n  type: file\n", nil, `sinks: unknown key (did you mean "sink"?)`},
+		{"an unknown key", base + "sinkk:\n  type: file\n", nil, `sinkk: unknown key (did you mean "sink"?)`},
 		{"a misspelt nested key", base + "pipeline:\n  bufer_records: 10\n", nil, `pipeline.bufer_records: unknown key (did you mean "buffer_records"?)`},
 		{"a wrong type", base + "pipeline:\n  buffer_records: lots\n", nil, "pipeline.buffer_records"},
 		{"max_window over 7 days", base + "sources:\n  dns:\n    max_window: 8d\n", nil, "sources.dns.max_window"},

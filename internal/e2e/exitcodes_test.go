@@ -120,3 +120,28 @@ func TestSIGTERMDuringOnceExits0(t *testing.T) {
 	}
 	harness.CompareWithTruth(t, sim, c.ReadOutput(t), moved, start, wms)
 }
+
+// The secret files of SASL OAUTHBEARER and AWS_MSK_IAM are read at start
+// like every other secret file: a missing one is a configuration error
+// naming its key (exit 2), not a failure at the first connection.
+func TestMissingKafkaSASLSecretFilesExit2(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base := "api:\n  base_url: http://127.0.0.1:1\n  key_id: k\n  secret: s\nmetrics:\n  listen: \"\"\ncheckpoint:\n  path: " +
+		filepath.Join(dir, "cp.db") + "\nsink:\n  type: kafka\n  kafka:\n    brokers: [127.0.0.1:1]\n    sasl:\n"
+	for _, c := range []struct{ name, sasl, want string }{
+		{"an OAuth token file", "      mechanism: OAUTHBEARER\n      oauth:\n        token_file: " + filepath.Join(dir, "nope") + "\n", "sink.kafka.sasl.oauth.token_file"},
+		{"an AWS secret key file", "      mechanism: AWS_MSK_IAM\n      aws:\n        access_key_id: AKIA\n        secret_access_key_file: " + filepath.Join(dir, "nope") + "\n", "sink.kafka.sasl.aws.secret_access_key_file"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "c.yaml")
+			if err := os.WriteFile(p, []byte(base+c.sasl), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out := harness.RunCLI(t, nil, "run", "--once", "--config", p)
+			if code != 2 || !strings.Contains(out, c.want) {
+				t.Fatalf("exit %d, output:\n%s\nwant exit 2 naming %s", code, out, c.want)
+			}
+		})
+	}
+}

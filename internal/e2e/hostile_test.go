@@ -39,7 +39,7 @@ func TestPagesBiggerThanConfiguredWithAFullyReservedBufferAreComplete(t *testing
 }
 
 // A full disk: the file sink's writes fail with ENOSPC. /readyz says so
-// (the sink_write check) instead of "ok"; nothing is acknowledged, so the
+// (the sink_write:file check) instead of "ok"; nothing is acknowledged, so the
 // checkpoint stays behind; once there is room again the collector goes on
 // and the output is complete. Needs root for a small tmpfs (CI runs as
 // root).
@@ -66,7 +66,7 @@ func TestAFullDiskShowsInReadyzAndLosesNothing(t *testing.T) {
 	var checks map[string]string
 	for {
 		code, ch := harness.Ready(metrics)
-		if code == http.StatusServiceUnavailable && strings.Contains(ch["sink_write"], "no space") {
+		if code == http.StatusServiceUnavailable && strings.Contains(ch["sink_write:file"], "no space") {
 			checks = ch
 			break
 		}

@@ -246,7 +246,7 @@ func TestKafkaBrokerRestartMidBackfillNeverCommitsAheadOfTheBroker(t *testing.T)
 		// the watermark does not cover yet: every one must be on disk too.
 		for k, b := range before {
 			var onDisk int64
-			for _, n := range atStop.IDs[k] {
+			for _, n := range atStop.Of(k) {
 				onDisk += int64(n)
 			}
 			if onDisk < b.Delivered {

@@ -55,7 +55,7 @@ func FuzzAppend(f *testing.F) {
 
 func check(t *testing.T, s *schema, raw, out []byte) {
 	t.Helper()
-	if errs := s.validate(out); len(errs) > 0 {
+	if errs := s.Validate(out); len(errs) > 0 {
 		t.Fatalf("invalid event %v\nrecord %q\nevent  %s", errs, raw, out)
 	}
 	if bytes.ContainsAny(out, "\r\n") {

@@ -150,7 +150,7 @@ func countLeaves(v any) int {
 // names of the members held by typed attributes (for coverage).
 func checkEvent(t *testing.T, s *schema, e *record.Envelope, out []byte, fallbacks int) (mapped, present []string) {
 	t.Helper()
-	for _, msg := range s.validate(out) {
+	for _, msg := range s.Validate(out) {
 		t.Errorf("%s %s: %s\nrecord %s\nevent  %s", e.Source, e.ID, msg, e.Record, out)
 	}
 	if bytes.ContainsAny(out, "\n\r") {

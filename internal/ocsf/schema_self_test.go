@@ -20,7 +20,7 @@ const validDNS = `{"class_uid":4003,"class_name":"DNS Activity","category_uid":4
 // rely on fails on each kind of mistake it is meant to catch.
 func TestValidatorRejects(t *testing.T) {
 	s := loadSchema(t)
-	if errs := s.validate([]byte(validDNS)); len(errs) > 0 {
+	if errs := s.Validate([]byte(validDNS)); len(errs) > 0 {
 		t.Fatalf("the valid event is rejected: %v", errs)
 	}
 	for _, tc := range []struct {
@@ -62,7 +62,7 @@ func TestValidatorRejects(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			errs := s.validate(b)
+			errs := s.Validate(b)
 			if !strings.Contains(strings.Join(errs, "\n"), tc.want) {
 				t.Errorf("errors %q do not contain %q", errs, tc.want)
 			}

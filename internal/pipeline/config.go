@@ -7,13 +7,14 @@ import (
 
 // Config tunes the pipeline (key "pipeline").
 type Config struct {
-	// BufferRecords bounds the records between the API and the sink: pages
+	// BufferRecords bounds the records between the API and the sinks: pages
 	// being fetched (room is reserved before each request), buffered, and
 	// being written. Memory is about this many records times their size,
 	// whatever the backlog and however many streams. Default 50,000 (ten
 	// full pages).
 	BufferRecords int `koanf:"buffer_records"`
-	// SinkWorkers is how many batches are written concurrently. Default 4.
+	// SinkWorkers is how many batches are written concurrently to each
+	// sink (each sink has this many workers of its own). Default 4.
 	SinkWorkers int `koanf:"sink_workers"`
 	// SinkTimeout bounds one Write call. Default 2m.
 	SinkTimeout time.Duration `koanf:"sink_timeout"`

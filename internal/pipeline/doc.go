@@ -1,13 +1,17 @@
 // Package pipeline wires the path of a record: producers (the pollers)
-// reserve room and emit pages into a buffer bounded in records, sink
-// workers write them, and the acknowledged pages move each stream's
-// checkpoint, in order, over contiguous runs only. It is the one package
-// that imports the sources, the sinks and the checkpoint; none of them
-// imports it.
+// reserve room and emit pages into a buffer bounded in records, every
+// sink's own workers write every page, and the pages every sink
+// acknowledged move each stream's checkpoint, in order, over contiguous
+// runs only. A page holds its room until every sink is done with it, so a
+// slow sink holds the others back and memory stays bounded. It is the one
+// package that imports the sources, the sinks and the checkpoint; none of
+// them imports it.
 //
 // Files: pipeline.go (Run: producers, workers, commits), output.go (each
-// producer's Output: reservations and the buffer), slots.go (the buffer's
-// semaphore), write.go (sink workers and retries), tracker.go (contiguous
+// producer's Output: reservations, and pages handed to every sink),
+// slots.go (the buffer's semaphore), target.go (one sink: its queue, its
+// pending pages, its lag), write.go (each sink's workers and retries, a
+// page finished by every sink, permanent errors), tracker.go (contiguous
 // acknowledgements), health.go (Stalled, errors and states for /readyz,
 // /healthz and /state), metrics.go, config.go.
 package pipeline

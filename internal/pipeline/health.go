@@ -9,16 +9,17 @@ import (
 )
 
 // Stalled returns an error when the pipeline stopped moving for longer than
-// StallTimeout: records handed to the sink were not acknowledged (the sink
-// or a worker is wedged), or streams wait for room in the buffer and no room
-// was granted nor any batch acknowledged (whatever holds the room never
-// gives it back). A pipeline with nothing to write and nobody waiting for
-// room is never stalled. It is safe for concurrent use.
+// StallTimeout: records handed on were not acknowledged by every sink (a
+// sink or a worker is wedged), or streams wait for room in the buffer and
+// no room was granted nor any batch acknowledged (whatever holds the room
+// never gives it back). A pipeline with nothing to write and nobody
+// waiting for room is never stalled. The error names the sink that holds
+// the oldest page. It is safe for concurrent use.
 func (p *Pipeline) Stalled() error {
 	now := p.now()
 	if since, waiting := p.busy.Load(), p.pending.Load(); since != 0 && waiting != 0 {
 		if waited := now.Sub(time.Unix(0, since)); waited > p.cfg.StallTimeout {
-			return fmt.Errorf("no batch acknowledged for %v while %d records wait", waited.Round(time.Second), waiting)
+			return fmt.Errorf("no batch acknowledged by every sink for %v while %d records wait%s", waited.Round(time.Second), waiting, p.laggard())
 		}
 	}
 	if n, rows, since := p.slots.waiting(); n > 0 {
@@ -26,11 +27,26 @@ func (p *Pipeline) Stalled() error {
 			since = time.Unix(0, ack)
 		}
 		if waited := now.Sub(since); waited > p.cfg.StallTimeout {
-			return fmt.Errorf("no room granted and no batch acknowledged for %v while %d streams wait for room for %d records (%d of %d records held)",
-				waited.Round(time.Second), n, rows, p.slots.inUse(), p.cfg.BufferRecords)
+			return fmt.Errorf("no room granted and no batch acknowledged for %v while %d streams wait for room for %d records (%d of %d records held)%s",
+				waited.Round(time.Second), n, rows, p.slots.inUse(), p.cfg.BufferRecords, p.laggard())
 		}
 	}
 	return nil
+}
+
+// laggard names the sink whose oldest pending page is the oldest, for
+// Stalled; "" when no sink has a page pending.
+func (p *Pipeline) laggard() string {
+	var worst SinkLag
+	for _, l := range p.SinkLags() {
+		if l.Pages > 0 && l.Oldest >= worst.Oldest {
+			worst = l
+		}
+	}
+	if worst.Sink == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (sink %s: %d records pending, the oldest for %v)", worst.Sink, worst.Records, worst.Oldest.Round(time.Second))
 }
 
 type errBox struct{ err error }
@@ -61,7 +77,7 @@ func (p *Pipeline) observeAll() {
 	}
 }
 
-// Delivered returns the records the sink acknowledged since Run began.
+// Delivered returns the records every sink acknowledged since Run began.
 func (p *Pipeline) Delivered() int64 { return p.rows.Load() }
 
 // States returns every stream's acknowledged state (what is committed or

@@ -11,7 +11,7 @@ type metrics struct {
 	delivered       *prometheus.CounterVec
 	buffered        prometheus.Gauge
 	capacity        prometheus.Gauge
-	batchDuration   prometheus.Histogram
+	batchDuration   *prometheus.HistogramVec
 	commits         prometheus.Counter
 	commitErrors    prometheus.Counter
 	commitDuration  prometheus.Histogram
@@ -23,7 +23,7 @@ type metrics struct {
 	permanentErrors *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg prometheus.Registerer, p *Pipeline) *metrics {
 	m := &metrics{
 		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "collector_rows_delivered_total",
@@ -31,17 +31,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"source", "account"}),
 		buffered: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "collector_pipeline_buffered_records",
-			Help: "Records fetched and not yet acknowledged by the sink.",
+			Help: "Records fetched and not yet acknowledged by every sink.",
 		}),
 		capacity: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "collector_pipeline_capacity_records",
 			Help: "Bound of collector_pipeline_buffered_records (pipeline.buffer_records).",
 		}),
-		batchDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+		batchDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "collector_sink_batch_duration_seconds",
-			Help:    "Time from handing a batch to the sink until it was acknowledged, retries included.",
+			Help:    "Time from handing a batch on until the sink acknowledged it, retries and the wait in the sink's queue included, by sink.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
-		}),
+		}, []string{"sink"}),
 		commits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "collector_checkpoint_commits_total",
 			Help: "Checkpoint transactions committed.",
@@ -69,26 +69,53 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		lastAckUnixTime: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "collector_last_ack_timestamp_seconds",
-			Help: "When the sink last acknowledged a batch (Unix seconds).",
+			Help: "When every sink had acknowledged a batch last (Unix seconds).",
 		}),
 		streamFailed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "collector_stream_failed",
-			Help: "1 while the stream is stopped because the sink refused one of its batches for good (a permanent error), else 0; a restart after the fix resumes it.",
+			Help: "1 while the stream is stopped because a sink refused one of its batches for good (a permanent error), else 0; a restart after the fix resumes it.",
 		}, []string{"source", "account"}),
 		permanentErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "collector_sink_permanent_errors_total",
-			Help: "Batches the sink refused for good (a permanent error): they are not retried, and their stream stops.",
-		}, []string{"source", "account"}),
+			Help: "Batches a sink refused for good (a permanent error): they are not retried, and their stream stops for every sink.",
+		}, []string{"source", "account", "sink"}),
 	}
 	reg.MustRegister(m.delivered, m.buffered, m.capacity, m.batchDuration, m.commits,
 		m.commitErrors, m.commitDuration, m.watermark, m.lag, m.pollersRunning, m.lastAckUnixTime,
-		m.streamFailed, m.permanentErrors)
+		m.streamFailed, m.permanentErrors, &lagCollector{p: p})
 	return m
 }
 
 // initStream creates the failure series of stream k at zero, so that
 // alerts see them before a failure.
-func (m *metrics) initStream(k record.Stream) {
+func (m *metrics) initStream(k record.Stream, targets []*target) {
 	m.streamFailed.WithLabelValues(k.Source, k.Account).Set(0)
-	m.permanentErrors.WithLabelValues(k.Source, k.Account)
+	for _, t := range targets {
+		m.permanentErrors.WithLabelValues(k.Source, k.Account, t.Name)
+	}
+}
+
+// Each sink's lag (SinkLags), read when scraped.
+var (
+	pendingDesc = prometheus.NewDesc("collector_sink_pending_records",
+		"Records handed to the sink (waiting in its queue or being written) and not yet acknowledged by it. A page holds its room in the buffer until every sink acknowledged it: the sink with the most pending holds the others back.",
+		[]string{"sink"}, nil)
+	oldestDesc = prometheus.NewDesc("collector_sink_oldest_pending_seconds",
+		"Age of the oldest page handed to the sink and not yet acknowledged by it; 0 when none waits.",
+		[]string{"sink"}, nil)
+)
+
+// lagCollector exports SinkLags.
+type lagCollector struct{ p *Pipeline }
+
+func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- pendingDesc
+	ch <- oldestDesc
+}
+
+func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, l := range c.p.SinkLags() {
+		ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(l.Records), l.Sink)
+		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, l.Oldest.Seconds(), l.Sink)
+	}
 }

@@ -49,8 +49,10 @@ func (o *output) release() {
 	o.held = 0
 }
 
-// Emit puts a page into the buffer. It blocks while the buffer is full:
-// that is the backpressure that keeps memory flat.
+// Emit puts a page into the buffer: into the queue of every sink. It
+// blocks while the buffer is full, or a sink's queue: that is the
+// backpressure that keeps memory flat. The page holds its room until every
+// sink has finished with it, so a slow sink holds the others back.
 func (o *output) Emit(ctx context.Context, pg source.Page) error {
 	p := o.p
 	// A page larger than the room reserved for it (the server sent more
@@ -75,14 +77,20 @@ func (o *output) Emit(ctx context.Context, pg source.Page) error {
 		}
 	}
 	it.handed = p.now()
-	select {
-	case p.queue <- it:
-		return nil
-	case <-ctx.Done():
-		// The page is dropped before the sink saw it; the producer stops
-		// and the next run fetches it again. Nothing is committed past it.
-		p.slots.release(held)
-		p.pending.Add(-int64(held))
-		return ctx.Err()
+	it.left.Store(int32(len(p.targets)))
+	for i, t := range p.targets {
+		t.hand(it)
+		select {
+		case t.queue <- it:
+		case <-ctx.Done():
+			// The sinks from t on never see the page (those before may
+			// write it): it is never acknowledged, the producer stops and
+			// the next run fetches it again. Nothing is committed past it.
+			for _, rest := range p.targets[i:] {
+				p.finish(rest, it, false)
+			}
+			return ctx.Err()
+		}
 	}
+	return nil
 }

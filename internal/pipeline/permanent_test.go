@@ -68,7 +68,7 @@ func TestAPermanentSinkErrorStopsItsStreamOnly(t *testing.T) {
 		// bad tails: only the cancellation of its context ends its Run.
 		badPoller := &scriptedPoller{key: bad, windows: 5, pages: 1, rows: 10, tail: true}
 		goodPoller := &scriptedPoller{key: good, windows: 5, pages: 1, rows: 10}
-		p := New(cfg, store, s, []Producer{badPoller, goodPoller}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+		p := New(cfg, store, one(s), []Producer{badPoller, goodPoller}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 
 		done := make(chan error, 1)
 		go func() { done <- p.Run(t.Context()) }()
@@ -112,8 +112,8 @@ func TestAPermanentSinkErrorStopsItsStreamOnly(t *testing.T) {
 		}{
 			{"stream_failed of dns/bad", p.m.streamFailed.WithLabelValues("dns", "bad"), 1},
 			{"stream_failed of dns/good", p.m.streamFailed.WithLabelValues("dns", "good"), 0},
-			{"sink_permanent_errors of dns/bad", p.m.permanentErrors.WithLabelValues("dns", "bad"), 1},
-			{"sink_permanent_errors of dns/good", p.m.permanentErrors.WithLabelValues("dns", "good"), 0},
+			{"sink_permanent_errors of dns/bad", p.m.permanentErrors.WithLabelValues("dns", "bad", "test"), 1},
+			{"sink_permanent_errors of dns/good", p.m.permanentErrors.WithLabelValues("dns", "good", "test"), 0},
 		} {
 			if got := testutil.ToFloat64(tt.c); got != tt.want {
 				t.Errorf("%s = %v, want %v", tt.name, got, tt.want)

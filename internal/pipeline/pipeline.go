@@ -13,7 +13,6 @@ import (
 
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/record"
-	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/source"
 )
 
@@ -33,26 +32,25 @@ type Producer interface {
 	Run(ctx context.Context, from source.Cursor, out source.Output) error
 }
 
-// Pipeline moves pages from producers through a bounded buffer to a sink
-// and commits each stream's progress after its pages are acknowledged.
+// Pipeline moves pages from producers through a bounded buffer to every
+// sink (its targets) and commits each stream's progress over the pages
+// that every sink acknowledged.
 type Pipeline struct {
 	cfg       Config
 	store     Store
-	sink      sink.Sink
+	targets   []*target
 	producers []Producer
 	log       *slog.Logger
 	m         *metrics
 	now       func() time.Time
 
 	slots   *slots
-	pending atomic.Int64 // records handed to the sink and not yet acknowledged
-	queue   chan *item
+	pending atomic.Int64 // records of pages handed on and not yet finished by every sink
 	tracker *tracker
-	rows    atomic.Int64 // records acknowledged by this run
-	lastAck atomic.Int64 // unix nanoseconds of the last acknowledgement
+	rows    atomic.Int64 // records acknowledged (by every sink) by this run
+	lastAck atomic.Int64 // unix nanoseconds of the last page every sink acknowledged
 	busy    atomic.Int64 // unix nanoseconds since when records wait, 0 when none
 	commitE atomic.Value // last commit error (errBox)
-	writeE  atomic.Value // last sink write error since the last success (errBox)
 
 	// stops ends a producer's Run (made by Run before anything starts,
 	// read-only after); failures holds the streams a permanent sink error
@@ -62,24 +60,43 @@ type Pipeline struct {
 	failures map[record.Stream]error
 }
 
+// item is one page on its way to every sink. Each sink's worker finishes
+// with it once (acknowledged or dropped); the last one gives its room back
+// and, when every sink acknowledged it, acknowledges it to the tracker.
 type item struct {
 	key     record.Stream
 	seq     uint64
-	batch   *record.Batch
+	batch   *record.Batch // shared by the sinks: read-only
 	after   source.Cursor
 	revisit bool
 	held    int // slots held
 	handed  time.Time
+
+	left   atomic.Int32 // sinks not finished with it yet
+	missed atomic.Bool  // a sink finished without acknowledging it
 }
 
-// New builds a pipeline of one producer per stream. reg receives the
-// pipeline's metrics; now may be nil for time.Now.
-func New(cfg Config, store Store, s sink.Sink, producers []Producer, reg prometheus.Registerer, log *slog.Logger, now func() time.Time) *Pipeline {
+func (it *item) records() int {
+	if it.batch == nil {
+		return 0
+	}
+	return len(it.batch.Envelopes)
+}
+
+// New builds a pipeline of one producer per stream into the sinks of
+// targets (Run needs at least one; their names must differ). Every page
+// goes to every sink; each sink has pipeline.sink_workers workers of its
+// own. reg receives the pipeline's metrics; now may be nil for time.Now.
+func New(cfg Config, store Store, targets []Target, producers []Producer, reg prometheus.Registerer, log *slog.Logger, now func() time.Time) *Pipeline {
 	if now == nil {
 		now = time.Now
 	}
-	p := &Pipeline{cfg: cfg, store: store, sink: s, producers: producers, log: log, m: newMetrics(reg), now: now,
-		slots: newSlots(cfg.BufferRecords, now), queue: make(chan *item, 1024), failures: map[record.Stream]error{}}
+	p := &Pipeline{cfg: cfg, store: store, producers: producers, log: log, now: now,
+		slots: newSlots(cfg.BufferRecords, now), failures: map[record.Stream]error{}}
+	p.m = newMetrics(reg, p)
+	for _, t := range targets {
+		p.targets = append(p.targets, newTarget(t, p.m))
+	}
 	p.m.capacity.Set(float64(cfg.BufferRecords))
 	return p
 }
@@ -87,14 +104,18 @@ func New(cfg Config, store Store, s sink.Sink, producers []Producer, reg prometh
 // Run loads the checkpoint, runs every producer and the sink workers, and
 // returns when ctx is cancelled (a stop) or every producer returned (once
 // mode). Either way it stops the producers first, drains what was fetched into
-// the sink (for at most StopTimeout after a stop), commits, and returns. The
-// sink must be started; Run does not shut it down.
+// the sinks (for at most StopTimeout after a stop), commits, and returns. The
+// sinks must be started; Run does not shut them down.
 //
-// A batch the sink refuses with a permanent error (sink.IsPermanent) is
-// not retried: its stream stops (see Failures), while the others go on,
-// and Run's error names it. Run's error also holds the producers' own
+// A batch a sink refuses with a permanent error (sink.IsPermanent) is
+// not retried: its stream stops for every sink (see Failures; the
+// checkpoint cannot pass the refused page), while the others go on, and
+// Run's error names it. Run's error also holds the producers' own
 // errors and a failed final commit; a stop by ctx is no error.
 func (p *Pipeline) Run(ctx context.Context) error {
+	if len(p.targets) == 0 {
+		return errors.New("pipeline: no sink")
+	}
 	initial, err := p.store.All(ctx)
 	if err != nil {
 		return fmt.Errorf("load checkpoint: %w", err)
@@ -113,7 +134,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		defer stop(nil)
 		k := pr.Stream()
 		p.stops[k] = stop
-		p.m.initStream(k)
+		p.m.initStream(k, p.targets)
 	}
 
 	// The sink workers and the committer outlive a stop by up to
@@ -121,12 +142,14 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	workCtx, cancelWork := context.WithCancel(context.Background())
 	defer cancelWork()
 	var workers sync.WaitGroup
-	for i := 0; i < p.cfg.SinkWorkers; i++ {
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			p.work(workCtx)
-		}()
+	for _, t := range p.targets {
+		for i := 0; i < p.cfg.SinkWorkers; i++ {
+			workers.Add(1)
+			go func() {
+				defer workers.Done()
+				p.work(workCtx, t)
+			}()
+		}
 	}
 	commitDone := make(chan struct{})
 	commitStop := make(chan struct{})
@@ -138,11 +161,13 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	pollErrs := p.runProducers(ctxs, initial)
 
 	// Producers are gone: nobody sends any more; drain.
-	close(p.queue)
+	for _, t := range p.targets {
+		close(t.queue)
+	}
 	drained := make(chan struct{})
 	go func() { workers.Wait(); close(drained) }()
 	if ctx.Err() != nil {
-		p.log.Info("stopping: draining fetched pages into the sink", "buffered_records", p.pending.Load(), "deadline", p.cfg.StopTimeout)
+		p.log.Info("stopping: draining fetched pages into the sinks", "buffered_records", p.pending.Load(), "deadline", p.cfg.StopTimeout)
 		select {
 		case <-drained:
 		case <-time.After(p.cfg.StopTimeout):

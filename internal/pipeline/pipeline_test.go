@@ -18,6 +18,7 @@ import (
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/checkpoint/checkpointtest"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/window"
 )
@@ -93,6 +94,14 @@ func (s *testSink) Ready(context.Context) error { return nil }
 func (s *testSink) Shutdown(context.Context) error {
 	return nil
 }
+
+// writeCalls returns how many times Write reached the sink.
+func (s *testSink) writeCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes
+}
+
 func (s *testSink) Write(ctx context.Context, b *record.Batch) error {
 	if s.hold != nil {
 		s.holding.Add(1)
@@ -162,7 +171,7 @@ func TestOnceDeliversEverythingAndCommitsTheLastWatermark(t *testing.T) {
 		&scriptedPoller{key: record.Stream{Source: "dns", Account: "acme"}, windows: 5, pages: 3, rows: 100},
 		&scriptedPoller{key: record.Stream{Source: "dns", Account: "acme-dev"}, windows: 4, pages: 1, rows: 0},
 	}
-	p := New(testConfig(), db, s, pollers, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+	p := New(testConfig(), db, one(s), pollers, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 	if err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +204,7 @@ func TestCheckpointNeverPassesAnUnacknowledgedPage(t *testing.T) {
 		cfg := testConfig()
 		cfg.SinkWorkers = 4
 		pl := &scriptedPoller{key: key, windows: 3, pages: 2, rows: 10, tail: true}
-		p := New(cfg, store, s, []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+		p := New(cfg, store, one(s), []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- p.Run(ctx) }()
@@ -230,7 +239,7 @@ func TestAStalledSinkBoundsTheBufferAndHoldsTheCheckpoint(t *testing.T) {
 		cfg.BufferRecords = 250
 		cfg.SinkWorkers = 2
 		pl := &scriptedPoller{key: key, windows: 50, pages: 4, rows: 50}
-		p := New(cfg, store, s, []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+		p := New(cfg, store, one(s), []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 		done := make(chan error)
 		go func() { done <- p.Run(t.Context()) }()
 
@@ -263,7 +272,7 @@ func TestStopDrainsWhatWasFetchedAndResumesFromTheCheckpoint(t *testing.T) {
 		s := &testSink{}
 		key := record.Stream{Source: "dns", Account: "acme"}
 		pl := &scriptedPoller{key: key, windows: 2, pages: 2, rows: 10, tail: true}
-		p := New(testConfig(), store, s, []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+		p := New(testConfig(), store, one(s), []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- p.Run(ctx) }()
@@ -278,7 +287,7 @@ func TestStopDrainsWhatWasFetchedAndResumesFromTheCheckpoint(t *testing.T) {
 		// A second run resumes where the first stopped.
 		started := make(chan source.Cursor, 1)
 		pl2 := &scriptedPoller{key: key, windows: 1, pages: 1, rows: 1, started: started}
-		p2 := New(testConfig(), store, s, []Producer{pl2}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+		p2 := New(testConfig(), store, one(s), []Producer{pl2}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 		if err := p2.Run(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -296,7 +305,7 @@ func TestStopDeadlineAbandonsUnwrittenPagesWithoutCommittingThem(t *testing.T) {
 		cfg := testConfig()
 		cfg.StopTimeout = 100 * time.Millisecond
 		pl := &scriptedPoller{key: key, windows: 3, pages: 1, rows: 5, tail: true}
-		p := New(cfg, store, s, []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+		p := New(cfg, store, one(s), []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- p.Run(ctx) }()
@@ -331,7 +340,7 @@ func TestStalledReportsAWedgedSinkOnlyWhileRecordsWait(t *testing.T) {
 		cfg := testConfig()
 		cfg.StallTimeout = time.Minute
 		pl := &scriptedPoller{key: record.Stream{Source: "dns", Account: "acme"}, windows: 1, pages: 1, rows: 10}
-		p := New(cfg, &checkpointtest.Store{}, s, []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+		p := New(cfg, &checkpointtest.Store{}, one(s), []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 		if err := p.Stalled(); err != nil {
 			t.Fatalf("an idle pipeline is not stalled: %v", err)
 		}
@@ -373,7 +382,7 @@ func TestReservationsBoundPagesBeingFetched(t *testing.T) {
 			k := record.Stream{Source: "dns", Account: fmt.Sprintf("a%d", i)}
 			pollers = append(pollers, &reservingPoller{key: k, rows: 100, fetching: &fetching, peak: &peak})
 		}
-		p := New(cfg, &checkpointtest.Store{}, s, pollers, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+		p := New(cfg, &checkpointtest.Store{}, one(s), pollers, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- p.Run(ctx) }()
@@ -435,3 +444,6 @@ func (r *reservingPoller) Run(ctx context.Context, from source.Cursor, out sourc
 		wm = win.End
 	}
 }
+
+// one is the targets of a pipeline with the one sink s.
+func one(s sink.Sink) []Target { return []Target{{Name: "test", Sink: s}} }

@@ -78,7 +78,7 @@ func newRoomPipeline(cfg Config, s *testSink, pollers ...*roomPoller) *Pipeline 
 	for i, r := range pollers {
 		producers[i] = r
 	}
-	return New(cfg, &checkpointtest.Store{}, s, producers, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+	return New(cfg, &checkpointtest.Store{}, one(s), producers, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 }
 
 // The review's reproduction, scaled down: a 50-record buffer, twelve streams
@@ -230,7 +230,7 @@ func TestWriteErrorReportsTheLastFailedWriteUntilOneSucceeds(t *testing.T) {
 		cfg.SinkWorkers = 1
 		cfg.RetryInitial, cfg.RetryMax = time.Second, time.Second
 		pl := &scriptedPoller{key: record.Stream{Source: "dns", Account: "acme"}, windows: 1, pages: 1, rows: 3}
-		p := New(cfg, &checkpointtest.Store{}, s, []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+		p := New(cfg, &checkpointtest.Store{}, one(s), []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 		if err := p.WriteError(); err != nil {
 			t.Fatalf("WriteError before any write: %v", err)
 		}
@@ -248,8 +248,8 @@ func TestWriteErrorReportsTheLastFailedWriteUntilOneSucceeds(t *testing.T) {
 		if !errors.Is(err, errNoSpace) {
 			t.Fatalf("WriteError() = %v does not wrap the sink's error", err)
 		}
-		if s.writes != 1 {
-			t.Fatalf("%d writes after the first failure, want 1", s.writes)
+		if n := s.writeCalls(); n != 1 {
+			t.Fatalf("%d writes after the first failure, want 1", n)
 		}
 		if err := <-done; err != nil {
 			t.Fatal(err)
@@ -257,8 +257,8 @@ func TestWriteErrorReportsTheLastFailedWriteUntilOneSucceeds(t *testing.T) {
 		if err := p.WriteError(); err != nil {
 			t.Fatalf("WriteError after a successful write: %v", err)
 		}
-		if s.writes != 3 {
-			t.Fatalf("%d writes, want 3 (two failed, one acknowledged)", s.writes)
+		if n := s.writeCalls(); n != 3 {
+			t.Fatalf("%d writes, want 3 (two failed, one acknowledged)", n)
 		}
 	})
 }

@@ -16,82 +16,99 @@ import (
 	"github.com/svcexport/collector/internal/sink"
 )
 
-// work writes batches until the queue is closed and empty or ctx ends.
-func (p *Pipeline) work(ctx context.Context) {
-	for it := range p.queue {
+// work writes the batches of t's queue to t's sink until the queue is
+// closed and empty or ctx ends.
+func (p *Pipeline) work(ctx context.Context, t *target) {
+	for it := range t.queue {
 		if ctx.Err() != nil || p.stopped(it.key) {
 			// A stop deadline, or a stream a permanent error stopped: the
 			// page is never acknowledged and comes again after a restart.
-			p.drop(it)
+			p.finish(t, it, false)
 			continue
 		}
 		if it.batch != nil {
-			err := p.write(ctx, it.batch)
+			err := p.write(ctx, t, it.batch)
 			if sink.IsPermanent(err) {
-				p.fail(it.key, it.batch, err)
+				p.fail(t, it.key, it.batch, err)
 			}
 			// Only a stop deadline or a permanent error ends the retries.
 			// A batch written while its stream was being stopped is not
 			// acknowledged either: nothing after the refused batch is.
 			if err != nil || p.stopped(it.key) {
-				p.drop(it)
+				p.finish(t, it, false)
 				continue
 			}
 		}
-		rows := 0
-		if it.batch != nil {
-			rows = len(it.batch.Envelopes)
-			p.m.delivered.WithLabelValues(it.key.Source, it.key.Account).Add(float64(rows))
-			p.rows.Add(int64(rows))
-		}
-		p.m.batchDuration.Observe(p.now().Sub(it.handed).Seconds())
-		now := p.now()
-		p.m.lastAckUnixTime.Set(float64(now.UnixNano()) / 1e9)
-		p.lastAck.Store(now.UnixNano())
-		p.tracker.ack(it.key, it.seq, ackedPage{after: it.after, revisit: it.revisit, rows: rows}, p.now())
-		p.slots.release(it.held)
-		inUse := p.pending.Add(-int64(it.held))
-		p.m.buffered.Set(float64(inUse))
-		if inUse == 0 {
-			p.busy.Store(0)
-		} else {
-			p.busy.Store(now.UnixNano())
-		}
+		p.finish(t, it, true)
 	}
 }
 
-// drop gives back the room of a page that is not acknowledged.
-func (p *Pipeline) drop(it *item) {
+// finish records that t is done with it: acknowledged, or dropped (not
+// acknowledged). The last sink to finish gives the page's room back and,
+// when every sink acknowledged it, acknowledges it to the tracker: a page
+// is delivered when every sink has it.
+func (p *Pipeline) finish(t *target, it *item, acked bool) {
+	t.done(it)
+	now := p.now()
+	if acked {
+		t.batchDuration.Observe(now.Sub(it.handed).Seconds())
+	} else {
+		it.missed.Store(true)
+	}
+	if it.left.Add(-1) > 0 {
+		return
+	}
+	if it.missed.Load() {
+		p.slots.release(it.held)
+		p.m.buffered.Set(float64(p.pending.Add(-int64(it.held))))
+		return
+	}
+	rows := it.records()
+	if rows > 0 {
+		p.m.delivered.WithLabelValues(it.key.Source, it.key.Account).Add(float64(rows))
+		p.rows.Add(int64(rows))
+	}
+	p.m.lastAckUnixTime.Set(float64(now.UnixNano()) / 1e9)
+	p.lastAck.Store(now.UnixNano())
+	p.tracker.ack(it.key, it.seq, ackedPage{after: it.after, revisit: it.revisit, rows: rows}, now)
 	p.slots.release(it.held)
-	p.pending.Add(-int64(it.held))
+	inUse := p.pending.Add(-int64(it.held))
+	p.m.buffered.Set(float64(inUse))
+	if inUse == 0 {
+		p.busy.Store(0)
+	} else {
+		p.busy.Store(now.UnixNano())
+	}
 }
 
-// write hands b to the sink until it is acknowledged; it gives up when ctx
+// write hands b to t's sink until it is acknowledged; it gives up when ctx
 // ends and at once on a permanent error (sink.IsPermanent), which it
-// returns: repeating the same batch cannot cure it.
-func (p *Pipeline) write(ctx context.Context, b *record.Batch) error {
+// returns: repeating the same batch cannot cure it. Each sink retries its
+// own failed writes; the others go on meanwhile, as far as the buffer
+// lets them.
+func (p *Pipeline) write(ctx context.Context, t *target, b *record.Batch) error {
 	// Equal jitter: a refused write is never repeated at once.
 	policy := backoff.Policy{Initial: p.cfg.RetryInitial, Max: p.cfg.RetryMax, Jitter: backoff.Equal}
 	for attempt := 1; ; attempt++ {
 		wctx, cancel := context.WithTimeout(ctx, p.cfg.SinkTimeout)
-		err := p.sink.Write(wctx, b)
+		err := t.Sink.Write(wctx, b)
 		cancel()
 		if err == nil {
-			p.writeE.Store(errBox{})
+			t.writeE.Store(errBox{})
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		p.writeE.Store(errBox{&writeError{
-			msg: oneLine(fmt.Sprintf("write %d records of %s/%s page %d to the sink: %v", len(b.Envelopes), b.Source, b.Account, b.Page, err)),
+		t.writeE.Store(errBox{&writeError{
+			msg: oneLine(fmt.Sprintf("write %d records of %s/%s page %d to the sink %s: %v", len(b.Envelopes), b.Source, b.Account, b.Page, t.Name, err)),
 			err: err,
 		}})
 		if sink.IsPermanent(err) {
 			return err
 		}
 		wait := policy.Wait(attempt - 1)
-		p.log.Warn("sink write failed; retrying", "source", b.Source, "account", b.Account, "page", b.Page,
+		p.log.Warn("sink write failed; retrying", "sink", t.Name, "source", b.Source, "account", b.Account, "page", b.Page,
 			"records", len(b.Envelopes), "attempt", attempt, "retry_in", wait.Round(time.Millisecond), "err", err)
 		select {
 		case <-time.After(wait):
@@ -101,14 +118,41 @@ func (p *Pipeline) write(ctx context.Context, b *record.Batch) error {
 	}
 }
 
-// WriteError returns the error of the most recent failed sink Write when no
-// Write has succeeded since, and nil otherwise (also before any Write), for
-// /readyz: a sink may say it is ready while every write fails (a full disk).
-// The message is one line of bounded length; errors.Is and errors.As see
-// the sink's error. A Write cut short by a stop does not count. It is safe
-// for concurrent use.
+// WriteError returns the errors of the sinks whose most recent Write
+// failed with no Write succeeding since (see SinkWriteError), joined, and
+// nil when there are none (also before any Write). With one sink it is
+// that sink's error itself.
 func (p *Pipeline) WriteError() error {
-	if v, ok := p.writeE.Load().(errBox); ok {
+	var errs []error
+	for _, t := range p.targets {
+		if err := t.writeError(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}
+
+// SinkWriteError returns the error of the most recent failed Write of the
+// sink named name when no Write of it has succeeded since, and nil
+// otherwise (also before any Write, and for a name no sink has), for
+// /readyz: a sink may say it is ready while every write fails (a full
+// disk). The message is one line of bounded length; errors.Is and
+// errors.As see the sink's error. A Write cut short by a stop does not
+// count. It is safe for concurrent use.
+func (p *Pipeline) SinkWriteError(name string) error {
+	for _, t := range p.targets {
+		if t.Name == name {
+			return t.writeError()
+		}
+	}
+	return nil
+}
+
+func (t *target) writeError() error {
+	if v, ok := t.writeE.Load().(errBox); ok {
 		return v.err
 	}
 	return nil
@@ -146,25 +190,26 @@ func oneLine(s string) string {
 	return s[:cut] + "…"
 }
 
-// fail stops stream k after the sink refused its batch b for good (err):
-// the stream is marked failed (Failures, collector_stream_failed), its
-// producer's context is cancelled, and nothing of b or of any later page
-// of k is acknowledged, so its checkpoint stays before b and a restart
-// after the cause is fixed delivers it. The other streams go on.
-func (p *Pipeline) fail(k record.Stream, b *record.Batch, err error) {
-	p.m.permanentErrors.WithLabelValues(k.Source, k.Account).Inc()
+// fail stops stream k after the sink of t refused its batch b for good
+// (err): the stream is marked failed (Failures, collector_stream_failed),
+// its producer's context is cancelled, and nothing of b or of any later
+// page of k is acknowledged, by any sink, so its checkpoint stays before b
+// and a restart after the cause is fixed delivers it. The other streams go
+// on.
+func (p *Pipeline) fail(t *target, k record.Stream, b *record.Batch, err error) {
+	p.m.permanentErrors.WithLabelValues(k.Source, k.Account, t.Name).Inc()
 	p.failMu.Lock()
 	if _, done := p.failures[k]; done {
 		p.failMu.Unlock()
 		return
 	}
-	ferr := fmt.Errorf("stream %s stopped: the sink refused %d records of page %d of [%s, %s) for good: %w",
-		k, len(b.Envelopes), b.Page, record.FormatTime(b.WindowStart), record.FormatTime(b.WindowEnd), err)
+	ferr := fmt.Errorf("stream %s stopped: the sink %s refused %d records of page %d of [%s, %s) for good: %w",
+		k, t.Name, len(b.Envelopes), b.Page, record.FormatTime(b.WindowStart), record.FormatTime(b.WindowEnd), err)
 	p.failures[k] = ferr
 	p.failMu.Unlock()
 	p.tracker.fail(k)
 	p.m.streamFailed.WithLabelValues(k.Source, k.Account).Set(1)
-	p.log.Error("sink refused a batch for good; the stream stops until a restart", "source", k.Source, "account", k.Account,
+	p.log.Error("sink refused a batch for good; the stream stops, for every sink, until a restart", "sink", t.Name, "source", k.Source, "account", k.Account,
 		"window_start", record.FormatTime(b.WindowStart), "page", b.Page, "records", len(b.Envelopes), "err", err)
 	if stop := p.stops[k]; stop != nil {
 		stop(ferr)

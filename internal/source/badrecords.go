@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/source/pollmetrics"
 	"github.com/svcexport/collector/internal/window"
 )
 
@@ -14,11 +15,11 @@ import (
 // BadRecordReasons; err, when not nil, says what was wrong.
 func (e *envelopeBuilder) flawed(w window.Window, id, reason string, err error) {
 	e.m.BadRecord(e.source, e.account, reason)
-	args := []any{"source", e.source, "account", e.account, "reason", badRecordReason(reason),
+	args := []any{"source", e.source, "account", e.account, "reason", pollmetrics.BadRecordReason(reason),
 		"window_start", record.FormatTime(w.Start), "record_id", id}
 	if err != nil {
 		args = append(args, "err", err.Error())
 	}
-	e.warn.Warn(context.Background(), e.source+"/"+e.account, "bad_record_"+badRecordReason(reason),
+	e.warn.Warn(context.Background(), e.source+"/"+e.account, "bad_record_"+pollmetrics.BadRecordReason(reason),
 		"record delivered with a flaw; a time flaw files it at the window start", args...)
 }

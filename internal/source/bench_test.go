@@ -75,7 +75,7 @@ func TestEnvelopes_BadTimeIsDeliveredNotDropped(t *testing.T) {
 		}
 	}
 	for reason, want := range map[string]float64{BadRecordTimeUnreadable: 1, BadRecordTimeMissing: 1, BadRecordNotJSON: 0} {
-		if got := testutilValue(m.badRecords.WithLabelValues(catalog.SourceDNS, "acme", reason)); got != want {
+		if got := testutilValue(m.BadRecords(catalog.SourceDNS, "acme", reason)); got != want {
 			t.Errorf("bad records{reason=%q} = %v, want %v", reason, got, want)
 		}
 	}

@@ -94,9 +94,10 @@ func (set *Set) client(cfg catalog.Config, b api.Budget, o Options, edge bool) (
 // Streams returns the streams cfg configures, in the order Build makes
 // their pollers: each configured account is a stream of every enabled
 // source; no account means the token's own account, envelope account
-// "default"; org_audit_logs adds audit_logs of account "org" (C2); edge
-// sources, while edge.base_url is set, use edge.accounts or else the
-// top-level accounts. It needs no credentials and builds no client: the
+// "default"; org_audit_logs adds audit_logs of account "org" (C2); each
+// edge source, while edge.base_url is set, is one stream of account
+// edge.account (C6: no account selection; its records carry their own
+// account in the envelope, see PollerConfig.Account). It needs no credentials and builds no client: the
 // state command, the check command and the sinks' stream lists use it.
 func Streams(cfg catalog.Config) []record.Stream {
 	pcs := plan(cfg)
@@ -125,19 +126,25 @@ func plan(cfg catalog.Config) []PollerConfig {
 	if cfg.Edge.BaseURL == "" {
 		return out
 	}
-	accounts := cfg.Edge.Accounts
-	if accounts == nil {
-		accounts = cfg.Accounts
-	}
+	// C6: the edge API has no account selection; the edge token alone
+	// decides what it returns. One stream per edge source and token, under
+	// edge.account, and no Account-Name.
 	for _, spec := range catalog.Specs() {
 		if !spec.Edge || !cfg.Sources.Resolve(spec.Name).Enabled {
 			continue
 		}
-		for _, a := range streamAccounts(accounts) {
-			out = append(out, PollerConfig{Spec: spec, Account: a.name, AccountHeader: a.header})
-		}
+		out = append(out, PollerConfig{Spec: spec, Account: edgeAccount(cfg.Edge)})
 	}
 	return out
+}
+
+// edgeAccount is the account of the edge streams: edge.account, or its
+// default when empty.
+func edgeAccount(e catalog.EdgeConfig) string {
+	if e.Account == "" {
+		return catalog.DefaultEdgeAccount
+	}
+	return e.Account
 }
 
 // OrgAccountName is the envelope account of organization-level data (C7).

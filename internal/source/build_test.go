@@ -15,18 +15,18 @@ func TestStreams_AreThePollersOfBuildWithoutCredentials(t *testing.T) {
 	cfg := catalog.DefaultConfig()
 	cfg.Accounts = []string{"acme", "acme-dev"}
 	cfg.OrgAuditLogs = true
-	cfg.Edge.BaseURL, cfg.Edge.Accounts = "http://127.0.0.1:1/edge", []string{"acme"}
+	cfg.Edge.BaseURL = "http://127.0.0.1:1/edge"
 	off := false
 	cfg.Sources[catalog.SourceConnections] = catalog.SourceOverride{Enabled: &off}
 	streams := Streams(cfg) // no api.base_url, no key, no secret, no token
-	// 6 enabled core sources x 2 accounts, audit logs of "org", 2 edge
-	// sources x 1 edge account.
+	// 6 enabled core sources x 2 accounts, audit logs of "org", and one
+	// stream per edge source whatever the sub-accounts (C6).
 	if len(streams) != 12+1+2 {
 		t.Fatalf("%d streams: %v", len(streams), streams)
 	}
 	for _, s := range []record.Stream{
 		{Source: catalog.SourceDNS, Account: "acme-dev"}, {Source: catalog.SourceAuditLogs, Account: OrgAccountName},
-		{Source: catalog.SourceEdgeAlerts, Account: "acme"},
+		{Source: catalog.SourceEdgeAlerts, Account: catalog.DefaultEdgeAccount},
 	} {
 		if !slices.Contains(streams, s) {
 			t.Errorf("%v missing from %v", s, streams)

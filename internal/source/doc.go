@@ -18,10 +18,31 @@
 // goroutine; Poller.Snapshot reports progress at any time.
 //
 // Files, one job each: types.go (cursors, pages, Output), build.go (Build,
-// Streams), poller.go (a poller, its run loop and failures), walk.go
-// (windows, splits, chains, resume, bounded batches), alerts.go (edge
-// alert updates), envelopes.go and badrecords.go (C7 envelopes, flawed
-// records), snapshot.go (progress), metrics.go.
+// Streams), poller.go (a poller, its run loop and failures), walk.go (the
+// step of a run, requests, bounded batches), chain.go (windows, splits,
+// chains, resume), limits.go (the paging limits learnt from the server),
+// blocked.go (streams refused for good), probe.go (ProbeAccess for the
+// check command), alerts.go (edge alert updates), envelopes.go and
+// badrecords.go (C7 envelopes, flawed records), snapshot.go (progress),
+// metrics.go.
+//
+// A window is never marked done without its records: one that cannot be
+// finished as asked (a chain cut at api.max_pages with pages left, a chain
+// that ended at the split threshold under a capped count, a next-page URL
+// that expired before the walk ended) is asked again as parts from their
+// first pages. The thresholds come from what the server showed (Limits:
+// its full-page size, its count cap, its next-page life, the time a page
+// takes), not only from configuration, since a real service differs from
+// any default.
+//
+// Edge streams are one per edge token (C6 has no account selection), of
+// account edge.account; each edge record's envelope names the record's own
+// account (account_name).
+//
+// An error that repeating the request cannot cure (C5) blocks its stream:
+// it leaves the fast retry loop, shows in the Snapshot, in
+// collector_stream_blocked and in BlockedError (for /readyz), and is asked
+// again every api.permanent_error_retry.
 //
 // A 2xx answer is a result only when it is a 204 or a well-formed page;
 // anything else is retried (C5), never taken as an empty window. Pages

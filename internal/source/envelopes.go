@@ -3,7 +3,10 @@ package source
 import (
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/svcexport/collector/internal/ratelog"
 	"github.com/svcexport/collector/internal/record"
@@ -14,9 +17,13 @@ import (
 // safe for concurrent use; each poller has its own.
 type envelopeBuilder struct {
 	source, account, timeField string
-	b                          record.Builder
-	log                        *slog.Logger
-	m                          *Metrics
+	// recordAccount takes each envelope's account from the record's
+	// account_name member, account when it has none: an edge answer
+	// holds the records of every account (C6).
+	recordAccount bool
+	b             record.Builder
+	log           *slog.Logger
+	m             *Metrics
 	// warn writes the flawed-record warnings, one per (stream, reason)
 	// per interval; nil writes none.
 	warn *ratelog.Limiter
@@ -33,7 +40,11 @@ type envelopeBuilder struct {
 func (e *envelopeBuilder) build(records []json.RawMessage, w window.Window, fetchedAt time.Time) ([]record.Envelope, error) {
 	out := make([]record.Envelope, 0, len(records))
 	for _, raw := range records {
-		env, flaw := e.b.Build(e.source, e.account, e.timeField, w.Start, w.End, fetchedAt, raw)
+		account := e.account
+		if e.recordAccount {
+			account = recordAccount(raw, account)
+		}
+		env, flaw := e.b.Build(e.source, account, e.timeField, w.Start, w.End, fetchedAt, raw)
 		for bit := record.Flaw(1); flaw != 0 && bit != 0; bit <<= 1 {
 			if flaw&bit != 0 {
 				e.flawed(w, env.ID, bit.String(), nil)
@@ -42,4 +53,21 @@ func (e *envelopeBuilder) build(records []json.RawMessage, w window.Window, fetc
 		out = append(out, env)
 	}
 	return out, nil
+}
+
+// recordAccount returns the account_name member of an edge record (C6),
+// or def when it has none, it is not a string, or it is no usable account
+// name (empty, padded, a control character).
+func recordAccount(raw []byte, def string) string {
+	var x struct {
+		AccountName *string `json:"account_name"`
+	}
+	if json.Unmarshal(raw, &x) != nil || x.AccountName == nil {
+		return def
+	}
+	a := *x.AccountName
+	if a == "" || strings.TrimSpace(a) != a || strings.ContainsFunc(a, unicode.IsControl) || !utf8.ValidString(a) {
+		return def
+	}
+	return a
 }

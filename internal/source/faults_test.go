@@ -75,7 +75,7 @@ func TestPoller_C1_WrongSecretNeverAppearsInLogsOrErrors(t *testing.T) {
 			t.Fatalf("secret leaked: %s", s)
 		}
 	}
-	if got := testutilValue(e.metrics.pollErrors.WithLabelValues(catalog.SourceDNS, "acme", "auth")); got != 1 {
+	if got := testutilValue(e.metrics.PollErrors(catalog.SourceDNS, "acme", "auth")); got != 1 {
 		t.Fatalf("poll errors = %v", got)
 	}
 }

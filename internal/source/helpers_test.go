@@ -56,3 +56,15 @@ func gathered(t *testing.T, g prometheus.Gatherer, name string, pairs ...string)
 	}
 	return 0
 }
+
+// pageRowsSeenOf is collector_page_rows_seen of a stream.
+func pageRowsSeenOf(e *env, source, account string) prometheus.Collector {
+	return gaugeOf(e.apiMetric("collector_page_rows_seen", "source", source, "account", account))
+}
+
+// gaugeOf is a collector holding v, for testutilValue.
+func gaugeOf(v float64) prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "value"})
+	g.Set(v)
+	return g
+}

@@ -137,17 +137,17 @@ func TestEnvelopes_BadRecordsAreCountedByReasonAndLoggedRateLimited(t *testing.T
 	if err != nil || len(envs) != 20000 {
 		t.Fatalf("%d envelopes, err %v", len(envs), err)
 	}
-	if got := testutilValue(m.badRecords.WithLabelValues(catalog.SourceDNS, "acme", BadRecordTimeUnreadable)); got != 10000 {
+	if got := testutilValue(m.BadRecords(catalog.SourceDNS, "acme", BadRecordTimeUnreadable)); got != 10000 {
 		t.Fatalf("bad records{time_unreadable} = %v", got)
 	}
-	if got := testutilValue(m.badRecords.WithLabelValues(catalog.SourceDNS, "acme", BadRecordTimeMissing)); got != 10000 {
+	if got := testutilValue(m.BadRecords(catalog.SourceDNS, "acme", BadRecordTimeMissing)); got != 10000 {
 		t.Fatalf("bad records{time_missing} = %v", got)
 	}
 	if n := strings.Count(buf.String(), "\n"); n != 2 {
 		t.Fatalf("%d log lines, want one per reason:\n%.2000s", n, buf.String())
 	}
 	m.BadRecord(catalog.SourceDNS, "acme", "something new")
-	if got := testutilValue(m.badRecords.WithLabelValues(catalog.SourceDNS, "acme", BadRecordOther)); got != 1 {
+	if got := testutilValue(m.BadRecords(catalog.SourceDNS, "acme", BadRecordOther)); got != 1 {
 		t.Fatalf("an unknown reason is not counted as other: %v", got)
 	}
 }

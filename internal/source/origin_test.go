@@ -58,7 +58,7 @@ func TestPoller_C1_C3_NextPageOfAnotherOriginGetsNoCredentials(t *testing.T) {
 			if got := home.requests(); got != 1 {
 				t.Fatalf("home got %d data requests, want the first page only", got)
 			}
-			if got := testutilValue(e.metrics.pollErrors.WithLabelValues(catalog.SourceDNS, "acme", "origin")); got != 1 {
+			if got := testutilValue(e.metrics.PollErrors(catalog.SourceDNS, "acme", "origin")); got != 1 {
 				t.Fatalf("poll errors{kind=origin} = %v, want 1", got)
 			}
 			for _, s := range []string{err.Error(), e.logs.String()} {

@@ -65,7 +65,7 @@ func TestPoller_C3_PagesLargerThanPageRowsAreCompleteAndReservedFor(t *testing.T
 	if got := p.Snapshot().PageRowsSeen; got != 6000 {
 		t.Fatalf("snapshot PageRowsSeen = %d", got)
 	}
-	if got := testutilValue(e.metrics.pageRowsSeen.WithLabelValues(catalog.SourceDNS, "acme")); got != 6000 {
+	if got := testutilValue(pageRowsSeenOf(e, catalog.SourceDNS, "acme")); got != 6000 {
 		t.Fatalf("collector_page_rows_seen = %v", got)
 	}
 	checkBatches(t, pages, sizes, 0)
@@ -166,10 +166,10 @@ func TestPoller_C3_BodyOverMaxBodyBytesSplitsTheWindow(t *testing.T) {
 		t.Fatalf("missing %d, unreadable %d", m, col.bad)
 	}
 	checkBatches(t, pages, sizes, 0)
-	if got := testutilValue(e.metrics.splits.WithLabelValues(catalog.SourceDNS, "acme")); got < 3 {
+	if got := testutilValue(e.metrics.Splits(catalog.SourceDNS, "acme")); got < 3 {
 		t.Fatalf("splits = %v", got)
 	}
-	if got := testutilValue(e.metrics.pollErrors.WithLabelValues(catalog.SourceDNS, "acme", "body_too_large")); got != 0 {
+	if got := testutilValue(e.metrics.PollErrors(catalog.SourceDNS, "acme", "body_too_large")); got != 0 {
 		t.Fatalf("poll errors{body_too_large} = %v", got)
 	}
 }
@@ -190,7 +190,7 @@ func TestPoller_C3_BodyOverMaxBodyBytesInAnUnsplittableWindowFails(t *testing.T)
 	if !errors.As(err, &bt) || !api.IsPermanent(err) || !strings.Contains(err.Error(), "cannot be split further") {
 		t.Fatalf("err = %v, want a permanent *BodyTooLargeError", err)
 	}
-	if got := testutilValue(e.metrics.pollErrors.WithLabelValues(catalog.SourceDNS, "acme", "body_too_large")); got != 1 {
+	if got := testutilValue(e.metrics.PollErrors(catalog.SourceDNS, "acme", "body_too_large")); got != 1 {
 		t.Fatalf("poll errors{body_too_large} = %v", got)
 	}
 	if !strings.Contains(e.logs.String(), "kind=body_too_large") || !strings.Contains(err.Error(), "dns/acme [") {

@@ -14,6 +14,7 @@ import (
 	"github.com/svcexport/collector/internal/backoff"
 	"github.com/svcexport/collector/internal/ratelog"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/source/alerttrack"
 	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/window"
 )
@@ -22,8 +23,11 @@ import (
 type PollerConfig struct {
 	// Spec is the source.
 	Spec catalog.Spec
-	// Account is the envelope account: the sub-account, "org" or
-	// "default" (C7).
+	// Account is the stream's account: the sub-account, "org" or
+	// "default" (C7), and the envelope account of its records. An edge
+	// stream is one per edge token (C6: no account selection): Account is
+	// edge.account, and each record's envelope account is its own
+	// account_name when it has one.
 	Account string
 	// AccountHeader is sent as Account-Name; empty sends none (C2).
 	AccountHeader string
@@ -58,16 +62,15 @@ type PollerConfig struct {
 // each page to its Output with the cursor that holds once it is delivered
 // (DESIGN item 2). Run is not safe for concurrent use; Snapshot is.
 type Poller struct {
-	c       *api.Client
-	cfg     PollerConfig
-	plan    window.Planner
-	clk     api.Clock
-	log     *slog.Logger
-	m       *Metrics
-	eb      envelopeBuilder
-	splitAt int64
-	alerts  *alertTracker
-	warn    *ratelog.Limiter
+	c      *api.Client
+	cfg    PollerConfig
+	plan   window.Planner
+	clk    api.Clock
+	log    *slog.Logger
+	m      *Metrics
+	eb     envelopeBuilder
+	alerts *alerttrack.Tracker
+	warn   *ratelog.Limiter
 
 	mu   sync.Mutex
 	snap Snapshot
@@ -96,7 +99,7 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 	if cfg.Settings.Interval <= 0 {
 		return nil, fmt.Errorf("poller %s/%s: interval not set", cfg.Spec.Name, cfg.Account)
 	}
-	cfg.Metrics.initStream(cfg.Spec, cfg.Account)
+	cfg.Metrics.InitStream(cfg.Spec, cfg.Account)
 	c.InitFunctionality(cfg.Spec.Functionality)
 	plan := catalog.NewPlanner(cfg.Spec, cfg.Settings, cfg.API, cfg.Edge)
 	if cfg.Planner != nil {
@@ -108,9 +111,6 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 	p := &Poller{
 		c: c, cfg: cfg, plan: plan, clk: c.Clock(), m: cfg.Metrics,
 		log: cfg.Logger.With("source", cfg.Spec.Name, "account", cfg.Account),
-		// C3: a result set stops at result_cap rows or max_pages pages,
-		// whichever comes first; a window that may hold more is split.
-		splitAt: catalog.ResultCap(cfg.API),
 	}
 	if cfg.MaxBatchRecords < 0 {
 		return nil, fmt.Errorf("poller %s/%s: negative MaxBatchRecords", cfg.Spec.Name, cfg.Account)
@@ -118,11 +118,13 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 	// Its own limiter, on the logger without the stream's attributes:
 	// each line names its stream itself.
 	p.warn = ratelog.New(cfg.Logger, p.clk.Now, c.WarnEvery())
-	p.eb = envelopeBuilder{source: cfg.Spec.Name, account: cfg.Account, timeField: cfg.Spec.TimeField, log: p.log, m: p.m, warn: p.warn}
+	p.eb = envelopeBuilder{source: cfg.Spec.Name, account: cfg.Account, timeField: cfg.Spec.TimeField, log: p.log, m: p.m, warn: p.warn,
+		recordAccount: cfg.Spec.Edge}
 	if cfg.Spec.Name == catalog.SourceEdgeAlerts && cfg.Edge.AlertUpdateLookback > 0 {
-		p.alerts = newAlertTracker(cfg.Edge.AlertUpdateLookback)
+		p.alerts = alerttrack.New(cfg.Edge.AlertUpdateLookback)
 	}
 	p.snap = Snapshot{Stream: p.Stream()}
+	p.m.Limits(cfg.Spec.Name, cfg.Account, Limits{}, p.splitAt())
 	return p, nil
 }
 
@@ -164,14 +166,19 @@ var errCaughtUp = errors.New("caught up")
 // each page is reserved with out.Reserve once the budget admitted its
 // request, before it is sent (DESIGN item 5). A zero
 // cursor starts at the source's configured start; a cursor with a chain in
-// flight continues it (C3). Transient failures are retried and never end
-// Run; a permanent failure is logged, counted and retried after a backoff
-// (in Once mode it ends Run with the error, so a batch run fails loudly
-// instead of hanging). Run returns ctx's error when ctx ends, an error of
-// out.Emit (wrapped) when the pipeline refuses a page, or nil in Once mode once
-// the stream caught up with now - lag as of when Run started. Run must not
-// be called concurrently on one Poller; a Poller may be run again after
-// Run returned (it keeps its learned density and alert tracker).
+// flight continues it (C3). Transient failures are retried after a backoff
+// and never end Run. An error that repeating the request cannot cure (C5:
+// 400, 403, 404 but a next-page expiry, 405, 409; an origin refused)
+// blocks the stream: it is logged, counted, shown in the Snapshot and in
+// collector_stream_blocked, and asked again only every
+// api.permanent_error_retry (a permission can be granted later); in Once
+// mode it ends Run with the error, so a batch run fails loudly naming the
+// stream instead of hanging. Run returns ctx's error when ctx ends, an
+// error of out.Emit (wrapped) when the pipeline refuses a page, or nil in
+// Once mode once the stream caught up with now - lag as of when Run
+// started. Run must not be called concurrently on one Poller; a Poller may
+// be run again after Run returned (it keeps its learnt limits, density and
+// alert tracker).
 func (p *Poller) Run(ctx context.Context, cursor Cursor, out Output) error {
 	started := p.clk.Now()
 	if cursor.Watermark.IsZero() {
@@ -188,11 +195,14 @@ func (p *Poller) Run(ctx context.Context, cursor Cursor, out Output) error {
 			// A new stream has seen nothing before its start: re-asks
 			// begin there too. A resumed stream re-asks its whole
 			// lookback, as it may have missed updates while down.
-			p.alerts.from = st
+			p.alerts.From = st
 		}
 	}
 	if cursor.Density > 0 && p.density() == 0 {
 		p.setDensity(cursor.Density)
+	}
+	if cursor.Limits != (Limits{}) {
+		p.learn(func(l *Limits) bool { l.Adopt(cursor.Limits); return true })
 	}
 	r := &run{p: p, cur: cursor, out: out, started: started}
 	p.begin(started, cursor)
@@ -208,9 +218,13 @@ func (p *Poller) Run(ctx context.Context, cursor Cursor, out Output) error {
 		err := r.step(ctx)
 		switch {
 		case err == nil:
+			if failures > 0 {
+				p.unblock()
+			}
 			failures = 0
 			continue
 		case errors.Is(err, errCaughtUp):
+			p.unblock()
 			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -219,11 +233,24 @@ func (p *Poller) Run(ctx context.Context, cursor Cursor, out Output) error {
 			return err
 		}
 		kind := errorKind(err)
-		p.m.pollError(p.cfg.Spec.Name, p.cfg.Account, kind)
+		p.m.PollError(p.cfg.Spec.Name, p.cfg.Account, kind)
 		p.noteError(err)
 		failures++
 		wait := p.failureWait(failures)
-		p.log.Error("poll failed", "kind", kind, "window_start", windowStart(r.cur), "retry_in", wait.String(), "err", err.Error())
+		reason, blocked := blocking(err)
+		if blocked {
+			// C5: the same request would get the same answer. Out of
+			// the fast loop; asked again at a slow pace.
+			wait = p.cfg.API.PermanentErrorRetry
+			if p.block(reason, err) || p.cfg.Once {
+				p.log.Error("stream blocked: its requests are refused with an error a retry cannot cure", "kind", kind, "reason", reason,
+					"window_start", windowStart(r.cur), "retry_in", wait.String(), "err", err.Error())
+			} else {
+				p.log.Warn("stream still blocked", "reason", reason, "retry_in", wait.String(), "err", err.Error())
+			}
+		} else {
+			p.log.Error("poll failed", "kind", kind, "window_start", windowStart(r.cur), "retry_in", wait.String(), "err", err.Error())
+		}
 		if p.cfg.Once && api.IsPermanent(err) {
 			return err
 		}

@@ -104,7 +104,7 @@ func TestPoller_C3_DenseWindowsAreSplitBeforeTheCap(t *testing.T) {
 			t.Fatalf("window %s walked to page %d, the cap is %d pages", pg.Window, pg.Index+1, maxPages)
 		}
 	}
-	if got := testutilValue(e.metrics.splits.WithLabelValues(catalog.SourceConnections, "acme-dev")); got < 1 {
+	if got := testutilValue(e.metrics.Splits(catalog.SourceConnections, "acme-dev")); got < 1 {
 		t.Fatalf("no window split")
 	}
 	st := srv.Stats().Get("sim-admin", catalog.SourceConnections)
@@ -139,7 +139,7 @@ func TestPoller_C3_NextPageExpiryShorterThanTheWalkIsComplete(t *testing.T) {
 	}
 	pages := col.snapshot()
 	checkTruth(t, srv, catalog.SourceUserLogins, "acme", pages, firstStart(pages), col.last().Watermark)
-	if got := testutilValue(e.metrics.restarts.WithLabelValues(catalog.SourceUserLogins, "acme")); got < 1 {
+	if got := testutilValue(e.metrics.Restarts(catalog.SourceUserLogins, "acme")); got < 1 {
 		t.Fatalf("no next-page restart: the test did not expire a URL")
 	}
 	if st := srv.Stats().Get("sim-admin", catalog.SourceUserLogins); st.NextPage404 < 1 {

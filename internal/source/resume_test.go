@@ -63,7 +63,7 @@ func TestPoller_C3_ResumeContinuesTheChainInFlight(t *testing.T) {
 	if len(ps) == 0 || ps[0].Index != 3 || ps[0].Window != cur.InFlight.Window {
 		t.Fatalf("resumed at page %d of %s, want page 3 of %s", ps[0].Index, ps[0].Window, cur.InFlight.Window)
 	}
-	if got := testutilValue(e.metrics.restarts.WithLabelValues(catalog.SourceDNS, "acme")); got != 0 {
+	if got := testutilValue(e.metrics.Restarts(catalog.SourceDNS, "acme")); got != 0 {
 		t.Fatalf("restarts = %v", got)
 	}
 	all := append(first.snapshot(), ps...)
@@ -87,7 +87,7 @@ func TestPoller_C3_ResumeWithAnExpiredURLRestartsTheWindow(t *testing.T) {
 	if len(ps) == 0 || ps[0].Index != 0 || ps[0].Window.Start != ch.Window.Start {
 		t.Fatalf("restarted at page %d of %s, want page 0 of %s", ps[0].Index, ps[0].Window, ch.Window)
 	}
-	if got := testutilValue(e.metrics.restarts.WithLabelValues(catalog.SourceDNS, "acme")); got != 1 {
+	if got := testutilValue(e.metrics.Restarts(catalog.SourceDNS, "acme")); got != 1 {
 		t.Fatalf("restarts = %v, want 1", got)
 	}
 	checkTruth(t, srv, catalog.SourceDNS, "acme", ps, firstStart(ps), second.last().Watermark)

@@ -37,6 +37,21 @@ type Snapshot struct {
 	Errors      int64
 	LastError   string
 	LastErrorAt time.Time
+	// Limits are the server's paging limits learnt so far (C3).
+	Limits Limits
+	// SplitAt is the row count from which a first page splits its window:
+	// min(api.result_cap, full page size seen x api.max_pages).
+	SplitAt int64
+	// Blocked is set while the stream's requests are refused with an
+	// error a retry cannot cure (C5: 400, 403, 404 but a next-page expiry,
+	// 405, 409; an origin refused): the stream is asked again only every
+	// api.permanent_error_retry. BlockedReason is one of api.PermanentReasons,
+	// BlockedError the error (scrubbed of credentials), BlockedSince when
+	// it began.
+	Blocked       bool
+	BlockedReason string
+	BlockedError  string
+	BlockedSince  time.Time
 }
 
 // ETA estimates the time until the stream catches up, from how fast its
@@ -64,7 +79,8 @@ func (p *Poller) Snapshot() Snapshot {
 		s.InFlight = &c
 	}
 	p.mu.Unlock()
-	s.Backlog = p.plan.Remaining(s.Watermark, p.clk.Now(), s.Density)
+	s.SplitAt = p.splitAt()
+	s.Backlog = p.planner().Remaining(s.Watermark, p.clk.Now(), s.Density)
 	return s
 }
 

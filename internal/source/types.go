@@ -15,7 +15,8 @@ type Chain struct {
 	// Window is the window being walked.
 	Window window.Window
 	// NextURL is the next page to fetch; empty when the next step is the
-	// window's first page.
+	// window's first page (a window that could not be finished as asked
+	// is asked again from its first page, in parts, C3).
 	NextURL string
 	// Started is when the chain's first page was served; next-page URLs
 	// expire a fixed time after it (24 h by default).
@@ -33,6 +34,10 @@ type Cursor struct {
 	// Density is the observed rows per hour of the stream, so that window
 	// sizing survives a restart; 0 when unknown.
 	Density float64
+	// Limits are the server's paging limits the stream learnt (C3), so
+	// that they can survive a restart; the zero Limits knows nothing. Run
+	// takes those its poller has not learnt itself.
+	Limits Limits
 }
 
 // Page is one page of a result set turned into envelopes, with the cursor

@@ -20,7 +20,7 @@ import (
 // Acked is what the reporter reads of the pipeline: every stream's
 // acknowledged state, the records acknowledged since it started, and the
 // streams a permanent sink error stopped. *pipeline.Pipeline implements
-// it.
+// it; the application's adapter adds the sinks' lags (SinkLagger).
 type Acked interface {
 	States() map[record.Stream]checkpoint.State
 	Delivered() int64
@@ -46,6 +46,9 @@ type Reporter struct {
 
 	lastRows int64
 	lastAt   time.Time
+
+	display Display
+	rates   map[string]*rateWindow // by source, for the display
 }
 
 // NewReporter returns the reporter of pollers, whose acknowledged states
@@ -80,6 +83,10 @@ func NewReporter(cfg catalog.Config, streams []record.Stream, pollers []*source.
 func (p *Reporter) States(now time.Time) []StreamState {
 	acked := p.acked.States()
 	failures := p.acked.Failures()
+	var lags map[record.Stream][]SinkLag
+	if sl, ok := p.acked.(SinkLagger); ok {
+		lags = sl.SinkLagsByStream()
+	}
 	out := make([]StreamState, 0, len(p.pollers))
 	for _, pl := range p.pollers {
 		k := pl.Stream()
@@ -105,12 +112,21 @@ func (p *Reporter) States(now time.Time) []StreamState {
 		if err := failures[k]; err != nil {
 			s.LastError = err.Error()
 		}
+		s.Sinks = lags[k]
 		out = append(out, s)
 	}
 	return out
 }
 
-// Run reports every interval until ctx ends.
+// ShowOn makes Run update d a few times a second and close it when it
+// ends. Call it before Run.
+func (p *Reporter) ShowOn(d Display) { p.display = d }
+
+// displayEvery is how often the display is updated.
+const displayEvery = 250 * time.Millisecond
+
+// Run reports every interval until ctx ends; with a display (ShowOn) it
+// updates it meanwhile, and draws it a last time and closes it at the end.
 func (p *Reporter) Run(ctx context.Context) {
 	every := p.every
 	if every <= 0 {
@@ -118,12 +134,25 @@ func (p *Reporter) Run(ctx context.Context) {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var show <-chan time.Time
+	if p.display != nil {
+		st := time.NewTicker(displayEvery)
+		defer st.Stop()
+		show = st.C
+		p.display.Show(p.Sources(time.Now()))
+		defer func() {
+			p.display.Show(p.Sources(time.Now()))
+			p.display.Close()
+		}()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 			p.report(false)
+		case <-show:
+			p.display.Show(p.Sources(time.Now()))
 		}
 	}
 }
@@ -154,8 +183,10 @@ func (p *Reporter) report(final bool) {
 		rate = float64(rows) / max(now.Sub(p.started).Seconds(), 1e-9)
 	}
 	if p.every > 0 || final {
-		p.log.Info(msg, "rows_delivered", rows, "rows_per_second", int64(rate), "streams_caught_up", caught,
-			"streams", len(states), "max_lag", time.Duration(maxLag*float64(time.Second)).Round(time.Second).String(),
+		pct, eta := overall(p.snapshots(), now)
+		p.log.Info(msg, "rows_delivered", rows, "rows_per_second", int64(rate), "percent", pct, "eta", eta,
+			"streams_caught_up", caught, "streams", len(states),
+			"max_lag", time.Duration(maxLag*float64(time.Second)).Round(time.Second).String(),
 			"elapsed", now.Sub(p.started).Round(time.Millisecond).String())
 	}
 }

@@ -35,6 +35,23 @@ type StreamState struct {
 	ETASeconds float64 `json:"eta_seconds"`
 	CaughtUp   bool    `json:"caught_up"`
 	LastError  string  `json:"last_error,omitempty"`
+	// Sinks is every sink's lag on the stream (a running collector only).
+	Sinks []SinkLag `json:"sinks,omitempty"`
+}
+
+// SinkLag is what one sink has not acknowledged yet of a stream's pages
+// (its records wait in the buffer: the checkpoint follows the slowest
+// sink).
+type SinkLag struct {
+	Sink                 string  `json:"sink"`
+	PendingRecords       int64   `json:"pending_records"`
+	OldestPendingSeconds float64 `json:"oldest_pending_seconds"`
+}
+
+// SinkLagger is what the reporter reads of the sinks' lags, when the
+// Acked it is given offers it.
+type SinkLagger interface {
+	SinkLagsByStream() map[record.Stream][]SinkLag
 }
 
 // InFlightState is the window in flight of a stream.
@@ -152,7 +169,15 @@ func Print(w io.Writer, states []StreamState, asJSON bool) error {
 		return enc.Encode(states)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SOURCE\tACCOUNT\tWATERMARK\tLAG\tIN FLIGHT\tDELIVERED\tWINDOWS LEFT\tETA\tLAST ERROR")
+	sinks := false
+	for _, s := range states {
+		sinks = sinks || len(s.Sinks) > 0
+	}
+	header := "SOURCE\tACCOUNT\tWATERMARK\tLAG\tIN FLIGHT\tDELIVERED\tWINDOWS LEFT\tETA\tLAST ERROR"
+	if sinks {
+		header += "\tSINKS: PENDING"
+	}
+	fmt.Fprintln(tw, header)
 	for _, s := range states {
 		wm, lag := "not started", "-"
 		if !s.Watermark.IsZero() {
@@ -174,9 +199,26 @@ func Print(w io.Writer, states []StreamState, asJSON bool) error {
 		if len(errText) > 60 {
 			errText = errText[:57] + "..."
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", s.Source, s.Account, wm, lag, inflight, s.Delivered, s.WindowsLeft, eta, errText)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s", s.Source, s.Account, wm, lag, inflight, s.Delivered, s.WindowsLeft, eta, errText)
+		if sinks {
+			fmt.Fprintf(tw, "\t%s", sinkLags(s.Sinks))
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// sinkLags is the SINKS column: each sink's pending records, and the age
+// of its oldest pending page when it has any ("siem 0, lake 1200 (3m)").
+func sinkLags(ls []SinkLag) string {
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		parts[i] = fmt.Sprintf("%s %d", l.Sink, l.PendingRecords)
+		if l.PendingRecords > 0 {
+			parts[i] += " (" + roundDuration(time.Duration(l.OldestPendingSeconds*float64(time.Second))) + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func roundDuration(d time.Duration) string {

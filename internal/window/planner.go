@@ -336,6 +336,17 @@ func (p Planner) SplitFull(w Window) ([]Window, error) {
 	return p.withDefaults().cut(w, 2, -1)
 }
 
+// SplitInto cuts w into k contiguous parts (k at least 2, at most
+// MaxSplitParts) by Split's rules: equal parts tiling w, none shorter than
+// MinWindow, so fewer when w is short. It is for windows that cannot be
+// finished as asked, whatever their first page said: a chain cut at the
+// page cap, a chain whose next-page URL expired before its walk could end.
+// A window shorter than two MinWindows comes back alone with a
+// *TooDenseError (TotalRows -1).
+func (p Planner) SplitInto(w Window, k int64) ([]Window, error) {
+	return p.withDefaults().cut(w, max(k, 2), -1)
+}
+
 func (p Planner) cut(w Window, k, totalRows int64) ([]Window, error) {
 	dur := w.Duration()
 	k = min(k, MaxSplitParts, int64(max(dur, 0)/p.MinWindow))

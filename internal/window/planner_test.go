@@ -372,6 +372,42 @@ func TestSplitFull(t *testing.T) {
 	})
 }
 
+func TestSplitInto(t *testing.T) {
+	p := Planner{MinWindow: time.Minute}
+	t.Run("a window that cannot be finished as asked is cut into k equal parts that tile it", func(t *testing.T) {
+		w := win(sec, sec.Add(4*time.Hour))
+		got, err := p.SplitInto(w, 8)
+		if err != nil || len(got) != 8 || got[0].Start != w.Start || got[7].End != w.End {
+			t.Fatalf("SplitInto = %v, %v", got, err)
+		}
+		for i := 1; i < len(got); i++ {
+			if got[i].Start != got[i-1].End || got[i].Duration() != 30*time.Minute {
+				t.Fatalf("part %d: %v after %v", i, got[i], got[i-1])
+			}
+		}
+	})
+	t.Run("fewer than two parts are two parts", func(t *testing.T) {
+		got, err := p.SplitInto(win(sec, sec.Add(time.Hour)), 1)
+		if err != nil || len(got) != 2 {
+			t.Fatalf("SplitInto(1) = %v, %v", got, err)
+		}
+	})
+	t.Run("no part is shorter than MinWindow", func(t *testing.T) {
+		got, err := p.SplitInto(win(sec, sec.Add(5*time.Minute)), 100)
+		if err != nil || len(got) != 5 {
+			t.Fatalf("SplitInto = %v, %v; want 5 one-minute parts", got, err)
+		}
+	})
+	t.Run("a window shorter than two MinWindows comes back alone", func(t *testing.T) {
+		w := win(sec, sec.Add(90*time.Second))
+		got, err := p.SplitInto(w, 4)
+		var tde *TooDenseError
+		if !errors.As(err, &tde) || len(got) != 1 || got[0] != w {
+			t.Fatalf("SplitInto = %v, %v", got, err)
+		}
+	})
+}
+
 func TestDensity(t *testing.T) {
 	cases := []struct {
 		name string

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 )
 
 // Defaults of Config.
@@ -13,6 +15,15 @@ const (
 	DefaultMaxBytes = 256 << 20 // 256 MiB
 	DefaultFileMode = os.FileMode(0o640)
 	DefaultMaxAge   = time.Hour
+)
+
+// Values of Config.Format.
+const (
+	// FormatEnvelope writes each record as its C7 envelope.
+	FormatEnvelope = "envelope"
+	// FormatOCSF writes each record as an OCSF 1.3.0 event (package ocsf,
+	// docs/ocsf.md).
+	FormatOCSF = "ocsf"
 )
 
 // Config is the configuration of the file sink (keys under sink.file).
@@ -48,10 +59,17 @@ type Config struct {
 	// has moved past it, and may leave torn or zero-filled tails in any
 	// file. Only benchmarks and tests that say so turn it off.
 	Fsync bool `koanf:"fsync"`
+	// Format is what a line holds: "envelope" (the C7 envelope JSON,
+	// default) or "ocsf" (one OCSF 1.3.0 event per record, its
+	// metadata.uid the record id; docs/ocsf.md). Default "envelope".
+	Format string `koanf:"format"`
+	// OCSF shapes the events of format "ocsf" (keys under sink.file.ocsf).
+	OCSF ocsfsink.Config `koanf:"ocsf"`
 }
 
 // DefaultConfig returns the defaults: Dir "./out", MaxBytes 256 MiB, MaxAge
-// 1h, Gzip off, FileMode 0640, Fsync on.
+// 1h, Gzip off, FileMode 0640, Fsync on, Format "envelope" and the
+// defaults of the ocsf block.
 func DefaultConfig() Config {
 	return Config{
 		Dir:      DefaultDir,
@@ -59,6 +77,8 @@ func DefaultConfig() Config {
 		MaxAge:   DefaultMaxAge,
 		FileMode: DefaultFileMode,
 		Fsync:    true,
+		Format:   FormatEnvelope,
+		OCSF:     ocsfsink.DefaultConfig(),
 	}
 }
 
@@ -81,5 +101,11 @@ func (c Config) Validate() error {
 	case c.FileMode&0o600 != 0o600:
 		errs = append(errs, fmt.Errorf("sink.file.file_mode: %#o must let the owner read and write (0600)", uint32(c.FileMode)))
 	}
+	switch c.Format {
+	case FormatEnvelope, FormatOCSF:
+	default:
+		errs = append(errs, fmt.Errorf("sink.file.format: unknown format %q (%s, %s)", c.Format, FormatEnvelope, FormatOCSF))
+	}
+	errs = append(errs, c.OCSF.Validate("sink.file.ocsf"))
 	return errors.Join(errs...)
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/knadh/koanf/parsers/yaml"
 	kfile "github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
+
+	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 )
 
 // loadConfig applies testdata/name over the defaults the way the collector's
@@ -30,8 +32,10 @@ func TestConfigFromYAML(t *testing.T) {
 		file string
 		want Config
 	}{
-		{"full.yaml", Config{Dir: "/var/lib/collector/out", MaxBytes: 1 << 20, MaxAge: 15 * time.Minute, Gzip: true, FileMode: 0o644, Fsync: false}},
-		{"partial.yaml", Config{Dir: "./out", MaxBytes: 256 << 20, MaxAge: time.Hour, Gzip: true, FileMode: 0o640, Fsync: true}},
+		{"full.yaml", Config{Dir: "/var/lib/collector/out", MaxBytes: 1 << 20, MaxAge: 15 * time.Minute, Gzip: true, FileMode: 0o644, Fsync: false,
+			Format: "ocsf", OCSF: ocsfsink.Config{RawData: true, ProductName: "Platform", EdgeProductName: "Edge", VendorName: "Vendor", ProductVersion: "2026.11"}}},
+		{"partial.yaml", Config{Dir: "./out", MaxBytes: 256 << 20, MaxAge: time.Hour, Gzip: true, FileMode: 0o640, Fsync: true,
+			Format: "envelope", OCSF: ocsfsink.DefaultConfig()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -51,7 +55,8 @@ func TestInvalidConfigNamesEveryBadKey(t *testing.T) {
 		file string
 		want []string
 	}{
-		{"bad.yaml", []string{"sink.file.dir: must not be empty", "sink.file.max_bytes: must be > 0", "sink.file.max_age: must be >= 0", "sink.file.file_mode: 01200 has bits outside 0777"}},
+		{"bad.yaml", []string{"sink.file.dir: must not be empty", "sink.file.max_bytes: must be > 0", "sink.file.max_age: must be >= 0", "sink.file.file_mode: 01200 has bits outside 0777",
+			`sink.file.format: unknown format "xml" (envelope, ocsf)`}},
 		{"readonly_mode.yaml", []string{"sink.file.file_mode: 0440 must let the owner read and write"}},
 	}
 	for _, tt := range tests {

@@ -1,6 +1,10 @@
 // Package file is the embedded sink that needs no server: it writes every
 // envelope (CONTRACT C7) as one line of NDJSON to local files that a
-// shipper (Filebeat, Vector, Fluent Bit) or a batch job reads.
+// shipper (Filebeat, Vector, Fluent Bit) or a batch job reads. A line is
+// the envelope (Config.Format "envelope", the default) or the record's
+// OCSF 1.3.0 event (format "ocsf", package ocsf and docs/ocsf.md: its
+// metadata.uid is the record id; values that do not fit the schema go
+// under unmapped and count in collector_ocsf_fallbacks_total{source}).
 //
 // It owns DIR and everything below it; it knows envelopes and batches, never
 // the API, the windows or the checkpoint.
@@ -64,9 +68,10 @@
 // sinkhelper. Error kinds: invalid, open, write, sync, truncate, canceled,
 // state. Only a batch that no retry can write is a permanent error
 // (sink.Permanent), and the pipeline stops its stream instead of retrying:
-// a batch without source or account, and a source or account whose
+// a batch without source or account, a source or account whose
 // escaped names make a directory or file name longer than 255 bytes (or
-// that the file system refuses with ENAMETOOLONG). A full disk, an I/O
+// that the file system refuses with ENAMETOOLONG), and with format "ocsf"
+// a record the mapping can never take (a source without an OCSF class). A full disk, an I/O
 // error, a directory made read-only or unwritable are the machine's state,
 // not the batch's: they may pass (retention frees space, an operator fixes
 // the permissions), so they are retried, and /readyz reports them.

@@ -8,11 +8,33 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 	"github.com/svcexport/collector/internal/record"
 )
 
-// appendLine appends e as one NDJSON line (record.Envelope.AppendNDJSON).
-func appendLine(dst []byte, e *record.Envelope) []byte { return e.AppendNDJSON(dst) }
+// lineFunc appends e as one NDJSON line, newline included; an error means
+// e can never be written in the sink's format.
+type lineFunc func(dst []byte, e *record.Envelope) ([]byte, error)
+
+// envelopeLine is the lineFunc of format "envelope"
+// (record.Envelope.AppendNDJSON).
+func envelopeLine(dst []byte, e *record.Envelope) ([]byte, error) { return e.AppendNDJSON(dst), nil }
+
+// ocsfLine returns the lineFunc of format "ocsf": the event, then a
+// newline (the event is one line already).
+func ocsfLine(enc *ocsfsink.Encoder) lineFunc {
+	return func(dst []byte, e *record.Envelope) ([]byte, error) {
+		out, err := enc.Append(dst, e)
+		if err != nil {
+			return dst, err
+		}
+		return append(out, '\n'), nil
+	}
+}
+
+// errUnwritable marks an envelope that the sink's format cannot hold: a
+// retry cannot change it.
+var errUnwritable = errors.New("record cannot be written in the configured format")
 
 // Each gzip member carries its own total length in an FEXTRA subfield, the
 // way BGZF (samtools) does, so that Start can walk the members of a file
@@ -38,10 +60,11 @@ func (w *sliceWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// appendGzip appends envs as one or more complete gzip members (one unless
-// the batch holds more than memberRawLimit bytes of NDJSON). zw is reused;
-// line is scratch space. It returns dst and the grown scratch.
-func appendGzip(dst []byte, envs []record.Envelope, zw *gzip.Writer, line []byte) ([]byte, []byte, error) {
+// appendGzip appends envs, each encoded by enc, as one or more complete
+// gzip members (one unless the batch holds more than memberRawLimit bytes
+// of NDJSON). zw is reused; line is scratch space. It returns dst and the
+// grown scratch.
+func appendGzip(dst []byte, envs []record.Envelope, enc lineFunc, zw *gzip.Writer, line []byte) ([]byte, []byte, error) {
 	out := &sliceWriter{b: dst}
 	for i := 0; i < len(envs); {
 		start := len(out.b)
@@ -50,7 +73,10 @@ func appendGzip(dst []byte, envs []record.Envelope, zw *gzip.Writer, line []byte
 		zw.Header.Extra = extra[:]
 		raw := 0
 		for ; i < len(envs) && (raw == 0 || raw < memberRawLimit); i++ {
-			line = appendLine(line[:0], &envs[i])
+			var err error
+			if line, err = enc(line[:0], &envs[i]); err != nil {
+				return dst, line, fmt.Errorf("%w: %w", errUnwritable, err)
+			}
 			raw += len(line)
 			if _, err := zw.Write(line); err != nil {
 				return dst, line, fmt.Errorf("gzip: %w", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/sinkhelper"
@@ -42,6 +43,7 @@ type Sink struct {
 	log     *slog.Logger
 	base    *sinkhelper.Base
 	rotated prometheus.Counter
+	line    lineFunc         // per Config.Format
 	now     func() time.Time // file name stamps; tests replace it
 	open    openFunc         // tests inject faults here
 
@@ -58,8 +60,9 @@ type Sink struct {
 var _ sink.Sink = (*Sink)(nil)
 
 // New returns a file sink for cfg. It validates cfg and registers the
-// sink's metrics with reg (nil: not exported); log may be nil. It touches no
-// file: Start does.
+// sink's metrics with reg (nil: not exported), with format "ocsf"
+// collector_ocsf_fallbacks_total{source} too; log may be nil. It touches
+// no file: Start does.
 func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -78,11 +81,20 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error)
 	if err != nil {
 		return nil, fmt.Errorf("file sink: metrics: %w", err)
 	}
+	line := envelopeLine
+	if cfg.Format == FormatOCSF {
+		enc, err := ocsfsink.New(cfg.OCSF, reg)
+		if err != nil {
+			return nil, fmt.Errorf("file sink: %w", err)
+		}
+		line = ocsfLine(enc)
+	}
 	s := &Sink{
 		cfg:     cfg,
 		dir:     dir,
 		log:     log.With("sink", SinkName),
-		rotated: rotated.WithLabelValues(SinkName),
+		rotated: rotated.WithLabelValues(sinkhelper.NameOf(reg, SinkName)),
+		line:    line,
 		now:     time.Now,
 		open:    openOS,
 		streams: map[streamKey]*stream{},
@@ -152,7 +164,7 @@ func (s *Sink) start(ctx context.Context) error {
 		go s.janitor(s.stopJanitor, s.janitorDone)
 	}
 	s.mu.Unlock()
-	s.log.Info("file sink started", "dir", s.dir, "gzip", s.cfg.Gzip, "max_bytes", s.cfg.MaxBytes, "fsync", s.cfg.Fsync)
+	s.log.Info("file sink started", "dir", s.dir, "format", s.cfg.Format, "gzip", s.cfg.Gzip, "max_bytes", s.cfg.MaxBytes, "fsync", s.cfg.Fsync)
 	return nil
 }
 
@@ -168,7 +180,12 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 	st := s.stream(b.Source, b.Account)
 	p, err := s.encode(ctx, b)
 	if err != nil {
-		return sinkhelper.Delivered{}, sinkhelper.Kind(kindWrite, fmt.Errorf("file sink: encode %s: %w", st.name, err))
+		err = fmt.Errorf("file sink: encode %s: %w", st.name, err)
+		if errors.Is(err, errUnwritable) {
+			// The same record fails the same way every time.
+			return sinkhelper.Delivered{}, sink.Permanent(sinkhelper.Kind(kindInvalid, err))
+		}
+		return sinkhelper.Delivered{}, sinkhelper.Kind(kindWrite, err)
 	}
 	n := len(*p.buf)
 	if err := st.commit(p); err != nil {
@@ -196,12 +213,18 @@ func (s *Sink) stream(source, account string) *stream {
 }
 
 // encode turns b into the bytes to append: NDJSON lines, or gzip members.
+// An envelope the format cannot hold fails it with errUnwritable.
 func (s *Sink) encode(ctx context.Context, b *record.Batch) (*pending, error) {
 	bp := s.getBuf()
 	buf := (*bp)[:0]
 	if !s.cfg.Gzip {
 		for i := range b.Envelopes {
-			buf = appendLine(buf, &b.Envelopes[i])
+			var err error
+			if buf, err = s.line(buf, &b.Envelopes[i]); err != nil {
+				*bp = buf
+				s.putBuf(bp)
+				return nil, fmt.Errorf("%w: %w", errUnwritable, err)
+			}
 		}
 		*bp = buf
 		return &pending{ctx: ctx, buf: bp, done: make(chan struct{})}, nil
@@ -212,7 +235,7 @@ func (s *Sink) encode(ctx context.Context, b *record.Batch) (*pending, error) {
 	}
 	lp := s.getBuf()
 	var err error
-	buf, *lp, err = appendGzip(buf, b.Envelopes, zw, (*lp)[:0])
+	buf, *lp, err = appendGzip(buf, b.Envelopes, s.line, zw, (*lp)[:0])
 	s.zws.Put(zw)
 	s.putBuf(lp)
 	*bp = buf

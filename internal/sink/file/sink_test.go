@@ -680,7 +680,7 @@ func TestMetricsOfWrites(t *testing.T) {
 func encodePlain(b *record.Batch) []byte {
 	var out []byte
 	for i := range b.Envelopes {
-		out = appendLine(out, &b.Envelopes[i])
+		out = b.Envelopes[i].AppendNDJSON(out)
 	}
 	return out
 }

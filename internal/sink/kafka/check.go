@@ -69,7 +69,7 @@ func (r CheckReport) String() string {
 // create_topics is off; the report holds what was learned anyway.
 func Check(ctx context.Context, cfg Config, streams []Stream) (CheckReport, error) {
 	var rep CheckReport
-	cn, err := prepare(cfg)
+	cn, err := prepare(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return rep, err
 	}

@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkarecord"
+	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
 )
 
 // conn is what New and Check take from a Config: the topic template, the
@@ -24,8 +23,9 @@ type conn struct {
 	mech sasl.Mechanism
 }
 
-// prepare validates cfg and reads its files; an error names the key.
-func prepare(cfg Config) (conn, error) {
+// prepare validates cfg and reads its files; an error names the key. log
+// receives the SASL mechanism's warnings (a failed token refresh).
+func prepare(cfg Config, log *slog.Logger) (conn, error) {
 	if err := cfg.Validate(); err != nil {
 		return conn{}, err
 	}
@@ -34,7 +34,7 @@ func prepare(cfg Config) (conn, error) {
 	if err != nil {
 		return conn{}, fmt.Errorf("%s.tls.%w", prefix, err)
 	}
-	mech, err := saslMechanism(cfg.SASL)
+	mech, err := cfg.SASL.Build(kafkasasl.Options{Prefix: prefix + ".sasl", Brokers: cfg.Brokers, Log: log, TokenTimeout: cfg.RequestTimeout})
 	if err != nil {
 		return conn{}, err
 	}
@@ -48,8 +48,17 @@ func warnings(cfg Config) []string {
 	if cfg.TLS.InsecureSkipVerify {
 		w = append(w, "TLS certificate verification is off ("+prefix+".tls.insecure_skip_verify): anyone on the path can read and alter what the collector sends")
 	}
-	if cfg.SASL.Mechanism == "PLAIN" && !cfg.TLS.Enabled {
+	switch {
+	case cfg.TLS.Enabled:
+	case cfg.SASL.Mechanism == kafkasasl.Plain:
 		w = append(w, "SASL PLAIN without TLS sends the password in clear text ("+prefix+".tls.enabled is false)")
+	case cfg.SASL.Mechanism == kafkasasl.OAuthBearer:
+		w = append(w, "SASL OAUTHBEARER without TLS sends the bearer token in clear text ("+prefix+".tls.enabled is false)")
+	case cfg.SASL.Mechanism == kafkasasl.AWSMSKIAM:
+		w = append(w, "SASL AWS_MSK_IAM without TLS: Amazon MSK accepts IAM authentication only over TLS (port 9098); set "+prefix+".tls.enabled")
+	}
+	if u := cfg.SASL.OAuth.TokenURL; cfg.SASL.Mechanism == kafkasasl.OAuthBearer && strings.HasPrefix(strings.ToLower(u), "http://") {
+		w = append(w, "the OAuth token URL ("+prefix+".sasl.oauth.token_url) is plain http: the client secret and the tokens travel in clear text")
 	}
 	return w
 }
@@ -136,30 +145,6 @@ func accountPartition(r *kgo.Record, n int) int {
 		}
 	}
 	return int(h.Sum32() % uint32(n))
-}
-
-// saslMechanism builds the SASL mechanism, resolving the password (inline
-// wins over the file).
-func saslMechanism(c SASLConfig) (sasl.Mechanism, error) {
-	if c.Mechanism == "" {
-		return nil, nil
-	}
-	pw, err := secret.Resolve(c.Password.Reveal(), c.PasswordFile)
-	if err != nil {
-		return nil, fmt.Errorf("%s.sasl.password_file: %w", prefix, err)
-	}
-	if !pw.IsSet() {
-		return nil, fmt.Errorf("%s.sasl.password: empty (from %s.sasl.password_file %s)", prefix, prefix, c.PasswordFile)
-	}
-	switch c.Mechanism {
-	case "PLAIN":
-		return plain.Auth{User: c.Username, Pass: pw.Reveal()}.AsMechanism(), nil
-	case "SCRAM-SHA-256":
-		return scram.Auth{User: c.Username, Pass: pw.Reveal()}.AsSha256Mechanism(), nil
-	case "SCRAM-SHA-512":
-		return scram.Auth{User: c.Username, Pass: pw.Reveal()}.AsSha512Mechanism(), nil
-	}
-	return nil, fmt.Errorf("%s.sasl.mechanism: unknown mechanism %q", prefix, c.Mechanism)
 }
 
 // slogAdapter sends franz-go's log lines to slog, tagged component=kafka.

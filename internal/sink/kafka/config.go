@@ -9,7 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
+	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
 	"github.com/svcexport/collector/internal/tlsconfig"
 )
 
@@ -20,6 +21,10 @@ const (
 	// FormatRecord writes the raw record as the value and the envelope's
 	// other fields as headers only.
 	FormatRecord = "record"
+	// FormatOCSF writes the record's OCSF 1.3.0 event as the value
+	// (package ocsf, docs/ocsf.md); key and headers as in the other
+	// formats, content-type kafkarecord.ContentTypeOCSF.
+	FormatOCSF = "ocsf"
 )
 
 // Values of Config.Partitioner.
@@ -65,9 +70,13 @@ type Config struct {
 	// is in a header).
 	Topic string `koanf:"topic"`
 	// Format is what a record's value holds: "envelope" (the C7 envelope
-	// JSON, default) or "record" (the raw record as the API sent it; the
-	// other envelope fields are in the headers either way).
+	// JSON, default), "record" (the raw record as the API sent it; the
+	// other envelope fields are in the headers either way) or "ocsf" (the
+	// record's OCSF 1.3.0 event, its metadata.uid the record id).
 	Format string `koanf:"format"`
+	// OCSF shapes the events of format "ocsf" (keys under
+	// sink.kafka.ocsf).
+	OCSF ocsfsink.Config `koanf:"ocsf"`
 	// Compression is the batch codec: zstd (default, at its fastest level),
 	// lz4, snappy, gzip or none. In BenchmarkWrite (bytes on the wire per
 	// envelope, producer CPU-seconds per million envelopes): zstd 127 B and
@@ -105,7 +114,8 @@ type Config struct {
 	// BatchMaxBytes. Default 128 MiB.
 	MaxBufferedBytes int `koanf:"max_buffered_bytes"`
 	// RequestTimeout is how long a broker has to answer a produce request
-	// (and the connection deadline added on top for every request).
+	// (and the connection deadline added on top for every request), and
+	// how long an OAuth token endpoint has to answer (sasl.oauth.token_url).
 	// Default 10s.
 	RequestTimeout time.Duration `koanf:"request_timeout"`
 	// DeliveryTimeout bounds how long a record may wait in the producer
@@ -131,24 +141,15 @@ type Config struct {
 	// sink.kafka.tls); empty ca_file means the system roots, server_name
 	// defaults to the host of each broker address.
 	TLS tlsconfig.Config `koanf:"tls"`
-	// SASL configures authentication to the brokers.
+	// SASL configures authentication to the brokers (keys under
+	// sink.kafka.sasl; package kafkasasl).
 	SASL SASLConfig `koanf:"sasl"`
 }
 
-// SASLConfig configures SASL authentication (keys under sink.kafka.sasl).
-type SASLConfig struct {
-	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; empty turns SASL
-	// off. Default empty.
-	Mechanism string `koanf:"mechanism"`
-	// Username is the SASL user; required with a mechanism.
-	Username string `koanf:"username"`
-	// Password is the SASL password, usually from the environment
-	// (COLLECTOR_SINK__KAFKA__SASL__PASSWORD). It wins over PasswordFile.
-	Password secret.Secret `koanf:"password"`
-	// PasswordFile is a file holding the password (one trailing newline
-	// is ignored).
-	PasswordFile string `koanf:"password_file"`
-}
+// SASLConfig configures SASL authentication (keys under sink.kafka.sasl):
+// PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM (package
+// kafkasasl).
+type SASLConfig = kafkasasl.Config
 
 // DefaultConfig returns the documented defaults. Brokers is empty and must
 // be set.
@@ -157,6 +158,7 @@ func DefaultConfig() Config {
 		ClientID:           DefaultClientID,
 		Topic:              DefaultTopic,
 		Format:             FormatEnvelope,
+		OCSF:               ocsfsink.DefaultConfig(),
 		Compression:        DefaultCompression,
 		Acks:               "all",
 		Linger:             DefaultLinger,
@@ -201,9 +203,12 @@ func (c Config) Validate() error {
 		add("topic", "%v", err)
 	}
 	switch c.Format {
-	case FormatEnvelope, FormatRecord:
+	case FormatEnvelope, FormatRecord, FormatOCSF:
 	default:
-		add("format", "unknown format %q (%s, %s)", c.Format, FormatEnvelope, FormatRecord)
+		add("format", "unknown format %q (%s, %s, %s)", c.Format, FormatEnvelope, FormatRecord, FormatOCSF)
+	}
+	if err := c.OCSF.Validate(prefix + ".ocsf"); err != nil {
+		errs = append(errs, err)
 	}
 	if _, ok := codec(c.Compression); !ok {
 		add("compression", "unknown codec %q (%s)", c.Compression, strings.Join(codecNames, ", "))
@@ -245,32 +250,10 @@ func (c Config) Validate() error {
 	if err := c.TLS.Validate(prefix + ".tls"); err != nil {
 		errs = append(errs, err)
 	}
-	errs = append(errs, c.SASL.validate(prefix+".sasl")...)
+	if err := c.SASL.Validate(prefix + ".sasl"); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
-}
-
-func (c SASLConfig) validate(p string) []error {
-	var errs []error
-	add := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s.%s: %s", p, key, fmt.Sprintf(format, args...)))
-	}
-	switch c.Mechanism {
-	case "":
-		if c.Username != "" || c.Password.IsSet() || c.PasswordFile != "" {
-			add("mechanism", "must be set (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) when a username or password is given")
-		}
-		return errs
-	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
-	default:
-		add("mechanism", "unknown mechanism %q (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", c.Mechanism)
-	}
-	if c.Username == "" {
-		add("username", "must be set with %s.mechanism %s", p, c.Mechanism)
-	}
-	if !c.Password.IsSet() && c.PasswordFile == "" {
-		add("password", "must be set (or %s.password_file) with %s.mechanism %s", p, p, c.Mechanism)
-	}
-	return errs
 }
 
 // checkHostPort accepts host:port with a non-empty host and a port in

@@ -13,8 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
+	"github.com/svcexport/collector/internal/ocsf"
+	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink/kafka"
+	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
 	"github.com/svcexport/collector/internal/tlsconfig"
 )
 
@@ -39,6 +42,7 @@ func TestConfigFromYAML(t *testing.T) {
 		ClientID:           "collector-eu",
 		Topic:              "siem.{source}.{account}",
 		Format:             "record",
+		OCSF:               ocsfsink.Config{RawData: true, ProductName: ocsf.DefaultProductName, EdgeProductName: ocsf.DefaultEdgeProductName, VendorName: "Vendor"},
 		Compression:        "lz4",
 		Acks:               "all",
 		Linger:             25 * time.Millisecond,
@@ -61,10 +65,23 @@ func TestConfigFromYAML(t *testing.T) {
 	partial.Brokers = []string{"127.0.0.1:19092"}
 	partial.SASL = kafka.SASLConfig{Mechanism: "PLAIN", Username: "collector", PasswordFile: "/run/secrets/kafka"}
 
+	oauth := kafka.DefaultConfig()
+	oauth.Brokers = []string{"pkc-1.eu-west-1.aws.confluent.cloud:9092"}
+	oauth.TLS = tlsconfig.Config{Enabled: true}
+	oauth.SASL = kafka.SASLConfig{Mechanism: "OAUTHBEARER", OAuth: kafkasasl.OAuthConfig{
+		TokenURL: "https://idp.example.com/oauth2/token", ClientID: "svc-collector", ClientSecretFile: "/run/secrets/oauth-client",
+		ClientAuth: "post", Scopes: []string{"kafka", "api://kafka/.default"},
+		Extensions: map[string]string{"logicalCluster": "lkc-abc12", "identityPoolId": "pool-XyZ"}}}
+	aws := kafka.DefaultConfig()
+	aws.Brokers = []string{"b-1.collector.abc123.c2.kafka.eu-central-1.amazonaws.com:9098"}
+	aws.TLS = tlsconfig.Config{Enabled: true}
+	aws.SASL = kafka.SASLConfig{Mechanism: "AWS_MSK_IAM", AWS: kafkasasl.AWSConfig{
+		AccessKeyID: "ASIAEXAMPLE", SecretAccessKeyFile: "/run/aws/secret", SessionTokenFile: "/run/aws/session"}}
+
 	for _, tt := range []struct {
 		file string
 		want kafka.Config
-	}{{"full.yaml", full}, {"partial.yaml", partial}} {
+	}{{"full.yaml", full}, {"partial.yaml", partial}, {"oauth.yaml", oauth}, {"aws.yaml", aws}} {
 		t.Run(tt.file, func(t *testing.T) {
 			got := loadConfig(t, tt.file)
 			if !reflect.DeepEqual(got, tt.want) {

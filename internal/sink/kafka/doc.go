@@ -5,10 +5,13 @@
 // removes the duplicates that at-least-once delivery brings. Its headers are
 // source, account, time, window_start, window_end and fetched_at (RFC 3339
 // with milliseconds, UTC) and content-type: application/json. Its value is
-// the envelope JSON (format "envelope", the default) or the raw record as
-// the API sent it (format "record"). The record's Kafka timestamp is the
-// time it was produced, not the record time: backfilled records would
-// otherwise fall under the topic's retention at once. Topics come from a
+// the envelope JSON (format "envelope", the default), the raw record as
+// the API sent it (format "record"), or the record's OCSF 1.3.0 event
+// (format "ocsf", package ocsf; content-type then
+// kafkarecord.ContentTypeOCSF, values that do not fit the schema counted
+// in collector_ocsf_fallbacks_total{source}). The record's Kafka timestamp
+// is the time it was produced, not the record time: backfilled records
+// would otherwise fall under the topic's retention at once. Topics come from a
 // template (default "svc.{source}").
 //
 // Write returns nil only when every record of the batch is acknowledged by
@@ -29,18 +32,24 @@
 // TOPIC_AUTHORIZATION_FAILED and CLUSTER_AUTHORIZATION_FAILED (the ACLs
 // refuse this principal the topic; franz-go does not retry them either),
 // INVALID_TOPIC_EXCEPTION and POLICY_VIOLATION, INVALID_PARTITIONS and
-// INVALID_REPLICATION_FACTOR when creating a topic, INVALID_RECORD, and a
-// topic that does not exist while create_topics is off. A record too large
+// INVALID_REPLICATION_FACTOR when creating a topic, INVALID_RECORD, a
+// topic that does not exist while create_topics is off, and (format
+// "ocsf", kind invalid) a record the mapping can never take, a source
+// without an OCSF class. A record too large
 // for its topic is no error at all: it is dead-lettered. Everything that
 // may pass is retried: lost connections, timeouts, leader elections,
 // NOT_ENOUGH_REPLICAS, an UNKNOWN_TOPIC_OR_PARTITION met while producing
 // (partitions move), and SASL authentication failures (a credential that
 // reaches the brokers one by one after a change).
 //
+// TLS comes from package tlsconfig; SASL (PLAIN, SCRAM-SHA-256/512,
+// OAUTHBEARER with a token, a token file or a client-credentials grant,
+// AWS_MSK_IAM) from package kafkasasl, with franz-go's mechanisms.
+//
 // Lifecycle, the shared collector_sink_* metrics and the dead-letter file
 // come from package sinkhelper; errors are counted by kind (too_large,
 // timeout, canceled, auth, unknown_topic, broker, closed, other,
-// dead_letter, state).
+// dead_letter, invalid, state).
 //
 // Defaults come from BenchmarkWrite on the project's 2-core machines (see
 // bench_test.go and Config): zstd at its fastest level (7x smaller than the

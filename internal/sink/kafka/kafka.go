@@ -17,9 +17,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkarecord"
+	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
 	"github.com/svcexport/collector/internal/sink/sinkhelper"
 )
 
@@ -59,17 +61,18 @@ type Sink struct {
 // creates) their topics. deadLetterDir is the directory of the dead-letter
 // file (sinkhelper.DeadLetterFile), usually the checkpoint's; Start creates
 // it. Metrics are registered with reg (nil: none); log receives the sink's
-// and franz-go's warnings. New does not connect.
+// and franz-go's warnings; with format "ocsf" collector_ocsf_fallbacks_total
+// too. New does not connect.
 func New(cfg Config, streams []Stream, deadLetterDir string, reg prometheus.Registerer, log *slog.Logger) (*Sink, error) {
-	cn, err := prepare(cfg)
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cn, err := prepare(cfg, log.With("sink", sinkName))
 	if err != nil {
 		return nil, err
 	}
 	if deadLetterDir == "" {
 		return nil, errors.New("kafka sink: a dead-letter directory is required (records too large for the broker go there)")
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Sink{
 		cfg:    cfg,
@@ -89,6 +92,11 @@ func New(cfg Config, streams []Stream, deadLetterDir string, reg prometheus.Regi
 	}
 	if s.m, err = newMetrics(reg, &s.client, s.base.CountBytes); err != nil {
 		return nil, err
+	}
+	if cfg.Format == FormatOCSF {
+		if s.enc.OCSF, err = ocsfsink.New(cfg.OCSF, reg); err != nil {
+			return nil, fmt.Errorf("kafka sink: %w", err)
+		}
 	}
 	for _, st := range streams {
 		s.topics[st] = cn.tmpl.name(st.Source, st.Account)
@@ -158,11 +166,17 @@ func (s *Sink) start(ctx context.Context) error {
 // connHint explains a failed connection where the error alone is obscure:
 // brokers refusing a SASL login may just close the connection.
 func connHint(cfg Config, err error) string {
-	if cfg.SASL.Mechanism != "" && (errors.Is(err, io.EOF) || errors.Is(err, kerr.SaslAuthenticationFailed)) {
-		return fmt.Sprintf(" (SASL %s as %q refused or connection closed: check %s.sasl.username and password)",
-			cfg.SASL.Mechanism, cfg.SASL.Username, prefix)
+	if cfg.SASL.Mechanism == "" || !errors.Is(err, io.EOF) && !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		return ""
 	}
-	return ""
+	switch cfg.SASL.Mechanism {
+	case kafkasasl.OAuthBearer:
+		return fmt.Sprintf(" (SASL OAUTHBEARER refused or connection closed: check the token of %s.sasl.oauth, its audience and scopes)", prefix)
+	case kafkasasl.AWSMSKIAM:
+		return fmt.Sprintf(" (SASL AWS_MSK_IAM refused or connection closed: check %s.sasl.aws or the AWS_* variables, the region, and that the IAM policy allows kafka-cluster:Connect)", prefix)
+	}
+	return fmt.Sprintf(" (SASL %s as %q refused or connection closed: check %s.sasl.username and password)",
+		cfg.SASL.Mechanism, cfg.SASL.Username, prefix)
 }
 
 // ping is Ready's probe.
@@ -212,7 +226,11 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 		}
 		topics[i] = t
 	}
-	recs := s.enc.Encode(b.Envelopes, topics)
+	recs, err := s.enc.Encode(b.Envelopes, topics)
+	if err != nil {
+		// Format ocsf only: the record can never be mapped.
+		return sinkhelper.Delivered{}, sink.Permanent(s.fail(b, kindInvalid, err))
+	}
 
 	// Records that cannot fit a batch of their own are dead letters before
 	// they reach the producer.

@@ -26,6 +26,7 @@ const (
 	kindClosed       = "closed"        // the sink or client was shut down
 	kindOther        = "other"         // network and everything else
 	kindDeadLetter   = "dead_letter"   // the dead-letter file could not be written (Write errors only)
+	kindInvalid      = "invalid"       // format ocsf: a record the mapping can never take (permanent; Write errors only)
 )
 
 // Reasons of collector_dead_letters_total.

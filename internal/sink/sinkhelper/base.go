@@ -80,7 +80,8 @@ func WithLogger(log *slog.Logger) Option {
 	return func(b *Base) { b.log = log }
 }
 
-// WithDeadLetters gives the sink a dead-letter file, DeadLetterFile in dir
+// WithDeadLetters gives the sink a dead-letter file, DeadLetterFile (see
+// DeadLetterFileOf for a sink built through Named) in dir
 // (created by Start when missing), whose lines name the destination under
 // destKey ("topic"); see Base.DeadLetter. It registers
 // collector_dead_letters_total. Default: no dead-letter file.
@@ -128,11 +129,15 @@ type Base struct {
 
 // New returns the Base of the sink named name ("file", "kafka": the value
 // of the sink label), registering its metrics with reg (nil: metrics
-// nobody exports). push delivers a batch; opts add the sink's own steps.
+// nobody exports). Through a Registerer of Named, the configured name
+// replaces name (the sink's type). push delivers a batch; opts add the
+// sink's own steps.
 func New(name string, reg prometheus.Registerer, push PushFunc, opts ...Option) (*Base, error) {
 	if name == "" || push == nil {
 		return nil, errors.New("sinkhelper: a sink needs a name and a push function")
 	}
+	typeName := name
+	name = NameOf(reg, name)
 	b := &Base{name: name, push: push, life: make(chan struct{}, 1), stopped: make(chan struct{})}
 	for _, o := range opts {
 		o(b)
@@ -146,7 +151,7 @@ func New(name string, reg prometheus.Registerer, push PushFunc, opts ...Option) 
 	}
 	b.m = m
 	if b.dlDir != "" {
-		b.dl = newDeadLetters(b.dlDir, name, b.dlKey, time.Now)
+		b.dl = newDeadLetters(b.dlDir, DeadLetterFileOf(name, typeName), name, b.dlKey, time.Now)
 	}
 	return b, nil
 }

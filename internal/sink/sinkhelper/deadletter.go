@@ -13,7 +13,8 @@ import (
 )
 
 // DeadLetterFile is the name of the dead-letter file in the directory given
-// to WithDeadLetters (the checkpoint's, in the daemon).
+// to WithDeadLetters (the checkpoint's, in the daemon), for a sink named
+// after its type; see DeadLetterFileOf for the others.
 const DeadLetterFile = "dead-letters.ndjson"
 
 // DeadLetter is one record that its sink can never deliver.
@@ -67,8 +68,8 @@ type deadLetters struct {
 	buf    []byte
 }
 
-func newDeadLetters(dir, sink, destKey string, now func() time.Time) *deadLetters {
-	return &deadLetters{path: filepath.Join(dir, DeadLetterFile), sink: sink, destKey: destKey, now: now}
+func newDeadLetters(dir, file, sink, destKey string, now func() time.Time) *deadLetters {
+	return &deadLetters{path: filepath.Join(dir, file), sink: sink, destKey: destKey, now: now}
 }
 
 // write appends and fsyncs the lines of ds; a partial tail is cut off when

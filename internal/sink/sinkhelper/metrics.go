@@ -91,7 +91,12 @@ func newMetrics(reg prometheus.Registerer, sink string, deadLetters bool) (*metr
 // exists once per Registerer without any global bookkeeping. A nil reg
 // registers nothing. It fails when reg holds an incompatible collector of
 // the same name.
+//
+// Through a Registerer of Named, c goes to the Registerer underneath
+// unchanged: it is a family with a variable sink label, whose value is
+// NameOf(reg, ...).
 func Register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	reg = unwrap(reg)
 	if reg == nil {
 		return c, nil
 	}

@@ -58,7 +58,15 @@ type EdgeConfig struct {
 	Timeout time.Duration `koanf:"timeout"`
 	// Rate is the edge bucket; limits are unpublished, default 480/1h.
 	Rate api.RateConfig `koanf:"rate"`
-	// Accounts are sent as Account-Name; nil means the top-level accounts.
+	// Account is the envelope account of an edge record without an
+	// account_name member, and the account of the edge streams in the
+	// checkpoint: each edge source is one stream per edge token, whatever
+	// the sub-accounts (C6 has no account selection). Default "edge".
+	Account string `koanf:"account"`
+	// Accounts is a removed key: edge streams were once read per
+	// sub-account, but the edge API has no account selection (C6), so each
+	// read brought every record again. A non-empty list is a configuration
+	// error that says so.
 	Accounts []string `koanf:"accounts"`
 	// AllowedOrigins lists the origins, besides base_url's, that may
 	// receive the edge token, as api.allowed_origins does for the core
@@ -66,6 +74,9 @@ type EdgeConfig struct {
 	// http, are refused.
 	AllowedOrigins []string `koanf:"allowed_origins"`
 }
+
+// DefaultEdgeAccount is edge.account's default.
+const DefaultEdgeAccount = "edge"
 
 // Connection returns the part of the section the edge API client reads.
 func (c EdgeConfig) Connection() api.EdgeConfig {
@@ -133,6 +144,7 @@ func DefaultSource() SourceSettings {
 func DefaultEdgeConfig() EdgeConfig {
 	conn := api.DefaultEdgeConfig()
 	return EdgeConfig{
+		Account:             DefaultEdgeAccount,
 		MaxRows:             10000,
 		AlertStatusFilter:   "OPEN,IN_PROGRESS,CLOSED",
 		AlertUpdateLookback: 24 * time.Hour,
@@ -211,11 +223,72 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("accounts[%d]: %w", i, err))
 		}
 	}
+	if len(c.Edge.Accounts) > 0 {
+		errs = append(errs, errors.New("edge.accounts: removed: the edge API has no account selection (CONTRACT C6), "+
+			"the edge token alone decides what it returns, so reading it once per sub-account fetched and delivered "+
+			"every edge record once per sub-account; delete the key: each edge source is read once per token and each "+
+			"record keeps its account (account_name)"))
+	}
 	if c.Edge.BaseURL != "" {
 		errs = append(errs, c.Edge.validate("edge")...)
 	}
 	errs = append(errs, c.Sources.validate("sources")...)
+	errs = append(errs, c.validateRequests("sources")...)
 	return errors.Join(errs...)
+}
+
+// validateRequests checks what the sources' settings make of their
+// requests: filters and returns only where the endpoint takes them (a core
+// search body, C3), and a search body within api.max_request_bytes (C5:
+// larger is 400, on every window, for good). Each error names the key the
+// setting came from: the source's block or, when inherited, "default".
+func (c Config) validateRequests(p string) []error {
+	var errs []error
+	// The longest body of any window: both times in the milliseconds form.
+	w := window.Window{Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)}
+	for _, spec := range Specs() {
+		r := c.Sources.Resolve(spec.Name)
+		if !r.Enabled || (spec.Edge && c.Edge.BaseURL == "") {
+			continue
+		}
+		block := func(own bool) string {
+			if own {
+				return spec.Name
+			}
+			return DefaultSourcesKey
+		}
+		fkey := fmt.Sprintf("%s.%s.filters", p, block(c.Sources[spec.Name].Filters != nil))
+		rkey := fmt.Sprintf("%s.%s.returns", p, block(c.Sources[spec.Name].Returns != nil))
+		if !spec.TakesFilters() {
+			why := "its endpoint is a GET that takes only startTime and endTime (C3)"
+			if spec.Edge {
+				why = "the edge API takes only start_time, end_time and status_filter (C6)"
+			}
+			if len(r.Filters) > 0 {
+				errs = append(errs, fmt.Errorf("%s: %s cannot take filters: %s; they would be ignored (set filters per source, or disable %s)",
+					fkey, spec.Name, why, spec.Name))
+			}
+			if len(r.Returns) > 0 {
+				errs = append(errs, fmt.Errorf("%s: %s cannot take returns: %s; they would be ignored (set returns per source, or disable %s)",
+					rkey, spec.Name, why, spec.Name))
+			}
+			continue
+		}
+		_, body, err := spec.FirstPage(w, r, c.Edge)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", fkey, err))
+			continue
+		}
+		if limit := c.API.MaxRequestBytes; limit > 0 && int64(len(body)) > limit {
+			key := fkey
+			if len(r.Filters) == 0 {
+				key = rkey
+			}
+			errs = append(errs, fmt.Errorf("%s: the search body of %s is %d bytes, over api.max_request_bytes (%d; C5: a larger body is refused with 400 on every window)",
+				key, spec.Name, len(body), limit))
+		}
+	}
+	return errs
 }
 
 // validate checks the section: the connection's keys (api.EdgeConfig),
@@ -234,10 +307,8 @@ func (c EdgeConfig) validate(p string) []error {
 	if c.AlertUpdateLookback < 0 {
 		add("alert_update_lookback", "must not be negative")
 	}
-	for i, a := range c.Accounts {
-		if err := checkAccount(a); err != nil {
-			add(fmt.Sprintf("accounts[%d]", i), "%v", err)
-		}
+	if err := checkAccount(c.Account); err != nil {
+		add("account", "%v", err)
 	}
 	return errs
 }

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -48,7 +49,7 @@ func TestConfig_YAMLOverridesOnlyWhatItNames(t *testing.T) {
 		t.Errorf("accounts = %v org = %v", cfg.Accounts, cfg.OrgAuditLogs)
 	}
 	we := DefaultEdgeConfig()
-	we.BaseURL, we.Token, we.MaxRows, we.Accounts = "https://edge.example.test", secret.New("edge-tok"), 500, []string{"acme"}
+	we.BaseURL, we.Token, we.MaxRows, we.Account = "https://edge.example.test", secret.New("edge-tok"), 500, "edge-main"
 	if !reflect.DeepEqual(cfg.Edge, we) {
 		t.Errorf("edge = %+v\nwant %+v", cfg.Edge, we)
 	}
@@ -131,6 +132,101 @@ func TestConfig_ReturnsMustKeepTheRecordTime_C3(t *testing.T) {
 	err := cfg.Validate()
 	if err == nil || !strings.Contains(err.Error(), "sources.dns.returns: must include createdTime") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// C6: edge.accounts is gone: the edge API has no account selection, so a
+// configuration that still sets it is refused with the reason, even while
+// the edge sources are off; edge.account names the edge streams.
+func TestConfig_EdgeAccountsIsRefusedWithTheReason_C6(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = "http://x", "k", secret.New("s")
+	if cfg.Edge.Account != "edge" {
+		t.Fatalf("edge.account default %q, want edge", cfg.Edge.Account)
+	}
+	cfg.Edge.Accounts = []string{"acme"}
+	err := cfg.Validate()
+	if err == nil || !strings.Contains(err.Error(), "edge.accounts: removed") || !strings.Contains(err.Error(), "C6") {
+		t.Fatalf("err = %v", err)
+	}
+	cfg.Edge.Accounts = []string{}
+	cfg.Edge.BaseURL, cfg.Edge.Token = "http://edge", secret.New("t")
+	cfg.Edge.Account = " edge"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "edge.account: ") {
+		t.Fatalf("padded edge.account: %v", err)
+	}
+}
+
+// C3, C6: filters and returns where the endpoint cannot take them
+// (cloud_activities is a GET with startTime and endTime only; the edge API
+// has its own parameters) are refused, naming the key they came from,
+// instead of being ignored at run time.
+func TestConfig_FiltersWhereTheEndpointCannotTakeThemAreRefused_C3_C6(t *testing.T) {
+	base := func() Config {
+		cfg := DefaultConfig()
+		cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = "http://x", "k", secret.New("s")
+		cfg.Edge.BaseURL, cfg.Edge.Token = "http://edge", secret.New("t")
+		return cfg
+	}
+	f := []Filter{{Expression: "eq", Field: "eventType", Value: "NewUser"}}
+	cases := []struct {
+		name string
+		set  func(SourcesConfig)
+		want []string
+	}{
+		{"filters on cloud_activities", func(s SourcesConfig) { s["cloud_activities"] = SourceOverride{Filters: f} },
+			[]string{"sources.cloud_activities.filters: cloud_activities cannot take filters"}},
+		{"returns on edge_alerts", func(s SourcesConfig) { s["edge_alerts"] = SourceOverride{Returns: []string{"create_time"}} },
+			[]string{"sources.edge_alerts.returns: edge_alerts cannot take returns"}},
+		{"default filters reach the GET and the edge sources", func(s SourcesConfig) {
+			d := s[DefaultSourcesKey]
+			d.Filters = f
+			s[DefaultSourcesKey] = d
+		}, []string{"sources.default.filters: cloud_activities cannot take filters", "sources.default.filters: edge_audit_events cannot take filters"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := base()
+			c.set(cfg.Sources)
+			err := cfg.Validate()
+			for _, w := range c.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q: %v", w, err)
+				}
+			}
+		})
+	}
+	t.Run("a disabled source may keep its filters", func(t *testing.T) {
+		cfg := base()
+		off := false
+		cfg.Sources["cloud_activities"] = SourceOverride{Enabled: &off, Filters: f}
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// C5: a search body over api.max_request_bytes would be refused with 400 on
+// every window: it is a configuration error naming the filters.
+func TestConfig_SearchBodyOverTheRequestLimitIsRefused_C5(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = "http://x", "k", secret.New("s")
+	if cfg.API.MaxRequestBytes != 1<<20 {
+		t.Fatalf("api.max_request_bytes default %d", cfg.API.MaxRequestBytes)
+	}
+	values := make([]string, 0, 100000)
+	for i := range 100000 {
+		values = append(values, fmt.Sprintf("host-%05d", i))
+	}
+	cfg.Sources["dns"] = SourceOverride{Filters: []Filter{{Expression: "in", Field: "fqdn", Values: values}}}
+	err := cfg.Validate()
+	if err == nil || !strings.Contains(err.Error(), "sources.dns.filters: the search body of dns is") ||
+		!strings.Contains(err.Error(), "api.max_request_bytes") {
+		t.Fatalf("err = %v", err)
+	}
+	cfg.API.MaxRequestBytes = 4 << 20
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("under a raised limit: %v", err)
 	}
 }
 

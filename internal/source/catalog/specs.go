@@ -74,3 +74,9 @@ func LookupSpec(name string) (Spec, bool) {
 	}
 	return Spec{}, false
 }
+
+// TakesFilters reports whether the source's first request carries the
+// settings' filters and returns: a core search body (C3). The GET of
+// cloud_activities takes only startTime and endTime, and the edge API only
+// its own parameters (C6).
+func (spec Spec) TakesFilters() bool { return !spec.Edge && spec.Method == http.MethodPost }

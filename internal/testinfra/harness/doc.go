@@ -25,9 +25,17 @@
 //     gauges), starts the daemon (Start: a Process to signal, kill and
 //     wait for), runs other commands (CLI; RunCLI without a
 //     configuration), and compares its output with truth (Compare).
+//     For the operator's commands: CLIOut keeps standard output and
+//     standard error apart (state --json), RunCLIEnv runs with exactly a
+//     given environment (a CI job without secrets), StartCLI starts a
+//     command in the background (state --watch), and RunTerminal runs one
+//     on a pseudo-terminal (github.com/creack/pty) to see what an operator
+//     sees (the progress bars).
 //   - ReadFileSink and EachEnvelope read what the file sink wrote;
 //     CompareWithTruth compares an Output with the simulator's /_truth per
-//     stream and UTC day (CONTRACT C8); Watermarks reads a stopped
+//     stream and UTC day (CONTRACT C8), edge records per envelope account
+//     below the watermark of their one edge stream (WatermarkOf,
+//     EnvelopeStreams, Output.Of: C6); Watermarks reads a stopped
 //     collector's checkpoint; LiveState, Ready and ScrapeGauges read a
 //     running one's /state, /readyz and /metrics.
 //   - Small things every such test needs: FreeAddr and LowFreePort,

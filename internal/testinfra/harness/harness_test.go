@@ -174,6 +174,66 @@ func TestCompareWithTruthHoldsTheOutputToTheSimulator(t *testing.T) {
 	}
 }
 
+// C6: the collector commits an edge source as one stream (source, "edge")
+// while each record's envelope names its own account; the comparison takes
+// each envelope account's records below that one watermark, and an edge
+// stream named as the checkpoint names it stands for every account.
+func TestCompareWithTruthTakesEdgeRecordsPerEnvelopeAccount(t *testing.T) {
+	t.Parallel()
+	sim := StartSim(t, func(c *apisim.Config) { c.Rates = map[string]float64{"edge_audit_events": 300} })
+	end := time.Now().UTC().Add(-time.Hour).Truncate(time.Minute)
+	start := end.Add(-3 * time.Hour)
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/api/v1/audit_events?start_time=%d&end_time=%d", sim.EdgeURL(), start.UnixMilli(), end.UnixMilli()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+EdgeToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		AuditEvents []json.RawMessage `json:"audit_events"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	out := NewOutput()
+	for _, raw := range body.AuditEvents {
+		var m struct {
+			Account string          `json:"account_name"`
+			Create  json.RawMessage `json:"create_time"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		id, _ := record.ID("edge_audit_events", raw)
+		tm, err := record.ParseTime(m.Create)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Add(Stream{Source: "edge_audit_events", Account: m.Account}, id, tm)
+	}
+	edge := Stream{Source: "edge_audit_events", Account: EdgeAccount}
+	wms := map[Stream]checkpoint.State{edge: {Watermark: end}}
+	if len(out.IDs) != 2 || len(out.Of(edge)) != out.Total {
+		t.Fatalf("%d envelope accounts, %d ids of the edge stream, %d records", len(out.IDs), len(out.Of(edge)), out.Total)
+	}
+	for _, streams := range [][]Stream{{edge}, Streams([]string{"edge_audit_events"}, Accounts())} {
+		var n int64
+		if errs := failures(t, func(tb testing.TB) { n = CompareWithTruth(tb, sim, out, streams, start, wms) }); len(errs) != 0 || n != int64(out.Total) {
+			t.Fatalf("%v: %d compared of %d, errors %v", streams, n, out.Total, errs)
+		}
+	}
+	if st, ok := WatermarkOf(wms, Stream{Source: "edge_audit_events", Account: "acme-dev"}); !ok || st.Watermark != end {
+		t.Fatalf("WatermarkOf an edge envelope stream: %v %v", st, ok)
+	}
+	if _, ok := WatermarkOf(wms, Stream{Source: "dns", Account: "acme"}); ok {
+		t.Fatal("a core stream took the edge watermark")
+	}
+}
+
 func TestDaysCutAtUTCMidnight(t *testing.T) {
 	t.Parallel()
 	at := func(d, h int) time.Time { return time.Date(2026, 11, d, h, 0, 0, 0, time.UTC) }

@@ -27,6 +27,26 @@ type LiveStream struct {
 	Delivered int64     `json:"rows_delivered"`
 	CaughtUp  bool      `json:"caught_up"`
 	LastError string    `json:"last_error"`
+	// Sinks is what each sink has not acknowledged yet of the stream.
+	Sinks []LiveSinkLag `json:"sinks"`
+}
+
+// LiveSinkLag is one sink's lag on a stream in GET /state.
+type LiveSinkLag struct {
+	Sink                 string  `json:"sink"`
+	PendingRecords       int64   `json:"pending_records"`
+	OldestPendingSeconds float64 `json:"oldest_pending_seconds"`
+}
+
+// SinkPending sums each sink's pending records over every stream.
+func SinkPending(st map[Stream]LiveStream) map[string]int64 {
+	out := map[string]int64{}
+	for _, s := range st {
+		for _, l := range s.Sinks {
+			out[l.Sink] += l.PendingRecords
+		}
+	}
+	return out
 }
 
 // LiveState reads GET /state of the collector serving metrics on addr;

@@ -116,6 +116,25 @@ func (o *Output) AddRecord(tb testing.TB, id, source, account, recTime string, r
 	o.Add(Stream{Source: source, Account: account}, id, tm)
 }
 
+// Of returns how often each id of stream k came. For an edge stream as
+// the collector's checkpoint and /state name it (source, EdgeAccount) it
+// is every envelope account's ids of that source together (C6).
+func (o *Output) Of(k Stream) map[string]int {
+	if !IsEdge(k.Source) || k.Account != EdgeAccount {
+		return o.IDs[k]
+	}
+	out := map[string]int{}
+	for s, ids := range o.IDs {
+		if s.Source != k.Source {
+			continue
+		}
+		for id, n := range ids {
+			out[id] += n
+		}
+	}
+	return out
+}
+
 // Duplicates counts deliveries beyond the first of every id.
 func (o *Output) Duplicates() int {
 	n := 0

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -61,17 +62,61 @@ func Days(from, end time.Time) []Day {
 	return out
 }
 
+// EdgeAccount is the account of the collector's edge streams in its
+// checkpoint, /state and metrics (edge.account's default): an edge source
+// is one stream per edge token (C6), while each edge record's envelope
+// names its own account (account_name).
+const EdgeAccount = "edge"
+
+// IsEdge reports whether source is an edge source (C6).
+func IsEdge(source string) bool { return slices.Contains(EdgeSources(), source) }
+
+// WatermarkOf returns the committed state of the envelope stream k in wms:
+// its own, or for an edge source the state of the edge stream
+// (source, EdgeAccount), under which the collector commits every account's
+// edge records.
+func WatermarkOf(wms map[Stream]checkpoint.State, k Stream) (checkpoint.State, bool) {
+	if st, ok := wms[k]; ok {
+		return st, true
+	}
+	if IsEdge(k.Source) {
+		st, ok := wms[Stream{Source: k.Source, Account: EdgeAccount}]
+		return st, ok
+	}
+	return checkpoint.State{}, false
+}
+
+// EnvelopeStreams expands the edge streams of streams (source, EdgeAccount),
+// as the collector's checkpoint and /state name them, into one stream per
+// account of sim, as the envelopes and /_truth name them; other streams
+// stay as they are.
+func EnvelopeStreams(sim *apisim.Server, streams []Stream) []Stream {
+	var out []Stream
+	for _, k := range streams {
+		if IsEdge(k.Source) && k.Account == EdgeAccount {
+			for _, a := range sim.Accounts() {
+				out = append(out, Stream{Source: k.Source, Account: a})
+			}
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
 // CompareWithTruth checks, for every stream of streams and every UTC day
 // of [from, watermark), that the distinct ids out holds for records of that
 // day have the count and XOR the simulator's /_truth gives (C8); wms are
 // the committed watermarks (Watermarks, LiveWatermarks). A stream without a
-// watermark past from is an error. It returns the number of distinct
-// records compared.
+// watermark past from is an error. Edge records are compared per envelope
+// account, below the watermark of their edge stream (WatermarkOf); an edge
+// stream given as (source, EdgeAccount) stands for every account of sim
+// (EnvelopeStreams). It returns the number of distinct records compared.
 func CompareWithTruth(tb testing.TB, sim *apisim.Server, out *Output, streams []Stream, from time.Time, wms map[Stream]checkpoint.State) int64 {
 	tb.Helper()
 	var total int64
-	for _, k := range streams {
-		st, ok := wms[k]
+	for _, k := range EnvelopeStreams(sim, streams) {
+		st, ok := WatermarkOf(wms, k)
 		if !ok || st.Watermark.IsZero() {
 			tb.Errorf("%s/%s: no watermark committed", k.Source, k.Account)
 			continue
@@ -119,14 +164,26 @@ func (c *Collector) Compare(tb testing.TB, out *Output, streams []Stream) int64 
 	return CompareWithTruth(tb, c.cfg.Sim, out, streams, c.cfg.Start, c.Watermarks(tb))
 }
 
-// Streams are the streams the collector reads: its sources (every source
-// when Config.Sources is nil) of its accounts.
+// Streams are the envelope streams the collector delivers: its core
+// sources (every source when Config.Sources is nil) of its accounts, and
+// its edge sources of every account of its simulator (C6: the edge API has
+// no account selection; each record names its own account).
 func (c *Collector) Streams() []Stream {
 	srcs := c.cfg.Sources
 	if srcs == nil {
 		srcs = AllSources()
 	}
-	return Streams(srcs, c.cfg.Accounts)
+	var core, edge []string
+	for _, s := range srcs {
+		if IsEdge(s) {
+			edge = append(edge, s)
+		} else {
+			core = append(core, s)
+		}
+	}
+	out := append(Streams(core, c.cfg.Accounts), Streams(edge, c.cfg.Sim.Accounts())...)
+	sortStreams(out)
+	return out
 }
 
 // TruthRows is the number of records the simulator holds for every stream
@@ -139,7 +196,7 @@ func (c *Collector) TruthRows(tb testing.TB) (int64, map[Stream]int64) {
 	per := map[Stream]int64{}
 	var total int64
 	for _, k := range c.Streams() {
-		st, ok := wms[k]
+		st, ok := WatermarkOf(wms, k)
 		if !ok || !st.Watermark.After(c.cfg.Start) {
 			tb.Fatalf("%s/%s: no watermark past the start", k.Source, k.Account)
 		}

@@ -15,12 +15,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
+	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkarecord"
 	"github.com/svcexport/collector/internal/testinfra/kafkatest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func encode(t testing.TB, enc kafkarecord.Encoder, envs []record.Envelope, topics []string) []kgo.Record {
+	t.Helper()
+	recs, err := enc.Encode(envs, topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
 
 // A record with invalid UTF-8 reaches Kafka losslessly in both formats:
 // the record format carries the bytes as the API sent them, the envelope
@@ -34,10 +44,10 @@ func TestARecordWithInvalidUTF8IsDeliveredLosslesslyInBothFormats(t *testing.T) 
 	if flaw&record.FlawInvalidUTF8 == 0 || env.Original == nil {
 		t.Fatalf("flaw %v, original %q: want an invalid_utf8 flaw with the original kept", flaw, env.Original)
 	}
-	if got := (kafkarecord.Encoder{Raw: true}).Encode([]record.Envelope{env}, []string{"t"})[0].Value; !bytes.Equal(got, raw) {
+	if got := encode(t, kafkarecord.Encoder{Raw: true}, []record.Envelope{env}, []string{"t"})[0].Value; !bytes.Equal(got, raw) {
 		t.Errorf("record format value %q, want the bytes as sent %q", got, raw)
 	}
-	v := kafkarecord.Encoder{}.Encode([]record.Envelope{env}, []string{"t"})[0].Value
+	v := encode(t, kafkarecord.Encoder{}, []record.Envelope{env}, []string{"t"})[0].Value
 	var got struct {
 		ID           string          `json:"id"`
 		Record       json.RawMessage `json:"record"`
@@ -81,7 +91,7 @@ func TestStandaloneSizeAgreesWithFranzGo(t *testing.T) {
 		if flaw != 0 {
 			t.Fatal(flaw)
 		}
-		r := &enc.Encode([]record.Envelope{e}, []string{"sizes"})[0]
+		r := &encode(t, enc, []record.Envelope{e}, []string{"sizes"})[0]
 		size := kafkarecord.StandaloneSize(r)
 		err = cl.ProduceSync(ctx, r).FirstErr()
 		switch {
@@ -122,13 +132,20 @@ func BenchmarkEncode(b *testing.B) {
 		}
 		envs[i], topics[i] = e, "svc.dns"
 	}
-	for _, format := range []string{"envelope", "record"} {
+	mapper, err := ocsfsink.New(ocsfsink.DefaultConfig(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, format := range []string{"envelope", "record", "ocsf"} {
 		b.Run(format, func(b *testing.B) {
 			enc := kafkarecord.Encoder{Raw: format == "record"}
+			if format == "ocsf" {
+				enc.OCSF = mapper
+			}
 			b.ReportAllocs()
 			for b.Loop() {
-				recs := enc.Encode(envs, topics)
-				if len(recs) != len(envs) {
+				recs, err := enc.Encode(envs, topics)
+				if err != nil || len(recs) != len(envs) {
 					b.Fatal("short")
 				}
 			}

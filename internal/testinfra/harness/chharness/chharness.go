@@ -197,7 +197,7 @@ func Verify(t *testing.T, srv *chtest.Server, conn driver.Conn, sim *apisim.Serv
 		// stream's watermark (rounded up to the ms: times are ms).
 		var conds []string
 		for _, a := range byAcct[src] {
-			st, ok := o.Wms[harness.Stream{Source: src, Account: a}]
+			st, ok := harness.WatermarkOf(o.Wms, harness.Stream{Source: src, Account: a})
 			if !ok || !st.Watermark.After(o.From) {
 				t.Errorf("%s/%s: no watermark past the start %v (%+v)", src, a, o.From, st)
 				continue
@@ -227,7 +227,7 @@ func Verify(t *testing.T, srv *chtest.Server, conn driver.Conn, sim *apisim.Serv
 			got[f[0]+"/"+f[1]] = d
 		}
 		for _, a := range byAcct[src] {
-			st := o.Wms[harness.Stream{Source: src, Account: a}]
+			st, _ := harness.WatermarkOf(o.Wms, harness.Stream{Source: src, Account: a})
 			end := st.Watermark
 			for _, d := range harness.Days(o.From, end) {
 				wantN, wantX := sim.Truth(src, a, d.Lo, d.Hi)

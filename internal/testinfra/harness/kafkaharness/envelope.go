@@ -21,7 +21,11 @@ func Headers() []string {
 // HeadersOf checks that m carries each of Headers exactly once and no
 // other, content-type application/json and times in the C7 form, and
 // returns them by name.
-func HeadersOf(m *Message) (map[string]string, error) {
+func HeadersOf(m *Message) (map[string]string, error) { return HeadersWithType(m, "application/json") }
+
+// HeadersWithType is HeadersOf for a record whose content-type is
+// contentType (format ocsf: kafkarecord.ContentTypeOCSF).
+func HeadersWithType(m *Message, contentType string) (map[string]string, error) {
 	want := Headers()
 	h := map[string]string{}
 	for i := 0; i+1 < len(m.Headers); i += 2 {
@@ -38,7 +42,7 @@ func HeadersOf(m *Message) (map[string]string, error) {
 			return nil, fmt.Errorf("header %q missing: %q", k, m.Headers)
 		}
 	}
-	if h["content-type"] != "application/json" {
+	if h["content-type"] != contentType {
 		return nil, fmt.Errorf("content-type %q", h["content-type"])
 	}
 	for _, k := range []string{"time", "window_start", "window_end", "fetched_at"} {

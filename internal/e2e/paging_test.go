@@ -1,0 +1,376 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/testinfra/harness"
+)
+
+// The paging scenarios: the simulator's knobs set differently from the
+// collector's configuration, as a real service will be (CONTRACT C3, C5,
+// C6). Each run is compared per (stream, day) with /_truth.
+
+// cutChainRows sums the rows the chains delivered that did not finish their
+// window, for reason ("expired", "page_cap", "truncated"), from the
+// collector's JSON logs: what comes again when the window is asked again.
+func cutChainRows(t *testing.T, logs, reason string) (chains int, rows int64) {
+	t.Helper()
+	sc := bufio.NewScanner(strings.NewReader(logs))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l struct {
+			Msg    string `json:"msg"`
+			Reason string `json:"reason"`
+			Rows   int64  `json:"rows"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Reason == reason && strings.Contains(l.Msg, "asking the window again in parts") {
+			chains++
+			rows += l.Rows
+		}
+	}
+	return chains, rows
+}
+
+// requests sums the requests the simulator counted for functionality fn.
+func requests(sim *apisim.Server, fn string) int64 {
+	var n int64
+	for _, c := range sim.Stats().Counters {
+		if c.Functionality == fn {
+			n += c.Requests
+		}
+	}
+	return n
+}
+
+// (1) C3: the server sends 1,000-row pages, the collector assumes 5,000
+// (api.page_rows) and walks at most 10 pages a chain: a window of about
+// 36,000 rows is under the configured threshold (5,000 x 10) but its chain
+// would stop at 10,000. The collector learns the page size from the first
+// full page, splits at 1,000 x 10, and delivers everything once, exit 0.
+func TestPaging_C3_ServerPagesSmallerThanConfiguredUnderThePageCapAreComplete(t *testing.T) {
+	t.Parallel()
+	sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) {
+		c.Rates = map[string]float64{"dns": 1500, "connections": 1200}
+		c.BurstProbability = 0
+		c.PageSize = 1000
+	})
+	start := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Minute)
+	sources := []string{"dns", "connections"}
+	c := harness.New(t, harness.Config{Sim: sim, Start: start, Accounts: []string{"acme"}, Sources: sources, Interval: harness.Omit,
+		Env: []string{"COLLECTOR_API__MAX_PAGES=10"}})
+	c.RunOnce(t, 2*time.Minute)
+
+	out := c.ReadOutput(t)
+	n := c.Compare(t, out, c.Streams())
+	truth, _ := c.TruthRows(t)
+	var served int64
+	for _, s := range sources {
+		served += sim.Stats().Get("sim-admin", s).RowsServed
+	}
+	t.Logf("%d of %d records, %d duplicates; %d requests, %d rows served", n, truth, out.Duplicates(), requests(sim, "dns")+requests(sim, "connections"), served)
+	if truth < 40_000 {
+		t.Fatalf("only %d records: the windows never passed the page cap, the test proves nothing", truth)
+	}
+	if d := out.Duplicates(); d != 0 {
+		t.Errorf("%d duplicates: a split decided on the first page delivers nothing twice", d)
+	}
+}
+
+// (2) C3: next-page URLs live 2.5 s while api.next_page_ttl keeps its
+// default of 24 h, and every answer takes 300 ms: a day's chain outlives
+// its URLs. --once learns the next-page life from the first expiry, splits
+// the windows so that each walk fits well within it, and ends complete
+// with exit 0; duplicates are no more than the expired chains delivered.
+func TestPaging_C3_NextPageLifeOfSecondsWithTheDefault24hCompletesOnce(t *testing.T) {
+	t.Parallel()
+	sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) {
+		c.Rates = map[string]float64{"connections": 1500}
+		c.BurstProbability = 0
+		c.PageSize = 500
+		c.NextPageTTL = 2500 * time.Millisecond
+		c.SlowRate = 1
+		c.SlowDelay = 300 * time.Millisecond
+	})
+	start := time.Now().UTC().Add(-12 * time.Hour).Truncate(time.Minute)
+	c := harness.New(t, harness.Config{Sim: sim, Start: start, Accounts: []string{"acme"}, Sources: []string{"connections"},
+		Interval: harness.Omit, PageRows: 500})
+	run := c.RunOnce(t, 3*time.Minute)
+
+	out := c.ReadOutput(t)
+	n := c.Compare(t, out, c.Streams())
+	st := sim.Stats().Get("sim-admin", "connections")
+	if st.NextPage404 == 0 {
+		t.Fatalf("no next-page URL expired: the test proves nothing (%d records)", n)
+	}
+	chains, rows := cutChainRows(t, run.Logs, "expired")
+	if d := int64(out.Duplicates()); d > rows {
+		t.Errorf("%d duplicates, more than the %d rows the %d expired chains delivered", d, rows, chains)
+	}
+	if st.NextPage404 > 3 {
+		t.Errorf("%d next pages expired: the next-page life was not learnt", st.NextPage404)
+	}
+	t.Logf("%d records, %d duplicates (%d rows of %d expired chains); %d requests, %d next-page 404s, %d rows served",
+		n, out.Duplicates(), rows, chains, st.Requests, st.NextPage404, st.RowsServed)
+}
+
+// (3) C6: three sub-accounts and the edge API, which has no account
+// selection: every edge record is fetched and delivered once, under its own
+// account, and the edge bucket is spent once per window, not once per
+// sub-account.
+func TestPaging_C6_EdgeWithThreeSubAccountsIsFetchedOncePerToken(t *testing.T) {
+	t.Parallel()
+	accounts := []string{"acme", "acme-dev", "acme-ops"}
+	sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) { c.Accounts = accounts })
+	start := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Minute)
+	edge := []string{"edge_audit_events", "edge_alerts"}
+	c := harness.New(t, harness.Config{Sim: sim, Start: start, Accounts: accounts, Sources: append([]string{"dns"}, edge...),
+		Interval: harness.Omit, Env: []string{"COLLECTOR_EDGE__ALERT_UPDATE_LOOKBACK=0s"}})
+	c.RunOnce(t, 2*time.Minute)
+
+	out := c.ReadOutput(t)
+	n := c.Compare(t, out, c.Streams())
+	lines, distinct, windows := 0, map[string]bool{}, map[string]bool{}
+	harness.EachEnvelope(t, c.OutDir(), func(e *harness.Envelope, _ []byte) {
+		if harness.IsEdge(e.Source) {
+			lines++
+			distinct[e.ID] = true
+			windows[e.Source+" "+e.WindowStart+" "+e.WindowEnd] = true
+		}
+	})
+	if lines == 0 || lines != len(distinct) {
+		t.Errorf("%d edge records delivered for %d distinct ids: each must come once", lines, len(distinct))
+	}
+	perAccount := map[string]int{}
+	for k, ids := range out.IDs {
+		if harness.IsEdge(k.Source) {
+			perAccount[k.Account] += len(ids)
+		}
+	}
+	if len(perAccount) != len(accounts) {
+		t.Errorf("edge records under accounts %v, want each of %v", perAccount, accounts)
+	}
+	edgeReq := sim.Stats().Get("edge", "edge").Requests
+	if edgeReq != int64(len(windows)) {
+		t.Errorf("%d edge requests for %d edge windows: the edge bucket is spent more than once per window", edgeReq, len(windows))
+	}
+	wms := c.Watermarks(t)
+	for _, s := range edge {
+		if _, ok := wms[harness.Stream{Source: s, Account: harness.EdgeAccount}]; !ok {
+			t.Errorf("no checkpoint stream %s/%s", s, harness.EdgeAccount)
+		}
+		for _, a := range accounts {
+			if _, ok := wms[harness.Stream{Source: s, Account: a}]; ok {
+				t.Errorf("an edge stream per sub-account: %s/%s", s, a)
+			}
+		}
+	}
+	t.Logf("%d records; edge: %d delivered, %d distinct, %d requests for %d windows, per account %v", n, lines, len(distinct), edgeReq, len(windows), perAccount)
+}
+
+// (4) C2, C5: the key may not read acme-dev nor organization-level audit
+// logs (403). --once exits non-zero naming those streams while the others
+// complete; the daemon keeps going, names them in /readyz and flags them
+// in collector_stream_blocked, without asking them again in a fast loop.
+func TestPaging_C5_KeyWithoutAccessBlocksOnlyItsStreams(t *testing.T) {
+	t.Parallel()
+	sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) {
+		c.Keys[0].AllowedAccounts = []string{"acme"}
+		c.Keys[0].NoOrgAccess = true
+	})
+	start := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Minute)
+	sources := []string{"dns", "audit_logs"}
+	cfg := harness.Config{Sim: sim, Start: start, Sources: sources, Interval: harness.Omit, Extra: "org_audit_logs: true\n"}
+	blocked := []string{"dns/acme-dev", "audit_logs/acme-dev", "audit_logs/org"}
+
+	t.Run("check", func(t *testing.T) {
+		c := harness.New(t, cfg)
+		code, out := c.CLI(t, nil, "check")
+		if code != 1 {
+			t.Fatalf("check with forbidden streams exited %d, want 1\n%s", code, harness.Tail(out, 30))
+		}
+		for _, s := range blocked {
+			if !regexp.MustCompile(`(?m)^FAIL  access of ` + regexp.QuoteMeta(s) + `: .*403`).MatchString(out) {
+				t.Errorf("check does not report %s refused with its 403\n%s", s, harness.Tail(out, 30))
+			}
+		}
+		for _, s := range []string{"dns/acme", "audit_logs/acme"} {
+			if !strings.Contains(out, "ok    access of "+s+"\n") {
+				t.Errorf("check does not report %s readable\n%s", s, harness.Tail(out, 30))
+			}
+		}
+		if strings.Contains(out, harness.Secret) {
+			t.Error("check printed the secret")
+		}
+	})
+
+	t.Run("once", func(t *testing.T) {
+		c := harness.New(t, cfg)
+		p := c.Start(t, "--once")
+		err := p.Wait(t, 2*time.Minute)
+		var ee *exec.ExitError
+		if err == nil || !errors.As(err, &ee) || ee.ExitCode() == 0 || ee.ExitCode() == 2 {
+			t.Fatalf("--once with forbidden streams exited %v, want a runtime failure\n%s", err, p.Tail(20))
+		}
+		logs := p.Logs()
+		for _, s := range blocked {
+			if !strings.Contains(logs, "poller "+s+": ") {
+				t.Errorf("the run's error does not name %s\n%s", s, harness.Tail(logs, 20))
+			}
+		}
+		n := c.Compare(t, c.ReadOutput(t), harness.Streams(sources, []string{"acme"}))
+		if n == 0 {
+			t.Error("the streams the key may read delivered nothing")
+		}
+		if st := sim.Stats().Get("sim-admin", "dns"); st.Requests > 40 {
+			t.Errorf("%d dns requests: forbidden streams were repeated", st.Requests)
+		}
+		t.Logf("exit %d; %d records of the readable streams", ee.ExitCode(), n)
+	})
+
+	t.Run("daemon", func(t *testing.T) {
+		d := cfg
+		d.Metrics = harness.FreeAddr(t)
+		c := harness.New(t, d)
+		p := c.Start(t)
+		defer p.Kill()
+		var checks map[string]string
+		deadline := time.Now().Add(time.Minute)
+		for {
+			code, ch := harness.Ready(d.Metrics)
+			checks = ch
+			if code == 503 && containsAll(ch["streams"], blocked) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("/readyz never named the blocked streams: %d %v\n%s", code, ch, p.Tail(20))
+			}
+			select {
+			case <-p.Exited():
+				t.Fatalf("the daemon exited: %v\n%s", p.Err(), p.Tail(20))
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		if !strings.Contains(checks["streams"], "forbidden") || strings.Contains(checks["streams"], harness.Secret) {
+			t.Errorf("/readyz streams: %q", checks["streams"])
+		}
+		metrics, _ := harness.HTTPGet("http://" + d.Metrics + "/metrics")
+		for _, s := range blocked {
+			src, acct, _ := strings.Cut(s, "/")
+			series := fmt.Sprintf(`collector_stream_blocked{account=%q,reason="forbidden",source=%q} 1`, acct, src)
+			if !strings.Contains(metrics, series) {
+				t.Errorf("/metrics lacks %s", series)
+			}
+		}
+		// The readable streams go on: dns/acme reaches now - lag.
+		deadline = time.Now().Add(time.Minute)
+		for {
+			st := harness.LiveState(d.Metrics)
+			if s, ok := st[harness.Stream{Source: "dns", Account: "acme"}]; ok && s.CaughtUp {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("dns/acme never caught up while other streams were blocked\n%s", p.Tail(20))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		before := sim.Stats().Get("sim-admin", "audit_logs").Requests
+		time.Sleep(2 * time.Second)
+		if after := sim.Stats().Get("sim-admin", "audit_logs").Requests; after-before > 3 {
+			t.Errorf("%d audit_logs requests in 2 s while two of its three streams are blocked: a fast loop", after-before)
+		}
+		if err := p.Stop(30 * time.Second); err != nil {
+			t.Fatalf("stop: %v\n%s", err, p.Tail(20))
+		}
+	})
+}
+
+// (5) C3: the service caps totalRows at 20,000 while its chains stop at its
+// result cap of 50,000 rows (api.result_cap set to it) and a window holds
+// about 120,000: a first page's count cannot tell, the chain that ends at
+// the cap can. The collector asks such windows again in parts: complete.
+func TestPaging_C3_CappedTotalRowsWithMoreRecordsInAWindowAreComplete(t *testing.T) {
+	t.Parallel()
+	sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) {
+		c.Rates = map[string]float64{"dns": 10_000}
+		c.BurstProbability = 0
+		c.ResultCap = 50_000
+		c.TotalRowsCap = 20_000
+	})
+	start := time.Now().UTC().Add(-12 * time.Hour).Truncate(time.Minute)
+	c := harness.New(t, harness.Config{Sim: sim, Start: start, Accounts: []string{"acme"}, Sources: []string{"dns"}, Interval: harness.Omit,
+		Env: []string{"COLLECTOR_API__RESULT_CAP=50000"}})
+	run := c.RunOnce(t, 3*time.Minute)
+
+	out := c.ReadOutput(t)
+	n := c.Compare(t, out, c.Streams())
+	truth, _ := c.TruthRows(t)
+	chains, rows := cutChainRows(t, run.Logs, "truncated")
+	st := sim.Stats().Get("sim-admin", "dns")
+	t.Logf("%d of %d records, %d duplicates (%d rows of %d chains cut at the cap); %d requests, %d rows served",
+		n, truth, out.Duplicates(), rows, chains, st.Requests, st.RowsServed)
+	if truth < 100_000 {
+		t.Fatalf("only %d records: no window passed the cap, the test proves nothing", truth)
+	}
+	if chains == 0 {
+		t.Fatal("no chain ended at the cap: the test proves nothing")
+	}
+	if d := int64(out.Duplicates()); d > rows {
+		t.Errorf("%d duplicates, more than the %d rows of the %d chains cut at the cap", d, rows, chains)
+	}
+}
+
+// C3, C5, C6: settings the API cannot honour are configuration errors
+// (exit 2, one line naming the key), not silent no-ops at run time.
+func TestPaging_SettingsTheAPICannotHonourAreConfigurationErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base := "api:\n  base_url: http://127.0.0.1:1\n  key_id: k\n  secret: s\nmetrics:\n  listen: \"\"\nsink:\n  file:\n    dir: " +
+		filepath.Join(dir, "out") + "\ncheckpoint:\n  path: " + filepath.Join(dir, "cp.db") + "\n"
+	values := make([]string, 100_000)
+	for i := range values {
+		values[i] = fmt.Sprintf("host-%06d", i)
+	}
+	big, _ := json.Marshal(values)
+	cases := []struct{ name, yaml, want string }{
+		{"edge.accounts (C6: no account selection)", base + "edge:\n  base_url: http://127.0.0.1:1/edge\n  token: t\n  accounts: [acme]\n", "edge.accounts: removed"},
+		{"filters on cloud_activities (a GET)", base + "sources:\n  cloud_activities:\n    filters:\n      - {expression: eq, field: eventType, value: NewUser}\n",
+			"sources.cloud_activities.filters: cloud_activities cannot take filters"},
+		{"returns on an edge source", base + "edge:\n  base_url: http://127.0.0.1:1/edge\n  token: t\nsources:\n  edge_alerts:\n    returns: [create_time]\n",
+			"sources.edge_alerts.returns: edge_alerts cannot take returns"},
+		{"a search body over 1 MB (C5)", base + "sources:\n  dns:\n    filters:\n      - {expression: in, field: fqdn, values: " + string(big) + "}\n",
+			"sources.dns.filters: the search body of dns is"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := filepath.Join(t.TempDir(), "c.yaml")
+			if err := os.WriteFile(p, []byte(tc.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out := harness.RunCLI(t, nil, "check", "--config", p)
+			if code != 2 || !strings.Contains(out, tc.want) {
+				t.Fatalf("exit %d, want 2 naming %q:\n%s", code, tc.want, harness.Tail(out, 5))
+			}
+		})
+	}
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, x := range subs {
+		if !strings.Contains(s, x) {
+			return false
+		}
+	}
+	return true
+}

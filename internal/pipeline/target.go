@@ -1,0 +1,132 @@
+package pipeline
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink"
+)
+
+// Target is one destination of the pipeline: a sink and the name it was
+// configured under (the sink label of the pipeline's per-sink metrics, and
+// how errors and lags name it). Every page goes to every target.
+type Target struct {
+	Name string
+	Sink sink.Sink
+}
+
+// target is a Target at work: the queue its own sink workers read, their
+// last write error, and the pages handed to it that it has not finished
+// with yet (its lag).
+type target struct {
+	Target
+	queue         chan *item
+	writeE        atomic.Value // errBox: the last failed Write since the last success
+	batchDuration prometheus.Observer
+
+	mu      sync.Mutex
+	pending map[*item]struct{} // handed to this sink, not yet acknowledged or dropped by it
+	records int64              // records of pending
+}
+
+func newTarget(t Target, m *metrics) *target {
+	return &target{Target: t, queue: make(chan *item, queueItems), pending: map[*item]struct{}{},
+		batchDuration: m.batchDuration.WithLabelValues(t.Name)}
+}
+
+// queueItems bounds each sink's queue in pages. Pages holding records are
+// bounded by pipeline.buffer_records already; this bounds the empty ones.
+const queueItems = 1024
+
+// hand counts it as pending for t, before it enters t's queue.
+func (t *target) hand(it *item) {
+	t.mu.Lock()
+	t.pending[it] = struct{}{}
+	t.records += int64(it.records())
+	t.mu.Unlock()
+}
+
+// done forgets it: t acknowledged or dropped it.
+func (t *target) done(it *item) {
+	t.mu.Lock()
+	if _, ok := t.pending[it]; ok {
+		delete(t.pending, it)
+		t.records -= int64(it.records())
+	}
+	t.mu.Unlock()
+}
+
+// SinkLag is how far one sink is behind the pages handed to it: the pages
+// it has not acknowledged yet, waiting in its queue or being written. A
+// page holds its room in the buffer until every sink acknowledged it, so a
+// sink that lags holds the others back; this says which one.
+type SinkLag struct {
+	// Sink is the sink's configured name.
+	Sink string
+	// Records and Pages count what waits for the sink.
+	Records int64
+	Pages   int
+	// Oldest is how long the oldest of those pages has waited since it
+	// was handed on (Emit); 0 when none waits.
+	Oldest time.Duration
+}
+
+// lag returns t's lag at now.
+func (t *target) lag(now time.Time) SinkLag {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l := SinkLag{Sink: t.Name, Records: t.records, Pages: len(t.pending)}
+	for it := range t.pending {
+		l.Oldest = max(l.Oldest, now.Sub(it.handed))
+	}
+	return l
+}
+
+// streamLag adds t's lag per stream into out[k][i].
+func (t *target) streamLag(now time.Time, i int, out map[record.Stream][]SinkLag) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for it := range t.pending {
+		ls := out[it.key]
+		if ls == nil {
+			continue
+		}
+		ls[i].Records += int64(it.records())
+		ls[i].Pages++
+		ls[i].Oldest = max(ls[i].Oldest, now.Sub(it.handed))
+	}
+}
+
+// SinkLags returns every sink's lag, in the order of the targets. It is
+// safe for concurrent use.
+func (p *Pipeline) SinkLags() []SinkLag {
+	now := p.now()
+	out := make([]SinkLag, len(p.targets))
+	for i, t := range p.targets {
+		out[i] = t.lag(now)
+	}
+	return out
+}
+
+// StreamSinkLags returns, for every stream of the producers, every sink's
+// lag on that stream (in the order of the targets, zeros included), for
+// the state of the streams. It is safe for concurrent use.
+func (p *Pipeline) StreamSinkLags() map[record.Stream][]SinkLag {
+	now := p.now()
+	out := make(map[record.Stream][]SinkLag, len(p.producers))
+	for _, pr := range p.producers {
+		ls := make([]SinkLag, len(p.targets))
+		for i, t := range p.targets {
+			ls[i].Sink = t.Name
+		}
+		out[pr.Stream()] = ls
+	}
+	for i, t := range p.targets {
+		t.streamLag(now, i, out)
+	}
+	return out
+}

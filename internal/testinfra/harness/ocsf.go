@@ -1,0 +1,109 @@
+package harness
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// OCSFEvent is what the harness reads of an OCSF event (docs/ocsf.md): the
+// record id, the source, the record time, the account member, and the
+// record as sent when the sink wrote raw_data.
+type OCSFEvent struct {
+	ClassUID int   `json:"class_uid"`
+	Time     int64 `json:"time"` // Unix milliseconds of the record time
+	Metadata struct {
+		UID       string `json:"uid"`
+		LogName   string `json:"log_name"`
+		TenantUID string `json:"tenant_uid"`
+	} `json:"metadata"`
+	RawData *string `json:"raw_data"`
+}
+
+// ParseOCSFEvent decodes the fields of OCSFEvent from one event and checks
+// that it has a class, a uid and a log name.
+func ParseOCSFEvent(line []byte) (*OCSFEvent, error) {
+	var ev OCSFEvent
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return nil, fmt.Errorf("not an OCSF event: %w: %.300s", err, line)
+	}
+	if ev.ClassUID == 0 || ev.Metadata.UID == "" || ev.Metadata.LogName == "" {
+		return nil, fmt.Errorf("event without class_uid, metadata.uid or metadata.log_name: %.300s", line)
+	}
+	return &ev, nil
+}
+
+// ReadOCSFFileSink reads what the file sink wrote with format ocsf under
+// dir (DIR/SOURCE/ACCOUNT/*.ndjson[.gz][.part]): each line must be an OCSF
+// event of the stream its directory names (metadata.log_name is the
+// source); it is counted under its metadata.uid and record time, and
+// handed to each (when not nil) for the caller's own checks (the schema,
+// raw_data). A line that fails fails tb.
+func ReadOCSFFileSink(tb testing.TB, dir string, each func(k Stream, ev *OCSFEvent, line []byte)) *Output {
+	tb.Helper()
+	out := NewOutput()
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.Contains(d.Name(), ".ndjson") {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		parts := strings.Split(filepath.ToSlash(rel), "/")
+		if len(parts) != 3 {
+			return fmt.Errorf("%s is not DIR/SOURCE/ACCOUNT/FILE", path)
+		}
+		source, err1 := url.PathUnescape(parts[0])
+		account, err2 := url.PathUnescape(parts[1])
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("%s: escaped names: %v %v", path, err1, err2)
+		}
+		k := Stream{Source: source, Account: account}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		var r io.Reader = f
+		if strings.Contains(d.Name(), ".gz") {
+			zr, err := gzip.NewReader(f)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			r = zr
+		}
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			if len(line) == 0 {
+				continue
+			}
+			ev, err := ParseOCSFEvent(line)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			if ev.Metadata.LogName != source {
+				return fmt.Errorf("%s: event of %s in the directory of %s", path, ev.Metadata.LogName, source)
+			}
+			if each != nil {
+				each(k, ev, line)
+			}
+			out.Add(k, ev.Metadata.UID, time.UnixMilli(ev.Time).UTC())
+		}
+		return sc.Err()
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
