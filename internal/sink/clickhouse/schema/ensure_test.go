@@ -400,3 +400,57 @@ func TestAnUnknownClusterIsAnErrorNamingTheKey(t *testing.T) {
 		t.Errorf("%d tables created", n)
 	}
 }
+
+// A codec somebody chose and a column made LowCardinality or not by hand
+// are left as they are, with one warning per table naming each column and
+// what it keeps; the sink still writes into the table.
+func TestColumnsWithAnotherCodecOrTypeAreLeftAloneWithAWarning(t *testing.T) {
+	srv := chtest.Get(t)
+	conn := connect(t, srv)
+	ctx := ctxFor(t)
+	o := Options{Database: srv.NewDatabase(t)}
+	if _, err := Ensure(ctx, conn, o, time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	srv.Exec(t, "ALTER TABLE "+o.Database+".dns MODIFY COLUMN fqdn CODEC(LZ4HC(9))")
+	srv.Exec(t, "ALTER TABLE "+o.Database+".user_logins MODIFY COLUMN activity_type String")
+	for name, run := range map[string]func(*slog.Logger) error{
+		"Check":  func(l *slog.Logger) error { return Check(ctx, conn, o, time.Minute, l) },
+		"Ensure": func(l *slog.Logger) error { _, err := Ensure(ctx, conn, o, time.Minute, l); return err },
+	} {
+		lb, log := newLog()
+		if err := run(log); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := map[string]string{}
+		for _, w := range lb.with(t, "WARN", "keeps column codecs or types") {
+			cols, _ := w["columns"].([]any)
+			if len(cols) != 1 {
+				t.Errorf("%s: warning %v, want one column", name, w)
+				continue
+			}
+			got[w["table"].(string)] = cols[0].(string)
+		}
+		want := map[string]string{
+			o.Database + ".dns":         "fqdn keeps CODEC(LZ4HC(9))",
+			o.Database + ".user_logins": "activity_type keeps type String (new tables: LowCardinality(String)",
+		}
+		if len(got) != len(want) {
+			t.Errorf("%s warned about %v, want %v", name, got, want)
+		}
+		for tbl, prefix := range want {
+			if !strings.HasPrefix(got[tbl], prefix) {
+				t.Errorf("%s: warning for %s: %q, want it to start with %q", name, tbl, got[tbl], prefix)
+			}
+		}
+		if n := len(lb.with(t, "INFO", "")); n != 0 {
+			t.Errorf("%s would change something:\n%s", name, lb.buf.String())
+		}
+	}
+	if got := srv.Query(t, "SELECT compression_codec FROM system.columns WHERE database = '"+o.Database+"' AND table = 'dns' AND name = 'fqdn'"); got != "CODEC(LZ4HC(9))" {
+		t.Errorf("fqdn codec changed to %q", got)
+	}
+	if got := srv.Query(t, "SELECT type FROM system.columns WHERE database = '"+o.Database+"' AND table = 'user_logins' AND name = 'activity_type'"); got != "String" {
+		t.Errorf("activity_type type changed to %q", got)
+	}
+}

@@ -20,9 +20,10 @@ import (
 // Not in place: the sorting key. A table ordered otherwise keeps working
 // (deduplication included, as long as its key ends with the id) but reads
 // more than it needs; Ensure and Check log a warning with the statements
-// that migrate it (migrationSQL). A codec somebody chose, a TTL set by hand
-// while sink.clickhouse.ttl is off, and LowCardinality or not are left as
-// they are.
+// that migrate it (migrationSQL). A codec somebody chose and LowCardinality
+// or not are left as they are, with a warning naming the columns
+// (warnColumns); a TTL set by hand while sink.clickhouse.ttl is off is left
+// with a warning too.
 
 // tableState is what the server says of one table.
 type tableState struct {
@@ -144,8 +145,37 @@ func (e *ensurer) evolve(ctx context.Context, spec Table, st tableState) error {
 	if strings.ReplaceAll(st.sortingKey, " ", "") != strings.ReplaceAll(want, " ", "") {
 		e.warnSortingKey(spec, table, st, want)
 	}
+	e.warnColumns(spec, table, st)
 	return nil
 }
+
+// warnColumns says which columns of table keep a codec or a type other
+// than the current schema's: a codec somebody chose (it is theirs to
+// change) and LowCardinality or not (changing it rewrites the column, a
+// mutation over every part, which the sink does not start on its own). The
+// sink writes into them all the same.
+func (e *ensurer) warnColumns(spec Table, table string, st tableState) {
+	var kept []string
+	for _, c := range spec.Columns() {
+		got, ok := st.cols[c.Name]
+		if !ok {
+			continue
+		}
+		if c.Codec != "" && st.codecs[c.Name] != "" && squash(st.codecs[c.Name]) != squash("CODEC("+c.Codec+")") {
+			kept = append(kept, c.Name+" keeps "+st.codecs[c.Name]+" (new tables: CODEC("+c.Codec+"); ALTER TABLE ... MODIFY COLUMN "+c.Name+" CODEC("+c.Codec+") changes it for new parts)")
+		}
+		if squash(got) != squash(c.Type) && compatibleType(got, c.Type) {
+			kept = append(kept, c.Name+" keeps type "+got+" (new tables: "+c.Type+"; ALTER TABLE ... MODIFY COLUMN "+c.Name+" "+c.Type+" rewrites the column)")
+		}
+	}
+	if len(kept) > 0 {
+		e.log.Warn("clickhouse table keeps column codecs or types that differ from the current schema: left as they are, the sink writes into them (see docs/clickhouse.md)",
+			slog.String("table", e.o.Database+"."+table), slog.Any("columns", kept))
+	}
+}
+
+// squash removes the spaces of a type or codec, to compare them.
+func squash(s string) string { return strings.ReplaceAll(s, " ", "") }
 
 // evolveTTL sets the configured TTL, or warns about one set by hand.
 func (e *ensurer) evolveTTL(ctx context.Context, spec Table, table string, st tableState) error {
