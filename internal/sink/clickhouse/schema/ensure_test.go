@@ -454,3 +454,44 @@ func TestColumnsWithAnotherCodecOrTypeAreLeftAloneWithAWarning(t *testing.T) {
 		t.Errorf("activity_type type changed to %q", got)
 	}
 }
+
+// The queries the sorting key serves, a key within a time range and a time
+// range alone, reach the primary key through the day: the server's plan
+// shows the condition on toDate(time) and on the key, not on the time
+// column (which, matched alone, excluded nothing after the key and read
+// whole months).
+func TestATimeRangeAndAKeyReachThePrimaryKeyThroughTheDay(t *testing.T) {
+	srv := chtest.Get(t)
+	conn := connect(t, srv)
+	ctx := ctxFor(t)
+	o := Options{Database: srv.NewDatabase(t)}
+	if _, err := Ensure(ctx, conn, o, time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range Tables() {
+		srv.Exec(t, "INSERT INTO "+o.Database+"."+spec.Source+" (id, account, time) VALUES ('a', 'acme', '2026-09-20 10:00:00'), ('b', 'acme', '2026-09-27 10:00:00')")
+		val := "'x'"
+		for _, f := range spec.Fields {
+			if f.Column == spec.Key && f.Type == typeInt64 {
+				val = "7"
+			}
+		}
+		for name, where := range map[string]string{
+			"key and time": spec.Key + " = " + val + " AND time >= '2026-09-24 00:00:00' AND time < '2026-10-01 00:00:00'",
+			"time alone":   "time >= '2026-09-24 00:00:00' AND time < '2026-10-01 00:00:00'",
+		} {
+			plan := srv.Query(t, "EXPLAIN indexes = 1 SELECT count() FROM "+o.Database+"."+spec.Source+" WHERE "+where)
+			_, pk, ok := strings.Cut(plan, "PrimaryKey")
+			if !ok {
+				t.Fatalf("%s, %s: no primary key in the plan:\n%s", spec.Source, name, plan)
+			}
+			cond, _, _ := strings.Cut(pk, "Granules")
+			if !strings.Contains(cond, "toDate(time) in") || strings.Contains(cond, "(time in") {
+				t.Errorf("%s, %s: the primary key's condition is not on the day:\n%s", spec.Source, name, cond)
+			}
+			if name == "key and time" && !strings.Contains(cond, "("+spec.Key+" in") {
+				t.Errorf("%s, %s: the primary key's condition is not on %s:\n%s", spec.Source, name, spec.Key, cond)
+			}
+		}
+	}
+}

@@ -19,5 +19,5 @@ CREATE TABLE IF NOT EXISTS `svc`.`agent_info`
 ENGINE = ReplacingMergeTree(fetched_at)
 PARTITION BY toYYYYMM(time)
 ORDER BY (account, toDate(time), hostname, time, id)
-PRIMARY KEY (account, toDate(time), hostname, time)
+PRIMARY KEY (account, toDate(time), hostname)
 SETTINGS non_replicated_deduplication_window = 1000

@@ -17,5 +17,5 @@ CREATE TABLE IF NOT EXISTS `svc`.`audit_logs`
 ENGINE = ReplacingMergeTree(fetched_at)
 PARTITION BY toYYYYMM(time)
 ORDER BY (account, toDate(time), user_name, time, id)
-PRIMARY KEY (account, toDate(time), user_name, time)
+PRIMARY KEY (account, toDate(time), user_name)
 SETTINGS non_replicated_deduplication_window = 1000

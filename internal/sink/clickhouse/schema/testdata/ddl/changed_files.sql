@@ -19,5 +19,5 @@ CREATE TABLE IF NOT EXISTS `svc`.`changed_files`
 ENGINE = ReplacingMergeTree(fetched_at)
 PARTITION BY toYYYYMM(time)
 ORDER BY (account, toDate(time), mid, time, id)
-PRIMARY KEY (account, toDate(time), mid, time)
+PRIMARY KEY (account, toDate(time), mid)
 SETTINGS non_replicated_deduplication_window = 1000

@@ -17,5 +17,5 @@ CREATE TABLE IF NOT EXISTS `svc`.`cloud_activities`
 ENGINE = ReplacingMergeTree(fetched_at)
 PARTITION BY toYYYYMM(time)
 ORDER BY (account, toDate(time), event_type, time, id)
-PRIMARY KEY (account, toDate(time), event_type, time)
+PRIMARY KEY (account, toDate(time), event_type)
 SETTINGS non_replicated_deduplication_window = 1000

@@ -20,5 +20,5 @@ CREATE TABLE IF NOT EXISTS `svc`.`connections`
 ENGINE = ReplacingMergeTree(fetched_at)
 PARTITION BY toYYYYMM(time)
 ORDER BY (account, toDate(time), src_mid, time, id)
-PRIMARY KEY (account, toDate(time), src_mid, time)
+PRIMARY KEY (account, toDate(time), src_mid)
 SETTINGS non_replicated_deduplication_window = 1000

@@ -17,5 +17,5 @@ CREATE TABLE IF NOT EXISTS `svc`.`dns`
 ENGINE = ReplacingMergeTree(fetched_at)
 PARTITION BY toYYYYMM(time)
 ORDER BY (account, toDate(time), fqdn, time, id)
-PRIMARY KEY (account, toDate(time), fqdn, time)
+PRIMARY KEY (account, toDate(time), fqdn)
 SETTINGS non_replicated_deduplication_window = 1000

@@ -17,6 +17,6 @@ CREATE TABLE IF NOT EXISTS `svc`.`dns`
 ENGINE = ReplacingMergeTree(fetched_at)
 PARTITION BY toYYYYMM(time)
 ORDER BY (account, toDate(time), fqdn, time, id)
-PRIMARY KEY (account, toDate(time), fqdn, time)
+PRIMARY KEY (account, toDate(time), fqdn)
 TTL toDateTime(time) + toIntervalDay(365)
 SETTINGS non_replicated_deduplication_window = 1000, ttl_only_drop_parts = 1

@@ -19,5 +19,5 @@ CREATE TABLE IF NOT EXISTS `svc`.`edge_alerts`
 ENGINE = ReplacingMergeTree(fetched_at)
 PARTITION BY toYYYYMM(time)
 ORDER BY (account, toDate(time), uuid, time, id)
-PRIMARY KEY (account, toDate(time), uuid, time)
+PRIMARY KEY (account, toDate(time), uuid)
 SETTINGS non_replicated_deduplication_window = 1000

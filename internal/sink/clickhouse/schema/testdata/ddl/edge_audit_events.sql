@@ -19,5 +19,5 @@ CREATE TABLE IF NOT EXISTS `svc`.`edge_audit_events`
 ENGINE = ReplacingMergeTree(fetched_at)
 PARTITION BY toYYYYMM(time)
 ORDER BY (account, toDate(time), user_login, time, id)
-PRIMARY KEY (account, toDate(time), user_login, time)
+PRIMARY KEY (account, toDate(time), user_login)
 SETTINGS non_replicated_deduplication_window = 1000

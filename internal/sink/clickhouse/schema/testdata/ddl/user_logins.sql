@@ -18,5 +18,5 @@ CREATE TABLE IF NOT EXISTS `svc`.`user_logins`
 ENGINE = ReplacingMergeTree(fetched_at)
 PARTITION BY toYYYYMM(time)
 ORDER BY (account, toDate(time), username, time, id)
-PRIMARY KEY (account, toDate(time), username, time)
+PRIMARY KEY (account, toDate(time), username)
 SETTINGS non_replicated_deduplication_window = 1000

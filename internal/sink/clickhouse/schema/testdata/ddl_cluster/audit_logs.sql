@@ -17,6 +17,6 @@ CREATE TABLE IF NOT EXISTS `svc`.`audit_logs_local` ON CLUSTER `logs`
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', fetched_at)
 PARTITION BY toYYYYMM(time)
 ORDER BY (account, toDate(time), user_name, time, id)
-PRIMARY KEY (account, toDate(time), user_name, time)
+PRIMARY KEY (account, toDate(time), user_name)
 TTL toDateTime(time) + toIntervalDay(365)
 SETTINGS ttl_only_drop_parts = 1

@@ -17,6 +17,6 @@ CREATE TABLE IF NOT EXISTS `svc`.`cloud_activities_local` ON CLUSTER `logs`
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', fetched_at)
 PARTITION BY toYYYYMM(time)
 ORDER BY (account, toDate(time), event_type, time, id)
-PRIMARY KEY (account, toDate(time), event_type, time)
+PRIMARY KEY (account, toDate(time), event_type)
 TTL toDateTime(time) + toIntervalDay(365)
 SETTINGS ttl_only_drop_parts = 1

@@ -20,6 +20,6 @@ CREATE TABLE IF NOT EXISTS `svc`.`connections_local` ON CLUSTER `logs`
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', fetched_at)
 PARTITION BY toYYYYMM(time)
 ORDER BY (account, toDate(time), src_mid, time, id)
-PRIMARY KEY (account, toDate(time), src_mid, time)
+PRIMARY KEY (account, toDate(time), src_mid)
 TTL toDateTime(time) + toIntervalDay(365)
 SETTINGS ttl_only_drop_parts = 1

@@ -19,6 +19,6 @@ CREATE TABLE IF NOT EXISTS `svc`.`edge_alerts_local` ON CLUSTER `logs`
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', fetched_at)
 PARTITION BY toYYYYMM(time)
 ORDER BY (account, toDate(time), uuid, time, id)
-PRIMARY KEY (account, toDate(time), uuid, time)
+PRIMARY KEY (account, toDate(time), uuid)
 TTL toDateTime(time) + toIntervalDay(365)
 SETTINGS ttl_only_drop_parts = 1

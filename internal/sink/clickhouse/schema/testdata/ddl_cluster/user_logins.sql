@@ -18,6 +18,6 @@ CREATE TABLE IF NOT EXISTS `svc`.`user_logins_local` ON CLUSTER `logs`
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', fetched_at)
 PARTITION BY toYYYYMM(time)
 ORDER BY (account, toDate(time), username, time, id)
-PRIMARY KEY (account, toDate(time), username, time)
+PRIMARY KEY (account, toDate(time), username)
 TTL toDateTime(time) + toIntervalDay(365)
 SETTINGS ttl_only_drop_parts = 1
