@@ -143,7 +143,7 @@ func BenchmarkSchemaBeforeAfter(b *testing.B) {
 			o.ms, o.readRows, float64(o.readBytes)/1e6, n.ms, n.readRows, float64(n.readBytes)/1e6, strings.Count(n.result, "\n"))
 		b.ReportMetric(n.ms, "ms/"+strings.ReplaceAll(strings.Fields(q.name)[2], "'s", ""))
 	}
-	fmt.Fprintf(&report, "(user %s: %d logins in the year; FQDN %s: %d DNS records in the year)\n",
+	fmt.Fprintf(&report, "(user %s: %d logins in all; FQDN %s: %d DNS records in all)\n",
 		user, srv.QueryInt(b, "SELECT count() FROM "+newDB+".user_logins WHERE username = '"+user+"'"),
 		fqdn, srv.QueryInt(b, "SELECT count() FROM "+newDB+".dns WHERE fqdn = '"+fqdn+"'"))
 	b.ReportMetric(newAll.perMillion(newAll.onDisk), "MB-on-disk/M-rows")
