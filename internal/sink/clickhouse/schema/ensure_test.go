@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -492,6 +493,28 @@ func TestATimeRangeAndAKeyReachThePrimaryKeyThroughTheDay(t *testing.T) {
 			if name == "key and time" && !strings.Contains(cond, "("+spec.Key+" in") {
 				t.Errorf("%s, %s: the primary key's condition is not on %s:\n%s", spec.Source, name, spec.Key, cond)
 			}
+		}
+		// A search by a value without a time range uses its bloom filter
+		// (the server refuses the query when the index cannot serve it).
+		for _, col := range spec.Bloom {
+			v := "'x'"
+			for _, f := range spec.Fields {
+				if f.Column == col && f.Type == typeInt64 {
+					v = "7"
+				}
+			}
+			srv.Query(t, "SELECT count() FROM "+o.Database+"."+spec.Source+" WHERE "+col+" = "+v+" SETTINGS force_data_skipping_indices = '"+IndexName(col)+"'")
+		}
+	}
+	// The columns users search (issue 15: ids, user names, FQDNs) have one.
+	for src, col := range map[string]string{"dns": "fqdn", "user_logins": "username", "audit_logs": "user_name", "edge_audit_events": "user_login"} {
+		if !slices.Contains(tableOf(src).Bloom, col) {
+			t.Errorf("%s.%s has no bloom filter", src, col)
+		}
+	}
+	for _, spec := range Tables() {
+		if !slices.Contains(spec.Bloom, "id") {
+			t.Errorf("%s.id has no bloom filter", spec.Source)
 		}
 	}
 }

@@ -115,8 +115,11 @@ type Table struct {
 	// the sorting key (see SortingKey).
 	Key string
 	// Bloom are the columns with a bloom_filter skip index: values users
-	// search for that are neither the key nor repeated in every granule
-	// (the record id, IPs, hashes).
+	// search for that are not repeated in every granule: the record id,
+	// IPs, hashes, and the key when it is a string of many values (user
+	// names, FQDNs, uuids: a search without a time range, or in days
+	// holding less than a granule each, then skips the granules without
+	// it).
 	Bloom []string
 }
 
@@ -150,12 +153,12 @@ func Tables() []Table {
 			int64Field("dst_out_bytes", "dstOutBytes"),
 			int64Field("num_conns", "numConns"),
 		}},
-		{Source: "dns", Key: "fqdn", Bloom: []string{"id", "host_ip_addr"}, Fields: []Field{
+		{Source: "dns", Key: "fqdn", Bloom: []string{"id", "fqdn", "host_ip_addr"}, Fields: []Field{
 			int64Field("mid", "mid"),
 			str("fqdn", "fqdn"),
 			str("host_ip_addr", "hostIpAddr"),
 		}},
-		{Source: "user_logins", Key: "username", Bloom: []string{"id", "source_ip_addr"}, Fields: []Field{
+		{Source: "user_logins", Key: "username", Bloom: []string{"id", "username", "source_ip_addr"}, Fields: []Field{
 			int64Field("mid", "mid"),
 			str("username", "username"),
 			lowCard("activity_type", "activityType"),
@@ -166,27 +169,27 @@ func Tables() []Table {
 			lowCard("event_model", "eventModel"),
 			int64Field("event_id", "eventId"),
 		}},
-		{Source: "audit_logs", Key: "user_name", Bloom: []string{"id"}, Fields: []Field{
+		{Source: "audit_logs", Key: "user_name", Bloom: []string{"id", "user_name"}, Fields: []Field{
 			lowCard("account_name", "accountName"),
 			str("user_name", "userName"),
 			lowCard("event_name", "eventName"),
 			lowCard("user_action", "userAction"),
 		}},
-		{Source: "agent_info", Key: "hostname", Bloom: []string{"id", "mid"}, Fields: []Field{
+		{Source: "agent_info", Key: "hostname", Bloom: []string{"id", "hostname", "mid"}, Fields: []Field{
 			int64Field("mid", "mid"),
 			str("hostname", "hostname"),
 			lowCard("os", "os"),
 			lowCard("status", "status"),
 			lowCard("agent_version", "agentVersion"),
 		}},
-		{Source: "edge_audit_events", Key: "user_login", Bloom: []string{"id", "client_ip"}, Fields: []Field{
+		{Source: "edge_audit_events", Key: "user_login", Bloom: []string{"id", "user_login", "client_ip"}, Fields: []Field{
 			lowCard("method", "method"),
 			str("path", "path"),
 			int64Field("response_status", "response_status"),
 			str("user_login", "user_login"),
 			str("client_ip", "client_ip"),
 		}},
-		{Source: "edge_alerts", Key: "uuid", Bloom: []string{"id"}, Fields: []Field{
+		{Source: "edge_alerts", Key: "uuid", Bloom: []string{"id", "uuid"}, Fields: []Field{
 			str("uuid", "uuid"),
 			lowCard("severity", "severity"),
 			lowCard("status", "status"),

@@ -14,6 +14,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`agent_info`
     `status` LowCardinality(String),
     `agent_version` LowCardinality(String),
     INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX `bf_hostname` `hostname` TYPE bloom_filter(0.01) GRANULARITY 1,
     INDEX `bf_mid` `mid` TYPE bloom_filter(0.01) GRANULARITY 1
 )
 ENGINE = ReplacingMergeTree(fetched_at)

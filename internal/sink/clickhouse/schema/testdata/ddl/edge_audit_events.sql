@@ -14,6 +14,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`edge_audit_events`
     `user_login` String CODEC(ZSTD(1)),
     `client_ip` String CODEC(ZSTD(1)),
     INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX `bf_user_login` `user_login` TYPE bloom_filter(0.01) GRANULARITY 1,
     INDEX `bf_client_ip` `client_ip` TYPE bloom_filter(0.01) GRANULARITY 1
 )
 ENGINE = ReplacingMergeTree(fetched_at)

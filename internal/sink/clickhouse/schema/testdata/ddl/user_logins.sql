@@ -13,6 +13,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`user_logins`
     `activity_type` LowCardinality(String),
     `source_ip_addr` String CODEC(ZSTD(1)),
     INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX `bf_username` `username` TYPE bloom_filter(0.01) GRANULARITY 1,
     INDEX `bf_source_ip_addr` `source_ip_addr` TYPE bloom_filter(0.01) GRANULARITY 1
 )
 ENGINE = ReplacingMergeTree(fetched_at)

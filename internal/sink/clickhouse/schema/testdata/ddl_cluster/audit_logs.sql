@@ -12,7 +12,8 @@ CREATE TABLE IF NOT EXISTS `svc`.`audit_logs_local` ON CLUSTER `logs`
     `user_name` String CODEC(ZSTD(1)),
     `event_name` LowCardinality(String),
     `user_action` LowCardinality(String),
-    INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1
+    INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX `bf_user_name` `user_name` TYPE bloom_filter(0.01) GRANULARITY 1
 )
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', fetched_at)
 PARTITION BY toYYYYMM(time)

@@ -12,6 +12,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`dns_local` ON CLUSTER `logs`
     `fqdn` String CODEC(ZSTD(1)),
     `host_ip_addr` String CODEC(ZSTD(1)),
     INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX `bf_fqdn` `fqdn` TYPE bloom_filter(0.01) GRANULARITY 1,
     INDEX `bf_host_ip_addr` `host_ip_addr` TYPE bloom_filter(0.01) GRANULARITY 1
 )
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', fetched_at)

@@ -14,7 +14,8 @@ CREATE TABLE IF NOT EXISTS `svc`.`edge_alerts_local` ON CLUSTER `logs`
     `incident_status` LowCardinality(String),
     `event_type` LowCardinality(String),
     `update_time` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
-    INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1
+    INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX `bf_uuid` `uuid` TYPE bloom_filter(0.01) GRANULARITY 1
 )
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', fetched_at)
 PARTITION BY toYYYYMM(time)
