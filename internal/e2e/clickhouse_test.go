@@ -220,7 +220,7 @@ func TestClickHouseAddsTheColumnsAnOlderSchemaLacks(t *testing.T) {
 				VALUES ('%s', 'acme', '%s', '%s', '%s', '%s', '%s', 'old-alert', 'OPEN')`, db, oldAlertID, ts, ts, ts, ts, oldAlert))
 
 			srcs := []string{"dns", "edge_alerts", "connections"}
-			c := harness.New(t, harness.Config{Sim: sim, Start: start, Sources: srcs, Sink: chharness.SinkYAML(chharness.Addr(srv, proto), proto, db)})
+			c := harness.New(t, harness.Config{Sim: sim, Start: start, Sources: srcs, Sink: chharness.SinkYAML(chharness.Addr(srv, proto), proto, db, "ttl: 400d")})
 			logs := c.RunOnce(t, 3*time.Minute).Logs
 			for _, col := range []string{"window_end", "fqdn", "host_ip_addr", "incident_status", "event_type", "update_time", "severity"} {
 				if !strings.Contains(logs, `"column":"`+col+`"`) {
@@ -228,9 +228,30 @@ func TestClickHouseAddsTheColumnsAnOlderSchemaLacks(t *testing.T) {
 				}
 			}
 			for _, table := range []string{"dns", "edge_alerts"} {
-				if ddl := srv.Query(t, "SHOW CREATE TABLE "+db+"."+table); !strings.Contains(ddl, "non_replicated_deduplication_window = 1000") {
+				ddl := srv.Query(t, "SHOW CREATE TABLE "+db+"."+table)
+				if !strings.Contains(ddl, "non_replicated_deduplication_window = 1000") {
 					t.Errorf("%s: insert deduplication not turned on:\n%s", table, ddl)
 				}
+				// What can be changed in place is (TTL, skip indexes), and
+				// logged; the sorting key cannot, and a warning names the
+				// table and says how to migrate it.
+				if !strings.Contains(ddl, "TTL toDateTime(time) + toIntervalDay(400)") || !strings.Contains(ddl, "INDEX bf_id id TYPE bloom_filter(0.01)") {
+					t.Errorf("%s: no TTL or no bloom filter on id after the start:\n%s", table, ddl)
+				}
+				if !strings.Contains(ddl, "ORDER BY (account, time, id)") {
+					t.Errorf("%s: sorting key changed:\n%s", table, ddl)
+				}
+				for _, msg := range []string{"clickhouse TTL set", "clickhouse skip indexes added"} {
+					if !logLineWith(logs, msg, `"table":"`+table+`"`) {
+						t.Errorf("no log %q naming %s", msg, table)
+					}
+				}
+				if !logLineWith(logs, "clickhouse table keeps its older sorting key", `"table":"`+db+`.`+table+`","sorting_key":"account, time, id"`, `"migrate":"1) RENAME TABLE`) {
+					t.Errorf("the sorting key warning does not name %s.%s and its key:\n%s", db, table, logs)
+				}
+			}
+			if ddl := srv.Query(t, "SHOW CREATE TABLE "+db+".connections"); !strings.Contains(ddl, "TTL toDateTime(time) + toIntervalDay(400)") {
+				t.Errorf("connections, created by the run, has no TTL:\n%s", ddl)
 			}
 			conn := chharness.Open(t, srv)
 			res := chharness.Verify(t, srv, conn, sim, db, chharness.VerifyOpts{
@@ -402,4 +423,18 @@ func chBenchOnce(b *testing.B, srv *chtest.Server, proto string, batchRows int) 
 	}
 	return chBenchResult{rows: n, wall: run.Wall, cpu: run.CPU(),
 		serverTicks: s1 - s0, simTicks: m1 - m0, maxRSSKB: run.RuMaxRSS / 1024}
+}
+
+// logLineWith reports whether one line of logs contains every part.
+func logLineWith(logs string, parts ...string) bool {
+	for _, line := range strings.Split(logs, "\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }

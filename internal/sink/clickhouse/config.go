@@ -100,6 +100,18 @@ type Config struct {
 	// differently, and only ReplacingMergeTree removes those duplicates (at
 	// merge or with FINAL). Default 3.
 	InsertAttempts int `koanf:"insert_attempts"`
+	// TTL, when set, drops rows this long after their record time: whole
+	// days (365d), applied to new and existing tables (ALTER TABLE ...
+	// MODIFY TTL). Parts go whole once every row passed it, so a month's
+	// rows stay until the last of them expired. Default 0: kept for ever
+	// (a TTL set by hand is left alone).
+	TTL time.Duration `koanf:"ttl"`
+	// Cluster, when set, is the cluster (remote_servers) the tables span:
+	// ReplicatedReplacingMergeTree tables NAME_local and a Distributed
+	// table NAME over them on every server, created ON CLUSTER; inserts go
+	// to the Distributed table synchronously (see docs/clickhouse.md).
+	// Default "": one server.
+	Cluster string `koanf:"cluster"`
 }
 
 // DefaultConfig returns the defaults documented on Config.
@@ -116,6 +128,11 @@ func DefaultConfig() Config {
 		MaxOpenConns:   DefaultMaxOpenConns,
 		InsertAttempts: DefaultInsertAttempts,
 	}
+}
+
+// schemaOptions are the parts of c that shape the tables.
+func (c Config) schemaOptions() schema.Options {
+	return schema.Options{Database: c.Database, Prefix: c.TablePrefix, Cluster: c.Cluster, TTL: c.TTL}
 }
 
 // Validate reports every invalid key, naming it
@@ -171,6 +188,15 @@ func (c Config) Validate() error {
 	}
 	if c.MaxOpenConns < 1 {
 		bad("max_open_conns", "must be at least 1, got %d", c.MaxOpenConns)
+	}
+	if c.TTL < 0 || c.TTL%(24*time.Hour) != 0 {
+		bad("ttl", "must be 0 (off) or a whole number of days such as 365d, got %s", c.TTL)
+	}
+	if c.Cluster != "" && !schema.ClusterName(c.Cluster) {
+		bad("cluster", "must be empty or a cluster name ([A-Za-z0-9_.-]+), got %q", c.Cluster)
+	}
+	if c.Cluster != "" && c.AsyncInsert {
+		bad("async_insert", "must be false with a cluster: inserts into the Distributed table are synchronous, so that their deduplication tokens reach the shards")
 	}
 	if c.InsertAttempts < 1 || c.InsertAttempts > 100 {
 		bad("insert_attempts", "must be between 1 and 100, got %d", c.InsertAttempts)

@@ -25,7 +25,8 @@ func TestDefaultConfigIsValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Protocol != "native" || c.Database != "svc" || c.Username != "default" || c.Compression != "lz4" ||
-		c.BatchRows != 50_000 || c.FlushInterval != time.Second || c.AsyncInsert || c.TablePrefix != "" {
+		c.BatchRows != 50_000 || c.FlushInterval != time.Second || c.AsyncInsert || c.TablePrefix != "" ||
+		c.TTL != 0 || c.Cluster != "" {
 		t.Errorf("defaults changed: %+v", c)
 	}
 	if got := c.addrs(); len(got) != 1 || got[0] != "127.0.0.1:9000" {
@@ -61,6 +62,10 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"no insert attempt", func(c *Config) { c.InsertAttempts = 0 }, "sink.clickhouse.insert_attempts: must be between 1 and 100"},
 		{"certificate without key", func(c *Config) { c.TLS = tlsconfig.Config{Enabled: true, CertFile: "c.pem"} }, "sink.clickhouse.tls.key_file: must be set together with sink.clickhouse.tls.cert_file"},
 		{"TLS keys with TLS off", func(c *Config) { c.TLS = tlsconfig.Config{CAFile: "ca.pem"} }, "sink.clickhouse.tls.ca_file: is set but sink.clickhouse.tls.enabled is false"},
+		{"TTL of part of a day", func(c *Config) { c.TTL = 36 * time.Hour }, "sink.clickhouse.ttl: must be 0 (off) or a whole number of days such as 365d, got 36h0m0s"},
+		{"negative TTL", func(c *Config) { c.TTL = -24 * time.Hour }, "sink.clickhouse.ttl: must be 0 (off) or a whole number of days"},
+		{"cluster name that needs quoting", func(c *Config) { c.Cluster = "logs`; DROP" }, "sink.clickhouse.cluster: must be empty or a cluster name"},
+		{"async inserts on a cluster", func(c *Config) { c.Cluster, c.AsyncInsert = "logs", true }, "sink.clickhouse.async_insert: must be false with a cluster"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -173,5 +178,36 @@ func TestNewReadsTheTLSFilesAndNamesTheKeyOnError(t *testing.T) {
 		if _, err := New(cfg, nil, nil); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("New with %+v = %v, want %q", bad.tls, err, bad.want)
 		}
+	}
+}
+
+func TestTTLAndClusterReachTheSchema(t *testing.T) {
+	c := DefaultConfig()
+	c.TTL, c.Cluster, c.TablePrefix = 365*24*time.Hour, "prod-eu.1", "svc_"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	o := c.schemaOptions()
+	if o.TTL != c.TTL || o.Cluster != "prod-eu.1" || o.Prefix != "svc_" || o.Database != "svc" {
+		t.Errorf("schema options %+v", o)
+	}
+}
+
+// On a cluster every insert into the Distributed table is synchronous
+// (insert_distributed_sync, alias of distributed_foreground_insert), so
+// that it returns only once the shards stored the rows, with the
+// deduplication token they check; on one server the setting is not sent.
+func TestInsertSettingsOfAClusterAreSynchronous(t *testing.T) {
+	c := DefaultConfig()
+	s := insertSettings(c, "tok")
+	if s["insert_deduplication_token"] != "tok" || s["insert_deduplicate"] != 1 {
+		t.Errorf("settings %v", s)
+	}
+	if _, ok := s["insert_distributed_sync"]; ok {
+		t.Errorf("insert_distributed_sync on one server: %v", s)
+	}
+	c.Cluster = "logs"
+	if s := insertSettings(c, "tok"); s["insert_distributed_sync"] != 1 || s["insert_deduplication_token"] != "tok" {
+		t.Errorf("cluster settings %v", s)
 	}
 }

@@ -21,6 +21,7 @@ type chunk struct {
 	accounts []string
 	millis   [4][]int64 // time, window_start, window_end, fetched_at as epoch ms
 	records  [][]byte
+	original []*string  // nil but for a record delivered with a flaw
 	strs     [][]string // typed columns by slot
 	ints     [][]int64
 	times    [][]int64 // epoch ms
@@ -67,6 +68,7 @@ func (l *layout) newChunk(b *record.Batch) *chunk {
 		c.millis[i] = make([]int64, n)
 	}
 	c.records = make([][]byte, n)
+	c.original = make([]*string, n)
 	c.strs = columns[string](l.nStr, n)
 	c.ints = columns[int64](l.nInt, n)
 	c.times = columns[int64](l.nTime, n) // 0: 1970-01-01, the default
@@ -80,6 +82,11 @@ func (l *layout) newChunk(b *record.Batch) *chunk {
 		c.millis[2][i] = clampTime(e.WindowEnd).UnixMilli()
 		c.millis[3][i] = clampTime(e.FetchedAt).UnixMilli()
 		c.records[i] = e.Record
+		if e.Original != nil {
+			o := string(e.Original)
+			c.original[i] = &o
+			size += len(o)
+		}
 		c.row = i
 		l.ext.extract(e.Record, c)
 		size += len(e.ID) + len(e.Account) + len(e.Record) + 4*8
@@ -125,6 +132,8 @@ func (c *chunk) column(i int) any {
 		return c.millis[3]
 	case schema.ColRecord:
 		return c.records
+	case schema.ColOriginal:
+		return c.original
 	}
 	f := i - schema.NumCommon
 	s := c.layout.slot[f]

@@ -43,7 +43,7 @@ var _ sink.Sink = (*Sink)(nil)
 // use.
 type Sink struct {
 	cfg   Config
-	names schema.Names
+	names schema.Options
 	log   *slog.Logger
 	base  *sinkhelper.Base
 	m     *metrics
@@ -84,7 +84,7 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error)
 	}
 	s := &Sink{
 		cfg:   cfg,
-		names: schema.Names{Database: cfg.Database, Prefix: cfg.TablePrefix},
+		names: cfg.schemaOptions(),
 		log:   log,
 		m:     m,
 		opts:  cfg.options(pw, tlsCfg),
@@ -99,10 +99,11 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error)
 }
 
 // Start connects, checks the server version, creates the database, the
-// tables and the edge alerts view when missing, adds the columns an older
-// schema lacks (schema.Ensure), and starts one insert loop per table. A
-// column of an incompatible type is an error naming table, column and both
-// types. ctx bounds Start only; each server call also has query_timeout.
+// tables and the edge alerts view when missing, brings tables of an older
+// schema up to date where that can be done in place and warns about what
+// cannot (schema.Ensure), and starts one insert loop per table. A column
+// of an incompatible type is an error naming table, column and both types.
+// ctx bounds Start only; each server call also has query_timeout.
 func (s *Sink) Start(ctx context.Context) error { return s.base.Start(ctx) }
 
 // Write delivers b into the table of b.Source and returns nil once the
@@ -248,9 +249,11 @@ func (s *Sink) ping(ctx context.Context) error {
 }
 
 // Check is for "collector check": it connects with the configuration,
-// pings, checks the server version, and checks the types of the columns of
-// the tables that exist, changing nothing (missing tables and columns are
-// what Start creates). It works before, during and without Start.
+// pings, checks the server version and the cluster, and checks the types
+// of the columns of the tables that exist, changing nothing. What Start
+// would change is logged at info level, what it cannot (a table's older
+// sorting key, with the statements that migrate it) as a warning
+// (schema.Check). It works before, during and without Start.
 func (s *Sink) Check(ctx context.Context) error {
 	conn, err := ch.Open(s.opts)
 	if err != nil {
@@ -260,7 +263,7 @@ func (s *Sink) Check(ctx context.Context) error {
 	if _, err := s.checkServer(ctx, conn); err != nil {
 		return err
 	}
-	return schema.Check(ctx, conn, s.names, s.cfg.QueryTimeout)
+	return schema.Check(ctx, conn, s.names, s.cfg.QueryTimeout, s.log)
 }
 
 // drain is Shutdown's first step: every insert loop sends its pending rows

@@ -226,19 +226,7 @@ func (w *tableWriter) send(ctx context.Context, group []*chunk, token string) (e
 	defer func() { w.s.m.duration.WithLabelValues(w.table).Observe(time.Since(start).Seconds()) }()
 	ctx, cancel := context.WithTimeout(ctx, w.s.cfg.QueryTimeout)
 	defer cancel()
-	settings := ch.Settings{
-		"insert_deduplicate":         1,
-		"insert_deduplication_token": token,
-		// Rows of one insert come from windows of at most a few months;
-		// a wild record time must not make an insert fail for good
-		// (the default limit is 100 partitions an insert).
-		"max_partitions_per_insert_block": 0,
-	}
-	if w.s.cfg.AsyncInsert {
-		settings["async_insert"] = 1
-		settings["wait_for_async_insert"] = 1
-		settings["async_insert_deduplicate"] = 1
-	}
+	settings := insertSettings(w.s.cfg, token)
 	opts := []ch.QueryOption{ch.WithSettings(settings)}
 	if w.s.cfg.Protocol == ProtocolHTTP && len(w.httpCols) > 0 {
 		opts = append(opts, ch.WithColumnNamesAndTypes(w.httpCols))
@@ -259,6 +247,34 @@ func (w *tableWriter) send(ctx context.Context, group []*chunk, token string) (e
 		return fmt.Errorf("send: %w", err)
 	}
 	return nil
+}
+
+// insertSettings are the settings of every insert of cfg with the
+// deduplication token token.
+func insertSettings(cfg Config, token string) ch.Settings {
+	settings := ch.Settings{
+		"insert_deduplicate":         1,
+		"insert_deduplication_token": token,
+		// Rows of one insert come from windows of at most a few months;
+		// a wild record time must not make an insert fail for good
+		// (the default limit is 100 partitions an insert).
+		"max_partitions_per_insert_block": 0,
+	}
+	if cfg.Cluster != "" {
+		// The Distributed table forwards the insert, settings and token
+		// included, to the shards and answers once each stored its rows
+		// (distributed_foreground_insert; this older name works on every
+		// supported server). Queued in the background instead, the rows
+		// would count as delivered before any shard had them, and a
+		// repeat could be batched differently (docs/clickhouse.md).
+		settings["insert_distributed_sync"] = 1
+	}
+	if cfg.AsyncInsert {
+		settings["async_insert"] = 1
+		settings["wait_for_async_insert"] = 1
+		settings["async_insert_deduplicate"] = 1
+	}
+	return settings
 }
 
 // appendColumns appends the chunks' columns to batch, column by column.

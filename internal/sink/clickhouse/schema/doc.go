@@ -1,9 +1,9 @@
 // Package schema is what the ClickHouse sink's tables look like and how
 // they come to be: one table per source with the envelope's columns and
 // typed columns read from the record (Tables), the DDL built from them
-// (pinned by the golden files in testdata/ddl), and Ensure, which creates
-// or completes the database, the tables and the view on a server, and
-// Check, which only looks.
+// (pinned by the golden files in testdata/ddl and testdata/ddl_cluster),
+// and Ensure, which creates or completes the database, the tables and the
+// view on a server, and Check, which only looks.
 //
 // It knows table specifications and a driver connection, nothing of
 // batches, inserts or the sink's lifecycle.
@@ -16,22 +16,41 @@
 // sink.clickhouse.table_prefix) with CREATE TABLE IF NOT EXISTS. Every table
 // has the envelope's columns (CONTRACT C7): id String, account
 // LowCardinality(String), time, window_start, window_end and fetched_at as
-// DateTime64(3, 'UTC'), and record String CODEC(ZSTD(1)) holding the record
-// byte for byte; then typed columns read from the record (Tables says
-// which). The engine is ReplacingMergeTree(fetched_at), PARTITION BY
-// toYYYYMM(time), ORDER BY (account, time, id): a record delivered twice (at
-// least once, C7) is one row after a merge, and at once with FINAL:
+// DateTime64(3, 'UTC') with CODEC(Delta(8), ZSTD(1)), record String
+// CODEC(ZSTD(1)) holding the record byte for byte, record_original
+// Nullable(String) (the bytes of a record delivered with a flaw); then
+// typed columns read from the record (Tables says which), LowCardinality
+// where values repeat, ZSTD(1) otherwise, and bloom_filter skip indexes on
+// the columns searched for (the id, IPs, hashes).
+//
+// The engine is ReplacingMergeTree(fetched_at), PARTITION BY
+// toYYYYMM(time), ORDER BY (account, toDate(time), KEY, time, id) where KEY
+// is the column queries of the source name (Table.Key: the user name, the
+// FQDN, the alert's uuid; Table.SortingKey says why). A record delivered
+// twice (at least once, C7) is one row after a merge, and at once with
+// FINAL:
 //
 //	SELECT count() FROM svc.dns FINAL
+//
+// sink.clickhouse.ttl (Options.TTL) adds TTL toDateTime(time) +
+// toIntervalDay(N) with ttl_only_drop_parts; sink.clickhouse.cluster
+// (Options.Cluster) makes the tables ReplicatedReplacingMergeTree tables
+// NAME_local and Distributed tables NAME over them, created ON CLUSTER.
 //
 // The view edge_alerts_latest holds the latest version (greatest
 // update_time) of each edge alert per account and uuid.
 //
 // # Evolution
 //
-// A table of an older schema gets the columns it lacks (ALTER TABLE ADD
-// COLUMN IF NOT EXISTS); rows inserted before read the column's default. A
-// column whose type cannot take the sink's values is an error of Ensure
-// naming table, column, found and expected type. Columns of the table that
-// the sink does not know are left alone (they need defaults).
+// A table of an older schema gets what can be done in place (evolve.go):
+// the columns it lacks (ALTER TABLE ADD COLUMN IF NOT EXISTS; rows inserted
+// before read the column's default), the codecs of columns that have none,
+// the skip indexes (built for older parts by a background mutation), the
+// configured TTL and insert deduplication. What cannot is logged as a
+// warning naming the table: a sorting key of its own (with the statements
+// that migrate the table), a codec somebody chose, LowCardinality or not,
+// a TTL set by hand while sink.clickhouse.ttl is off. A column whose type
+// cannot take the sink's values is an error of Ensure naming table,
+// column, found and expected type. Columns of the table that the sink does
+// not know are left alone (they need defaults).
 package schema

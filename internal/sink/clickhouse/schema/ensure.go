@@ -11,31 +11,57 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
-// ensurer runs the statements of Ensure and Check.
+// ensurer runs the statements of Ensure, or, for Check, says which it
+// would run.
 type ensurer struct {
-	n       Names
+	o       Options
+	conn    driver.Conn
 	timeout time.Duration // of each statement
 	log     *slog.Logger
+	apply   bool // Ensure: run the changes; Check: only log them
 }
 
-// Ensure creates the database, the tables and the view when missing, adds
-// the columns an older schema lacks, and turns on insert deduplication where
-// a table lacks it. A column of an incompatible type is an error naming
-// table, column and both types. It returns the column types found in each
-// table, by source. Every statement is bounded by timeout; log (nil: none)
-// receives the changes made.
-func Ensure(ctx context.Context, conn driver.Conn, n Names, timeout time.Duration, log *slog.Logger) (map[string]map[string]string, error) {
+func newEnsurer(conn driver.Conn, o Options, timeout time.Duration, log *slog.Logger, apply bool) *ensurer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	e := &ensurer{n: n, timeout: timeout, log: log}
-	if err := e.exec(ctx, conn, "create database "+e.n.Database, createDatabaseSQL(e.n)); err != nil {
+	return &ensurer{o: o, conn: conn, timeout: timeout, log: log, apply: apply}
+}
+
+// Ensure creates the database, the tables and the view when missing, and
+// brings tables of an older schema as close to the current one as can be
+// done in place (evolve.go): missing columns, codecs, skip indexes, the
+// TTL, insert deduplication. A column of an incompatible type is an error
+// naming table, column and both types; a table whose sorting key differs
+// is logged as a warning saying how to migrate it. It returns the column
+// types of the table inserted into, by source. Every statement is bounded
+// by timeout; log (nil: none) receives the changes made.
+func Ensure(ctx context.Context, conn driver.Conn, o Options, timeout time.Duration, log *slog.Logger) (map[string]map[string]string, error) {
+	return newEnsurer(conn, o, timeout, log, true).run(ctx)
+}
+
+// Check finds what Ensure would find, changing nothing: incompatible
+// column types and a cluster the server does not know are errors; what
+// Ensure would change is logged at info level, what it cannot change (a
+// sorting key) as a warning with the way to migrate.
+func Check(ctx context.Context, conn driver.Conn, o Options, timeout time.Duration, log *slog.Logger) error {
+	_, err := newEnsurer(conn, o, timeout, log, false).run(ctx)
+	return err
+}
+
+func (e *ensurer) run(ctx context.Context) (map[string]map[string]string, error) {
+	if e.o.Cluster != "" {
+		if err := e.checkCluster(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.change(ctx, "create database "+e.o.Database, createDatabaseSQL(e.o)); err != nil {
 		return nil, err
 	}
 	found := make(map[string]map[string]string)
 	var errs []error
 	for _, spec := range Tables() {
-		cols, err := e.ensureTable(ctx, conn, spec)
+		cols, err := e.ensureTable(ctx, spec)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -43,125 +69,144 @@ func Ensure(ctx context.Context, conn driver.Conn, n Names, timeout time.Duratio
 		found[spec.Source] = cols
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("clickhouse schema of database %s: %w", e.n.Database, errors.Join(errs...))
+		return nil, fmt.Errorf("clickhouse schema of database %s: %w", e.o.Database, errors.Join(errs...))
 	}
-	view := e.n.Table("edge_alerts" + ViewSuffix)
-	if err := e.exec(ctx, conn, "create view "+view, latestAlertsViewSQL(e.n)); err != nil {
+	view := e.o.Table("edge_alerts" + ViewSuffix)
+	if err := e.change(ctx, "create or replace view "+view, latestAlertsViewSQL(e.o)); err != nil {
 		return nil, err
 	}
 	return found, nil
 }
 
-// ensureTable creates spec's table when missing, adds missing columns, and
-// checks the types of the others and the engine.
-func (e *ensurer) ensureTable(ctx context.Context, conn driver.Conn, spec Table) (map[string]string, error) {
-	table := e.n.Table(spec.Source)
-	if err := e.exec(ctx, conn, "create table "+table, createTableSQL(e.n, spec)); err != nil {
-		return nil, err
-	}
-	cols, err := e.columnTypes(ctx, conn, table)
-	if err != nil {
-		return nil, err
-	}
-	var errs []error
-	for _, c := range spec.Columns() {
-		got, ok := cols[c.Name]
-		switch {
-		case !ok:
-			if err := e.exec(ctx, conn, "add column "+c.Name+" to "+table, addColumnSQL(e.n, spec.Source, c)); err != nil {
-				return nil, err
-			}
-			e.log.Info("clickhouse column added", slog.String("table", table), slog.String("column", c.Name), slog.String("type", c.Type))
-			cols[c.Name] = c.Type
-		case !compatibleType(got, c.Type):
-			errs = append(errs, fmt.Errorf("table %s.%s column %s: found type %s, expected %s (drop or rename the column, or set sink.clickhouse.table_prefix to write new tables)",
-				e.n.Database, table, c.Name, got, c.Type))
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	if err := e.checkEngine(ctx, conn, spec.Source); err != nil {
-		return nil, err
-	}
-	return cols, nil
-}
-
-// checkEngine warns about a table that cannot remove duplicates and turns
-// on insert deduplication where a plain table lacks it.
-func (e *ensurer) checkEngine(ctx context.Context, conn driver.Conn, source string) error {
-	table := e.n.Table(source)
+// checkCluster makes sure the server knows the cluster and the macros the
+// replicated tables need.
+func (e *ensurer) checkCluster(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
-	var engine, create string
-	err := conn.QueryRow(cctx, "SELECT engine, create_table_query FROM system.tables WHERE database = ? AND name = ?",
-		e.n.Database, table).Scan(&engine, &create)
+	var clusters, macros uint64
+	err := e.conn.QueryRow(cctx, "SELECT (SELECT count() FROM system.clusters WHERE cluster = ?), (SELECT count() FROM system.macros WHERE macro IN ('shard', 'replica'))",
+		e.o.Cluster).Scan(&clusters, &macros)
 	if err != nil {
-		return fmt.Errorf("read engine of %s.%s: %w", e.n.Database, table, err)
+		return fmt.Errorf("read system.clusters: %w", err)
 	}
-	if !strings.Contains(engine, "ReplacingMergeTree") {
-		e.log.Warn("clickhouse table is not a ReplacingMergeTree: records delivered twice stay twice",
-			slog.String("table", table), slog.String("engine", engine))
+	if clusters == 0 {
+		return fmt.Errorf("sink.clickhouse.cluster: the server does not know cluster %q (system.clusters; remote_servers in its configuration)", e.o.Cluster)
 	}
-	plain := strings.HasSuffix(engine, "MergeTree") && !strings.HasPrefix(engine, "Replicated") && !strings.HasPrefix(engine, "Shared")
-	if plain && !strings.Contains(create, "non_replicated_deduplication_window") {
-		if err := e.exec(ctx, conn, "turn on insert deduplication of "+table, dedupWindowSQL(e.n, source)); err != nil {
-			return err
-		}
-		e.log.Info("clickhouse insert deduplication turned on", slog.String("table", table), slog.Int("window", DedupWindow))
+	if macros < 2 {
+		return fmt.Errorf("sink.clickhouse.cluster: the server lacks the {shard} and {replica} macros the replicated tables of cluster %q need (system.macros)", e.o.Cluster)
 	}
 	return nil
 }
 
-// Check checks the types of the columns of the tables that exist, changing
-// nothing: missing tables and columns are what Ensure creates.
-func Check(ctx context.Context, conn driver.Conn, n Names, timeout time.Duration) error {
-	e := &ensurer{n: n, timeout: timeout}
-	var errs []error
-	for _, spec := range Tables() {
-		table := e.n.Table(spec.Source)
-		cols, err := e.columnTypes(ctx, conn, table)
-		if err != nil {
-			return err
+// ensureTable creates spec's tables when missing, completes them, and
+// returns the column types of the table inserted into.
+func (e *ensurer) ensureTable(ctx context.Context, spec Table) (map[string]string, error) {
+	local := e.o.LocalTable(spec.Source)
+	st, err := e.state(ctx, local)
+	if err != nil {
+		return nil, err
+	}
+	if !st.exists {
+		if err := e.change(ctx, "create table "+local, createTableSQL(e.o, spec)); err != nil {
+			return nil, err
 		}
-		for _, c := range spec.Columns() {
-			if got, ok := cols[c.Name]; ok && !compatibleType(got, c.Type) {
-				errs = append(errs, fmt.Errorf("table %s.%s column %s: found type %s, expected %s", e.n.Database, table, c.Name, got, c.Type))
+		if !e.apply {
+			return nil, nil
+		}
+		if st, err = e.state(ctx, local); err != nil {
+			return nil, err
+		}
+		st.created = true
+	}
+	if err := e.checkEngine(local, st.engine); err != nil {
+		return nil, err
+	}
+	if err := e.completeColumns(ctx, local, e.o.qualifiedLocal(spec.Source), spec, &st, true); err != nil {
+		return nil, err
+	}
+	if err := e.evolve(ctx, spec, st); err != nil {
+		return nil, err
+	}
+	if e.o.Cluster == "" {
+		return st.cols, nil
+	}
+	dist := e.o.Table(spec.Source)
+	dt, err := e.state(ctx, dist)
+	if err != nil {
+		return nil, err
+	}
+	if !dt.exists {
+		if err := e.change(ctx, "create distributed table "+dist, createDistributedSQL(e.o, spec)); err != nil {
+			return nil, err
+		}
+		if !e.apply {
+			return nil, nil
+		}
+		if dt, err = e.state(ctx, dist); err != nil {
+			return nil, err
+		}
+	}
+	if dt.engine != "Distributed" {
+		return nil, fmt.Errorf("table %s.%s is a %s, but with sink.clickhouse.cluster it must be the Distributed table over %s (see docs/clickhouse.md, \"From one server to a cluster\")",
+			e.o.Database, dist, dt.engine, local)
+	}
+	if err := e.completeColumns(ctx, dist, e.o.Qualified(spec.Source), spec, &dt, false); err != nil {
+		return nil, err
+	}
+	return dt.cols, nil
+}
+
+// checkEngine refuses a table that cannot be the one configured and warns
+// about one that cannot remove duplicates.
+func (e *ensurer) checkEngine(table, engine string) error {
+	replicated := strings.HasPrefix(engine, "Replicated") || strings.HasPrefix(engine, "Shared")
+	switch {
+	case engine == "Distributed" && e.o.Cluster == "":
+		return fmt.Errorf("table %s.%s is a Distributed table: set sink.clickhouse.cluster to the cluster it spans", e.o.Database, table)
+	case e.o.Cluster != "" && !replicated:
+		return fmt.Errorf("table %s.%s is a %s, but with sink.clickhouse.cluster its rows must be in a replicated table (see docs/clickhouse.md, \"From one server to a cluster\")",
+			e.o.Database, table, engine)
+	case !strings.Contains(engine, "ReplacingMergeTree"):
+		e.log.Warn("clickhouse table is not a ReplacingMergeTree: records delivered twice stay twice",
+			slog.String("table", table), slog.String("engine", engine))
+	}
+	return nil
+}
+
+// completeColumns adds the columns of spec that table (qualified q) lacks
+// and checks the types of the others; st gets the added ones (Ensure).
+func (e *ensurer) completeColumns(ctx context.Context, table, q string, spec Table, st *tableState, codec bool) error {
+	var errs []error
+	for _, c := range spec.Columns() {
+		got, ok := st.cols[c.Name]
+		switch {
+		case !ok:
+			if err := e.change(ctx, "add column "+c.Name+" to "+table, addColumnSQL(e.o, q, c, codec)); err != nil {
+				return err
 			}
+			if e.apply {
+				e.log.Info("clickhouse column added", slog.String("table", table), slog.String("column", c.Name), slog.String("type", c.Type))
+				st.cols[c.Name], st.codecs[c.Name] = c.Type, c.Codec
+			}
+		case !compatibleType(got, c.Type):
+			errs = append(errs, fmt.Errorf("table %s.%s column %s: found type %s, expected %s (drop or rename the column, or set sink.clickhouse.table_prefix to write new tables)",
+				e.o.Database, table, c.Name, got, c.Type))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// columnTypes maps each column of table to its type; empty when the table
-// does not exist.
-func (e *ensurer) columnTypes(ctx context.Context, conn driver.Conn, table string) (map[string]string, error) {
-	cctx, cancel := context.WithTimeout(ctx, e.timeout)
-	defer cancel()
-	rows, err := conn.Query(cctx, "SELECT name, type FROM system.columns WHERE database = ? AND table = ?", e.n.Database, table)
-	if err != nil {
-		return nil, fmt.Errorf("read columns of %s.%s: %w", e.n.Database, table, err)
-	}
-	defer rows.Close()
-	out := make(map[string]string)
-	for rows.Next() {
-		var name, typ string
-		if err := rows.Scan(&name, &typ); err != nil {
-			return nil, fmt.Errorf("read columns of %s.%s: %w", e.n.Database, table, err)
+// change runs one statement (Ensure) or logs that Start would (Check).
+func (e *ensurer) change(ctx context.Context, what, query string) error {
+	if !e.apply {
+		if !strings.HasPrefix(query, "CREATE DATABASE") && !strings.HasPrefix(query, "CREATE OR REPLACE VIEW") {
+			e.log.Info("clickhouse schema: the sink's start will "+what, slog.String("database", e.o.Database), slog.String("statement", query))
 		}
-		out[name] = typ
+		return nil
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read columns of %s.%s: %w", e.n.Database, table, err)
-	}
-	return out, nil
-}
-
-// exec runs one statement, saying what it was for on an error.
-func (e *ensurer) exec(ctx context.Context, conn driver.Conn, what, query string) error {
 	cctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
-	if err := conn.Exec(cctx, query); err != nil {
+	if err := e.conn.Exec(cctx, query); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil

@@ -1,18 +1,22 @@
 CREATE TABLE IF NOT EXISTS `svc`.`audit_logs`
 (
-    `id` String,
+    `id` String CODEC(ZSTD(1)),
     `account` LowCardinality(String),
-    `time` DateTime64(3, 'UTC'),
-    `window_start` DateTime64(3, 'UTC'),
-    `window_end` DateTime64(3, 'UTC'),
-    `fetched_at` DateTime64(3, 'UTC'),
+    `time` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `window_start` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `window_end` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `fetched_at` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
     `record` String CODEC(ZSTD(1)),
-    `account_name` String,
-    `user_name` String,
+    `record_original` Nullable(String) CODEC(ZSTD(1)),
+    `account_name` LowCardinality(String),
+    `user_name` String CODEC(ZSTD(1)),
     `event_name` LowCardinality(String),
-    `user_action` LowCardinality(String)
+    `user_action` LowCardinality(String),
+    INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX `bf_user_name` `user_name` TYPE bloom_filter(0.01) GRANULARITY 1
 )
 ENGINE = ReplacingMergeTree(fetched_at)
 PARTITION BY toYYYYMM(time)
-ORDER BY (account, time, id)
+ORDER BY (account, toDate(time), user_name, time, id)
+PRIMARY KEY (account, toDate(time), user_name)
 SETTINGS non_replicated_deduplication_window = 1000

@@ -1,18 +1,23 @@
 CREATE TABLE IF NOT EXISTS `svc`.`changed_files`
 (
-    `id` String,
+    `id` String CODEC(ZSTD(1)),
     `account` LowCardinality(String),
-    `time` DateTime64(3, 'UTC'),
-    `window_start` DateTime64(3, 'UTC'),
-    `window_end` DateTime64(3, 'UTC'),
-    `fetched_at` DateTime64(3, 'UTC'),
+    `time` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `window_start` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `window_end` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `fetched_at` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
     `record` String CODEC(ZSTD(1)),
-    `mid` Int64,
-    `file_path` String,
-    `filedata_hash` String,
-    `size` Int64
+    `record_original` Nullable(String) CODEC(ZSTD(1)),
+    `mid` Int64 CODEC(ZSTD(1)),
+    `file_path` String CODEC(ZSTD(1)),
+    `filedata_hash` String CODEC(ZSTD(1)),
+    `size` Int64 CODEC(ZSTD(1)),
+    INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX `bf_filedata_hash` `filedata_hash` TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX `bf_file_path` `file_path` TYPE bloom_filter(0.01) GRANULARITY 1
 )
 ENGINE = ReplacingMergeTree(fetched_at)
 PARTITION BY toYYYYMM(time)
-ORDER BY (account, time, id)
+ORDER BY (account, toDate(time), mid, time, id)
+PRIMARY KEY (account, toDate(time), mid)
 SETTINGS non_replicated_deduplication_window = 1000

@@ -1,17 +1,21 @@
 CREATE TABLE IF NOT EXISTS `svc`.`cloud_activities`
 (
-    `id` String,
+    `id` String CODEC(ZSTD(1)),
     `account` LowCardinality(String),
-    `time` DateTime64(3, 'UTC'),
-    `window_start` DateTime64(3, 'UTC'),
-    `window_end` DateTime64(3, 'UTC'),
-    `fetched_at` DateTime64(3, 'UTC'),
+    `time` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `window_start` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `window_end` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `fetched_at` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
     `record` String CODEC(ZSTD(1)),
+    `record_original` Nullable(String) CODEC(ZSTD(1)),
     `event_type` LowCardinality(String),
     `event_model` LowCardinality(String),
-    `event_id` Int64
+    `event_id` Int64 CODEC(ZSTD(1)),
+    INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX `bf_event_id` `event_id` TYPE bloom_filter(0.01) GRANULARITY 1
 )
 ENGINE = ReplacingMergeTree(fetched_at)
 PARTITION BY toYYYYMM(time)
-ORDER BY (account, time, id)
+ORDER BY (account, toDate(time), event_type, time, id)
+PRIMARY KEY (account, toDate(time), event_type)
 SETTINGS non_replicated_deduplication_window = 1000

@@ -1,0 +1,25 @@
+CREATE TABLE IF NOT EXISTS `svc`.`edge_alerts_local` ON CLUSTER `logs`
+(
+    `id` String CODEC(ZSTD(1)),
+    `account` LowCardinality(String),
+    `time` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `window_start` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `window_end` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `fetched_at` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `record` String CODEC(ZSTD(1)),
+    `record_original` Nullable(String) CODEC(ZSTD(1)),
+    `uuid` String CODEC(ZSTD(1)),
+    `severity` LowCardinality(String),
+    `status` LowCardinality(String),
+    `incident_status` LowCardinality(String),
+    `event_type` LowCardinality(String),
+    `update_time` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX `bf_uuid` `uuid` TYPE bloom_filter(0.01) GRANULARITY 1
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', fetched_at)
+PARTITION BY toYYYYMM(time)
+ORDER BY (account, toDate(time), uuid, time, id)
+PRIMARY KEY (account, toDate(time), uuid)
+TTL toDateTime(time) + toIntervalDay(365)
+SETTINGS ttl_only_drop_parts = 1
