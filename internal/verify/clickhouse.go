@@ -27,7 +27,7 @@ type ClickHouse struct {
 	// Conn is an open connection; the caller closes it.
 	Conn driver.Conn
 	// Names are the sink's database and table prefix.
-	Names schema.Names
+	Names schema.Options
 	// Timeout bounds each query; default one minute.
 	Timeout time.Duration
 }

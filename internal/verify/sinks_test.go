@@ -398,9 +398,9 @@ func TestVerifyFindsTheGapsOfTheClickHouseSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	s.check(t, verify.ClickHouse{Conn: conn, Names: schema.Names{Database: db}})
+	s.check(t, verify.ClickHouse{Conn: conn, Names: schema.Options{Database: db}})
 	// A table that was never made holds nothing: every day is a gap.
-	r, err := verify.Run(ctx, s.plan(), s.truth(), verify.ClickHouse{Conn: conn, Names: schema.Names{Database: db, Prefix: "none_"}})
+	r, err := verify.Run(ctx, s.plan(), s.truth(), verify.ClickHouse{Conn: conn, Names: schema.Options{Database: db, Prefix: "none_"}})
 	if err != nil || r.Gaps != 6 {
 		t.Fatalf("a database without the tables: %v, %+v", err, r)
 	}

@@ -14,8 +14,8 @@ import (
 // connects, for a reader of what the sink stored (`collector verify`),
 // with the names of its database and tables. It writes nothing; the
 // caller closes the connection. Errors name the sink's keys.
-func OpenReader(cfg Config) (driver.Conn, schema.Names, error) {
-	names := schema.Names{Database: cfg.Database, Prefix: cfg.TablePrefix}
+func OpenReader(cfg Config) (driver.Conn, schema.Options, error) {
+	names := schema.Options{Database: cfg.Database, Prefix: cfg.TablePrefix, Cluster: cfg.Cluster}
 	if err := cfg.Validate(); err != nil {
 		return nil, names, err
 	}
