@@ -107,7 +107,7 @@ func (r *run) window(ctx context.Context, w window.Window) error {
 		if len(parts) > 0 {
 			return r.parts(ctx, parts)
 		}
-		ch, err := r.walk(ctx, w, first, Chain{Window: w, Started: first.received}, 0, walkOpts{total: total, asIs: asIs, dig: p.newDigest()})
+		ch, err := r.walk(ctx, w, first, Chain{Window: w, Started: first.received}, 0, walkOpts{total: total, asIs: asIs, dig: p.rv.NewDigest()})
 		var cut *cutError
 		isCut := errors.As(err, &cut)
 		if (err == nil || isCut) && !countKnown && ch.Rows > total {
@@ -296,11 +296,8 @@ func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain Chai
 		next := pg.body.Next
 		paging := pg.body.HasPaging
 		records, received := pg.body.Records, pg.received
-		pg = nil // the envelopes keep what they need of the body
-		var marks map[string]AlertMark
-		if p.alerts != nil {
-			marks = p.observeAlerts(records) // later re-asks emit only what changed
-		}
+		pg = nil                       // the envelopes keep what they need of the body
+		marks := p.rv.Observe(records) // later re-asks emit only what changed
 		if next != "" {
 			p.sawFullPage(len(records))
 		}
@@ -338,9 +335,9 @@ func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain Chai
 		done := cut == "" && lost == "" && next == ""
 		if done || len(marks) > 0 {
 			ex.log = func() *LogChanges {
-				lc := &LogChanges{Alerts: marks, AlertsPruneBefore: p.alertPrune()}
+				lc := &LogChanges{Alerts: marks, AlertsPruneBefore: p.rv.AlertPrune()}
 				if done {
-					r.logWindow(lc, w, o, chain)
+					p.rv.LogWindow(lc, w, o.total, chain.Rows, o.dig, chain.Started)
 				}
 				return lc
 			}

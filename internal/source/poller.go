@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/api"
-	"github.com/svcexport/collector/internal/api/origin"
 	"github.com/svcexport/collector/internal/backoff"
 	"github.com/svcexport/collector/internal/ratelog"
 	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
-	"github.com/svcexport/collector/internal/source/alerttrack"
 	"github.com/svcexport/collector/internal/source/catalog"
+	"github.com/svcexport/collector/internal/source/pollmetrics"
+	"github.com/svcexport/collector/internal/source/revisit"
 	"github.com/svcexport/collector/internal/window"
 )
 
@@ -72,21 +72,17 @@ type PollerConfig struct {
 // each page to its Output with the cursor that holds once it is delivered
 // (DESIGN item 2). Run is not safe for concurrent use; Snapshot is.
 type Poller struct {
-	c      *api.Client
-	cfg    PollerConfig
-	plan   window.Planner
-	clk    api.Clock
-	log    *slog.Logger
-	m      *Metrics
-	eb     envelopeBuilder
-	alerts *alerttrack.Tracker
-	warn   *ratelog.Limiter
-	// wlog is the window log as emitted; marksLoaded is set once the
-	// alert marks of the checkpoint seeded the tracker; followed is when
-	// alerts past the lookback were last followed.
-	wlog        wlog
-	marksLoaded bool
-	followed    time.Time
+	c    *api.Client
+	cfg  PollerConfig
+	plan window.Planner
+	clk  api.Clock
+	log  *slog.Logger
+	m    *Metrics
+	eb   envelopeBuilder
+	warn *ratelog.Limiter
+	// rv does the rechecks and alert re-asks, and keeps the window log
+	// and the alert tracker.
+	rv *revisit.Runner
 
 	mu   sync.Mutex
 	snap Snapshot
@@ -145,9 +141,11 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 	p.warn = ratelog.New(cfg.Logger, p.clk.Now, c.WarnEvery())
 	p.eb = envelopeBuilder{source: cfg.Spec.Name, account: cfg.Account, timeField: cfg.Spec.TimeField, log: p.log, m: p.m, warn: p.warn,
 		recordAccount: cfg.Spec.Edge}
-	if cfg.Spec.Name == catalog.SourceEdgeAlerts && cfg.Edge.AlertUpdateLookback > 0 {
-		p.alerts = alerttrack.New(cfg.Edge.AlertUpdateLookback)
-	}
+	p.rv = revisit.New(revisit.Config{
+		Stream: p.Stream(), Spec: cfg.Spec, Settings: cfg.Settings, API: cfg.API, Edge: cfg.Edge, Plan: plan,
+		Recheck: cfg.Recheck, Limiter: cfg.RecheckLimiter, RecheckMetrics: cfg.RecheckMetrics,
+		Metrics: cfg.Metrics, Logger: p.log, Clock: p.clk,
+	})
 	p.snap = Snapshot{Stream: p.Stream()}
 	p.m.Limits(cfg.Spec.Name, cfg.Account, Limits{}, p.splitAt())
 	return p, nil
@@ -216,14 +214,9 @@ func (p *Poller) Run(ctx context.Context, cursor Cursor, out Output) error {
 				"start", p.cfg.Settings.Start, "watermark", record.FormatTime(st))
 		}
 		cursor.Watermark = st
-		if p.alerts != nil {
-			// A new stream has seen nothing before its start: re-asks
-			// begin there too. A resumed stream re-asks its whole
-			// lookback, as it may have missed updates while down.
-			p.alerts.From = st
-		}
+		p.rv.StartAt(st)
 	}
-	p.loadLog(cursor)
+	p.rv.Load(cursor.Log, cursor.Alerts)
 	if cursor.Density > 0 && p.density() == 0 {
 		p.setDensity(cursor.Density)
 	}
@@ -315,24 +308,4 @@ func (p *Poller) startOffset() time.Duration {
 }
 
 // errorKind is the kind label of collector_poll_errors_total.
-func errorKind(err error) string {
-	var se *api.StatusError
-	switch {
-	case errors.As(err, new(*origin.Error)):
-		return "origin"
-	case api.IsBodyTooLarge(err):
-		return "body_too_large"
-	case errors.As(err, &se) && se.Status == 401:
-		return "auth"
-	case errors.As(err, &se) && se.Status == 403:
-		return "forbidden"
-	case errors.As(err, &se) && se.Status == 400:
-		return "bad_request"
-	case api.IsNextPageExpired(err):
-		return "nextpage_expired"
-	case api.IsPermanent(err):
-		return "permanent"
-	default:
-		return "transient"
-	}
-}
+func errorKind(err error) string { return pollmetrics.ErrorKind(err) }

@@ -83,6 +83,7 @@ func (p *Poller) Snapshot() Snapshot {
 	}
 	p.mu.Unlock()
 	s.SplitAt = p.splitAt()
+	s.RecheckPending = p.rv.Pending()
 	s.Backlog = p.planner().Remaining(s.Watermark, p.clk.Now(), s.Density)
 	return s
 }

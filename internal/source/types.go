@@ -6,6 +6,7 @@ import (
 
 	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/source/revisit"
 	"github.com/svcexport/collector/internal/window"
 )
 
@@ -98,31 +99,9 @@ func (EmitFunc) Reserve(context.Context, int) error { return nil }
 func (f EmitFunc) Emit(ctx context.Context, p Page) error { return f(ctx, p) }
 
 // AlertMark is what an edge alert stream remembers of one alert across
-// restarts (C6): the greatest update_time emitted and its create_time. It
-// has the fields of checkpoint.AlertMark, which the pipeline stores.
-type AlertMark struct {
-	Update, Create time.Time
-}
+// restarts (revisit.AlertMark).
+type AlertMark = revisit.AlertMark
 
-// LogChanges are the changes to a stream's window log (package recheck)
-// and alert marks that hold once the page carrying them, and every earlier
-// page of the stream, is delivered: the pipeline commits them in the same
-// transaction as the cursor (checkpoint.Changes), so that the log never
-// says a window was fetched, or an alert emitted, before it was.
-type LogChanges struct {
-	// Delete removes the log entries with these starts; Put then inserts
-	// or replaces entries; PruneBefore, when not zero, removes the
-	// entries ending at or before it.
-	Delete      []time.Time
-	Put         []recheck.Window
-	PruneBefore time.Time
-	// Alerts sets the marks of these alert uuids; AlertsPruneBefore,
-	// when not zero, forgets the alerts created before it.
-	Alerts            map[string]AlertMark
-	AlertsPruneBefore time.Time
-}
-
-// Empty reports whether c changes nothing.
-func (c *LogChanges) Empty() bool {
-	return c == nil || len(c.Delete) == 0 && len(c.Put) == 0 && c.PruneBefore.IsZero() && len(c.Alerts) == 0 && c.AlertsPruneBefore.IsZero()
-}
+// LogChanges are the changes to a stream's window log and alert marks
+// that a page carries (revisit.LogChanges).
+type LogChanges = revisit.LogChanges

@@ -20,12 +20,6 @@ type run struct {
 	out               Output
 	started           time.Time
 	warnedUnreachable bool
-	// rechecks is set while the run asks windows again: its requests
-	// rank as backfill (DESIGN item 3), below every fresh window.
-	rechecks bool
-	// knownOnly is set while alerts past the lookback are followed:
-	// only alerts with a mark are emitted.
-	knownOnly bool
 }
 
 // step does one unit of work: resume the chain in flight, process the next
@@ -54,16 +48,14 @@ func (r *run) step(ctx context.Context) error {
 	}
 	p.caughtUp(true)
 	began := p.clk.Now()
-	if err := r.recheck(ctx); err != nil {
+	if err := p.rv.Recheck(ctx, r); err != nil {
 		return err
 	}
 	// Rechecks run in the time the stream waits anyway: the next window
 	// is asked an interval after the stream caught up, not later.
 	spent := p.clk.Now().Sub(began)
-	if p.alerts != nil {
-		if err := r.revisitAlerts(ctx); err != nil {
-			return err
-		}
+	if err := p.rv.RevisitAlerts(ctx, r, r.cur.Watermark); err != nil {
+		return err
 	}
 	if p.cfg.Once {
 		return errCaughtUp
@@ -74,11 +66,16 @@ func (r *run) step(ctx context.Context) error {
 // fetch fetches page idx of w: the first page when next is empty, else the
 // next-page URL next.
 func (r *run) fetch(ctx context.Context, w window.Window, next string, idx int) (*fetched, error) {
+	return r.fetchAs(ctx, w, next, idx, false)
+}
+
+// fetchAs is fetch, ranked as a recheck when recheck is set.
+func (r *run) fetchAs(ctx context.Context, w window.Window, next string, idx int, recheck bool) (*fetched, error) {
 	p := r.p
 	spec := p.cfg.Spec
 	req := api.Request{
 		Method: "GET", URL: next, Account: p.cfg.AccountHeader, OrgAccess: p.cfg.OrgAccess,
-		Functionality: spec.Functionality, Priority: r.priority(w), NextPage: next != "",
+		Functionality: spec.Functionality, Priority: r.priority(w, recheck), NextPage: next != "",
 		What: fmt.Sprintf("fetch page %d of %s/%s %s", idx+1, spec.Name, p.cfg.Account, w),
 	}
 	// Room for the page is reserved once the budget admitted the request,
@@ -186,10 +183,10 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 
 // priority ranks a request for w: fresh when w ends within one interval of
 // now - lag (DESIGN item 3); a recheck's after fresh ones, before backfill.
-func (r *run) priority(w window.Window) budget.Priority {
+func (r *run) priority(w window.Window, recheck bool) budget.Priority {
 	p := r.p
 	edge := p.clk.Now().Add(-p.cfg.Settings.Lag - p.cfg.Settings.Interval)
-	return budget.Priority{Account: p.cfg.Account, WindowEnd: w.End, Fresh: !r.rechecks && !w.End.Before(edge), Recheck: r.rechecks}
+	return budget.Priority{Account: p.cfg.Account, WindowEnd: w.End, Fresh: !recheck && !w.End.Before(edge), Recheck: recheck}
 }
 
 // emitExtra is what emitRecords does besides emitting: fold the ids of
