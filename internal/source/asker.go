@@ -30,7 +30,7 @@ func (r *run) Emit(ctx context.Context, w window.Window, idx int, records []json
 
 // Envelopes implements revisit.Asker.
 func (r *run) Envelopes(records []json.RawMessage, w window.Window, received time.Time) ([]record.Envelope, error) {
-	return r.p.eb.build(records, w, received)
+	return r.p.eb.Build(records, w, received)
 }
 
 // SplitTooLarge implements revisit.Asker.

@@ -15,6 +15,7 @@ import (
 	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source/catalog"
+	"github.com/svcexport/collector/internal/source/envelope"
 	"github.com/svcexport/collector/internal/source/pollmetrics"
 	"github.com/svcexport/collector/internal/source/revisit"
 	"github.com/svcexport/collector/internal/window"
@@ -78,7 +79,7 @@ type Poller struct {
 	clk  api.Clock
 	log  *slog.Logger
 	m    *Metrics
-	eb   envelopeBuilder
+	eb   envelope.Builder
 	warn *ratelog.Limiter
 	// rv does the rechecks and alert re-asks, and keeps the window log
 	// and the alert tracker.
@@ -139,8 +140,8 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 	// Its own limiter, on the logger without the stream's attributes:
 	// each line names its stream itself.
 	p.warn = ratelog.New(cfg.Logger, p.clk.Now, c.WarnEvery())
-	p.eb = envelopeBuilder{source: cfg.Spec.Name, account: cfg.Account, timeField: cfg.Spec.TimeField, log: p.log, m: p.m, warn: p.warn,
-		recordAccount: cfg.Spec.Edge}
+	p.eb = envelope.Builder{Source: cfg.Spec.Name, Account: cfg.Account, TimeField: cfg.Spec.TimeField, Metrics: p.m, Warn: p.warn,
+		RecordAccount: cfg.Spec.Edge}
 	p.rv = revisit.New(revisit.Config{
 		Stream: p.Stream(), Spec: cfg.Spec, Settings: cfg.Settings, API: cfg.API, Edge: cfg.Edge, Plan: plan,
 		Recheck: cfg.Recheck, Limiter: cfg.RecheckLimiter, RecheckMetrics: cfg.RecheckMetrics,

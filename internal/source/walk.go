@@ -150,7 +150,7 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 	for start := 0; ; start += size {
 		end := min(start+size, len(records))
 		last := end == len(records)
-		envs, err := p.eb.build(records[start:end], w, received)
+		envs, err := p.eb.Build(records[start:end], w, received)
 		if err != nil {
 			return &api.PermanentError{Err: fmt.Errorf("%s/%s page %d of %s: %w", p.cfg.Spec.Name, p.cfg.Account, idx+1, w, err)}
 		}
