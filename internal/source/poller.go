@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/svcexport/collector/internal/api"
@@ -17,6 +16,7 @@ import (
 	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/source/envelope"
 	"github.com/svcexport/collector/internal/source/pollmetrics"
+	"github.com/svcexport/collector/internal/source/progress"
 	"github.com/svcexport/collector/internal/source/revisit"
 	"github.com/svcexport/collector/internal/window"
 )
@@ -84,9 +84,8 @@ type Poller struct {
 	// rv does the rechecks and alert re-asks, and keeps the window log
 	// and the alert tracker.
 	rv *revisit.Runner
-
-	mu   sync.Mutex
-	snap Snapshot
+	// st is the stream's progress, read by Snapshot at any time.
+	st *progress.State
 }
 
 // NewPoller returns the poller of cfg that fetches through c.
@@ -147,7 +146,7 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 		Recheck: cfg.Recheck, Limiter: cfg.RecheckLimiter, RecheckMetrics: cfg.RecheckMetrics,
 		Metrics: cfg.Metrics, Logger: p.log, Clock: p.clk,
 	})
-	p.snap = Snapshot{Stream: p.Stream()}
+	p.st = progress.NewState(p.Stream())
 	p.m.Limits(cfg.Spec.Name, cfg.Account, Limits{}, p.splitAt())
 	return p, nil
 }
@@ -170,7 +169,7 @@ func (p *Poller) maxPageRows() int {
 // bigger pages than page_rows says), at most MaxBatchRecords, the most one
 // Emit takes.
 func (p *Poller) reservation() int {
-	n := max(p.maxPageRows(), p.pageRowsSeen())
+	n := max(p.maxPageRows(), p.st.PageRowsSeen())
 	if m := p.cfg.MaxBatchRecords; m > 0 {
 		n = min(n, m)
 	}
@@ -218,14 +217,14 @@ func (p *Poller) Run(ctx context.Context, cursor Cursor, out Output) error {
 		p.rv.StartAt(st)
 	}
 	p.rv.Load(cursor.Log, cursor.Alerts)
-	if cursor.Density > 0 && p.density() == 0 {
-		p.setDensity(cursor.Density)
+	if cursor.Density > 0 && p.st.Density() == 0 {
+		p.st.SetDensity(cursor.Density)
 	}
 	if cursor.Limits != (Limits{}) {
 		p.learn(func(l *Limits) bool { l.Adopt(cursor.Limits); return true })
 	}
 	r := &run{p: p, cur: cursor, out: out, started: started}
-	p.begin(started, cursor)
+	p.st.Begin(started, cursor)
 	if !p.cfg.Once {
 		// A small deterministic offset per stream, so that pollers do
 		// not all start at once (STYLE item 5).
@@ -254,7 +253,7 @@ func (p *Poller) Run(ctx context.Context, cursor Cursor, out Output) error {
 		}
 		kind := errorKind(err)
 		p.m.PollError(p.cfg.Spec.Name, p.cfg.Account, kind)
-		p.noteError(err)
+		p.st.NoteError(err, p.clk.Now())
 		failures++
 		wait := p.failureWait(failures)
 		reason, blocked := blocking(err)

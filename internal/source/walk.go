@@ -42,11 +42,11 @@ func (r *run) step(ctx context.Context) error {
 		p.log.Error("time older than max_history is no longer served and is skipped",
 			"window_start", record.FormatTime(u.Start), "window_end", record.FormatTime(u.End))
 	}
-	w, ok := p.planner().Next(r.cur.Watermark, planNow, p.density())
+	w, ok := p.planner().Next(r.cur.Watermark, planNow, p.st.Density())
 	if ok {
 		return r.window(ctx, w)
 	}
-	p.caughtUp(true)
+	p.st.SetCaughtUp(true)
 	began := p.clk.Now()
 	if err := p.rv.Recheck(ctx, r); err != nil {
 		return err
@@ -112,13 +112,7 @@ func (r *run) fetchAs(ctx context.Context, w window.Window, next string, idx int
 // reservation of the next fetches (see reservation), and a page larger
 // than configured is reported, rate-limited.
 func (p *Poller) sawPage(ctx context.Context, rows int) {
-	p.mu.Lock()
-	grew := rows > p.snap.PageRowsSeen
-	if grew {
-		p.snap.PageRowsSeen = rows
-	}
-	p.mu.Unlock()
-	if !grew {
+	if !p.st.SawPageRows(rows) {
 		return
 	}
 	p.m.PageRows(p.cfg.Spec.Name, p.cfg.Account, rows)
@@ -173,7 +167,7 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 			return &emitError{err}
 		}
 		if !revisit {
-			p.delivered(page.After, n, last)
+			p.st.Delivered(page.After, n, last)
 		}
 		if last {
 			return nil
