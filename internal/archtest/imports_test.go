@@ -65,6 +65,24 @@ var rules = []rule{
 		forbidden: append([]string{"internal/sink/..."}, sources...),
 	},
 	{
+		name:      "checkpoint/ckptlog owns the log buckets only: it imports no internal package but checkpoint/boltfile",
+		from:      []string{"internal/checkpoint/ckptlog"},
+		forbidden: []string{"internal/..."},
+		allowed:   []string{"internal/checkpoint/ckptlog", "internal/checkpoint/boltfile"},
+	},
+	{
+		name:      "source/progress holds values: it imports no API client, catalog or network package",
+		from:      []string{"internal/source/progress"},
+		forbidden: []string{"internal/api/...", "internal/source/catalog", "std:net", "std:net/http"},
+		direct:    true,
+	},
+	{
+		name:      "source/envelope and source/revisit make no request of their own: they import no network package",
+		from:      []string{"internal/source/envelope", "internal/source/revisit"},
+		forbidden: []string{"std:net", "std:net/http"},
+		direct:    true,
+	},
+	{
 		name:      "record imports no other internal package",
 		from:      []string{"internal/record/..."},
 		forbidden: []string{"internal/..."},
@@ -196,6 +214,9 @@ func TestEveryRuleCatchesItsViolation(t *testing.T) {
 		fake("internal/config", []string{"internal/pipeline"}, "internal/apisim"),
 		fake("internal/secret", []string{"internal/config", "internal/source", "internal/sink", "internal/checkpoint"}),
 		fake("internal/util", nil),
+		fake("internal/checkpoint/ckptlog", []string{"internal/record"}),
+		fake("internal/source/progress", []string{"internal/api", "net/http"}),
+		fake("internal/source/revisit", []string{"net/http"}),
 	}
 	for _, r := range rules {
 		if found, _, _ := check(r, bad, nil); len(found) == 0 {

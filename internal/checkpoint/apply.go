@@ -10,6 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/svcexport/collector/internal/checkpoint/ckptlog"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -74,12 +75,12 @@ func (c *Changes) Merge(later Changes) {
 // Empty reports whether c stores nothing.
 func (c Changes) Empty() bool {
 	for _, w := range c.Windows {
-		if !w.empty() {
+		if !w.Empty() {
 			return false
 		}
 	}
 	for _, a := range c.Alerts {
-		if !a.empty() {
+		if !a.Empty() {
 			return false
 		}
 	}
@@ -124,7 +125,7 @@ func (d *DB) apply(ctx context.Context, c Changes, what string) error {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		for _, e := range w.Put {
-			if err := validWindow(e); err != nil {
+			if err := ckptlog.ValidWindow(e); err != nil {
 				return fmt.Errorf("%s: window log of %s: %w", what, k, err)
 			}
 		}
@@ -150,14 +151,14 @@ func (d *DB) apply(ctx context.Context, c Changes, what string) error {
 			}
 		}
 		for _, k := range wkeys {
-			n, err := applyWindows(tx, k, c.Windows[k], d.windowLimit)
+			n, err := ckptlog.ApplyWindows(tx, encodeKey(k), c.Windows[k], d.windowLimit)
 			if err != nil {
 				return fmt.Errorf("window log of %s: %w", k, err)
 			}
 			droppedW += n
 		}
 		for _, k := range akeys {
-			n, err := applyAlerts(tx, k, c.Alerts[k], d.alertLimit)
+			n, err := ckptlog.ApplyAlerts(tx, encodeKey(k), c.Alerts[k], d.alertLimit)
 			if err != nil {
 				return fmt.Errorf("alert marks of %s: %w", k, err)
 			}
@@ -199,7 +200,7 @@ func (d *DB) Windows(ctx context.Context, k record.Stream) ([]Window, error) {
 	}
 	var out []Window
 	err := d.view(func(tx *bolt.Tx) (err error) {
-		out, err = readWindows(tx, k)
+		out, err = ckptlog.ReadWindows(tx, encodeKey(k))
 		return err
 	})
 	if err != nil {
@@ -218,7 +219,7 @@ func (d *DB) Alerts(ctx context.Context, k record.Stream) (map[string]AlertMark,
 	}
 	var out map[string]AlertMark
 	err := d.view(func(tx *bolt.Tx) (err error) {
-		out, err = readAlerts(tx, k)
+		out, err = ckptlog.ReadAlerts(tx, encodeKey(k))
 		return err
 	})
 	if err != nil {
@@ -252,9 +253,9 @@ func checkLogs(tx *bolt.Tx) error {
 				return err
 			}
 			if bytes.Equal(name, bucketWindows) {
-				_, err = readWindows(tx, k)
+				_, err = ckptlog.ReadWindows(tx, encodeKey(k))
 			} else {
-				_, err = readAlerts(tx, k)
+				_, err = ckptlog.ReadAlerts(tx, encodeKey(k))
 			}
 			if err != nil {
 				return fmt.Errorf("%s of %s: %w", name, k, err)

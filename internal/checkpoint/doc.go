@@ -15,14 +15,19 @@
 // delivery at least once), pruned by the caller as its horizon moves, and
 // bounded per stream (WithWindowLimit, WithAlertLimit).
 //
+// Package ckptlog owns the two logs: their values (Window, AlertMark and
+// their changes, aliased here), encodings and buckets, and the functions
+// that apply and read them inside a transaction; this package holds the
+// states and joins the three in one transaction.
+//
 // Store is the interface the pipeline consumes; DB (Open) implements it on a
 // bbolt file, and package checkpointtest holds an in-memory fake for tests.
 // States are keyed by record.Stream; the stored key is "source NUL
 // account", unchanged since the first version (testdata holds a file of
 // that version). Package boltfile owns the file below the buckets: its
 // checks before bbolt opens it, its atomic creation, and the repair of a
-// damaged meta page; this package owns the buckets, the values and Open,
-// which joins them.
+// damaged meta page; this package owns the meta and states buckets, the
+// State values and Open, which joins them with ckptlog's logs.
 // Stored values are versioned JSON: a file or value this version cannot
 // read is an error naming the file and key, never a silent reset.
 //

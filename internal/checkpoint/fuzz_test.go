@@ -90,34 +90,3 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
-
-// FuzzDecodeLogValues feeds arbitrary keys and values to the decoders of
-// the window log and the alert marks: they never panic, and what they
-// accept is what their encoders write back.
-func FuzzDecodeLogValues(f *testing.F) {
-	v, _ := encodeWindow(hourWindow(3, 42))
-	f.Add(timeKey(hourWindow(3, 42).Start), v)
-	f.Add(timeKey(t0), []byte(`{"v":1}`))
-	f.Add([]byte{1, 2}, encodeAlert(AlertMark{Update: ms(1), Create: ms(0)}))
-	f.Fuzz(func(t *testing.T, key, value []byte) {
-		if w, err := decodeWindow(key, value); err == nil {
-			again, err := encodeWindow(w)
-			if err != nil {
-				t.Fatalf("an accepted window does not encode: %v", err)
-			}
-			if w2, err := decodeWindow(key, again); err != nil || !w2.Start.Equal(w.Start) || w2.Count != w.Count || w2.Stage != w.Stage {
-				t.Fatalf("round trip of %+v: %+v, %v", w, w2, err)
-			}
-		} else if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnknownVersion) {
-			t.Fatalf("window error of no class: %v", err)
-		}
-		if u, c, err := decodeAlert(value); err == nil {
-			m := AlertMark{Update: timeOfMs(u), Create: timeOfMs(c)}
-			if !bytes.Equal(encodeAlert(m), value) {
-				t.Fatalf("alert %x decodes to %+v, which encodes to %x", value, m, encodeAlert(m))
-			}
-		} else if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnknownVersion) {
-			t.Fatalf("alert error of no class: %v", err)
-		}
-	})
-}

@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/svcexport/collector/internal/checkpoint/boltfile"
+	"github.com/svcexport/collector/internal/checkpoint/ckptlog"
 )
 
 // Layout of the file: four buckets, created at open.
@@ -25,7 +26,7 @@ import (
 //	         start (8 bytes, sorting as times) -> JSON Window with a version
 //	         field; the bucket's sequence is the number of entries
 //	alerts:  source NUL account -> bucket of the stream's alert marks
-//	         (alerts.go); its sequence is the number of marks
+//	         (package ckptlog, alerts.go); its sequence is the number of marks
 //
 // The windows and alerts buckets came after the first files were written,
 // under the same schema version 1: they only add, and their absence means
@@ -33,13 +34,13 @@ import (
 // was and gets them at its first Open; a collector that predates them
 // opens a newer file and never looks at them (it checks the meta and
 // states buckets only). Their values carry versions of their own
-// (windowVersion, alertVersion); a change of meaning bumps those, a change
+// (ckptlog's windowVersion, alertVersion); a change of meaning bumps those, a change
 // of the layout bumps schemaVersion.
 var (
 	bucketMeta    = []byte("meta")
 	bucketStates  = []byte("states")
-	bucketWindows = []byte("windows")
-	bucketAlerts  = []byte("alerts")
+	bucketWindows = []byte(ckptlog.WindowsBucket)
+	bucketAlerts  = []byte(ckptlog.AlertsBucket)
 
 	metaFormat  = []byte("format")
 	metaSchema  = []byte("schema")

@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/svcexport/collector/internal/checkpoint/boltfile"
+	"github.com/svcexport/collector/internal/checkpoint/ckptlog"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -117,7 +118,7 @@ func readSnapshot(path, name string, timeout time.Duration) (Snapshot, error) {
 	windows := make(map[record.Stream][]Window, len(states))
 	err = d.view(func(tx *bolt.Tx) error {
 		for k := range states {
-			ws, err := readWindows(tx, k)
+			ws, err := ckptlog.ReadWindows(tx, encodeKey(k))
 			if err != nil {
 				return fmt.Errorf("window log of %s: %w", k, err)
 			}

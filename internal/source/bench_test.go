@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/source/catalog"
+	"github.com/svcexport/collector/internal/source/envelope"
 	"github.com/svcexport/collector/internal/source/pagescan"
 	"github.com/svcexport/collector/internal/window"
 )
@@ -33,7 +34,7 @@ func dnsPage(n int) []byte {
 // page of a poller.
 func BenchmarkPage(b *testing.B) {
 	body := dnsPage(5000)
-	eb := envelopeBuilder{source: catalog.SourceDNS, account: "acme", timeField: "createdTime"}
+	eb := envelope.Builder{Source: catalog.SourceDNS, Account: "acme", TimeField: "createdTime"}
 	w := window.Window{Start: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
@@ -42,7 +43,7 @@ func BenchmarkPage(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		envs, err := eb.build(p.Records, w, w.End)
+		envs, err := eb.Build(p.Records, w, w.End)
 		if err != nil || len(envs) != 5000 {
 			b.Fatal(err, len(envs))
 		}
@@ -56,13 +57,13 @@ func BenchmarkPage(b *testing.B) {
 // its time, counted and logged; it is never dropped (C3: parse leniently).
 func TestEnvelopes_BadTimeIsDeliveredNotDropped(t *testing.T) {
 	m, _ := NewMetrics(nil)
-	eb := envelopeBuilder{source: catalog.SourceDNS, account: "acme", timeField: "createdTime", log: discardLogger(), m: m}
+	eb := envelope.Builder{Source: catalog.SourceDNS, Account: "acme", TimeField: "createdTime", Metrics: m}
 	w := window.Window{Start: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)}
 	p, err := pagescan.Parse([]byte(`{"data":[{"createdTime":"2026-11-20T10:00:00+0000","a":1},{"createdTime":"yesterday"},{"b":2}]}`), "data")
 	if err != nil {
 		t.Fatal(err)
 	}
-	envs, err := eb.build(p.Records, w, w.End)
+	envs, err := eb.Build(p.Records, w, w.End)
 	if err != nil || len(envs) != 3 {
 		t.Fatalf("envs %d err %v", len(envs), err)
 	}

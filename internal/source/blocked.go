@@ -3,7 +3,6 @@ package source
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/svcexport/collector/internal/api"
 )
@@ -24,13 +23,7 @@ func (p *Poller) block(reason string, err error) bool {
 	if len(msg) > maxBlockedMessage {
 		msg = msg[:maxBlockedMessage] + "..."
 	}
-	p.mu.Lock()
-	prev, was := p.snap.BlockedReason, p.snap.Blocked
-	p.snap.Blocked, p.snap.BlockedReason, p.snap.BlockedError = true, reason, msg
-	if !was {
-		p.snap.BlockedSince = p.clk.Now()
-	}
-	p.mu.Unlock()
+	prev, was := p.st.Block(reason, msg, p.clk.Now)
 	if was && prev != reason {
 		p.m.Blocked(p.cfg.Spec.Name, p.cfg.Account, prev, false)
 	}
@@ -40,10 +33,7 @@ func (p *Poller) block(reason string, err error) bool {
 
 // unblock clears a block after a poll went through.
 func (p *Poller) unblock() {
-	p.mu.Lock()
-	reason, was := p.snap.BlockedReason, p.snap.Blocked
-	p.snap.Blocked, p.snap.BlockedReason, p.snap.BlockedError, p.snap.BlockedSince = false, "", "", time.Time{}
-	p.mu.Unlock()
+	reason, was := p.st.Unblock()
 	if was {
 		p.m.Blocked(p.cfg.Spec.Name, p.cfg.Account, reason, false)
 		p.log.Info("stream no longer blocked: its requests go through again", "reason", reason)

@@ -101,19 +101,19 @@ func (r *run) window(ctx context.Context, w window.Window) error {
 		}
 		countKnown := !p.countCapped(first)
 		if countKnown {
-			p.setDensity(window.Density(p.density(), total, w.Duration()))
+			p.st.SetDensity(window.Density(p.st.Density(), total, w.Duration()))
 		}
 		parts, asIs := r.splitFirst(w, first, total)
 		if len(parts) > 0 {
 			return r.parts(ctx, parts)
 		}
-		ch, err := r.walk(ctx, w, first, Chain{Window: w, Started: first.received}, 0, walkOpts{total: total, asIs: asIs, dig: p.newDigest()})
+		ch, err := r.walk(ctx, w, first, Chain{Window: w, Started: first.received}, 0, walkOpts{total: total, asIs: asIs, dig: p.rv.NewDigest()})
 		var cut *cutError
 		isCut := errors.As(err, &cut)
 		if (err == nil || isCut) && !countKnown && ch.Rows > total {
 			// The count said "at least": the chain tells more, and a
 			// chain cut short tells only "at least" again.
-			p.setDensity(window.Density(p.density(), atLeast(ch.Rows, isCut), w.Duration()))
+			p.st.SetDensity(window.Density(p.st.Density(), atLeast(ch.Rows, isCut), w.Duration()))
 		}
 		if api.IsBodyTooLarge(err) {
 			// A later page of the chain: its parts have shorter chains
@@ -179,7 +179,7 @@ func (r *run) splitFirst(w window.Window, first *fetched, total int64) (parts []
 		parts, err = pl.SplitFull(w)
 	case first.body.HasPaging:
 		pg := p.paging()
-		k, trunc, long := pg.FirstSplit(pg.Estimate(total, p.density(), w.Duration()))
+		k, trunc, long := pg.FirstSplit(pg.Estimate(total, p.st.Density(), w.Duration()))
 		if !trunc && !long {
 			return nil, !p.canSplit(w)
 		}
@@ -251,7 +251,7 @@ func (r *run) reask(w window.Window, cut *cutError, total int64, restarts int) (
 			errors.Join(cut, err))
 	}
 	p.m.Split(p.cfg.Spec.Name, p.cfg.Account)
-	l := p.limits()
+	l := p.st.Limits()
 	p.log.Warn(msg, "reason", cut.reason, "window_start", record.FormatTime(w.Start), "window_end", record.FormatTime(w.End),
 		"pages", cut.chain.Pages, "rows", cut.chain.Rows, "total_rows", total, "chain_age", cut.age.String(), "parts", len(parts),
 		"page_rows_seen", l.PageRows, "next_page_ttl_seen", l.NextPageTTL.String(), "page_time", l.PageTime.String())
@@ -296,11 +296,8 @@ func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain Chai
 		next := pg.body.Next
 		paging := pg.body.HasPaging
 		records, received := pg.body.Records, pg.received
-		pg = nil // the envelopes keep what they need of the body
-		var marks map[string]AlertMark
-		if p.alerts != nil {
-			marks = p.observeAlerts(records) // later re-asks emit only what changed
-		}
+		pg = nil                       // the envelopes keep what they need of the body
+		marks := p.rv.Observe(records) // later re-asks emit only what changed
 		if next != "" {
 			p.sawFullPage(len(records))
 		}
@@ -321,7 +318,7 @@ func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain Chai
 			lost, cut = cut, ""
 		}
 		last := next == "" || cut != "" || lost != ""
-		after := Cursor{Watermark: w.End, Density: p.density(), Limits: p.limits()}
+		after := Cursor{Watermark: w.End, Density: p.st.Density(), Limits: p.st.Limits()}
 		switch {
 		case cut != "":
 			// Ask w again from its first page (in parts): what this
@@ -338,9 +335,9 @@ func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain Chai
 		done := cut == "" && lost == "" && next == ""
 		if done || len(marks) > 0 {
 			ex.log = func() *LogChanges {
-				lc := &LogChanges{Alerts: marks, AlertsPruneBefore: p.alertPrune()}
+				lc := &LogChanges{Alerts: marks, AlertsPruneBefore: p.rv.AlertPrune()}
 				if done {
-					r.logWindow(lc, w, o, chain)
+					p.rv.LogWindow(lc, w, o.total, chain.Rows, o.dig, chain.Started)
 				}
 				return lc
 			}
@@ -396,7 +393,7 @@ func (r *run) resume(ctx context.Context) error {
 			"floor", record.FormatTime(p.plan.Floor(now)))
 		if !ok {
 			// Nothing of it is left: the watermark moves past it.
-			after := Cursor{Watermark: ch.Window.End, Density: p.density(), Limits: p.limits()}
+			after := Cursor{Watermark: ch.Window.End, Density: p.st.Density(), Limits: p.st.Limits()}
 			if err := r.emitRecords(ctx, ch.Window, 0, nil, now, after, false, nil); err != nil {
 				return err
 			}

@@ -17,14 +17,19 @@
 // clients. Each Poller's Run(ctx, cursor, out) is started in its own
 // goroutine; Poller.Snapshot reports progress at any time.
 //
-// Files, one job each: types.go (cursors, pages, Output), build.go (Build,
-// Streams), poller.go (a poller, its run loop and failures), walk.go (the
-// step of a run, requests, bounded batches), chain.go (windows, splits,
-// chains, resume), limits.go (the paging limits learnt from the server),
-// blocked.go (streams refused for good), probe.go (ProbeAccess for the
-// check command), alerts.go (edge alert updates), envelopes.go and
-// badrecords.go (C7 envelopes, flawed records), snapshot.go (progress),
-// metrics.go.
+// Files, one job each: types.go (the names of the values it hands on),
+// build.go (Build, Streams), poller.go (a poller, its run loop and
+// failures), walk.go (the step of a run, requests, bounded batches),
+// chain.go (windows, splits, chains, resume), limits.go (the paging limits
+// learnt from the server), blocked.go (streams refused for good),
+// asker.go (the run as revisit.Asker), snapshot.go (progress), metrics.go.
+// Sub-packages, one job each, that this package joins: catalog (the
+// sources and their configuration), pagescan (reading answers), envelope
+// (C7 envelopes, flawed records), progress (Cursor, Chain, Page, Output,
+// Snapshot and the State behind it), revisit (rechecks of the window log
+// and alert re-asks: Revisit pages that never move the cursor), alerttrack
+// (the alert marks), pollmetrics (the metrics), access (ProbeAccess for the
+// check command).
 //
 // A window is never marked done without its records: one that cannot be
 // finished as asked (a chain cut at api.max_pages with pages left, a chain

@@ -10,20 +10,11 @@ import (
 // window.Limits.
 type Limits = window.Limits
 
-// limits returns what the poller learnt so far.
-func (p *Poller) limits() Limits {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.snap.Limits
-}
-
 // learn changes the learnt limits with f, which reports whether it changed
 // them, and updates their metrics.
 func (p *Poller) learn(f func(*Limits) bool) bool {
-	p.mu.Lock()
-	changed := f(&p.snap.Limits)
-	p.mu.Unlock()
-	p.m.Limits(p.cfg.Spec.Name, p.cfg.Account, p.limits(), p.splitAt())
+	changed := p.st.Learn(f)
+	p.m.Limits(p.cfg.Spec.Name, p.cfg.Account, p.st.Limits(), p.splitAt())
 	return changed
 }
 
@@ -31,7 +22,7 @@ func (p *Poller) learn(f func(*Limits) bool) bool {
 func (p *Poller) paging() window.Paging {
 	a := p.cfg.API
 	return window.Paging{PageRows: int64(a.PageRows), ResultCap: a.ResultCap, MaxPages: int64(a.MaxPages),
-		NextPageTTL: a.NextPageTTL, TargetRows: p.plan.TargetRows, Seen: p.limits()}
+		NextPageTTL: a.NextPageTTL, TargetRows: p.plan.TargetRows, Seen: p.st.Limits()}
 }
 
 // splitAt is the row count from which a result set may be truncated:

@@ -17,6 +17,7 @@ import (
 	"github.com/svcexport/collector/internal/ratelog"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source/catalog"
+	"github.com/svcexport/collector/internal/source/envelope"
 	"github.com/svcexport/collector/internal/source/pagescan"
 	"github.com/svcexport/collector/internal/testinfra/simtest"
 	"github.com/svcexport/collector/internal/window"
@@ -117,8 +118,8 @@ func TestEnvelopes_BadRecordsAreCountedByReasonAndLoggedRateLimited(t *testing.T
 	var buf bytes.Buffer
 	m, _ := NewMetrics(nil)
 	clk := &stepClock{t: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)}
-	eb := envelopeBuilder{source: catalog.SourceDNS, account: "acme", timeField: "createdTime", log: discardLogger(), m: m,
-		warn: ratelog.New(slogTo(&buf), clk.Now, time.Minute)}
+	eb := envelope.Builder{Source: catalog.SourceDNS, Account: "acme", TimeField: "createdTime", Metrics: m,
+		Warn: ratelog.New(slogTo(&buf), clk.Now, time.Minute)}
 	var body strings.Builder
 	body.WriteString(`{"data":[`)
 	for i := range 10000 {
@@ -133,7 +134,7 @@ func TestEnvelopes_BadRecordsAreCountedByReasonAndLoggedRateLimited(t *testing.T
 		t.Fatal(err)
 	}
 	w := window.Window{Start: clk.t, End: clk.t.Add(time.Hour)}
-	envs, err := eb.build(p.Records, w, w.End)
+	envs, err := eb.Build(p.Records, w, w.End)
 	if err != nil || len(envs) != 20000 {
 		t.Fatalf("%d envelopes, err %v", len(envs), err)
 	}

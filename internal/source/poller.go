@@ -6,17 +6,18 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/svcexport/collector/internal/api"
-	"github.com/svcexport/collector/internal/api/origin"
 	"github.com/svcexport/collector/internal/backoff"
 	"github.com/svcexport/collector/internal/ratelog"
 	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
-	"github.com/svcexport/collector/internal/source/alerttrack"
 	"github.com/svcexport/collector/internal/source/catalog"
+	"github.com/svcexport/collector/internal/source/envelope"
+	"github.com/svcexport/collector/internal/source/pollmetrics"
+	"github.com/svcexport/collector/internal/source/progress"
+	"github.com/svcexport/collector/internal/source/revisit"
 	"github.com/svcexport/collector/internal/window"
 )
 
@@ -72,24 +73,19 @@ type PollerConfig struct {
 // each page to its Output with the cursor that holds once it is delivered
 // (DESIGN item 2). Run is not safe for concurrent use; Snapshot is.
 type Poller struct {
-	c      *api.Client
-	cfg    PollerConfig
-	plan   window.Planner
-	clk    api.Clock
-	log    *slog.Logger
-	m      *Metrics
-	eb     envelopeBuilder
-	alerts *alerttrack.Tracker
-	warn   *ratelog.Limiter
-	// wlog is the window log as emitted; marksLoaded is set once the
-	// alert marks of the checkpoint seeded the tracker; followed is when
-	// alerts past the lookback were last followed.
-	wlog        wlog
-	marksLoaded bool
-	followed    time.Time
-
-	mu   sync.Mutex
-	snap Snapshot
+	c    *api.Client
+	cfg  PollerConfig
+	plan window.Planner
+	clk  api.Clock
+	log  *slog.Logger
+	m    *Metrics
+	eb   envelope.Builder
+	warn *ratelog.Limiter
+	// rv does the rechecks and alert re-asks, and keeps the window log
+	// and the alert tracker.
+	rv *revisit.Runner
+	// st is the stream's progress, read by Snapshot at any time.
+	st *progress.State
 }
 
 // NewPoller returns the poller of cfg that fetches through c.
@@ -143,12 +139,14 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 	// Its own limiter, on the logger without the stream's attributes:
 	// each line names its stream itself.
 	p.warn = ratelog.New(cfg.Logger, p.clk.Now, c.WarnEvery())
-	p.eb = envelopeBuilder{source: cfg.Spec.Name, account: cfg.Account, timeField: cfg.Spec.TimeField, log: p.log, m: p.m, warn: p.warn,
-		recordAccount: cfg.Spec.Edge}
-	if cfg.Spec.Name == catalog.SourceEdgeAlerts && cfg.Edge.AlertUpdateLookback > 0 {
-		p.alerts = alerttrack.New(cfg.Edge.AlertUpdateLookback)
-	}
-	p.snap = Snapshot{Stream: p.Stream()}
+	p.eb = envelope.Builder{Source: cfg.Spec.Name, Account: cfg.Account, TimeField: cfg.Spec.TimeField, Metrics: p.m, Warn: p.warn,
+		RecordAccount: cfg.Spec.Edge}
+	p.rv = revisit.New(revisit.Config{
+		Stream: p.Stream(), Spec: cfg.Spec, Settings: cfg.Settings, API: cfg.API, Edge: cfg.Edge, Plan: plan,
+		Recheck: cfg.Recheck, Limiter: cfg.RecheckLimiter, RecheckMetrics: cfg.RecheckMetrics,
+		Metrics: cfg.Metrics, Logger: p.log, Clock: p.clk,
+	})
+	p.st = progress.NewState(p.Stream())
 	p.m.Limits(cfg.Spec.Name, cfg.Account, Limits{}, p.splitAt())
 	return p, nil
 }
@@ -171,7 +169,7 @@ func (p *Poller) maxPageRows() int {
 // bigger pages than page_rows says), at most MaxBatchRecords, the most one
 // Emit takes.
 func (p *Poller) reservation() int {
-	n := max(p.maxPageRows(), p.pageRowsSeen())
+	n := max(p.maxPageRows(), p.st.PageRowsSeen())
 	if m := p.cfg.MaxBatchRecords; m > 0 {
 		n = min(n, m)
 	}
@@ -216,22 +214,17 @@ func (p *Poller) Run(ctx context.Context, cursor Cursor, out Output) error {
 				"start", p.cfg.Settings.Start, "watermark", record.FormatTime(st))
 		}
 		cursor.Watermark = st
-		if p.alerts != nil {
-			// A new stream has seen nothing before its start: re-asks
-			// begin there too. A resumed stream re-asks its whole
-			// lookback, as it may have missed updates while down.
-			p.alerts.From = st
-		}
+		p.rv.StartAt(st)
 	}
-	p.loadLog(cursor)
-	if cursor.Density > 0 && p.density() == 0 {
-		p.setDensity(cursor.Density)
+	p.rv.Load(cursor.Log, cursor.Alerts)
+	if cursor.Density > 0 && p.st.Density() == 0 {
+		p.st.SetDensity(cursor.Density)
 	}
 	if cursor.Limits != (Limits{}) {
 		p.learn(func(l *Limits) bool { l.Adopt(cursor.Limits); return true })
 	}
 	r := &run{p: p, cur: cursor, out: out, started: started}
-	p.begin(started, cursor)
+	p.st.Begin(started, cursor)
 	if !p.cfg.Once {
 		// A small deterministic offset per stream, so that pollers do
 		// not all start at once (STYLE item 5).
@@ -260,7 +253,7 @@ func (p *Poller) Run(ctx context.Context, cursor Cursor, out Output) error {
 		}
 		kind := errorKind(err)
 		p.m.PollError(p.cfg.Spec.Name, p.cfg.Account, kind)
-		p.noteError(err)
+		p.st.NoteError(err, p.clk.Now())
 		failures++
 		wait := p.failureWait(failures)
 		reason, blocked := blocking(err)
@@ -315,24 +308,4 @@ func (p *Poller) startOffset() time.Duration {
 }
 
 // errorKind is the kind label of collector_poll_errors_total.
-func errorKind(err error) string {
-	var se *api.StatusError
-	switch {
-	case errors.As(err, new(*origin.Error)):
-		return "origin"
-	case api.IsBodyTooLarge(err):
-		return "body_too_large"
-	case errors.As(err, &se) && se.Status == 401:
-		return "auth"
-	case errors.As(err, &se) && se.Status == 403:
-		return "forbidden"
-	case errors.As(err, &se) && se.Status == 400:
-		return "bad_request"
-	case api.IsNextPageExpired(err):
-		return "nextpage_expired"
-	case api.IsPermanent(err):
-		return "permanent"
-	default:
-		return "transient"
-	}
-}
+func errorKind(err error) string { return pollmetrics.ErrorKind(err) }

@@ -1,128 +1,33 @@
 package source
 
 import (
-	"context"
-	"time"
-
-	"github.com/svcexport/collector/internal/recheck"
-	"github.com/svcexport/collector/internal/record"
-	"github.com/svcexport/collector/internal/window"
+	"github.com/svcexport/collector/internal/source/progress"
+	"github.com/svcexport/collector/internal/source/revisit"
 )
 
-// Chain is a window whose next-page chain is being walked (CONTRACT C3). It
-// is what the checkpoint stores as the window in flight, so that after a
-// restart the walk continues from NextURL while the URL is still valid.
-type Chain struct {
-	// Window is the window being walked.
-	Window window.Window
-	// NextURL is the next page to fetch; empty when the next step is the
-	// window's first page (a window that could not be finished as asked
-	// is asked again from its first page, in parts, C3).
-	NextURL string
-	// Started is when the chain's first page was served; next-page URLs
-	// expire a fixed time after it (24 h by default).
-	Started time.Time
-	// Pages and Rows count what was delivered of the chain so far.
-	Pages int
-	Rows  int64
-}
-
-// Cursor is where a stream stands: everything before Watermark is delivered;
-// InFlight, if not nil, is the chain that was walked last.
-type Cursor struct {
-	Watermark time.Time
-	InFlight  *Chain
-	// Density is the observed rows per hour of the stream, so that window
-	// sizing survives a restart; 0 when unknown.
-	Density float64
-	// Limits are the server's paging limits the stream learnt (C3), so
-	// that they can survive a restart; the zero Limits knows nothing. Run
-	// takes those its poller has not learnt itself.
-	Limits Limits
-	// Log and Alerts are the stream's window log and alert marks as last
-	// committed; Run reads them once at its start (a Page's After leaves
-	// them nil).
-	Log    []recheck.Window
-	Alerts map[string]AlertMark
-}
-
-// Page is one page of a result set turned into envelopes, with the cursor
-// that holds once the page and every earlier page of the stream are
-// delivered.
-type Page struct {
-	// Stream is the stream the page belongs to.
-	Stream record.Stream
-	// Window is the window the page belongs to.
-	Window window.Window
-	// Index is the page's position in its chain, from 0.
-	Index int
-	// Envelopes are the page's records; empty for an empty window.
-	Envelopes []record.Envelope
-	// After is the cursor once this page is delivered. When the page is the
-	// last of its window, After.Watermark is the window's end and
-	// After.InFlight is nil.
-	After Cursor
-	// Revisit marks pages of a re-asked period (edge alert updates): they
-	// carry records but do not move the cursor.
-	Revisit bool
-	// FetchedAt is when the page arrived.
-	FetchedAt time.Time
-	// Log, when not nil, changes the window log and alert marks once
-	// the page is delivered.
-	Log *LogChanges
-}
-
-// Output is where a poller's pages go: the pipeline gives each poller one
-// of its own, which keeps that stream's reservation. Run calls it from its
-// goroutine only, in order: Reserve before every fetch, Emit for every page.
-type Output interface {
-	// Reserve blocks until there is room for a page of up to rows records
-	// and holds that room for the stream's next Emit, so that a page is
-	// counted against the pipeline's bound before it is fetched (DESIGN
-	// item 5). It returns ctx's error when ctx ends first.
-	Reserve(ctx context.Context, rows int) error
-	// Emit hands a page on. It blocks while the pipeline is full and
-	// returns ctx's error when ctx ends first; any error ends Run.
-	Emit(ctx context.Context, p Page) error
-}
-
-// EmitFunc is an Output that hands every page to the function and reserves
-// nothing: for consumers without a bound of their own (tools, tests,
-// benchmarks).
-type EmitFunc func(ctx context.Context, p Page) error
-
-// Reserve reserves nothing and returns nil.
-func (EmitFunc) Reserve(context.Context, int) error { return nil }
-
-// Emit calls f.
-func (f EmitFunc) Emit(ctx context.Context, p Page) error { return f(ctx, p) }
-
-// AlertMark is what an edge alert stream remembers of one alert across
-// restarts (C6): the greatest update_time emitted and its create_time. It
-// has the fields of checkpoint.AlertMark, which the pipeline stores.
-type AlertMark struct {
-	Update, Create time.Time
-}
-
-// LogChanges are the changes to a stream's window log (package recheck)
-// and alert marks that hold once the page carrying them, and every earlier
-// page of the stream, is delivered: the pipeline commits them in the same
-// transaction as the cursor (checkpoint.Changes), so that the log never
-// says a window was fetched, or an alert emitted, before it was.
-type LogChanges struct {
-	// Delete removes the log entries with these starts; Put then inserts
-	// or replaces entries; PruneBefore, when not zero, removes the
-	// entries ending at or before it.
-	Delete      []time.Time
-	Put         []recheck.Window
-	PruneBefore time.Time
-	// Alerts sets the marks of these alert uuids; AlertsPruneBefore,
-	// when not zero, forgets the alerts created before it.
-	Alerts            map[string]AlertMark
-	AlertsPruneBefore time.Time
-}
-
-// Empty reports whether c changes nothing.
-func (c *LogChanges) Empty() bool {
-	return c == nil || len(c.Delete) == 0 && len(c.Put) == 0 && c.PruneBefore.IsZero() && len(c.Alerts) == 0 && c.AlertsPruneBefore.IsZero()
-}
+// The values a poller hands on are package progress's (the cursor and
+// the pages that move it) and package revisit's (the log changes a page
+// carries); these names are the ones the pipeline and the tools use.
+type (
+	// Chain is a window whose next-page chain is being walked
+	// (progress.Chain).
+	Chain = progress.Chain
+	// Cursor is where a stream stands (progress.Cursor).
+	Cursor = progress.Cursor
+	// Page is one page of a result set turned into envelopes, with the
+	// cursor that holds once it is delivered (progress.Page).
+	Page = progress.Page
+	// Output is where a poller's pages go (progress.Output).
+	Output = progress.Output
+	// EmitFunc is an Output that hands every page to the function and
+	// reserves nothing (progress.EmitFunc).
+	EmitFunc = progress.EmitFunc
+	// AlertMark is what an edge alert stream remembers of one alert
+	// across restarts (revisit.AlertMark).
+	AlertMark = revisit.AlertMark
+	// LogChanges are the changes to a stream's window log and alert
+	// marks that a page carries (revisit.LogChanges).
+	LogChanges = revisit.LogChanges
+	// Snapshot is a poller's progress (progress.Snapshot).
+	Snapshot = progress.Snapshot
+)

@@ -20,12 +20,6 @@ type run struct {
 	out               Output
 	started           time.Time
 	warnedUnreachable bool
-	// rechecks is set while the run asks windows again: its requests
-	// rank as backfill (DESIGN item 3), below every fresh window.
-	rechecks bool
-	// knownOnly is set while alerts past the lookback are followed:
-	// only alerts with a mark are emitted.
-	knownOnly bool
 }
 
 // step does one unit of work: resume the chain in flight, process the next
@@ -48,22 +42,20 @@ func (r *run) step(ctx context.Context) error {
 		p.log.Error("time older than max_history is no longer served and is skipped",
 			"window_start", record.FormatTime(u.Start), "window_end", record.FormatTime(u.End))
 	}
-	w, ok := p.planner().Next(r.cur.Watermark, planNow, p.density())
+	w, ok := p.planner().Next(r.cur.Watermark, planNow, p.st.Density())
 	if ok {
 		return r.window(ctx, w)
 	}
-	p.caughtUp(true)
+	p.st.SetCaughtUp(true)
 	began := p.clk.Now()
-	if err := r.recheck(ctx); err != nil {
+	if err := p.rv.Recheck(ctx, r); err != nil {
 		return err
 	}
 	// Rechecks run in the time the stream waits anyway: the next window
 	// is asked an interval after the stream caught up, not later.
 	spent := p.clk.Now().Sub(began)
-	if p.alerts != nil {
-		if err := r.revisitAlerts(ctx); err != nil {
-			return err
-		}
+	if err := p.rv.RevisitAlerts(ctx, r, r.cur.Watermark); err != nil {
+		return err
 	}
 	if p.cfg.Once {
 		return errCaughtUp
@@ -74,11 +66,16 @@ func (r *run) step(ctx context.Context) error {
 // fetch fetches page idx of w: the first page when next is empty, else the
 // next-page URL next.
 func (r *run) fetch(ctx context.Context, w window.Window, next string, idx int) (*fetched, error) {
+	return r.fetchAs(ctx, w, next, idx, false)
+}
+
+// fetchAs is fetch, ranked as a recheck when recheck is set.
+func (r *run) fetchAs(ctx context.Context, w window.Window, next string, idx int, recheck bool) (*fetched, error) {
 	p := r.p
 	spec := p.cfg.Spec
 	req := api.Request{
 		Method: "GET", URL: next, Account: p.cfg.AccountHeader, OrgAccess: p.cfg.OrgAccess,
-		Functionality: spec.Functionality, Priority: r.priority(w), NextPage: next != "",
+		Functionality: spec.Functionality, Priority: r.priority(w, recheck), NextPage: next != "",
 		What: fmt.Sprintf("fetch page %d of %s/%s %s", idx+1, spec.Name, p.cfg.Account, w),
 	}
 	// Room for the page is reserved once the budget admitted the request,
@@ -115,13 +112,7 @@ func (r *run) fetch(ctx context.Context, w window.Window, next string, idx int) 
 // reservation of the next fetches (see reservation), and a page larger
 // than configured is reported, rate-limited.
 func (p *Poller) sawPage(ctx context.Context, rows int) {
-	p.mu.Lock()
-	grew := rows > p.snap.PageRowsSeen
-	if grew {
-		p.snap.PageRowsSeen = rows
-	}
-	p.mu.Unlock()
-	if !grew {
+	if !p.st.SawPageRows(rows) {
 		return
 	}
 	p.m.PageRows(p.cfg.Spec.Name, p.cfg.Account, rows)
@@ -153,7 +144,7 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 	for start := 0; ; start += size {
 		end := min(start+size, len(records))
 		last := end == len(records)
-		envs, err := p.eb.build(records[start:end], w, received)
+		envs, err := p.eb.Build(records[start:end], w, received)
 		if err != nil {
 			return &api.PermanentError{Err: fmt.Errorf("%s/%s page %d of %s: %w", p.cfg.Spec.Name, p.cfg.Account, idx+1, w, err)}
 		}
@@ -176,7 +167,7 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 			return &emitError{err}
 		}
 		if !revisit {
-			p.delivered(page.After, n, last)
+			p.st.Delivered(page.After, n, last)
 		}
 		if last {
 			return nil
@@ -186,10 +177,10 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 
 // priority ranks a request for w: fresh when w ends within one interval of
 // now - lag (DESIGN item 3); a recheck's after fresh ones, before backfill.
-func (r *run) priority(w window.Window) budget.Priority {
+func (r *run) priority(w window.Window, recheck bool) budget.Priority {
 	p := r.p
 	edge := p.clk.Now().Add(-p.cfg.Settings.Lag - p.cfg.Settings.Interval)
-	return budget.Priority{Account: p.cfg.Account, WindowEnd: w.End, Fresh: !r.rechecks && !w.End.Before(edge), Recheck: r.rechecks}
+	return budget.Priority{Account: p.cfg.Account, WindowEnd: w.End, Fresh: !recheck && !w.End.Before(edge), Recheck: recheck}
 }
 
 // emitExtra is what emitRecords does besides emitting: fold the ids of

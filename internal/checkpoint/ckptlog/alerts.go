@@ -1,4 +1,4 @@
-package checkpoint
+package ckptlog
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/checkpoint/boltfile"
 )
 
 // AlertMark is what a stream of edge alerts remembers of one alert (C6:
@@ -48,7 +48,8 @@ func (c *AlertChanges) Merge(later AlertChanges) {
 	}
 }
 
-func (c AlertChanges) empty() bool { return len(c.Put) == 0 && c.PruneCreatedBefore.IsZero() }
+// Empty reports whether c changes nothing.
+func (c AlertChanges) Empty() bool { return len(c.Put) == 0 && c.PruneCreatedBefore.IsZero() }
 
 // Layout of one stream's bucket in the alerts bucket:
 //
@@ -104,28 +105,27 @@ func timeOfMs(ms int64) time.Time {
 
 func decodeAlert(v []byte) (update, create int64, err error) {
 	if len(v) == 0 {
-		return 0, 0, fmt.Errorf("empty alert value: %w", ErrCorrupt)
+		return 0, 0, fmt.Errorf("empty alert value: %w", boltfile.ErrCorrupt)
 	}
 	if v[0] != alertVersion {
-		return 0, 0, fmt.Errorf("alert value has version %d, this collector reads version %d: %w", v[0], alertVersion, ErrUnknownVersion)
+		return 0, 0, fmt.Errorf("alert value has version %d, this collector reads version %d: %w", v[0], alertVersion, boltfile.ErrUnknownVersion)
 	}
 	if len(v) != alertValueLen {
-		return 0, 0, fmt.Errorf("alert value of %d bytes, want %d: %w", len(v), alertValueLen, ErrCorrupt)
+		return 0, 0, fmt.Errorf("alert value of %d bytes, want %d: %w", len(v), alertValueLen, boltfile.ErrCorrupt)
 	}
 	return int64(binary.BigEndian.Uint64(v[1:])), int64(binary.BigEndian.Uint64(v[9:])), nil
 }
 
-// applyAlerts applies c to k's marks in tx and returns how many marks the
-// bound dropped.
-func applyAlerts(tx *bolt.Tx, k record.Stream, c AlertChanges, limit int) (dropped int, err error) {
-	if c.empty() {
+// ApplyAlerts applies c in tx to the marks of the stream whose key is key
+// and returns how many marks the bound dropped.
+func ApplyAlerts(tx *bolt.Tx, key []byte, c AlertChanges, limit int) (dropped int, err error) {
+	if c.Empty() {
 		return 0, nil
 	}
 	root := tx.Bucket(bucketAlerts)
 	if root == nil {
-		return 0, fmt.Errorf("no alerts bucket: %w", ErrCorrupt)
+		return 0, fmt.Errorf("no alerts bucket: %w", boltfile.ErrCorrupt)
 	}
-	key := encodeKey(k)
 	b := root.Bucket(key)
 	if b == nil {
 		if len(c.Put) == 0 {
@@ -180,7 +180,7 @@ func applyAlerts(tx *bolt.Tx, k record.Stream, c AlertChanges, limit int) (dropp
 	cur := b.Cursor()
 	for ck, _ := cur.Seek([]byte{alertByCreated}); ck != nil && ck[0] == alertByCreated; ck, _ = cur.Next() {
 		if len(ck) < 9 {
-			return 0, fmt.Errorf("alert index key %x: %w", ck, ErrCorrupt)
+			return 0, fmt.Errorf("alert index key %x: %w", ck, boltfile.ErrCorrupt)
 		}
 		pruned := !c.PruneCreatedBefore.IsZero() && keyMs(ck[1:9]) < cut
 		over := limit > 0 && n-uint64(len(del)) > uint64(limit)
@@ -207,14 +207,14 @@ func applyAlerts(tx *bolt.Tx, k record.Stream, c AlertChanges, limit int) (dropp
 	return dropped, b.SetSequence(n)
 }
 
-// readAlerts returns k's marks from tx.
-func readAlerts(tx *bolt.Tx, k record.Stream) (map[string]AlertMark, error) {
+// ReadAlerts returns from tx the marks of the stream whose key is key.
+func ReadAlerts(tx *bolt.Tx, key []byte) (map[string]AlertMark, error) {
 	out := map[string]AlertMark{}
 	root := tx.Bucket(bucketAlerts)
 	if root == nil {
 		return out, nil // a file of a version before the alert marks
 	}
-	b := root.Bucket(encodeKey(k))
+	b := root.Bucket(key)
 	if b == nil {
 		return out, nil
 	}
@@ -224,7 +224,7 @@ func readAlerts(tx *bolt.Tx, k record.Stream) (map[string]AlertMark, error) {
 	for ck, v := cur.First(); ck != nil; ck, v = cur.Next() {
 		switch {
 		case v == nil && b.Bucket(ck) != nil:
-			return nil, fmt.Errorf("unexpected bucket %q among the alert marks: %w", ck, ErrCorrupt)
+			return nil, fmt.Errorf("unexpected bucket %q among the alert marks: %w", ck, boltfile.ErrCorrupt)
 		case ck[0] == alertByCreated:
 			indexed++
 		case ck[0] == alertByUUID && len(ck) > 1:
@@ -234,11 +234,11 @@ func readAlerts(tx *bolt.Tx, k record.Stream) (map[string]AlertMark, error) {
 			}
 			out[string(ck[1:])] = AlertMark{Update: timeOfMs(u), Create: timeOfMs(c)}
 		default:
-			return nil, fmt.Errorf("unexpected key %x among the alert marks: %w", ck, ErrCorrupt)
+			return nil, fmt.Errorf("unexpected key %x among the alert marks: %w", ck, boltfile.ErrCorrupt)
 		}
 	}
 	if uint64(len(out)) != b.Sequence() || indexed != b.Sequence() {
-		return nil, fmt.Errorf("alert marks hold %d alerts and %d index keys, their count says %d: %w", len(out), indexed, b.Sequence(), ErrCorrupt)
+		return nil, fmt.Errorf("alert marks hold %d alerts and %d index keys, their count says %d: %w", len(out), indexed, b.Sequence(), boltfile.ErrCorrupt)
 	}
 	return out, nil
 }

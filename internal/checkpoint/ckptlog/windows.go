@@ -1,4 +1,4 @@
-package checkpoint
+package ckptlog
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/checkpoint/boltfile"
 )
 
 // Window is one entry of a stream's window log: a window whose every page
@@ -74,7 +74,8 @@ func (c *WindowChanges) Merge(later WindowChanges) {
 	}
 }
 
-func (c WindowChanges) empty() bool {
+// Empty reports whether c changes nothing.
+func (c WindowChanges) Empty() bool {
 	return len(c.Delete) == 0 && len(c.Put) == 0 && c.PruneBefore.IsZero()
 }
 
@@ -112,7 +113,9 @@ func keyTime(b []byte) time.Time {
 	return time.Unix(0, int64(binary.BigEndian.Uint64(b)^(1<<63))).UTC()
 }
 
-func validWindow(w Window) error {
+// ValidWindow returns an error when w cannot be stored: a zero or empty
+// window, one outside the times a key can hold, a negative count or stage.
+func ValidWindow(w Window) error {
 	switch {
 	case w.Start.IsZero() || w.End.IsZero():
 		return fmt.Errorf("window [%v, %v): a bound is zero", w.Start, w.End)
@@ -138,10 +141,10 @@ func encodeWindow(w Window) ([]byte, error) {
 }
 
 // decodeWindow decodes the value stored under key; a value it cannot read
-// is an error wrapping ErrCorrupt or ErrUnknownVersion.
+// is an error wrapping boltfile.ErrCorrupt or boltfile.ErrUnknownVersion.
 func decodeWindow(key, b []byte) (Window, error) {
 	if len(key) != 8 {
-		return Window{}, fmt.Errorf("window key %x is not 8 bytes: %w", key, ErrCorrupt)
+		return Window{}, fmt.Errorf("window key %x is not 8 bytes: %w", key, boltfile.ErrCorrupt)
 	}
 	if err := checkVersion(b, windowVersion); err != nil {
 		return Window{}, fmt.Errorf("window %s: %w", keyTime(key).Format(time.RFC3339Nano), err)
@@ -150,12 +153,12 @@ func decodeWindow(key, b []byte) (Window, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil || dec.More() {
-		return Window{}, fmt.Errorf("window %s: undecodable value: %w", keyTime(key).Format(time.RFC3339Nano), ErrCorrupt)
+		return Window{}, fmt.Errorf("window %s: undecodable value: %w", keyTime(key).Format(time.RFC3339Nano), boltfile.ErrCorrupt)
 	}
 	out := Window{Start: utc(w.Start), End: utc(w.End), Count: w.Count, Digest: w.Digest, FetchedAt: utc(w.FetchedAt), Stage: w.Stage}
-	if !out.Start.Equal(keyTime(key)) || validWindow(out) != nil {
+	if !out.Start.Equal(keyTime(key)) || ValidWindow(out) != nil {
 		return Window{}, fmt.Errorf("window %s: value [%v, %v) count %d stage %d does not fit its key: %w",
-			keyTime(key).Format(time.RFC3339Nano), out.Start, out.End, out.Count, out.Stage, ErrCorrupt)
+			keyTime(key).Format(time.RFC3339Nano), out.Start, out.End, out.Count, out.Stage, boltfile.ErrCorrupt)
 	}
 	return out, nil
 }
@@ -167,30 +170,30 @@ func checkVersion(b []byte, want int) error {
 		V *int `json:"v"`
 	}
 	if err := json.Unmarshal(b, &head); err != nil {
-		return fmt.Errorf("undecodable value (%d bytes): %w: %w", len(b), ErrCorrupt, err)
+		return fmt.Errorf("undecodable value (%d bytes): %w: %w", len(b), boltfile.ErrCorrupt, err)
 	}
 	if head.V == nil {
-		return fmt.Errorf("value has no version field: %w", ErrCorrupt)
+		return fmt.Errorf("value has no version field: %w", boltfile.ErrCorrupt)
 	}
 	if *head.V != want {
-		return fmt.Errorf("value has version %d, this collector reads version %d: %w", *head.V, want, ErrUnknownVersion)
+		return fmt.Errorf("value has version %d, this collector reads version %d: %w", *head.V, want, boltfile.ErrUnknownVersion)
 	}
 	return nil
 }
 
-// applyWindows applies c to k's log in tx. The stream's bucket holds one
+// ApplyWindows applies c in tx to the log of the stream whose key is key
+// (the caller's encoding of the stream). The stream's bucket holds one
 // key per entry (timeKey of its start); its sequence is the number of
 // entries, kept so that the bound needs no count of the keys. It returns
 // how many entries the bound dropped.
-func applyWindows(tx *bolt.Tx, k record.Stream, c WindowChanges, limit int) (dropped int, err error) {
-	if c.empty() {
+func ApplyWindows(tx *bolt.Tx, key []byte, c WindowChanges, limit int) (dropped int, err error) {
+	if c.Empty() {
 		return 0, nil
 	}
 	root := tx.Bucket(bucketWindows)
 	if root == nil {
-		return 0, fmt.Errorf("no windows bucket: %w", ErrCorrupt)
+		return 0, fmt.Errorf("no windows bucket: %w", boltfile.ErrCorrupt)
 	}
-	key := encodeKey(k)
 	b := root.Bucket(key)
 	if b == nil {
 		if len(c.Put) == 0 {
@@ -260,20 +263,21 @@ func applyWindows(tx *bolt.Tx, k record.Stream, c WindowChanges, limit int) (dro
 	return dropped, b.SetSequence(n)
 }
 
-// readWindows returns k's log from tx, sorted by start.
-func readWindows(tx *bolt.Tx, k record.Stream) ([]Window, error) {
+// ReadWindows returns from tx the log of the stream whose key is key,
+// sorted by start.
+func ReadWindows(tx *bolt.Tx, key []byte) ([]Window, error) {
 	root := tx.Bucket(bucketWindows)
 	if root == nil {
 		return nil, nil // a file of a version before the window log
 	}
-	b := root.Bucket(encodeKey(k))
+	b := root.Bucket(key)
 	if b == nil {
 		return nil, nil
 	}
 	out := make([]Window, 0, b.Sequence())
 	err := b.ForEach(func(key, v []byte) error {
 		if v == nil {
-			return fmt.Errorf("unexpected bucket %q in the window log: %w", key, ErrCorrupt)
+			return fmt.Errorf("unexpected bucket %q in the window log: %w", key, boltfile.ErrCorrupt)
 		}
 		w, err := decodeWindow(key, v)
 		if err != nil {
@@ -286,7 +290,7 @@ func readWindows(tx *bolt.Tx, k record.Stream) ([]Window, error) {
 		return nil, err
 	}
 	if uint64(len(out)) != b.Sequence() {
-		return nil, fmt.Errorf("window log holds %d entries, its count says %d: %w", len(out), b.Sequence(), ErrCorrupt)
+		return nil, fmt.Errorf("window log holds %d entries, its count says %d: %w", len(out), b.Sequence(), boltfile.ErrCorrupt)
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package source
+package revisit
 
 import (
 	"context"
@@ -9,7 +9,8 @@ import (
 
 	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
-	"github.com/svcexport/collector/internal/source/alerttrack"
+	"github.com/svcexport/collector/internal/source/pagescan"
+	"github.com/svcexport/collector/internal/source/pollmetrics"
 	"github.com/svcexport/collector/internal/window"
 )
 
@@ -42,141 +43,139 @@ func (l wlog) list() []recheck.Window {
 }
 
 // rechecking reports whether the poller logs windows and rechecks them.
-func (p *Poller) rechecking() bool {
-	return p.cfg.Recheck.Enabled() && p.cfg.RecheckLimiter != nil
+func (r *Runner) rechecking() bool {
+	return r.cfg.Recheck.Enabled() && r.cfg.Limiter != nil
 }
 
-// newDigest returns the digest an edge window's walk fills, nil when the
+// NewDigest returns the digest an edge window's walk fills, nil when the
 // window is not logged with one.
-func (p *Poller) newDigest() *record.Digest {
-	if !p.rechecking() || !p.cfg.Spec.Edge {
+func (r *Runner) NewDigest() *record.Digest {
+	if !r.rechecking() || !r.cfg.Spec.Edge {
 		return nil
 	}
 	return &record.Digest{}
 }
 
-// loadLog takes the window log and alert marks of the cursor Run starts
-// from.
-func (p *Poller) loadLog(c Cursor) {
-	if p.wlog == nil {
-		p.wlog = wlog{}
-		for _, w := range c.Log {
-			p.wlog[w.Start] = w
-		}
-	}
-	if p.alerts != nil && !p.marksLoaded {
-		p.marksLoaded = true
-		for id, m := range c.Alerts {
-			p.alerts.Seed(id, alertMark(m))
-		}
-	}
-}
-
-// logWindow adds the log entry of window w, walked whole as chain, to lc:
-// its count when fetched is the first page's totalRows, at most the rows
-// the chain delivered (an entry's count must never exceed what was
+// LogWindow adds the log entry of window w, walked whole, to lc: its
+// count when fetched is the first page's totalRows (total; 0 unknown), at
+// most the rows the chain delivered (an entry's count must never exceed what was
 // delivered, or a record could hide behind it), or the rows of a chain
 // resumed without its first page; an edge window's count and digest are
-// those of the envelopes delivered.
-func (r *run) logWindow(lc *LogChanges, w window.Window, o walkOpts, chain Chain) {
-	p := r.p
-	if !p.rechecking() {
+// those of the envelopes delivered (dig). rows is what the chain
+// delivered, started when its first page was served (zero: unknown).
+func (r *Runner) LogWindow(lc *LogChanges, w window.Window, total, rows int64, dig *record.Digest, started time.Time) {
+	if !r.rechecking() {
 		return
 	}
-	count := chain.Rows
-	if o.total > 0 {
-		count = min(o.total, chain.Rows)
+	count := rows
+	if total > 0 {
+		count = min(total, rows)
 	}
 	digest := ""
-	if o.dig != nil {
-		count, digest = o.dig.Count, o.dig.Hex()
+	if dig != nil {
+		count, digest = dig.Count, dig.Hex()
 	}
-	fetched := chain.Started
+	fetched := started
 	if fetched.IsZero() {
-		fetched = p.clk.Now()
+		fetched = r.cfg.Clock.Now()
 	}
-	cfg := p.cfg.Recheck
+	cfg := r.cfg.Recheck
 	e := cfg.Entry(w.Start, w.End, count, digest, fetched)
-	lc.PruneBefore = cfg.PruneBefore(p.clk.Now())
+	lc.PruneBefore = cfg.PruneBefore(r.cfg.Clock.Now())
 	if cfg.Done(e) {
 		return
 	}
-	p.wlog[e.Start] = e
+	r.wlog[e.Start] = e
 	lc.Put = append(lc.Put, e)
 }
 
 // prune drops the entries past the horizon from the poller's copy and
 // counts those that still had a recheck to go.
-func (p *Poller) prune(now time.Time) {
-	cfg := p.cfg.Recheck
-	if n := len(cfg.Expired(p.wlog.list(), now)); n > 0 {
-		p.cfg.RecheckMetrics.Expired(p.Stream(), n)
-		p.log.Warn("windows left the recheck log with rechecks still to go: the recheck share could not afford them",
+func (r *Runner) prune(now time.Time) {
+	cfg := r.cfg.Recheck
+	if n := len(cfg.Expired(r.wlog.list(), now)); n > 0 {
+		r.cfg.RecheckMetrics.Expired(r.cfg.Stream, n)
+		r.log.Warn("windows left the recheck log with rechecks still to go: the recheck share could not afford them",
 			"windows", n, "horizon", cfg.HorizonOrDefault().String())
 	}
 	cut := cfg.PruneBefore(now)
-	for s, w := range p.wlog {
+	for s, w := range r.wlog {
 		if !w.End.After(cut) {
-			delete(p.wlog, s)
+			delete(r.wlog, s)
 		}
 	}
 }
 
 // setPending publishes the windows with a recheck due.
-func (p *Poller) setPending(n int) {
-	p.cfg.RecheckMetrics.SetPending(p.Stream(), n)
-	p.mu.Lock()
-	p.snap.RecheckPending = n
-	p.mu.Unlock()
+func (r *Runner) setPending(n int) {
+	r.cfg.RecheckMetrics.SetPending(r.cfg.Stream, n)
+	r.pending.Store(int64(n))
 }
 
 // errRecheckBudget stops the rechecks of one step: the share or the time
 // given to them is spent.
 var errRecheckBudget = errors.New("recheck budget spent")
 
-// recheck asks again the windows due, oldest first, while the share and
-// the step's time allow (see the comment at the top of the file).
-func (r *run) recheck(ctx context.Context) error {
-	p := r.p
-	if !p.rechecking() {
+// emitFailed marks an error of Asker.Emit: it ends the run.
+type emitFailed struct{ err error }
+
+func (e *emitFailed) Error() string { return e.err.Error() }
+func (e *emitFailed) Unwrap() error { return e.err }
+
+// emit is a.Emit, its error marked as one that ends the run.
+func emit(ctx context.Context, a Asker, w window.Window, idx int, records []json.RawMessage, received time.Time, lc *LogChanges) error {
+	if err := a.Emit(ctx, w, idx, records, received, lc); err != nil {
+		return &emitFailed{err}
+	}
+	return nil
+}
+
+// Recheck asks again through a the windows due, oldest first, while the
+// share and the step's time allow (see the comment at the top of the
+// file). It returns an error only when the run must end: ctx ended, or
+// Emit failed (its error as is); a failed recheck is counted, logged and
+// asked again at the next step.
+func (r *Runner) Recheck(ctx context.Context, a Asker) error {
+	if !r.rechecking() {
 		return nil
 	}
-	now := p.clk.Now()
-	p.prune(now)
-	cfg := p.cfg.Recheck
-	units := cfg.Due(p.wlog.list(), now)
-	defer func() { p.setPending(cfg.Pending(p.wlog.list(), p.clk.Now())) }()
+	now := r.cfg.Clock.Now()
+	r.prune(now)
+	cfg := r.cfg.Recheck
+	units := cfg.Due(r.wlog.list(), now)
+	defer func() { r.setPending(cfg.Pending(r.wlog.list(), r.cfg.Clock.Now())) }()
 	if len(units) == 0 {
 		return nil
 	}
 	// At most half an interval: the next window is due an interval
 	// after the stream caught up, and the step sleeps only the rest.
-	rctx, cancel := context.WithTimeout(ctx, max(p.cfg.Settings.Interval/2, time.Second))
+	rctx, cancel := context.WithTimeout(ctx, max(r.cfg.Settings.Interval/2, time.Second))
 	defer cancel()
-	r.rechecks = true
-	defer func() { r.rechecks = false }()
 	for _, u := range units {
 		if rctx.Err() != nil {
 			break
 		}
 		var err error
 		if u.Edge() {
-			err = r.recheckEdge(rctx, u)
+			err = r.recheckEdge(rctx, a, u)
 		} else {
-			err = r.recheckCore(rctx, u)
+			err = r.recheckCore(rctx, a, u)
 		}
+		var ef *emitFailed
 		switch {
 		case err == nil:
 			continue
 		case errors.Is(err, errRecheckBudget), ctx.Err() == nil && rctx.Err() != nil:
 			return nil
-		case errors.As(err, new(*emitError)), ctx.Err() != nil:
+		case errors.As(err, &ef):
+			return ef.err
+		case ctx.Err() != nil:
 			return err
 		}
 		// A failed recheck leaves its windows as they are: they are
 		// due again at the next step.
-		p.m.PollError(p.cfg.Spec.Name, p.cfg.Account, errorKind(err))
-		p.log.Warn("recheck failed; asked again later", "window_start", record.FormatTime(u.Start()),
+		r.m.PollError(r.cfg.Stream.Source, r.cfg.Stream.Account, pollmetrics.ErrorKind(err))
+		r.log.Warn("recheck failed; asked again later", "window_start", record.FormatTime(u.Start()),
 			"window_end", record.FormatTime(u.End()), "err", err.Error())
 		return nil
 	}
@@ -184,24 +183,38 @@ func (r *run) recheck(ctx context.Context) error {
 }
 
 // allow asks the limiter for one recheck request.
-func (p *Poller) allow() error {
-	if !p.cfg.RecheckLimiter.Allow() {
+func (r *Runner) allow() error {
+	if !r.cfg.Limiter.Allow() {
 		return errRecheckBudget
 	}
 	return nil
 }
 
+// fetched is a page asked again: its body and when it arrived.
+type fetched struct {
+	body     pagescan.Body
+	received time.Time
+}
+
+// fetch asks page idx of w through a as a recheck.
+func fetch(ctx context.Context, a Asker, w window.Window, next string, idx int) (*fetched, error) {
+	body, received, err := a.Fetch(ctx, w, next, idx, true)
+	if err != nil {
+		return nil, err
+	}
+	return &fetched{body: body, received: received}, nil
+}
+
 // recheckCore narrows a core unit by counts and fetches again what grew.
-func (r *run) recheckCore(ctx context.Context, u recheck.Unit) error {
-	p := r.p
+func (r *Runner) recheckCore(ctx context.Context, a Asker, u recheck.Unit) error {
 	n := u.Narrow()
 	firsts := map[[2]time.Time]*fetched{}
 	for q, ok := n.Next(); ok; q, ok = n.Next() {
-		if err := p.allow(); err != nil {
+		if err := r.allow(); err != nil {
 			return err
 		}
 		w := window.Window{Start: q.Start, End: q.End}
-		f, err := r.fetch(ctx, w, "", 0)
+		f, err := fetch(ctx, a, w, "", 0)
 		if err != nil {
 			return err
 		}
@@ -216,11 +229,11 @@ func (r *run) recheckCore(ctx context.Context, u recheck.Unit) error {
 	res := n.Result()
 	for _, f := range res.Refetch {
 		first := firsts[[2]time.Time{f.Start(), f.End()}]
-		if err := r.refetch(ctx, f, first); err != nil {
+		if err := r.refetch(ctx, a, f, first); err != nil {
 			return err
 		}
 	}
-	return r.settle(ctx, u, res)
+	return r.settle(ctx, a, u, res)
 }
 
 // refetch fetches the range of f again whole, from first when its count
@@ -228,47 +241,45 @@ func (r *run) recheckCore(ctx context.Context, u recheck.Unit) error {
 // the last carries f's log update. Pages of a range found grown are
 // fetched whatever the limiter says (what was counted is recovered); they
 // still count against the share.
-func (r *run) refetch(ctx context.Context, f recheck.Refetch, first *fetched) error {
-	p := r.p
+func (r *Runner) refetch(ctx context.Context, a Asker, f recheck.Refetch, first *fetched) error {
 	w := window.Window{Start: f.Start(), End: f.End()}
 	pg := first
 	if pg == nil {
-		p.cfg.RecheckLimiter.Allow()
+		r.cfg.Limiter.Allow()
 		var err error
-		if pg, err = r.fetch(ctx, w, "", 0); err != nil {
+		if pg, err = fetch(ctx, a, w, "", 0); err != nil {
 			return err
 		}
 	}
 	for idx := 0; ; idx++ {
 		next := pg.body.Next
-		last := next == "" || idx+1 >= p.cfg.API.MaxPages
+		last := next == "" || idx+1 >= r.cfg.API.MaxPages
 		records, marks := pg.body.Records, map[string]AlertMark(nil)
-		if p.alerts != nil {
-			records, marks = p.changedAlerts(records)
+		if r.alerts != nil {
+			records, marks = r.changedAlerts(records)
 		}
 		lc := &LogChanges{Alerts: marks}
 		switch {
 		case last && next != "":
 			// Cut at max_pages: the entry keeps its old count, so the
 			// range is found grown again at the next point.
-			p.log.Warn("recheck refetch cut at api.max_pages; asked again at the next point", "window_start", record.FormatTime(w.Start),
+			r.log.Warn("recheck refetch cut at api.max_pages; asked again at the next point", "window_start", record.FormatTime(w.Start),
 				"window_end", record.FormatTime(w.End))
 		case last:
 			lc.Delete = f.Replaces
-			if !p.cfg.Recheck.Done(f.Entry) {
+			if !r.cfg.Recheck.Done(f.Entry) {
 				lc.Put = []recheck.Window{f.Entry}
 			}
 		}
-		ex := &emitExtra{log: func() *LogChanges { return lc }}
-		if err := r.emitRecords(ctx, w, idx, records, pg.received, r.cur, true, ex); err != nil {
+		if err := emit(ctx, a, w, idx, records, pg.received, lc); err != nil {
 			return err
 		}
 		if last {
 			return nil
 		}
-		p.cfg.RecheckLimiter.Allow()
+		r.cfg.Limiter.Allow()
 		var err error
-		if pg, err = r.fetch(ctx, w, next, idx+1); err != nil {
+		if pg, err = fetch(ctx, a, w, next, idx+1); err != nil {
 			return err
 		}
 	}
@@ -277,21 +288,20 @@ func (r *run) refetch(ctx context.Context, f recheck.Refetch, first *fetched) er
 // recheckEdge asks an edge unit whole (C6: no totalRows) and compares
 // each window's count and id digest; windows that differ are delivered
 // from the answer (for alerts: only the alerts that changed).
-func (r *run) recheckEdge(ctx context.Context, u recheck.Unit) error {
-	p := r.p
-	if err := p.allow(); err != nil {
+func (r *Runner) recheckEdge(ctx context.Context, a Asker, u recheck.Unit) error {
+	if err := r.allow(); err != nil {
 		return err
 	}
 	w := window.Window{Start: u.Start(), End: u.End()}
-	f, err := r.fetch(ctx, w, "", 0)
+	f, err := fetch(ctx, a, w, "", 0)
 	if err != nil {
 		return err
 	}
-	if len(f.body.Records) >= p.cfg.Edge.MaxRows {
-		p.log.Warn("edge recheck answer full; its windows are compared as far as it goes", "window_start", record.FormatTime(w.Start),
+	if len(f.body.Records) >= r.cfg.Edge.MaxRows {
+		r.log.Warn("edge recheck answer full; its windows are compared as far as it goes", "window_start", record.FormatTime(w.Start),
 			"window_end", record.FormatTime(w.End), "rows", len(f.body.Records))
 	}
-	envs, err := p.eb.build(f.body.Records, w, f.received)
+	envs, err := a.Envelopes(f.body.Records, w, f.received)
 	if err != nil {
 		return err
 	}
@@ -316,55 +326,53 @@ func (r *run) recheckEdge(ctx context.Context, u recheck.Unit) error {
 			recs = append(recs, f.body.Records[i])
 		}
 		lc := &LogChanges{Delete: rf.Replaces}
-		if !p.cfg.Recheck.Done(rf.Entry) {
+		if !r.cfg.Recheck.Done(rf.Entry) {
 			lc.Put = []recheck.Window{rf.Entry}
 		}
-		if p.alerts != nil {
-			recs, lc.Alerts = p.changedAlerts(recs)
+		if r.alerts != nil {
+			recs, lc.Alerts = r.changedAlerts(recs)
 		}
-		ex := &emitExtra{log: func() *LogChanges { return lc }}
 		rw := window.Window{Start: rf.Start(), End: rf.End()}
-		if err := r.emitRecords(ctx, rw, 0, recs, f.received, r.cur, true, ex); err != nil {
+		if err := emit(ctx, a, rw, 0, recs, f.received, lc); err != nil {
 			return err
 		}
 	}
-	return r.settle(ctx, u, res)
+	return r.settle(ctx, a, u, res)
 }
 
 // settle stores the unit's kept entries (stages advanced, shrinks) on an
 // empty Revisit page, updates the poller's copy of the log (refetched
 // entries were stored by their last pages), and counts.
-func (r *run) settle(ctx context.Context, u recheck.Unit, res recheck.Result) error {
-	p := r.p
+func (r *Runner) settle(ctx context.Context, a Asker, u recheck.Unit, res recheck.Result) error {
 	lc := &LogChanges{}
 	for _, up := range res.Keep {
 		lc.Delete = append(lc.Delete, up.Replaces...)
-		if !p.cfg.Recheck.Done(up.Entry) {
+		if !r.cfg.Recheck.Done(up.Entry) {
 			lc.Put = append(lc.Put, up.Entry)
 		}
 	}
 	for _, up := range append(slices.Clone(res.Keep), refetchUpdates(res.Refetch)...) {
 		for _, s := range up.Replaces {
-			delete(p.wlog, s)
+			delete(r.wlog, s)
 		}
-		if !p.cfg.Recheck.Done(up.Entry) {
-			p.wlog[up.Entry.Start] = up.Entry
+		if !r.cfg.Recheck.Done(up.Entry) {
+			r.wlog[up.Entry.Start] = up.Entry
 		}
 	}
 	for _, s := range res.Shrunk {
-		p.log.Warn("a rechecked window holds fewer records than when it was fetched (retention or deletion); logged, not fixed",
+		r.log.Warn("a rechecked window holds fewer records than when it was fetched (retention or deletion); logged, not fixed",
 			"window_start", record.FormatTime(s.Start), "window_end", record.FormatTime(s.End), "before", s.Before, "after", s.After)
 	}
 	if res.Recovered > 0 {
-		p.log.Info("recheck found late records and fetched them again", "window_start", record.FormatTime(u.Start()),
+		r.log.Info("recheck found late records and fetched them again", "window_start", record.FormatTime(u.Start()),
 			"window_end", record.FormatTime(u.End()), "rows", res.Recovered, "ranges", res.Grown(), "requests", res.Requests)
 	}
-	p.cfg.RecheckMetrics.Observe(p.Stream(), res)
+	r.cfg.RecheckMetrics.Observe(r.cfg.Stream, res)
 	if lc.Empty() {
 		return nil
 	}
 	w := window.Window{Start: u.Start(), End: u.End()}
-	return r.emitRecords(ctx, w, 0, nil, p.clk.Now(), r.cur, true, &emitExtra{log: func() *LogChanges { return lc }})
+	return emit(ctx, a, w, 0, nil, r.cfg.Clock.Now(), lc)
 }
 
 func refetchUpdates(fs []recheck.Refetch) []recheck.Update {
@@ -374,41 +382,3 @@ func refetchUpdates(fs []recheck.Refetch) []recheck.Update {
 	}
 	return out
 }
-
-// observeAlerts remembers the alerts of records and returns the marks of
-// those new or updated, for the page that delivers them to store.
-func (p *Poller) observeAlerts(records []json.RawMessage) map[string]AlertMark {
-	var marks map[string]AlertMark
-	for _, rec := range records {
-		if id, m, changed := p.alerts.ObserveMark(rec); changed && id != "" {
-			if marks == nil {
-				marks = map[string]AlertMark{}
-			}
-			marks[id] = AlertMark(m)
-		}
-	}
-	return marks
-}
-
-// changedAlerts returns the alerts of records that are new or updated
-// since last emitted, and their marks.
-func (p *Poller) changedAlerts(records []json.RawMessage) ([]json.RawMessage, map[string]AlertMark) {
-	var out []json.RawMessage
-	var marks map[string]AlertMark
-	for _, rec := range records {
-		id, m, changed := p.alerts.ObserveMark(rec)
-		if !changed {
-			continue
-		}
-		out = append(out, rec)
-		if id != "" {
-			if marks == nil {
-				marks = map[string]AlertMark{}
-			}
-			marks[id] = AlertMark(m)
-		}
-	}
-	return out, marks
-}
-
-func alertMark(m AlertMark) alerttrack.Mark { return alerttrack.Mark(m) }

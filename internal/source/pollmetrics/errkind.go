@@ -1,0 +1,33 @@
+package pollmetrics
+
+import (
+	"errors"
+
+	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/api/origin"
+)
+
+// ErrorKind is the kind label of collector_poll_errors_total for a failed
+// poll: origin, body_too_large, auth, forbidden, bad_request,
+// nextpage_expired, permanent or transient.
+func ErrorKind(err error) string {
+	var se *api.StatusError
+	switch {
+	case errors.As(err, new(*origin.Error)):
+		return "origin"
+	case api.IsBodyTooLarge(err):
+		return "body_too_large"
+	case errors.As(err, &se) && se.Status == 401:
+		return "auth"
+	case errors.As(err, &se) && se.Status == 403:
+		return "forbidden"
+	case errors.As(err, &se) && se.Status == 400:
+		return "bad_request"
+	case api.IsNextPageExpired(err):
+		return "nextpage_expired"
+	case api.IsPermanent(err):
+		return "permanent"
+	default:
+		return "transient"
+	}
+}
