@@ -24,10 +24,11 @@ import (
 // asked whole and compared. Pages of rechecks are Revisit pages: they
 // carry records and log changes, never move the cursor. Rechecks never
 // delay the stream's newest window: they run only when the stream is
-// caught up, within half an interval taken from the wait for the next window, ask with backfill
-// priority (below every fresh window of the budget) under a deadline of
-// that half interval, and stay under their share of the functionality's
-// budget (recheck.Limiter).
+// caught up, in the wait for the next window: their counts are asked
+// within half an interval, with recheck priority (below every fresh
+// window of the budget, above backfill), and stay under their share of
+// the functionality's budget (recheck.Limiter); a range found grown is
+// then fetched to its end, so that a long refetch never starts over.
 
 // wlog is a poller's copy of its window log: the entries as emitted
 // (committed or on their way), by start. Only Run's goroutine uses it.
@@ -157,9 +158,9 @@ func (r *Runner) Recheck(ctx context.Context, a Asker) error {
 		}
 		var err error
 		if u.Edge() {
-			err = r.recheckEdge(rctx, a, u)
+			err = r.recheckEdge(ctx, rctx, a, u)
 		} else {
-			err = r.recheckCore(rctx, a, u)
+			err = r.recheckCore(ctx, rctx, a, u)
 		}
 		var ef *emitFailed
 		switch {
@@ -205,8 +206,12 @@ func fetch(ctx context.Context, a Asker, w window.Window, next string, idx int) 
 	return &fetched{body: body, received: received}, nil
 }
 
-// recheckCore narrows a core unit by counts and fetches again what grew.
-func (r *Runner) recheckCore(ctx context.Context, a Asker, u recheck.Unit) error {
+// recheckCore narrows a core unit by counts, asked within rctx (the time
+// the step gives rechecks), and fetches again what grew within ctx: a
+// range found grown is fetched to its end once counted, whatever the
+// step's deadline, or a refetch longer than the deadline (a large window
+// of a first backfill) would start over at every step and never end.
+func (r *Runner) recheckCore(ctx, rctx context.Context, a Asker, u recheck.Unit) error {
 	n := u.Narrow()
 	firsts := map[[2]time.Time]*fetched{}
 	for q, ok := n.Next(); ok; q, ok = n.Next() {
@@ -214,7 +219,7 @@ func (r *Runner) recheckCore(ctx context.Context, a Asker, u recheck.Unit) error
 			return err
 		}
 		w := window.Window{Start: q.Start, End: q.End}
-		f, err := fetch(ctx, a, w, "", 0)
+		f, err := fetch(rctx, a, w, "", 0)
 		if err != nil {
 			return err
 		}
@@ -285,15 +290,16 @@ func (r *Runner) refetch(ctx context.Context, a Asker, f recheck.Refetch, first 
 	}
 }
 
-// recheckEdge asks an edge unit whole (C6: no totalRows) and compares
-// each window's count and id digest; windows that differ are delivered
-// from the answer (for alerts: only the alerts that changed).
-func (r *Runner) recheckEdge(ctx context.Context, a Asker, u recheck.Unit) error {
+// recheckEdge asks an edge unit whole (C6: no totalRows) within rctx and
+// compares each window's count and id digest; windows that differ are
+// delivered from the answer (for alerts: only the alerts that changed)
+// within ctx.
+func (r *Runner) recheckEdge(ctx, rctx context.Context, a Asker, u recheck.Unit) error {
 	if err := r.allow(); err != nil {
 		return err
 	}
 	w := window.Window{Start: u.Start(), End: u.End()}
-	f, err := fetch(ctx, a, w, "", 0)
+	f, err := fetch(rctx, a, w, "", 0)
 	if err != nil {
 		return err
 	}
