@@ -122,18 +122,9 @@ func ApplyAlerts(tx *bolt.Tx, key []byte, c AlertChanges, limit int) (dropped in
 	if c.Empty() {
 		return 0, nil
 	}
-	root := tx.Bucket(bucketAlerts)
-	if root == nil {
-		return 0, fmt.Errorf("no alerts bucket: %w", boltfile.ErrCorrupt)
-	}
-	b := root.Bucket(key)
-	if b == nil {
-		if len(c.Put) == 0 {
-			return 0, nil
-		}
-		if b, err = root.CreateBucket(key); err != nil {
-			return 0, err
-		}
+	b, err := streamBucket(tx, bucketAlerts, key, len(c.Put) > 0)
+	if b == nil || err != nil {
+		return 0, err
 	}
 	// Keys go in in order, the index ('c') before the marks ('u'): bbolt
 	// inserts into a node's sorted slice, and ten thousand inserts in the
@@ -202,7 +193,7 @@ func ApplyAlerts(tx *bolt.Tx, key []byte, c AlertChanges, limit int) (dropped in
 	}
 	n -= uint64(len(del))
 	if n == 0 {
-		return dropped, root.DeleteBucket(key)
+		return dropped, tx.Bucket(bucketAlerts).DeleteBucket(key)
 	}
 	return dropped, b.SetSequence(n)
 }

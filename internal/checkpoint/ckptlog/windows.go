@@ -190,18 +190,9 @@ func ApplyWindows(tx *bolt.Tx, key []byte, c WindowChanges, limit int) (dropped 
 	if c.Empty() {
 		return 0, nil
 	}
-	root := tx.Bucket(bucketWindows)
-	if root == nil {
-		return 0, fmt.Errorf("no windows bucket: %w", boltfile.ErrCorrupt)
-	}
-	b := root.Bucket(key)
-	if b == nil {
-		if len(c.Put) == 0 {
-			return 0, nil
-		}
-		if b, err = root.CreateBucket(key); err != nil {
-			return 0, err
-		}
+	b, err := streamBucket(tx, bucketWindows, key, len(c.Put) > 0)
+	if b == nil || err != nil {
+		return 0, err
 	}
 	n := b.Sequence()
 	for _, s := range c.Delete {
@@ -258,7 +249,7 @@ func ApplyWindows(tx *bolt.Tx, key []byte, c WindowChanges, limit int) (dropped 
 	}
 	n -= uint64(len(del))
 	if n == 0 {
-		return dropped, root.DeleteBucket(key)
+		return dropped, tx.Bucket(bucketWindows).DeleteBucket(key)
 	}
 	return dropped, b.SetSequence(n)
 }
@@ -293,4 +284,18 @@ func ReadWindows(tx *bolt.Tx, key []byte) ([]Window, error) {
 		return nil, fmt.Errorf("window log holds %d entries, its count says %d: %w", len(out), b.Sequence(), boltfile.ErrCorrupt)
 	}
 	return out, nil
+}
+
+// streamBucket returns the bucket of the stream whose key is key under
+// the root bucket root, created when create is set; nil (and no error)
+// when it does not exist and create is not set.
+func streamBucket(tx *bolt.Tx, root, key []byte, create bool) (*bolt.Bucket, error) {
+	r := tx.Bucket(root)
+	if r == nil {
+		return nil, fmt.Errorf("no %s bucket: %w", root, boltfile.ErrCorrupt)
+	}
+	if b := r.Bucket(key); b != nil || !create {
+		return b, nil
+	}
+	return r.CreateBucket(key)
 }
