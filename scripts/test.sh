@@ -8,9 +8,11 @@
 #                          cmd/kafkabroker (the tests start it themselves)
 #   Kafka consumer:        Debian's kcat (librdkafka), read-back in the tests
 #   ClickHouse:            a 26.x engine from the npm package @chdb/lib-linux-x64-gnu,
-#                          served by our cmd/chserver (scripts/clickhouse.sh)
+#                          served by our cmd/chserver: each test binary that
+#                          needs one starts its own (CHDB_LIB), so that one
+#                          package's load never takes another's server down
 #
-# Options: FUZZTIME (default 10s per target), GOTESTFLAGS (extra go test flags).
+# Options: FUZZTIME (default 6s per target), GOTESTFLAGS (extra go test flags).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,9 +29,12 @@ go version
 
 step "ClickHouse server (npm @chdb/lib-linux-x64-gnu, cmd/chserver)"
 scripts/clickhouse.sh install
-scripts/clickhouse.sh start
-trap 'scripts/clickhouse.sh stop || true' EXIT
-eval "$(scripts/clickhouse.sh env)"
+# Only the library: internal/testinfra/chtest starts one server per test
+# binary from it, on free ports, and stops it when the binary ends.
+CHDB_LIB="$(pwd)/.cache/chdb/node_modules/@chdb/lib-linux-x64-gnu/libchdb.so"
+export CHDB_LIB
+unset CHTEST_CLICKHOUSE_NATIVE CHTEST_CLICKHOUSE_HTTP
+ls -l "$CHDB_LIB"
 
 step "gofmt and go vet"
 unformatted=$(gofmt -l $(git ls-files '*.go') 2>/dev/null || true)
@@ -40,7 +45,9 @@ go vet ./...
 
 step "tests (race detector)"
 # shellcheck disable=SC2086
-go test -race -count=1 -timeout 40m ${GOTESTFLAGS:-} ./...
+# -parallel 4: most end-to-end scenarios wait on a daemon for minutes
+# (late data, rechecks, kills), not on the CPU.
+go test -race -count=1 -timeout 40m -parallel 4 ${GOTESTFLAGS:-} ./...
 
 # --- Helm chart and kustomize base (a module of its own: deploy/helm/test) ---
 step "Helm chart and kustomize base, rendered by their engines (deploy/helm/test)"

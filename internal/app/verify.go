@@ -131,7 +131,7 @@ func Verify(ctx context.Context, cfg config.Config, o Options, vo VerifyOptions)
 		}
 	}
 
-	delivered, closeSink, err := deliveredOf(sc, plan, cfg.Accounts, o)
+	delivered, closeSink, err := deliveredOf(sc, plan, o)
 	if err != nil {
 		return VerifyUsage, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -115,11 +114,9 @@ func (c *apiCounter) CountOnce(ctx context.Context, k record.Stream, start, end 
 }
 
 // deliveredOf is the counter of what sink sc delivered, and what closes
-// it. accounts are the configured accounts: the Kafka sink names an edge
-// record's topic after its envelope account (C6: each edge record names
-// its own), so an edge stream is read from the topics of every one of
-// them too.
-func deliveredOf(sc config.SinkConfig, p verify.Plan, accounts []string, o Options) (verify.Delivered, func(), error) {
+// it. The Kafka sink names a topic after the stream (an edge stream: its
+// edge.account, C6), so the plan's streams name every topic to read.
+func deliveredOf(sc config.SinkConfig, p verify.Plan, o Options) (verify.Delivered, func(), error) {
 	switch sc.Type {
 	case config.SinkFile:
 		return verify.FileSink{Dir: sc.File.Dir}, func() {}, nil
@@ -130,15 +127,7 @@ func deliveredOf(sc config.SinkConfig, p verify.Plan, accounts []string, o Optio
 		}
 		return verify.ClickHouse{Conn: conn, Names: names, Timeout: sc.ClickHouse.QueryTimeout}, func() { _ = conn.Close() }, nil
 	case config.SinkKafka:
-		streams := streamsOf(p)
-		for _, k := range slices.Clone(streams) {
-			if spec, _ := catalog.LookupSpec(k.Source); spec.Edge {
-				for _, a := range append([]string{source.DefaultAccount}, accounts...) {
-					streams = append(streams, record.Stream{Source: k.Source, Account: a})
-				}
-			}
-		}
-		opts, topics, err := kafka.ReaderOpts(sc.Kafka, streams, o.Log)
+		opts, topics, err := kafka.ReaderOpts(sc.Kafka, streamsOf(p), o.Log)
 		if err != nil {
 			return nil, nil, sc.KeyedError(err)
 		}

@@ -268,6 +268,7 @@ func (c Config) validateSinks() []error {
 				}
 			}
 		case SinkStdout:
+			errs = append(errs, s.KeyedError(s.Stdout.Validate()))
 			if stdout != "" {
 				errs = append(errs, &KeyError{Key: key + ".type", Msg: fmt.Sprintf("%s writes to standard output already: at most one stdout sink", stdout)})
 			}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -103,17 +102,20 @@ func scrapeSums(addr string, names ...string) map[string]float64 {
 var recheckSeries = []string{"collector_recheck_windows_total", "collector_recheck_windows_grown_total", "collector_recheck_rows_recovered_total",
 	"collector_recheck_requests_total", "collector_recheck_pending", "collector_recheck_windows_expired_total", "collector_recheck_rows_shrunk_total"}
 
-// sampleLags samples now - watermark of every stream each second until
-// stop, from the first moment all streams are within a minute of now.
-func sampleLags(addr string, only func(harness.Stream) bool, stop <-chan struct{}) *[]time.Duration {
-	var mu sync.Mutex
-	lags := &[]time.Duration{}
+// sampleLags samples now - watermark of every stream (only: those it
+// accepts) each second, counting streams within a minute of now, until
+// the function it returns is called, which stops the sampling and returns
+// the samples.
+func sampleLags(addr string, only func(harness.Stream) bool) (stop func() []time.Duration) {
+	var lags []time.Duration
+	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(done)
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
 		for {
 			select {
-			case <-stop:
+			case <-quit:
 				return
 			case <-tick.C:
 			}
@@ -123,13 +125,15 @@ func sampleLags(addr string, only func(harness.Stream) bool, stop <-chan struct{
 				if only != nil && !only(k) || s.Watermark.IsZero() || now.Sub(s.Watermark) > time.Minute {
 					continue
 				}
-				mu.Lock()
-				*lags = append(*lags, now.Sub(s.Watermark))
-				mu.Unlock()
+				lags = append(lags, now.Sub(s.Watermark))
 			}
 		}
 	}()
-	return lags
+	return func() []time.Duration {
+		close(quit)
+		<-done
+		return lags
+	}
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {
@@ -149,8 +153,7 @@ func runLate(t *testing.T, sim *apisim.Server, recheck string, d time.Duration) 
 	c := harness.New(t, harness.Config{Sim: sim, Start: start, Sources: []string{"dns"}, Lag: lateLag, Interval: lateInterval,
 		Recheck: recheck, Metrics: addr, NoFsync: true, Rate: harness.Rate{Limit: 600, Period: time.Minute}})
 	p := c.Start(t)
-	stopSampling := make(chan struct{})
-	lags := sampleLags(addr, nil, stopSampling)
+	stopSampling := sampleLags(addr, nil)
 	var m map[string]float64
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
@@ -159,13 +162,13 @@ func runLate(t *testing.T, sim *apisim.Server, recheck string, d time.Duration) 
 			m = s
 		}
 	}
-	close(stopSampling)
+	lags := stopSampling()
 	stop := time.Now()
 	if err := p.Stop(time.Minute); err != nil {
 		t.Fatalf("stop: %v\n%s", err, p.Tail(30))
 	}
 	out := c.ReadOutput(t)
-	r := lateRun{out: out, dups: out.Duplicates(), metrics: m, lags: *lags}
+	r := lateRun{out: out, dups: out.Duplicates(), metrics: m, lags: lags}
 	for _, ids := range out.IDs {
 		r.delivered += len(ids)
 	}
@@ -240,8 +243,7 @@ func TestRechecksBesideABackfillKeepTheNewestWindowFresh(t *testing.T) {
 	c := harness.New(t, harness.Config{Sim: sim, Start: start, Sources: []string{"dns"}, Lag: lateLag, Interval: lateInterval,
 		Recheck: "[1m, 3m]", Metrics: addr, NoFsync: true, PageRows: 500, Rate: harness.Rate{Limit: 60, Period: 10 * time.Second}})
 	p := c.Start(t)
-	stop := make(chan struct{})
-	lags := sampleLags(addr, func(k harness.Stream) bool { return k.Account == "acme" }, stop)
+	stopSampling := sampleLags(addr, func(k harness.Stream) bool { return k.Account == "acme" })
 	var m map[string]float64
 	var backfilling bool
 	for end := time.Now().Add(150 * time.Second); time.Now().Before(end); {
@@ -257,7 +259,7 @@ func TestRechecksBesideABackfillKeepTheNewestWindowFresh(t *testing.T) {
 			}
 		}
 	}
-	close(stop)
+	lags := stopSampling()
 	if err := p.Stop(time.Minute); err != nil {
 		t.Fatalf("stop: %v\n%s", err, p.Tail(30))
 	}
@@ -266,16 +268,16 @@ func TestRechecksBesideABackfillKeepTheNewestWindowFresh(t *testing.T) {
 		requests += cnt.Requests
 		limited += cnt.RateLimited
 	}
-	p50, p99, worst := percentile(*lags, 0.5), percentile(*lags, 0.99), percentile(*lags, 1)
-	t.Logf("acme newest-window lag p50 %v p99 %v max %v over %d samples; %d requests, %d 429; metrics %v", p50, p99, worst, len(*lags), requests, limited, m)
+	p50, p99, worst := percentile(lags, 0.5), percentile(lags, 0.99), percentile(lags, 1)
+	t.Logf("acme newest-window lag p50 %v p99 %v max %v over %d samples; %d requests, %d 429; metrics %v", p50, p99, worst, len(lags), requests, limited, m)
 	if !backfilling {
 		t.Fatalf("acme-dev was never backfilling: the rechecks had no competition")
 	}
 	if limited != 0 {
 		t.Errorf("%d answers were 429", limited)
 	}
-	if len(*lags) < 30 {
-		t.Fatalf("acme caught up for only %d samples", len(*lags))
+	if len(lags) < 30 {
+		t.Fatalf("acme caught up for only %d samples", len(lags))
 	}
 	// The watermark moves a window at a time: at most lag + interval
 	// behind, plus the fetch and the commit (margin 15s).

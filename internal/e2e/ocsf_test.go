@@ -196,7 +196,7 @@ func TestOCSFAndSASLConfigMistakesNameTheKey(t *testing.T) {
 			"sink.kafka.sasl.oauth.client_secret: must be set"},
 		{"an AWS secret without key id", kafkaSink("    sasl:\n      mechanism: AWS_MSK_IAM\n      aws:\n        secret_access_key: hunter2-aws\n"), 2,
 			"sink.kafka.sasl.aws.access_key_id: must be set"},
-		{"a token file that does not exist", kafkaSink("    sasl:\n      mechanism: OAUTHBEARER\n      oauth:\n        token_file: " + filepath.Join(dir, "none") + "\n"), 1,
+		{"a token file that does not exist", kafkaSink("    sasl:\n      mechanism: OAUTHBEARER\n      oauth:\n        token_file: " + filepath.Join(dir, "none") + "\n"), 2,
 			"sink.kafka.sasl.oauth.token_file: "},
 	} {
 		t.Run(c.name, func(t *testing.T) {

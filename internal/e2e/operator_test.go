@@ -157,7 +157,8 @@ func TestOperator_PrintLoadsBackTheSameConfigurationAndStreams(t *testing.T) {
 	if strings.Contains(first, "null") || strings.Contains(first, harness.Secret) {
 		t.Fatalf("the print holds null or a secret:\n%s", first)
 	}
-	streams := regexp.MustCompile(`(?m)^#   (dns|edge_alerts): \{accounts: \[acme, acme-dev\].*$`).FindAllString(first, -1)
+	// Edge sources are one stream per edge token (C6), under edge.account.
+	streams := regexp.MustCompile(`(?m)^#   (dns: \{accounts: \[acme, acme-dev\]|edge_alerts: \{accounts: \[edge\]).*$`).FindAllString(first, -1)
 	if len(streams) != 2 || !strings.Contains(streams[0], "max_window: 2h") {
 		t.Fatalf("stream lines %q in:\n%s", streams, first)
 	}
@@ -171,7 +172,7 @@ func TestOperator_PrintLoadsBackTheSameConfigurationAndStreams(t *testing.T) {
 	if code != 0 || second != first {
 		t.Fatalf("the print of the print differs (exit %d):\n%s\n---\n%s", code, first, second)
 	}
-	if code, out := harness.RunCLI(t, env, "check", "--config", printed); code != 0 || !strings.Contains(out, "ok    4 streams configured") {
+	if code, out := harness.RunCLI(t, env, "check", "--config", printed); code != 0 || !strings.Contains(out, "ok    3 streams configured") {
 		t.Fatalf("check of the printed file: exit %d\n%s", code, out)
 	}
 	// Without the secrets, the [redacted] placeholder is refused.

@@ -220,7 +220,15 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 			topics[i] = topics[i-1]
 			continue
 		}
-		t, err := s.topicFor(ctx, e.Source, e.Account)
+		// The topic is the stream's (the batch's): an edge stream is one
+		// per token under edge.account while each of its envelopes names
+		// its record's account (C6), which the topics checked at start
+		// cannot know.
+		source, account := e.Source, e.Account
+		if b.Source != "" {
+			source, account = b.Source, b.Account
+		}
+		t, err := s.topicFor(ctx, source, account)
 		if err != nil {
 			return sinkhelper.Delivered{}, s.fail(b, kindUnknownTopic, err)
 		}

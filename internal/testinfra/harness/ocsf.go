@@ -44,7 +44,8 @@ func ParseOCSFEvent(line []byte) (*OCSFEvent, error) {
 // ReadOCSFFileSink reads what the file sink wrote with format ocsf under
 // dir (DIR/SOURCE/ACCOUNT/*.ndjson[.gz][.part]): each line must be an OCSF
 // event of the stream its directory names (metadata.log_name is the
-// source); it is counted under its metadata.uid and record time, and
+// source); it is counted under its metadata.uid and record time, in the
+// account of its directory (an edge event: of its tenant_uid), and
 // handed to each (when not nil) for the caller's own checks (the schema,
 // raw_data). A line that fails fails tb.
 func ReadOCSFFileSink(tb testing.TB, dir string, each func(k Stream, ev *OCSFEvent, line []byte)) *Output {
@@ -95,10 +96,17 @@ func ReadOCSFFileSink(tb testing.TB, dir string, each func(k Stream, ev *OCSFEve
 			if ev.Metadata.LogName != source {
 				return fmt.Errorf("%s: event of %s in the directory of %s", path, ev.Metadata.LogName, source)
 			}
-			if each != nil {
-				each(k, ev, line)
+			rk := k
+			if strings.HasPrefix(source, "edge_") && ev.Metadata.TenantUID != "" {
+				// C6: an edge stream is one per token (its directory is
+				// edge.account); each record is its account_name's, which
+				// the event carries as tenant_uid, as the envelope does.
+				rk.Account = ev.Metadata.TenantUID
 			}
-			out.Add(k, ev.Metadata.UID, time.UnixMilli(ev.Time).UTC())
+			if each != nil {
+				each(rk, ev, line)
+			}
+			out.Add(rk, ev.Metadata.UID, time.UnixMilli(ev.Time).UTC())
 		}
 		return sc.Err()
 	})
