@@ -347,7 +347,19 @@ pipeline:
 	for harness.LiveState(metrics) == nil && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	time.Sleep(4 * time.Second) // the pipe and the buffer fill
+	// The pipe and the buffer fill: wait until file sink a stops growing
+	// (on a loaded machine that takes longer than on a quiet one).
+	for last, deadline := int64(-1), time.Now().Add(90*time.Second); ; {
+		time.Sleep(time.Second)
+		n := harness.CountLines(t, filepath.Join(out, "a"))
+		if n > 0 && n == last {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("file sink a never stopped growing (%d lines): the stalled sink does not hold it back\n%s", n, p.Tail(20))
+		}
+		last = n
+	}
 	mem := func() harness.ProcMem {
 		m, err := harness.ReadProcMem(p.PID())
 		if err != nil {
