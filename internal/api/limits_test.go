@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/ratelog"
+	"github.com/svcexport/collector/internal/testinfra/simtest"
 )
 
 // C5: a body announced over max_body_bytes is refused without reading
@@ -58,7 +59,7 @@ func TestClient_C4_HugeRateLimitResetIsClampedToThePeriod(t *testing.T) {
 		}
 		fmt.Fprint(w, `{"data":[]}`)
 	}
-	var logs syncBuffer
+	var logs simtest.SyncBuffer
 	c, _ := testClient(t, f, nil)
 	c.log = slogTo(&logs)
 	c.warn = ratelog.New(c.log, nil, time.Minute)

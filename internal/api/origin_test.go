@@ -16,6 +16,7 @@ import (
 
 	"github.com/svcexport/collector/internal/api/origin"
 	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/testinfra/simtest"
 )
 
 // originClient is a core client of base with the given allow-list and
@@ -49,7 +50,7 @@ func originClient(t *testing.T, base string, hc *http.Client, allowed []string, 
 // works, and an allowed origin is followed. The caller's http.Client is
 // not modified, and its own redirect policy still runs.
 func TestClient_C1_RedirectToAnotherOriginIsRefused(t *testing.T) {
-	other := newRecorder(t)
+	other := simtest.NewHeaderRecorder(t)
 	f := &fakeAPI{}
 	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
 		switch r.URL.Path {
@@ -60,7 +61,7 @@ func TestClient_C1_RedirectToAnotherOriginIsRefused(t *testing.T) {
 				http.Redirect(w, r, "/moved", http.StatusTemporaryRedirect)
 				return
 			}
-			http.Redirect(w, r, other.srv.URL+"/api/v2/CloudActivities", http.StatusTemporaryRedirect)
+			http.Redirect(w, r, other.URL+"/api/v2/CloudActivities", http.StatusTemporaryRedirect)
 		}
 	}
 	home := httptest.NewServer(f)
@@ -82,7 +83,7 @@ func TestClient_C1_RedirectToAnotherOriginIsRefused(t *testing.T) {
 	if !errors.As(err, &oe) || !oe.Redirect || !IsPermanent(err) {
 		t.Fatalf("err = %v, want a permanent redirect *origin.Error", err)
 	}
-	if n := len(other.seen()); n != 0 {
+	if n := len(other.Seen()); n != 0 {
 		t.Fatalf("the other origin got %d requests", n)
 	}
 	if calls != 0 {
@@ -98,11 +99,11 @@ func TestClient_C1_RedirectToAnotherOriginIsRefused(t *testing.T) {
 		t.Fatalf("the caller's http.Client was modified")
 	}
 
-	c2, _ := originClient(t, home.URL, hc, []string{other.srv.URL}, nil)
+	c2, _ := originClient(t, home.URL, hc, []string{other.URL}, nil)
 	if err := fetch(c2, "other"); err != nil {
 		t.Fatalf("redirect to an allowed origin: %v", err)
 	}
-	if hs := other.seen(); len(hs) != 1 || !strings.HasPrefix(hs[0].Get("Authorization"), "Bearer tok-") || hs[0].Get("Account-Name") != "acme" {
+	if hs := other.Seen(); len(hs) != 1 || !strings.HasPrefix(hs[0].Get("Authorization"), "Bearer tok-") || hs[0].Get("Account-Name") != "acme" {
 		t.Fatalf("the allowed origin got %d requests: %v", len(hs), hs)
 	}
 }
@@ -110,8 +111,8 @@ func TestClient_C1_RedirectToAnotherOriginIsRefused(t *testing.T) {
 // C1: an allowed origin on another host gets the bearer token on a
 // redirect too (Go drops Authorization across hosts).
 func TestClient_C1_RedirectToAnAllowedHostKeepsTheToken(t *testing.T) {
-	other := newRecorder(t)
-	_, port, _ := net.SplitHostPort(strings.TrimPrefix(other.srv.URL, "http://"))
+	other := simtest.NewHeaderRecorder(t)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(other.URL, "http://"))
 	target := "http://localhost:" + port
 	f := &fakeAPI{}
 	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
@@ -123,7 +124,7 @@ func TestClient_C1_RedirectToAnAllowedHostKeepsTheToken(t *testing.T) {
 	if _, err := get(c, t.Context(), "acme", false); err != nil {
 		t.Fatal(err)
 	}
-	if hs := other.seen(); len(hs) != 1 || hs[0].Get("Authorization") != "Bearer tok-1" {
+	if hs := other.Seen(); len(hs) != 1 || hs[0].Get("Authorization") != "Bearer tok-1" {
 		t.Fatalf("the allowed host got %d requests: %v", len(hs), hs)
 	}
 }
@@ -131,15 +132,15 @@ func TestClient_C1_RedirectToAnAllowedHostKeepsTheToken(t *testing.T) {
 // C1: an https API that redirects to http would send the token in clear
 // text: refused, even to an allowed origin.
 func TestClient_C1_RedirectFromHTTPSToHTTPIsRefused(t *testing.T) {
-	other := newRecorder(t)
+	other := simtest.NewHeaderRecorder(t)
 	f := &fakeAPI{}
 	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
-		http.Redirect(w, r, other.srv.URL+"/api/v2/CloudActivities", http.StatusTemporaryRedirect)
+		http.Redirect(w, r, other.URL+"/api/v2/CloudActivities", http.StatusTemporaryRedirect)
 	}
 	home := httptest.NewTLSServer(f)
 	t.Cleanup(home.Close)
 	hc := home.Client() // trusts the server's certificate
-	c, _ := originClient(t, home.URL, hc, []string{other.srv.URL}, nil)
+	c, _ := originClient(t, home.URL, hc, []string{other.URL}, nil)
 	_, err := get(c, t.Context(), "acme", false)
 	var oe *origin.Error
 	if !errors.As(err, &oe) || !oe.Downgrade || !IsPermanent(err) {
@@ -148,7 +149,7 @@ func TestClient_C1_RedirectFromHTTPSToHTTPIsRefused(t *testing.T) {
 	if f.n.Load() != 1 || f.tokens.Load() != 1 {
 		t.Fatalf("the https server got %d data requests and %d token requests, want 1 and 1", f.n.Load(), f.tokens.Load())
 	}
-	if n := len(other.seen()); n != 0 {
+	if n := len(other.Seen()); n != 0 {
 		t.Fatalf("the http server got %d requests", n)
 	}
 	if hc.CheckRedirect != nil {

@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -281,53 +280,6 @@ func recordN(raw []byte) (int, bool) {
 	}
 	n, err := strconv.Atoi(string(raw[i+4 : j]))
 	return n, err == nil
-}
-
-// recorder is a server that should never be asked: it records the headers
-// of every request it gets, and answers an empty page.
-type recorder struct {
-	mu      sync.Mutex
-	headers []http.Header
-	srv     *httptest.Server
-}
-
-func newRecorder(t *testing.T) *recorder {
-	t.Helper()
-	rc := &recorder{}
-	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc.mu.Lock()
-		rc.headers = append(rc.headers, r.Header.Clone())
-		rc.mu.Unlock()
-		fmt.Fprint(w, `{"data":[]}`)
-	}))
-	t.Cleanup(rc.srv.Close)
-	return rc
-}
-
-func (rc *recorder) seen() []http.Header {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return append([]http.Header(nil), rc.headers...)
-}
-
-// checkNoCredentials fails when any of hs holds a credential or an
-// account header (C1, C2).
-func checkNoCredentials(t *testing.T, who string, hs []http.Header) {
-	t.Helper()
-	for _, h := range hs {
-		for _, k := range []string{"Authorization", "Account-Name", "Org-Access", "X-SVC-UAKS"} {
-			if v := h.Get(k); v != "" {
-				t.Errorf("%s received %s: %q", who, k, v)
-			}
-		}
-		for k, vs := range h {
-			for _, v := range vs {
-				if strings.Contains(v, "the-secret-value") || strings.Contains(v, "tok-") {
-					t.Errorf("%s received a credential in %s", who, k)
-				}
-			}
-		}
-	}
 }
 
 // slogTo is a text logger at DEBUG writing to w.

@@ -12,6 +12,7 @@ import (
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/api/origin"
 	"github.com/svcexport/collector/internal/source/catalog"
+	"github.com/svcexport/collector/internal/testinfra/simtest"
 )
 
 // C1, C3: a next-page URL of another origin never receives the bearer
@@ -69,7 +70,7 @@ func TestPoller_C1_C3_NextPageOfAnotherOriginGetsNoCredentials(t *testing.T) {
 		})
 	}
 	// Whatever reached the other origin so far carried no credential.
-	checkNoCredentials(t, "the other origin", other.seen())
+	simtest.NoCredentials(t, "the other origin", other.seen(), "the-secret-value", "tok-")
 
 	t.Run("allowed", func(t *testing.T) {
 		home := newPageServer(t, times, 10, func(s *pageServer) {

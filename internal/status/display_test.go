@@ -6,32 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/testinfra/simtest"
 	"github.com/svcexport/collector/internal/window"
 )
-
-// syncBuffer is a bytes.Buffer safe for the display's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // The backlog a stream covered counts the watermark's move and, within
 // the window in flight, the rows delivered at the learned density.
@@ -83,7 +65,7 @@ func TestRateWindow_LooksBackAFewSeconds(t *testing.T) {
 // The bars show each source's percent, rate and ETA; log lines written
 // meanwhile come out whole, above them, and after Close straight out.
 func TestBars_ShowPercentRateAndETAWithLogsAbove(t *testing.T) {
-	var out syncBuffer
+	var out simtest.SyncBuffer
 	d := NewBars(&out, 10*time.Millisecond)
 	d.Show([]SourceProgress{
 		{Source: "dns", Percent: 42.5, RowsPerSecond: 12345, ETA: 90 * time.Second, ETAKnown: true},
