@@ -66,10 +66,7 @@ func TestPoller_C3_SmallerServerPagesAreLearntAndNoWindowIsCutAtThePageCap(t *te
 	cfg.Sources["dns"] = catalog.SourceOverride{Start: ptr("12h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceDNS, "acme", true)
-	var col collector
-	if err := p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)); err != nil {
-		t.Fatal(err)
-	}
+	col := runToEnd(t, p, Cursor{})
 	pages := col.snapshot()
 	n := checkTruth(t, srv, catalog.SourceDNS, "acme", pages, firstStart(pages), col.last().Watermark)
 	if n < 10_000 {
@@ -112,10 +109,7 @@ func TestPoller_C3_PageCapWithPagesLeftSplitsTheWindowInsteadOfDroppingItsRest(t
 	cfg.Sources["connections"] = catalog.SourceOverride{Start: ptr("6h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceConnections, "acme", true)
-	var col collector
-	if err := p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)); err != nil {
-		t.Fatal(err)
-	}
+	col := runToEnd(t, p, Cursor{})
 	pages := col.snapshot()
 	checkTruth(t, srv, catalog.SourceConnections, "acme", pages, firstStart(pages), col.last().Watermark)
 	cut := cutRows(e.logs.String())
@@ -145,10 +139,7 @@ func TestPoller_C3_CappedTotalRowsWithAChainEndingAtTheCapIsComplete(t *testing.
 	cfg.Sources["connections"] = catalog.SourceOverride{Start: ptr("24h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceConnections, "acme-dev", true)
-	var col collector
-	if err := p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)); err != nil {
-		t.Fatal(err)
-	}
+	col := runToEnd(t, p, Cursor{})
 	pages := col.snapshot()
 	n := checkTruth(t, srv, catalog.SourceConnections, "acme-dev", pages, firstStart(pages), col.last().Watermark)
 	if n < 20_000 {
@@ -323,10 +314,7 @@ func TestPoller_C6_EdgeIsReadOncePerTokenWithEachRecordsOwnAccount(t *testing.T)
 	e := newEnv(t, cfg, nil)
 	pc := e.pollerConfig(catalog.SourceEdgeAuditEvents, catalog.DefaultEdgeAccount, true)
 	pc.AccountHeader = ""
-	var col collector
-	if err := e.newPoller(pc).Run(t.Context(), Cursor{}, EmitFunc(col.emit)); err != nil {
-		t.Fatal(err)
-	}
+	col := runToEnd(t, e.newPoller(pc), Cursor{})
 	pages := col.snapshot()
 	from, to := firstStart(pages), col.last().Watermark
 	byAccount := map[string][]Page{}
@@ -364,10 +352,7 @@ func TestPoller_C3_WindowInFlightBeforeTheHistoryFloorIsClampedOnResume(t *testi
 	floor := p.plan.Floor(now)
 	old := window.Window{Start: floor.Add(-6 * time.Hour), End: floor.Add(6 * time.Hour)}
 	cur := Cursor{Watermark: old.Start, InFlight: &Chain{Window: old, NextURL: "", Started: now.Add(-30 * 24 * time.Hour), Pages: 3}}
-	var col collector
-	if err := p.Run(t.Context(), cur, EmitFunc(col.emit)); err != nil {
-		t.Fatal(err)
-	}
+	col := runToEnd(t, p, cur)
 	pages := col.snapshot()
 	if len(pages) == 0 || pages[0].Window.Start.Before(floor) || pages[0].Window.End != old.End {
 		t.Fatalf("first page of %v, want the window clamped to the floor %s", pages[0].Window, floor)
@@ -378,11 +363,8 @@ func TestPoller_C3_WindowInFlightBeforeTheHistoryFloorIsClampedOnResume(t *testi
 	checkTruth(t, srv, catalog.SourceAgentInfo, "acme", pages, pages[0].Window.Start, col.last().Watermark)
 
 	gone := window.Window{Start: floor.Add(-48 * time.Hour), End: floor.Add(-24 * time.Hour)}
-	col = collector{}
 	cur = Cursor{Watermark: gone.Start, InFlight: &Chain{Window: gone, Started: now.Add(-30 * 24 * time.Hour)}}
-	if err := e.poller(catalog.SourceAgentInfo, "acme", true).Run(t.Context(), cur, EmitFunc(col.emit)); err != nil {
-		t.Fatal(err)
-	}
+	col = runToEnd(t, e.poller(catalog.SourceAgentInfo, "acme", true), cur)
 	if ps := col.snapshot(); len(ps) == 0 || ps[0].After.Watermark != gone.End || len(ps[0].Envelopes) != 0 {
 		t.Fatalf("a window wholly before the floor: %+v", ps[0])
 	}

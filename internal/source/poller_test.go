@@ -22,10 +22,7 @@ func TestPoller_C3_C8_OnceOverTwoDaysIsCompletePerTruth(t *testing.T) {
 	cfg.Sources["dns"] = catalog.SourceOverride{Start: ptr("48h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceDNS, "acme", true)
-	var col collector
-	if err := p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)); err != nil {
-		t.Fatal(err)
-	}
+	col := runToEnd(t, p, Cursor{})
 	pages := col.snapshot()
 	end := col.last()
 	if end.InFlight != nil {
@@ -91,10 +88,7 @@ func TestPoller_C3_DenseWindowsAreSplitBeforeTheCap(t *testing.T) {
 	cfg.Sources["connections"] = catalog.SourceOverride{Start: ptr("24h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceConnections, "acme-dev", true)
-	var col collector
-	if err := p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)); err != nil {
-		t.Fatal(err)
-	}
+	col := runToEnd(t, p, Cursor{})
 	pages := col.snapshot()
 	checkTruth(t, srv, catalog.SourceConnections, "acme-dev", pages, firstStart(pages), col.last().Watermark)
 	checkCursors(t, pages)

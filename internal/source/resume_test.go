@@ -106,10 +106,7 @@ func TestPoller_C6_AlertUpdatesAreEmittedOnTheLookbackReask(t *testing.T) {
 	cfg.Sources["edge_alerts"] = catalog.SourceOverride{Start: ptr("24h"), Lag: &lag}
 	e := newEnv(t, cfg, clk)
 	p := e.poller(catalog.SourceEdgeAlerts, "acme", true)
-	var col collector
-	if err := p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)); err != nil {
-		t.Fatal(err)
-	}
+	col := runToEnd(t, p, Cursor{})
 	n := len(col.snapshot())
 	clk.Jump(2 * time.Hour) // updates happen in the first 6 hours of an alert
 	if err := p.Run(t.Context(), col.last(), EmitFunc(col.emit)); err != nil {

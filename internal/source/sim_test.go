@@ -177,6 +177,17 @@ func (c *collector) last() Cursor {
 	return ps[len(ps)-1].After
 }
 
+// runToEnd runs p (a Once poller) from cur to its end into a collector,
+// failing t on an error, and returns what it emitted.
+func runToEnd(t *testing.T, p *Poller, cur Cursor) *collector {
+	t.Helper()
+	col := &collector{}
+	if err := p.Run(t.Context(), cur, EmitFunc(col.emit)); err != nil {
+		t.Fatal(err)
+	}
+	return col
+}
+
 // checkTruth compares the deduplicated ids of the envelopes emitted with a
 // record time in [from, to) with the simulator's ground truth, one day at a
 // time (CONTRACT C8).
