@@ -1,13 +1,9 @@
 package harness
 
 import (
-	"bufio"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,10 +47,7 @@ func ParseOCSFEvent(line []byte) (*OCSFEvent, error) {
 func ReadOCSFFileSink(tb testing.TB, dir string, each func(k Stream, ev *OCSFEvent, line []byte)) *Output {
 	tb.Helper()
 	out := NewOutput()
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.Contains(d.Name(), ".ndjson") {
-			return err
-		}
+	err := eachLine(dir, func(path string, line []byte) error {
 		rel, err := filepath.Rel(dir, path)
 		if err != nil {
 			return err
@@ -68,47 +61,25 @@ func ReadOCSFFileSink(tb testing.TB, dir string, each func(k Stream, ev *OCSFEve
 		if err1 != nil || err2 != nil {
 			return fmt.Errorf("%s: escaped names: %v %v", path, err1, err2)
 		}
-		k := Stream{Source: source, Account: account}
-		f, err := os.Open(path)
+		ev, err := ParseOCSFEvent(line)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", path, err)
 		}
-		defer f.Close()
-		var r io.Reader = f
-		if strings.Contains(d.Name(), ".gz") {
-			zr, err := gzip.NewReader(f)
-			if err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
-			r = zr
+		if ev.Metadata.LogName != source {
+			return fmt.Errorf("%s: event of %s in the directory of %s", path, ev.Metadata.LogName, source)
 		}
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			if len(line) == 0 {
-				continue
-			}
-			ev, err := ParseOCSFEvent(line)
-			if err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
-			if ev.Metadata.LogName != source {
-				return fmt.Errorf("%s: event of %s in the directory of %s", path, ev.Metadata.LogName, source)
-			}
-			rk := k
-			if strings.HasPrefix(source, "edge_") && ev.Metadata.TenantUID != "" {
-				// C6: an edge stream is one per token (its directory is
-				// edge.account); each record is its account_name's, which
-				// the event carries as tenant_uid, as the envelope does.
-				rk.Account = ev.Metadata.TenantUID
-			}
-			if each != nil {
-				each(rk, ev, line)
-			}
-			out.Add(rk, ev.Metadata.UID, time.UnixMilli(ev.Time).UTC())
+		k := Stream{Source: source, Account: account}
+		if strings.HasPrefix(source, "edge_") && ev.Metadata.TenantUID != "" {
+			// C6: an edge stream is one per token (its directory is
+			// edge.account); each record is its account_name's, which
+			// the event carries as tenant_uid, as the envelope does.
+			k.Account = ev.Metadata.TenantUID
 		}
-		return sc.Err()
+		if each != nil {
+			each(k, ev, line)
+		}
+		out.Add(k, ev.Metadata.UID, time.UnixMilli(ev.Time).UTC())
+		return nil
 	})
 	if err != nil {
 		tb.Fatal(err)

@@ -39,7 +39,24 @@ func (e *Envelope) Stream() Stream { return Stream{Source: e.Source, Account: e.
 // tb.
 func EachEnvelope(tb testing.TB, dir string, fn func(e *Envelope, line []byte)) {
 	tb.Helper()
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+	err := eachLine(dir, func(path string, line []byte) error {
+		var e Envelope
+		if err := json.Unmarshal(line, &e); err != nil {
+			return fmt.Errorf("%s: envelope %q: %w", path, line, err)
+		}
+		fn(&e, line)
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// eachLine calls fn with every non-blank line of every NDJSON file (plain,
+// gzip, in progress: *.ndjson, *.ndjson.gz, *.part) under dir and the
+// file's path; line is valid during the call. The first error ends it.
+func eachLine(dir string, fn func(path string, line []byte) error) error {
+	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.Contains(d.Name(), ".ndjson") {
 			return err
 		}
@@ -59,21 +76,17 @@ func EachEnvelope(tb testing.TB, dir string, fn func(e *Envelope, line []byte)) 
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 1<<20), 64<<20)
 		for sc.Scan() {
-			line := sc.Bytes()
-			if len(bytes.TrimSpace(line)) == 0 {
-				continue
+			if line := sc.Bytes(); len(bytes.TrimSpace(line)) > 0 {
+				if err := fn(path, line); err != nil {
+					return err
+				}
 			}
-			var e Envelope
-			if err := json.Unmarshal(line, &e); err != nil {
-				return fmt.Errorf("%s: envelope %q: %w", path, line, err)
-			}
-			fn(&e, line)
 		}
-		return sc.Err()
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return nil
 	})
-	if err != nil {
-		tb.Fatal(err)
-	}
 }
 
 // Output is what a sink delivered: per stream, every id with how often it
