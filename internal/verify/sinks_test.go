@@ -203,29 +203,36 @@ func (s *scenario) check(t *testing.T, d verify.Delivered) {
 	t.Logf("\n%s", table.String())
 }
 
+// writeFiles writes the scenario's batches through a real file sink into
+// dir, gzip or not.
+func writeFiles(t *testing.T, s *scenario, dir string, gz bool) {
+	t.Helper()
+	cfg := file.DefaultConfig()
+	cfg.Dir, cfg.Gzip, cfg.Fsync = dir, gz, false
+	sk, err := file.New(cfg, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := sk.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range s.batches {
+		if err := sk.Write(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sk.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestVerifyFindsTheGapsOfTheFileSink(t *testing.T) {
 	for _, gz := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
 			s := newScenario(t)
 			dir := t.TempDir()
-			cfg := file.DefaultConfig()
-			cfg.Dir, cfg.Gzip, cfg.Fsync = dir, gz, false
-			sk, err := file.New(cfg, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx := context.Background()
-			if err := sk.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			for _, b := range s.batches {
-				if err := sk.Write(ctx, b); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := sk.Shutdown(ctx); err != nil {
-				t.Fatal(err)
-			}
+			writeFiles(t, s, dir, gz)
 			s.check(t, verify.FileSink{Dir: dir})
 		})
 	}
@@ -237,24 +244,8 @@ func TestTheFileSinkCountNeverCountsATornTail(t *testing.T) {
 	s := newScenario(t)
 	for _, gz := range []bool{false, true} {
 		dir := t.TempDir()
-		cfg := file.DefaultConfig()
-		cfg.Dir, cfg.Gzip, cfg.Fsync = dir, gz, false
-		sk, err := file.New(cfg, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
-		if err != nil {
-			t.Fatal(err)
-		}
+		writeFiles(t, s, dir, gz)
 		ctx := context.Background()
-		if err := sk.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		for _, b := range s.batches {
-			if err := sk.Write(ctx, b); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := sk.Shutdown(ctx); err != nil {
-			t.Fatal(err)
-		}
 		before, err := verify.FileSink{Dir: dir}.Delivered(ctx, s.plan().Targets)
 		if err != nil {
 			t.Fatal(err)
