@@ -106,11 +106,12 @@ func TestClickHouseEndToEndMatchesTruth(t *testing.T) {
 // never hears whether it was stored), four times during a backfill: the
 // sink repeats the same insert with the same token, nothing is lost, and
 // nothing is stored twice, not even before a merge.
-//
-// Not parallel: DuplicatedInsertedBlocks counts the whole server's repeats,
-// and another test's would hide a repeat this one failed to drop.
 func TestClickHouseInsertCutAfterSendIsRepeatedAndStoredOnce(t *testing.T) {
-	srv := chtest.Get(t)
+	t.Parallel()
+	// A server of its own: DuplicatedInsertedBlocks counts the whole
+	// server's repeats (another test's would hide one this test failed to
+	// drop), and the cuts are the roughest thing any test does to the engine.
+	srv := chtest.Start(t)
 	const cuts = 4
 	for _, proto := range []string{"native", "http"} {
 		t.Run(proto, func(t *testing.T) {

@@ -72,6 +72,9 @@ type Server struct {
 	mu            sync.Mutex
 	cmd           *exec.Cmd
 	exited        chan struct{}
+	up            bool // cmd answered: its exit from now on is a crash unless cmd was cleared
+	held          bool // stopped or killed on purpose: no restart, no waiting in query
+	restarts      int
 	log           string
 	client        *http.Client
 }
@@ -135,7 +138,7 @@ func getLocked() (*Server, error) {
 		if nat == "" || htp == "" {
 			return nil, fmt.Errorf("set both %s and %s (have %q and %q)", EnvNative, EnvHTTP, nat, htp)
 		}
-		s := &Server{Native: nat, HTTP: htp, client: &http.Client{Timeout: 2 * time.Minute}}
+		s := &Server{Native: nat, HTTP: htp, client: newClient()}
 		if err := s.waitReady(30 * time.Second); err != nil {
 			s.client.CloseIdleConnections()
 			return nil, fmt.Errorf("ClickHouse from %s/%s does not answer: %v", EnvNative, EnvHTTP, err)
@@ -189,13 +192,21 @@ func (s *Server) Kill(t testing.TB) {
 	}
 	s.mu.Lock()
 	cmd, exited := s.cmd, s.exited
-	s.cmd = nil
+	s.cmd, s.held = nil, true
 	s.mu.Unlock()
 	if cmd == nil {
 		return
 	}
 	_ = cmd.Process.Kill()
 	<-exited
+}
+
+// Restarts is how many times the server crashed and was started again by
+// this package (a test may log it; a crash is also written to stderr).
+func (s *Server) Restarts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restarts
 }
 
 // Restart starts a killed server again on the same ports and data.
@@ -276,7 +287,27 @@ func firstLine(s string) string {
 	return s
 }
 
+// query runs sql over HTTP. A refused connection (nothing was sent) to a
+// server this package started and did not stop on purpose is tried again
+// for up to a minute and a half: the server may be restarting after a crash.
 func (s *Server) query(sql string) (string, error) {
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		out, err := s.queryOnce(sql)
+		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || s.bin == "" || time.Now().After(deadline) {
+			return out, err
+		}
+		s.mu.Lock()
+		held := s.held
+		s.mu.Unlock()
+		if held {
+			return out, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (s *Server) queryOnce(sql string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.HTTP+"/", strings.NewReader(sql))
@@ -309,7 +340,7 @@ func startLocked(dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{bin: bin, lib: lib, dir: dir, client: &http.Client{Timeout: 2 * time.Minute}}
+	s := &Server{bin: bin, lib: lib, dir: dir, client: newClient()}
 	var lastErr error
 	for range 3 { // a port picked free may be taken before the launcher binds it
 		if s.tcpPort, err = freePort(); err != nil {
@@ -345,28 +376,84 @@ func (s *Server) launch() error {
 		return fmt.Errorf("start %s: %w", s.bin, err)
 	}
 	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
+	go s.wait(cmd, exited)
 	s.mu.Lock()
-	s.cmd, s.exited = cmd, exited
+	s.cmd, s.exited, s.up, s.held = cmd, exited, false, false
 	s.mu.Unlock()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
 		case <-exited:
 			s.mu.Lock()
-			s.cmd = nil
+			if s.cmd == cmd {
+				s.cmd = nil
+			}
 			s.mu.Unlock()
-			return fmt.Errorf("ClickHouse launcher exited: %s", tail(s.log))
+			return fmt.Errorf("ClickHouse launcher exited (%v): %s", cmd.ProcessState, tail(s.log))
 		default:
 		}
 		if s.answers() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			select {
+			case <-exited: // died between the answer and now: launch's failure
+				if s.cmd == cmd {
+					s.cmd = nil
+				}
+				return fmt.Errorf("ClickHouse launcher exited (%v): %s", cmd.ProcessState, tail(s.log))
+			default:
+			}
+			s.up = true
 			return nil
 		}
 		if time.Now().After(deadline) {
-			s.stop()
+			s.mu.Lock()
+			if s.cmd == cmd {
+				s.cmd = nil
+			}
+			s.mu.Unlock()
+			_ = cmd.Process.Kill()
+			<-exited
 			return fmt.Errorf("ClickHouse launcher did not answer within 60s: %s", tail(s.log))
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// wait reaps cmd and, when a server that had answered dies without stop or
+// Kill asking for it, says so on stderr with the end of its log and starts
+// it again on the same ports and data: a crash of the test server (it is
+// clickhouse-local serving, not a supervised clickhouse-server) must cost
+// the tests that were talking to it at that moment, not every later one.
+func (s *Server) wait(cmd *exec.Cmd, exited chan struct{}) {
+	_ = cmd.Wait()
+	close(exited)
+	s.mu.Lock()
+	crashed := s.cmd == cmd && s.up
+	if crashed {
+		s.cmd, s.up = nil, false
+		s.restarts++
+	}
+	s.mu.Unlock()
+	if !crashed {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "chtest: ClickHouse server pid %d (native %s, http %s) exited by itself (%v); restarting it on the same ports and data. End of its log:\n%s\n",
+		cmd.Process.Pid, s.Native, s.HTTP, cmd.ProcessState, tail(s.log))
+	for attempt := 1; attempt <= 5; attempt++ {
+		s.mu.Lock()
+		held := s.held
+		s.mu.Unlock()
+		if held {
+			return
+		}
+		err := s.launch()
+		if err == nil {
+			fmt.Fprintf(os.Stderr, "chtest: ClickHouse server on %s restarted\n", s.HTTP)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "chtest: restart %d of ClickHouse server on %s failed: %v\n", attempt, s.HTTP, err)
+		time.Sleep(time.Second)
 	}
 }
 
@@ -378,7 +465,7 @@ func (s *Server) answers() bool {
 		return false
 	}
 	_ = c.Close()
-	out, err := s.query("SELECT 1")
+	out, err := s.queryOnce("SELECT 1")
 	return err == nil && strings.TrimSpace(out) == "1"
 }
 
@@ -389,7 +476,7 @@ func (s *Server) waitReady(d time.Duration) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			_, err := s.query("SELECT 1")
+			_, err := s.queryOnce("SELECT 1")
 			return fmt.Errorf("native %s / http %s: %v", s.Native, s.HTTP, err)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -401,7 +488,7 @@ func (s *Server) waitReady(d time.Duration) error {
 func (s *Server) stop() {
 	s.mu.Lock()
 	cmd, exited := s.cmd, s.exited
-	s.cmd = nil
+	s.cmd, s.held = nil, true
 	s.mu.Unlock()
 	if cmd != nil {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -413,6 +500,16 @@ func (s *Server) stop() {
 		}
 	}
 	s.client.CloseIdleConnections()
+}
+
+// newClient is the HTTP client of a Server. It keeps no idle connections:
+// one left from before a crash would fail the first query after the restart
+// with a reset that cannot be told from a query cut in flight, where a fresh
+// dial is refused (nothing sent, safe to try again) until the server is back.
+func newClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableKeepAlives = true
+	return &http.Client{Timeout: 2 * time.Minute, Transport: tr}
 }
 
 func tail(path string) string {

@@ -3,6 +3,7 @@ package chtest
 import (
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,5 +69,37 @@ func TestPrivateServerSurvivesKillAndRestart(t *testing.T) {
 	s.Restart(t)
 	if n := s.QueryInt(t, "SELECT count() FROM "+db+".x"); n != 2 {
 		t.Errorf("%d rows after restart, want 2", n)
+	}
+}
+
+// A server that dies by itself (here SIGKILL from outside, as the OOM
+// killer or a crash of the engine would) is started again on the same ports
+// and data, and a query sent meanwhile waits for it instead of failing.
+func TestServerThatDiesByItselfIsRestarted(t *testing.T) {
+	s := Start(t)
+	db := s.NewDatabase(t)
+	s.Exec(t, "CREATE TABLE "+db+".x (a UInt8) ENGINE = MergeTree ORDER BY a")
+	s.Exec(t, "INSERT INTO "+db+".x VALUES (1), (2), (3)")
+	pid := s.PID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// A query in flight at the moment of the crash fails; one sent once the
+	// process is gone (and the restart under way) must wait and succeed.
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Restarts() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the crash was not noticed within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := s.QueryInt(t, "SELECT count() FROM "+db+".x"); n != 3 {
+		t.Errorf("%d rows after the crash, want 3", n)
+	}
+	if got := s.Restarts(); got != 1 {
+		t.Errorf("Restarts() = %d, want 1", got)
+	}
+	if p := s.PID(); p == 0 || p == pid {
+		t.Errorf("PID after the restart = %d (was %d)", p, pid)
 	}
 }
