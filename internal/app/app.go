@@ -18,7 +18,6 @@ import (
 	"github.com/svcexport/collector/internal/config"
 	"github.com/svcexport/collector/internal/pipeline"
 	"github.com/svcexport/collector/internal/recheck"
-	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/status"
 	"github.com/svcexport/collector/internal/telemetry"
@@ -133,6 +132,14 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		shutdownSinks(sctx, sinks, log)
 	}()
 	if err := startSinks(ctx, sinks, log); err != nil {
+		var cfgErr *config.KeyError
+		if ctx.Err() != nil && !errors.As(err, &cfgErr) {
+			// A stop asked for while a sink waited for its destination is
+			// a clean stop (exit 0), as it is at any other moment: nothing
+			// was read, so nothing is lost.
+			log.Warn("stopped before every sink started", "err", err)
+			return nil
+		}
 		return err
 	}
 
@@ -215,13 +222,13 @@ func openCheckpoint(cfg config.Config, log *slog.Logger) (*checkpoint.DB, error)
 	return db, nil
 }
 
-// startSink starts the sink, retrying with backoff while the destination is
+// startSink starts a sink (start is its Start), retrying with backoff while the destination is
 // unreachable: a collector that starts before its Kafka or ClickHouse must
 // wait for it, not exit. Readiness reports the last error meanwhile.
-func startSink(ctx context.Context, s sink.Sink, ready *readiness, log *slog.Logger) error {
+func startSink(ctx context.Context, start func(context.Context) error, ready *readiness, log *slog.Logger) error {
 	policy := backoff.Policy{Initial: time.Second, Max: time.Minute, Jitter: backoff.Equal}
 	for attempt := 1; ; attempt++ {
-		err := s.Start(ctx)
+		err := start(ctx)
 		ready.set(err)
 		if err == nil {
 			return nil

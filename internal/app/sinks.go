@@ -115,7 +115,8 @@ func startSinks(ctx context.Context, runs []*sinkRun, log *slog.Logger) error {
 			if len(runs) > 1 {
 				l = log.With("sink", r.name())
 			}
-			if err := startSink(ctx, r.sink, &r.ready, l); err != nil {
+			start := func(ctx context.Context) error { return r.cfg.Rekeyed(r.sink.Start(ctx)) }
+			if err := startSink(ctx, start, &r.ready, l); err != nil {
 				once.Do(func() {
 					if len(runs) > 1 {
 						err = fmt.Errorf("sink %s: %w", r.name(), err)

@@ -95,6 +95,32 @@ func (s SinkConfig) KeyedError(err error) error {
 	return errors.Join(out...)
 }
 
+// Rekeyed renames the key an error of the running sink starts with
+// ("sink.clickhouse.cluster: the server does not know cluster ...") to the
+// sink's own block ("sinks[1].clickhouse.cluster: ..."), keeping the error
+// it wraps for errors.Is and errors.As. An error that does not start with a
+// key under "sink." is returned as it is, and so is any error of the
+// one-sink section.
+func (s SinkConfig) Rekeyed(err error) error {
+	if err == nil || s.Key() == "sink" {
+		return err
+	}
+	key, msg, ok := strings.Cut(err.Error(), ": ")
+	if !ok || !strings.HasPrefix(key, "sink.") || strings.ContainsAny(key, " \t") {
+		return err
+	}
+	return &rekeyedError{text: s.Key() + strings.TrimPrefix(key, "sink") + ": " + msg, err: err}
+}
+
+// rekeyedError is an error with its leading key renamed (Rekeyed).
+type rekeyedError struct {
+	text string
+	err  error
+}
+
+func (e *rekeyedError) Error() string { return e.text }
+func (e *rekeyedError) Unwrap() error { return e.err }
+
 // leafErrors flattens (nested) errors.Join.
 func leafErrors(err error) []error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {

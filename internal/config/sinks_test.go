@@ -1,6 +1,9 @@
 package config
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,5 +196,34 @@ sinks:
 	}
 	if strings.Contains(string(b), "hunter2") || !strings.Contains(string(b), "name: lake") {
 		t.Fatalf("dump:\n%s", b)
+	}
+}
+
+// An error of a running sink names its key under "sink." (the sink package
+// knows no other); for an entry of the list it must name that entry, and
+// still wrap what it wrapped.
+func TestRekeyedNamesTheEntryOfTheList(t *testing.T) {
+	cause := fmt.Errorf("sink.clickhouse.cluster: the server does not know cluster %q: %w", "x", context.DeadlineExceeded)
+	entry := SinkConfig{key: "sinks[1]"}
+	got := entry.Rekeyed(cause)
+	if want := `sinks[1].clickhouse.cluster: the server does not know cluster "x": context deadline exceeded`; got.Error() != want {
+		t.Errorf("Rekeyed = %q, want %q", got, want)
+	}
+	if !errors.Is(got, context.DeadlineExceeded) {
+		t.Error("Rekeyed lost the wrapped error")
+	}
+	for _, c := range []struct {
+		name string
+		sc   SinkConfig
+		err  error
+	}{
+		{"the one-sink section", SinkConfig{}, cause},
+		{"an error without a key", entry, errors.New("open clickhouse [h:9000]: dial tcp: refused")},
+		{"a key outside sink", entry, errors.New("api.base_url: bad")},
+		{"no error", entry, nil},
+	} {
+		if got := c.sc.Rekeyed(c.err); got != c.err {
+			t.Errorf("%s: Rekeyed(%v) = %v, want it unchanged", c.name, c.err, got)
+		}
 	}
 }

@@ -98,6 +98,52 @@ func TestMultiSinkBadConfigurationsExit2NamingTheKey(t *testing.T) {
 	}
 }
 
+// A ClickHouse entry of the list whose cluster the server does not know
+// cannot start: the collector keeps trying (the cluster may be added to
+// the server's configuration), and /readyz and the log name the key of
+// that entry, sinks[1].clickhouse.cluster, not the one-sink section's.
+func TestMultiSinkAStartErrorNamesTheKeyOfItsEntry(t *testing.T) {
+	t.Parallel()
+	srv := chtest.Get(t)
+	db := srv.NewDatabase(t)
+	sim := harness.StartSim(t, harness.QuickRates)
+	sinks := fmt.Sprintf(`sinks:
+  - name: archive
+    type: file
+    file:
+      dir: %s
+  - name: lake
+    type: clickhouse
+    clickhouse:
+      addr: [%s]
+      database: %s
+      cluster: no_such_cluster
+`, filepath.Join(t.TempDir(), "archive"), chharness.Addr(srv, "native"), db)
+	c := harness.New(t, harness.Config{Sim: sim, Start: time.Now().UTC().Add(-time.Hour).Truncate(time.Minute),
+		Sink: sinks, Metrics: harness.FreeAddr(t)})
+	p := c.Start(t)
+	const want = `sinks[1].clickhouse.cluster: the server does not know cluster "no_such_cluster"`
+	deadline := time.Now().Add(time.Minute)
+	for {
+		code, checks := harness.Ready(c.Config().Metrics)
+		if code == http.StatusServiceUnavailable && strings.Contains(fmt.Sprint(checks), want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz never named %q: %d %v\n%s", want, code, checks, p.Tail(20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// A stop while a sink waits for its destination is a clean stop.
+	if err := p.Stop(30 * time.Second); err != nil {
+		t.Errorf("SIGTERM while the sink waited: %v, want exit 0\n%s", err, p.Tail(10))
+	}
+	logs := p.Logs()
+	if !strings.Contains(logs, "sinks[1].clickhouse.cluster: the server does not know cluster") || strings.Contains(logs, "sink.clickhouse.cluster") {
+		t.Errorf("the log should name %s and never the one-sink key:\n%s", "sinks[1].clickhouse.cluster", logs)
+	}
+}
+
 // One run --once of nine sources and two accounts into Kafka, ClickHouse
 // and files: each is complete and exact per /_truth on its own, nothing is
 // repeated in a clean run, collector check checks every sink by name, and
