@@ -152,6 +152,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	if err != nil {
 		return err
 	}
+	prog.SetFailingAfter(cfg.Metrics.FailingAfter)
 	if o.Progress != nil {
 		prog.ShowOn(o.Progress)
 	}
@@ -167,7 +168,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		tel.AddReadiness("streams", func(context.Context) error { return source.BlockedError(set.Pollers) })
 		// Streams whose polls keep failing (a 5xx or a timeout that never
 		// clears) and that have not committed for three intervals (at
-		// least status.MinFailingFor), with their scrubbed errors.
+		// least metrics.failing_after), with their scrubbed errors.
 		tel.AddReadiness("streams_failing", func(context.Context) error { return prog.FailingError(time.Now()) })
 		// Liveness fails only for a wedged process: records wait, nothing is
 		// acknowledged, and yet every sink says it is reachable. A sink that

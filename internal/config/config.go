@@ -84,6 +84,10 @@ type MetricsConfig struct {
 	// Listen is host:port of /metrics, /healthz, /readyz and /state.
 	// Default 127.0.0.1:9464; "" turns the server off.
 	Listen string `koanf:"listen"`
+	// FailingAfter is how long a stream's polls may fail without a commit
+	// before /readyz names it under streams_failing (never less than three
+	// of its polling intervals). Default 10m; at least 1s.
+	FailingAfter time.Duration `koanf:"failing_after"`
 }
 
 // LogConfig shapes the logs (key "log").
@@ -121,7 +125,7 @@ func Default() Config {
 		Checkpoint: CheckpointConfig{Path: filepath.Join("data", "checkpoint.db"), OpenTimeout: time.Second},
 		Pipeline:   pipeline.DefaultConfig(),
 		Sink:       DefaultSink(),
-		Metrics:    MetricsConfig{Listen: "127.0.0.1:9464"},
+		Metrics:    MetricsConfig{Listen: "127.0.0.1:9464", FailingAfter: 10 * time.Minute},
 		Log:        LogConfig{Level: "info", Format: "text", Progress: 30 * time.Second},
 		Simulator:  SimulatorConfig{Listen: "127.0.0.1:0"},
 	}
@@ -167,6 +171,9 @@ func (c Config) Validate() error {
 	}
 	if err := checkListen(c.Metrics.Listen); err != nil {
 		errs = append(errs, &KeyError{Key: "metrics.listen", Msg: err.Error()})
+	}
+	if c.Metrics.FailingAfter < time.Second {
+		errs = append(errs, &KeyError{Key: "metrics.failing_after", Msg: fmt.Sprintf("must be at least 1s, got %s", c.Metrics.FailingAfter)})
 	}
 	errs = append(errs, c.validatePlanners()...)
 	if c.Log.Progress < 0 {

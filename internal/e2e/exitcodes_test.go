@@ -44,6 +44,7 @@ func TestExitCodesOfHostileConfigurations(t *testing.T) {
 		{"an overlap longer than a window", base("sources:\n  default:\n    overlap: 30d\n"), 2, "sources.default.overlap"},
 		{"a metrics address without a port", strings.Replace(base(""), `listen: ""`, "listen: nohost", 1), 2, "metrics.listen"},
 		{"a metrics port out of range", strings.Replace(base(""), `listen: ""`, "listen: 127.0.0.1:99999", 1), 2, "metrics.listen"},
+		{"a failing-after time under a second", strings.Replace(base(""), `listen: ""`, "listen: \"\"\n  failing_after: 10ms", 1), 2, "metrics.failing_after: must be at least 1s"},
 		{"port 0 in the API address", strings.Replace(base(""), "127.0.0.1:1", "127.0.0.1:0", 1), 2, "api.base_url"},
 		{"port 99999 in the API address", strings.Replace(base(""), "127.0.0.1:1", "127.0.0.1:99999", 1), 2, "api.base_url"},
 		{"a newline in an account name", base("accounts: [\"acme\\nevil\"]\n"), 2, "accounts[0]"},

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,23 +30,28 @@ func TestSilentStream_FailingBeforeItsFirstCommitHasItsSeriesAtZeroAndErrorsRisi
 			// Blocked streams are asked again this often: fast enough to
 			// see their counter rise.
 			Env: []string{"COLLECTOR_API__PERMANENT_ERROR_RETRY=300ms"}}
-		silentStream(t, cfg, "acme-dev", pollmetrics.PollErrorForbidden, api.ReasonForbidden, "acme")
+		silentStream(t, cfg, "acme-dev", pollmetrics.PollErrorForbidden, api.ReasonForbidden, "acme",
+			"streams", "dns/acme-dev: "+api.ReasonForbidden)
 	})
 	t.Run("C5 server errors on every data request", func(t *testing.T) {
 		sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) { c.ErrorRate = 1 })
 		cfg := harness.Config{Sim: sim, Start: time.Now().UTC().Add(-6 * time.Hour).Truncate(time.Minute),
 			Sources: []string{"dns"}, Accounts: []string{"acme"}, Metrics: harness.FreeAddr(t),
 			Env: []string{"COLLECTOR_API__RETRY__INITIAL=50ms", "COLLECTOR_API__RETRY__MAX=100ms",
-				"COLLECTOR_API__RETRY__MAX_ATTEMPTS=2"}}
-		silentStream(t, cfg, "acme", pollmetrics.PollErrorTransient, "", "")
+				"COLLECTOR_API__RETRY__MAX_ATTEMPTS=2",
+				// /readyz names it once it failed this long (3 intervals of 1s).
+				"COLLECTOR_METRICS__FAILING_AFTER=2s"}}
+		silentStream(t, cfg, "acme", pollmetrics.PollErrorTransient, "", "",
+			"streams_failing", "dns/acme: no commit for")
 	})
 }
 
 // silentStream runs cfg and checks that dns/account, which never commits,
 // shows every series at 0 but its poll errors of kind, which rise, and
 // collector_stream_blocked of reason ("" none) at 1. okAccount, when set,
-// is a dns stream that commits meanwhile.
-func silentStream(t *testing.T, cfg harness.Config, account, kind, reason, okAccount string) {
+// is a dns stream that commits meanwhile. /readyz must then answer 503 with
+// its check named check holding want.
+func silentStream(t *testing.T, cfg harness.Config, account, kind, reason, okAccount, check, want string) {
 	t.Helper()
 	c := harness.New(t, cfg)
 	p := c.Start(t)
@@ -134,6 +140,18 @@ func silentStream(t *testing.T, cfg harness.Config, account, kind, reason, okAcc
 		if v, _ := at(last, "collector_stream_blocked", s); v != 1 {
 			t.Errorf("collector_stream_blocked{%s} = %v, want 1", s, v)
 		}
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		code, checks := harness.Ready(cfg.Metrics)
+		if code == http.StatusServiceUnavailable && strings.Contains(checks[check], want) {
+			t.Logf("/readyz %s: %s", check, checks[check])
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz never named the stream under %s (%q): %d %v\n%s", check, want, code, checks, p.Tail(20))
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 	if err := p.Stop(30 * time.Second); err != nil {
 		t.Errorf("stop: %v\n%s", err, p.Tail(20))

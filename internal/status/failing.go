@@ -6,17 +6,24 @@ import (
 	"time"
 )
 
-// MinFailingFor is the shortest time a stream must have failed without a
-// commit before FailingError names it: a retry or two after a blip is not
-// a failing stream.
-const MinFailingFor = 10 * time.Minute
+// DefaultFailingAfter is the shortest time a stream must have failed
+// without a commit before FailingError names it, unless SetFailingAfter
+// says otherwise (metrics.failing_after): a retry or two after a blip is
+// not a failing stream.
+const DefaultFailingAfter = 10 * time.Minute
+
+// SetFailingAfter sets the shortest time a stream must have failed without
+// a commit before FailingError names it (default DefaultFailingAfter). Call
+// it before the reporter runs.
+func (p *Reporter) SetFailingAfter(d time.Duration) { p.failingAfter = d }
 
 // failingFor is how long stream source may go without a commit while its
 // polls fail before FailingError names it: three of its polling
-// intervals, at least MinFailingFor. A healthy stream commits at least
-// once an interval (a caught-up poll moves its watermark).
+// intervals, at least the reporter's failing-after time. A healthy stream
+// commits at least once an interval (a caught-up poll moves its
+// watermark).
 func (p *Reporter) failingFor(source string) time.Duration {
-	return max(MinFailingFor, 3*p.est.cfg.Sources.Resolve(source).Interval)
+	return max(p.failingAfter, 3*p.est.cfg.Sources.Resolve(source).Interval)
 }
 
 // FailingError returns nil unless some stream keeps failing: its polls

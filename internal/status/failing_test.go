@@ -18,7 +18,7 @@ import (
 
 // A stream whose polls keep failing (here: nothing listens at the API's
 // address) and that has not committed for three intervals (at least
-// MinFailingFor) is named by FailingError for /readyz, with its error;
+// DefaultFailingAfter) is named by FailingError for /readyz, with its error;
 // not before, and not a stream that committed after its last error.
 func TestFailingErrorNamesStreamsThatFailWithoutCommitting(t *testing.T) {
 	cfg := stateConfig(t) // base URL http://127.0.0.1:1: refused
@@ -64,7 +64,7 @@ func TestFailingErrorNamesStreamsThatFailWithoutCommitting(t *testing.T) {
 	if err := r.FailingError(time.Now()); err != nil {
 		t.Fatalf("named at once after its first error: %v", err)
 	}
-	later := time.Now().Add(3*cfg.Sources.Resolve(catalog.SourceDNS).Interval + MinFailingFor)
+	later := time.Now().Add(3*cfg.Sources.Resolve(catalog.SourceDNS).Interval + DefaultFailingAfter)
 	err = r.FailingError(later)
 	if err == nil || !strings.Contains(err.Error(), "dns/acme: no commit for") || strings.Contains(err.Error(), "dns/acme-dev") ||
 		!strings.Contains(err.Error(), "127.0.0.1:1") {

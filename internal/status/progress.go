@@ -40,6 +40,8 @@ type Reporter struct {
 	log     *slog.Logger
 	est     *estimator
 	started time.Time
+	// failingAfter is the floor of failingFor (SetFailingAfter).
+	failingAfter time.Duration
 
 	windowsLeft *prometheus.GaugeVec
 	eta         *prometheus.GaugeVec
@@ -59,6 +61,7 @@ type Reporter struct {
 func NewReporter(cfg catalog.Config, streams []record.Stream, pollers []*source.Poller, acked Acked, every time.Duration,
 	reg prometheus.Registerer, log *slog.Logger) (*Reporter, error) {
 	p := &Reporter{pollers: pollers, acked: acked, every: every, log: log, est: newEstimator(cfg, streams), started: time.Now(),
+		failingAfter: DefaultFailingAfter,
 		windowsLeft: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "collector_backfill_windows_left",
 			Help: "Estimated windows left before the stream caught up with now - lag.",
