@@ -100,9 +100,12 @@ func TestSIGTERMDuringOnceExits0(t *testing.T) {
 	t.Parallel()
 	sim := harness.StartSim(t, harness.QuickRates)
 	start := time.Now().UTC().Add(-10 * 24 * time.Hour).Truncate(time.Minute)
-	c := harness.New(t, harness.Config{Sim: sim, Start: start, PageRows: 5000, Rate: harness.Rate{Limit: 20, Period: 5 * time.Second}})
+	c := harness.New(t, harness.Config{Sim: sim, Start: start, PageRows: 5000, Rate: harness.Rate{Limit: 20, Period: 5 * time.Second},
+		Metrics: harness.FreeAddr(t)})
 	p := c.Start(t, "--once")
-	time.Sleep(3 * time.Second)
+	// SIGTERM once some stream committed a watermark (a sleep of a fixed
+	// time was too short on a loaded machine), well before the run ends.
+	harness.WaitCommitted(t, p, c.Config().Metrics, start, harness.Streams(harness.CoreSources(), harness.Accounts()), 1, time.Minute)
 	p.Terminate()
 	if err := p.Wait(t, 60*time.Second); err != nil {
 		t.Fatalf("exit after SIGTERM in --once: %v\n%s", err, p.Tail(20))

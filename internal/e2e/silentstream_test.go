@@ -21,7 +21,9 @@ import (
 // poll errors rise, so that CollectorStreamNotCommitting (poll errors and
 // no commit) fires without absent(). Against the real binary's /metrics.
 func TestSilentStream_FailingBeforeItsFirstCommitHasItsSeriesAtZeroAndErrorsRising(t *testing.T) {
+	t.Parallel()
 	t.Run("C5 key without access: forbidden, blocked", func(t *testing.T) {
+		t.Parallel()
 		sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) {
 			c.Keys[0].AllowedAccounts = []string{"acme"}
 		})
@@ -34,6 +36,7 @@ func TestSilentStream_FailingBeforeItsFirstCommitHasItsSeriesAtZeroAndErrorsRisi
 			"streams", "dns/acme-dev: "+api.ReasonForbidden)
 	})
 	t.Run("C5 server errors on every data request", func(t *testing.T) {
+		t.Parallel()
 		sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) { c.ErrorRate = 1 })
 		cfg := harness.Config{Sim: sim, Start: time.Now().UTC().Add(-6 * time.Hour).Truncate(time.Minute),
 			Sources: []string{"dns"}, Accounts: []string{"acme"}, Metrics: harness.FreeAddr(t),

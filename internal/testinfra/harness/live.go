@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/svcexport/collector/internal/checkpoint"
@@ -162,4 +163,40 @@ func HTTPGet(url string) (string, int) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b), resp.StatusCode
+}
+
+// WaitCommitted polls the /state of p (served on addr) until at least n of
+// its streams (all of them when n <= 0), or of those of only when only is
+// not nil, have a watermark after from, and fails tb when timeout passes or
+// p exits first. Tests that stop a collector "once it committed" use it
+// instead of a fixed sleep, which a loaded machine makes too short.
+func WaitCommitted(tb testing.TB, p *Process, addr string, from time.Time, only []Stream, n int, timeout time.Duration) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		st := LiveState(addr)
+		if only != nil {
+			for k := range st {
+				if !slices.Contains(only, k) {
+					delete(st, k)
+				}
+			}
+		}
+		_, moved := LiveWatermarks(st, from)
+		want := n
+		if want <= 0 {
+			want = max(len(st), 1)
+		}
+		if len(moved) >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%d of %d streams committed within %v, want %d\n%s", len(moved), len(st), timeout, want, p.Tail(20))
+		}
+		select {
+		case <-p.Exited():
+			tb.Fatalf("the collector exited (%v) when %d of %d streams had committed, want %d\n%s", p.Err(), len(moved), len(st), want, p.Tail(20))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
