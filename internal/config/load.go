@@ -107,19 +107,8 @@ func load(path string, environ []string, dst any, lenient func(key string) bool)
 		k.Delete(at)
 	}
 	err := k.UnmarshalWithConf("", dst, koanf.UnmarshalConf{
-		Tag: "koanf",
-		DecoderConfig: &mapstructure.DecoderConfig{
-			Result:           dst,
-			TagName:          "koanf",
-			WeaklyTypedInput: true,
-			ErrorUnused:      true,
-			DecodeHook: mapstructure.ComposeDecodeHookFunc(
-				durationHook,
-				timeToStringHook,
-				mapstructure.TextUnmarshallerHookFunc(),
-				mapstructure.StringToSliceHookFunc(","),
-			),
-		},
+		Tag:           "koanf",
+		DecoderConfig: decoderConfig(dst),
 	})
 	if err != nil {
 		res.problems = append(res.problems, splitJoined(decodeErrors(err))...)
@@ -369,4 +358,23 @@ func decodeErrors(err error) error {
 		return err
 	}
 	return errors.Join(out...)
+}
+
+// decoderConfig is how every part of a configuration is decoded into
+// result: the whole file (Load) and each entry of the sinks list, which
+// decodes on its own (SinkConfig.UnmarshalMapstructure) and must read its
+// values exactly as the one-sink section would.
+func decoderConfig(result any) *mapstructure.DecoderConfig {
+	return &mapstructure.DecoderConfig{
+		Result:           result,
+		TagName:          "koanf",
+		WeaklyTypedInput: true,
+		ErrorUnused:      true,
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			durationHook,
+			timeToStringHook,
+			mapstructure.TextUnmarshallerHookFunc(),
+			mapstructure.StringToSliceHookFunc(","),
+		),
+	}
 }

@@ -84,32 +84,42 @@ func (s SinkConfig) KeyedError(err error) error {
 	}
 	var out []error
 	for _, e := range leafErrors(err) {
-		key, msg, ok := strings.Cut(e.Error(), ": ")
-		switch {
-		case ok && (key == "sink" || strings.HasPrefix(key, "sink.")) && !strings.ContainsAny(key, " \t"):
-			out = append(out, &KeyError{Key: s.Key() + strings.TrimPrefix(key, "sink"), Msg: msg})
-		default:
+		if key, msg, ok := s.ownKey(e.Error()); ok {
+			out = append(out, &KeyError{Key: key, Msg: msg})
+		} else {
 			out = append(out, fmt.Errorf("%s: %w", s.Key(), e))
 		}
 	}
 	return errors.Join(out...)
 }
 
+// ownKey splits text, an error message of the sink's type that starts
+// with its key ("sink.kafka.brokers: must be set"), into that key renamed
+// to the sink's block ("sinks[1].kafka.brokers") and the rest; ok is false
+// when text does not start with a key under "sink".
+func (s SinkConfig) ownKey(text string) (key, msg string, ok bool) {
+	key, msg, ok = strings.Cut(text, ": ")
+	if !ok || (key != "sink" && !strings.HasPrefix(key, "sink.")) || strings.ContainsAny(key, " \t") {
+		return "", "", false
+	}
+	return s.Key() + strings.TrimPrefix(key, "sink"), msg, true
+}
+
 // Rekeyed renames the key an error of the running sink starts with
 // ("sink.clickhouse.cluster: the server does not know cluster ...") to the
 // sink's own block ("sinks[1].clickhouse.cluster: ..."), keeping the error
 // it wraps for errors.Is and errors.As. An error that does not start with a
-// key under "sink." is returned as it is, and so is any error of the
-// one-sink section.
+// key of the sink ("sink" or under "sink.") is returned as it is, and so
+// is any error of the one-sink section.
 func (s SinkConfig) Rekeyed(err error) error {
 	if err == nil || s.Key() == "sink" {
 		return err
 	}
-	key, msg, ok := strings.Cut(err.Error(), ": ")
-	if !ok || !strings.HasPrefix(key, "sink.") || strings.ContainsAny(key, " \t") {
+	key, msg, ok := s.ownKey(err.Error())
+	if !ok {
 		return err
 	}
-	return &rekeyedError{text: s.Key() + strings.TrimPrefix(key, "sink") + ": " + msg, err: err}
+	return &rekeyedError{text: key + ": " + msg, err: err}
 }
 
 // rekeyedError is an error with its leading key renamed (Rekeyed).
@@ -198,18 +208,7 @@ func (s *SinkConfig) UnmarshalMapstructure(in any) error {
 		}
 	}
 	if len(errs) == 0 {
-		dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
-			Result:           (*plainSink)(&d),
-			TagName:          "koanf",
-			WeaklyTypedInput: true,
-			ErrorUnused:      true,
-			DecodeHook: mapstructure.ComposeDecodeHookFunc(
-				durationHook,
-				timeToStringHook,
-				mapstructure.TextUnmarshallerHookFunc(),
-				mapstructure.StringToSliceHookFunc(","),
-			),
-		})
+		dec, err := mapstructure.NewDecoder(decoderConfig((*plainSink)(&d)))
 		if err == nil {
 			err = dec.Decode(m)
 		}
