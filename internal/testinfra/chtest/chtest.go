@@ -73,7 +73,7 @@ type Server struct {
 	cmd           *exec.Cmd
 	exited        chan struct{}
 	up            bool // cmd answered: its exit from now on is a crash unless cmd was cleared
-	held          bool // stopped or killed on purpose: no restart, no waiting in query
+	held          bool // stopped or killed on purpose (until Restart): no restart, no waiting in query
 	restarts      int
 	log           string
 	client        *http.Client
@@ -212,6 +212,9 @@ func (s *Server) Restarts() int {
 // Restart starts a killed server again on the same ports and data.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
+	s.mu.Lock()
+	s.held = false
+	s.mu.Unlock()
 	if err := s.launch(); err != nil {
 		t.Fatalf("chtest: restart: %v", err)
 	}
@@ -378,7 +381,13 @@ func (s *Server) launch() error {
 	exited := make(chan struct{})
 	go s.wait(cmd, exited)
 	s.mu.Lock()
-	s.cmd, s.exited, s.up, s.held = cmd, exited, false, false
+	if s.held { // stopped while a restart after a crash was starting
+		s.mu.Unlock()
+		_ = cmd.Process.Kill()
+		<-exited
+		return errors.New("ClickHouse server stopped while it was starting")
+	}
+	s.cmd, s.exited, s.up = cmd, exited, false
 	s.mu.Unlock()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
