@@ -296,12 +296,7 @@ func TestKafkaCrashesMidBackfillLoseNothing(t *testing.T) {
 	const kills = 8
 	for i := range kills {
 		p := c.Start(t, "--once")
-		select {
-		case <-p.Exited():
-			t.Fatalf("run %d ended by itself before the kill (%v): backfill too small for the test\n%s", i, p.Err(), p.Tail(20))
-		case <-time.After(time.Duration(300+rng.IntN(600)) * time.Millisecond):
-		}
-		p.Kill()
+		p.KillAfter(t, time.Duration(300+rng.IntN(600))*time.Millisecond, fmt.Sprintf("run %d", i))
 	}
 	var committed int64
 	for _, st := range c.Watermarks(t) {

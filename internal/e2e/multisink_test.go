@@ -328,15 +328,10 @@ func TestMultiSinkCrashesMidBackfillLoseNothingInAnySink(t *testing.T) {
 	const kills = 6
 	for i := range kills {
 		p := c.Start(t, "--once")
-		select {
-		case <-p.Exited():
-			t.Fatalf("run %d ended by itself before the kill (%v): backfill too small for the test\n%s", i, p.Err(), p.Tail(20))
 		// Past the start of the three sinks (tables, topics) and the first
 		// acknowledgements, which wait for a ClickHouse insert (up to its
 		// 1 s flush interval).
-		case <-time.After(time.Duration(1500+rng.IntN(1500)) * time.Millisecond):
-		}
-		p.Kill()
+		p.KillAfter(t, time.Duration(1500+rng.IntN(1500))*time.Millisecond, fmt.Sprintf("run %d", i))
 	}
 	var committed int64
 	for _, st := range c.Watermarks(t) {
@@ -389,10 +384,9 @@ pipeline:
 	p := c.Start(t)
 	defer p.Kill()
 	metrics := c.Config().Metrics
-	deadline := time.Now().Add(30 * time.Second)
-	for harness.LiveState(metrics) == nil && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	harness.WaitState(t, p, metrics, 30*time.Second, func(st map[harness.Stream]harness.LiveStream) (bool, string) {
+		return st != nil, "/state does not answer"
+	})
 	// The pipe and the buffer fill: wait until file sink a stops growing
 	// (on a loaded machine that takes longer than on a quiet one).
 	for last, deadline := int64(-1), time.Now().Add(90*time.Second); ; {

@@ -274,17 +274,9 @@ func TestPaging_C5_KeyWithoutAccessBlocksOnlyItsStreams(t *testing.T) {
 			}
 		}
 		// The readable streams go on: dns/acme reaches now - lag.
-		deadline = time.Now().Add(time.Minute)
-		for {
-			st := harness.LiveState(d.Metrics)
-			if s, ok := st[harness.Stream{Source: "dns", Account: "acme"}]; ok && s.CaughtUp {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("dns/acme never caught up while other streams were blocked\n%s", p.Tail(20))
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		harness.WaitState(t, p, d.Metrics, time.Minute, func(st map[harness.Stream]harness.LiveStream) (bool, string) {
+			return st[harness.Stream{Source: "dns", Account: "acme"}].CaughtUp, "dns/acme never caught up while other streams were blocked"
+		})
 		// /state says which streams are blocked and why, and what the
 		// readable ones learnt of the server's page size (C3).
 		st := harness.LiveState(d.Metrics)

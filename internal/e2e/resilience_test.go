@@ -161,12 +161,7 @@ func TestCrashesAtRandomMomentsLoseNothing(t *testing.T) {
 	kills := 0
 	for i := 0; i < 20; i++ {
 		p := c.Start(t, "--once")
-		select {
-		case <-p.Exited():
-			t.Fatalf("run %d ended by itself before the kill (%v): backfill too small for the test\n%s", i, p.Err(), p.Tail(20))
-		case <-time.After(time.Duration(150+rng.IntN(500)) * time.Millisecond):
-		}
-		p.Kill()
+		p.KillAfter(t, time.Duration(150+rng.IntN(500))*time.Millisecond, fmt.Sprintf("run %d", i))
 		kills++
 	}
 	c.RunOnce(t, 5*time.Minute)
@@ -207,10 +202,9 @@ func TestAStalledSinkKeepsMemoryBoundedAndTheCheckpointStill(t *testing.T) {
 		}
 		return m.RSS / 1024
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for harness.LiveState(metrics) == nil && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	harness.WaitState(t, p, metrics, 30*time.Second, func(st map[harness.Stream]harness.LiveStream) (bool, string) {
+		return st != nil, "/state does not answer"
+	})
 	time.Sleep(3 * time.Second) // the pipe and the buffer fill
 	first, rss1 := harness.LiveState(metrics), rssKB()
 	time.Sleep(4 * time.Second)

@@ -311,21 +311,15 @@ func TestVerifyWhileTheCollectorRuns(t *testing.T) {
 	col := harness.New(t, harness.Config{Sim: sim, Start: start, Sources: verifySources, NoFsync: true, Metrics: metrics})
 	p := col.Start(t)
 	defer p.Stop(30 * time.Second)
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		st := harness.LiveState(metrics)
-		caught := len(st) > 0
+	harness.WaitState(t, p, metrics, 2*time.Minute, func(st map[harness.Stream]harness.LiveStream) (bool, string) {
+		caught := 0
 		for _, s := range st {
-			caught = caught && s.CaughtUp
+			if s.CaughtUp {
+				caught++
+			}
 		}
-		if caught {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the collector did not catch up in 2 minutes:\n%s", p.Tail(20))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return len(st) > 0 && caught == len(st), fmt.Sprintf("%d of %d streams caught up, want all", caught, len(st))
+	})
 	code, rep, out := runVerify(t, col)
 	if code != 0 || rep.Gaps != 0 || len(rep.Rows) == 0 || !strings.Contains(out, "read from a copy") {
 		t.Fatalf("verify while the collector runs: exit %d, %d rows, %d gaps; want 0 gaps from a copy of the checkpoint\n%s", code, len(rep.Rows), rep.Gaps, out)

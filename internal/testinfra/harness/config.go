@@ -249,14 +249,21 @@ func run(tb testing.TB, bin string, env []string, args ...string) (int, string) 
 	cmd.Env = env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
+	return exitCode(tb, cmd.Run(), args), out.String()
+}
+
+// exitCode is the exit status of a command with args that ended with err
+// (the error of its Run or Wait): 0 for nil, its code for an exit error;
+// anything else (it could not start) fails tb.
+func exitCode(tb testing.TB, err error, args []string) int {
+	tb.Helper()
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
-		return 0, out.String()
+		return 0
 	case errors.As(err, &ee):
-		return ee.ExitCode(), out.String()
+		return ee.ExitCode()
 	}
-	tb.Fatalf("run %v: %v", args, err)
-	return -1, ""
+	tb.Fatalf("run collector %v: %v", args, err)
+	return -1
 }

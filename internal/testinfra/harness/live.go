@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -165,16 +166,38 @@ func HTTPGet(url string) (string, int) {
 	return string(b), resp.StatusCode
 }
 
-// WaitCommitted polls the /state of p (served on addr) until at least n of
-// its streams (all of them when n <= 0), or of those of only when only is
-// not nil, have a watermark after from, and fails tb when timeout passes or
-// p exits first. Tests that stop a collector "once it committed" use it
-// instead of a fixed sleep, which a loaded machine makes too short.
-func WaitCommitted(tb testing.TB, p *Process, addr string, from time.Time, only []Stream, n int, timeout time.Duration) {
+// WaitState polls the /state of p (served on addr) until cond holds for
+// it, and returns that state. It fails tb, with what cond said of the last
+// state it saw, when timeout passes or p exits first. cond sees nil while
+// the collector does not answer. Tests wait with it instead of sleeping a
+// fixed time, which a loaded machine makes too short.
+func WaitState(tb testing.TB, p *Process, addr string, timeout time.Duration,
+	cond func(map[Stream]LiveStream) (ok bool, progress string)) map[Stream]LiveStream {
 	tb.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		st := LiveState(addr)
+		ok, progress := cond(st)
+		if ok {
+			return st
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("after %v: %s\n%s", timeout, progress, p.Tail(20))
+		}
+		select {
+		case <-p.Exited():
+			tb.Fatalf("the collector exited (%v): %s\n%s", p.Err(), progress, p.Tail(20))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// WaitCommitted waits (WaitState) until at least n of the streams of p's
+// /state (all of them when n <= 0), or of those of only when only is not
+// nil, have a watermark after from.
+func WaitCommitted(tb testing.TB, p *Process, addr string, from time.Time, only []Stream, n int, timeout time.Duration) {
+	tb.Helper()
+	WaitState(tb, p, addr, timeout, func(st map[Stream]LiveStream) (bool, string) {
 		if only != nil {
 			for k := range st {
 				if !slices.Contains(only, k) {
@@ -187,16 +210,6 @@ func WaitCommitted(tb testing.TB, p *Process, addr string, from time.Time, only 
 		if want <= 0 {
 			want = max(len(st), 1)
 		}
-		if len(moved) >= want {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%d of %d streams committed within %v, want %d\n%s", len(moved), len(st), timeout, want, p.Tail(20))
-		}
-		select {
-		case <-p.Exited():
-			tb.Fatalf("the collector exited (%v) when %d of %d streams had committed, want %d\n%s", p.Err(), len(moved), len(st), want, p.Tail(20))
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return len(moved) >= want, fmt.Sprintf("%d of %d streams committed, want %d", len(moved), len(st), want)
+	})
 }

@@ -78,6 +78,19 @@ func (p *Process) Kill() {
 	<-p.done
 }
 
+// KillAfter kills the process (Kill) d from now, and fails tb when it
+// ended by itself before: a test that means to kill name (e.g. "run 3") in
+// the middle of its work has tested nothing if the work was already done.
+func (p *Process) KillAfter(tb testing.TB, d time.Duration, name string) {
+	tb.Helper()
+	select {
+	case <-p.done:
+		tb.Fatalf("%s ended by itself before the kill (%v): backfill too small for the test\n%s", name, p.Err(), p.Tail(20))
+	case <-time.After(d):
+	}
+	p.Kill()
+}
+
 // Exited is closed once the process is gone; Err then says how it exited.
 func (p *Process) Exited() <-chan struct{} { return p.done }
 

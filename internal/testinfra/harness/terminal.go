@@ -3,7 +3,6 @@ package harness
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"os/exec"
 	"testing"
@@ -29,15 +28,7 @@ func (c *Collector) CLIOut(tb testing.TB, env []string, args ...string) (code in
 	cmd.Env = c.Environ(env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	default:
-		tb.Fatalf("run %v: %v", args, err)
-	}
+	code = exitCode(tb, cmd.Run(), args)
 	return code, out.String(), errOut.String()
 }
 
@@ -100,13 +91,5 @@ func (c *Collector) RunTerminal(tb testing.TB, timeout time.Duration, env []stri
 	if ctx.Err() != nil {
 		tb.Fatalf("collector %v did not end within %v on the terminal\n%s", args, timeout, Tail(out.String(), 40))
 	}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, out.String()
-	case errors.As(err, &ee):
-		return ee.ExitCode(), out.String()
-	}
-	tb.Fatalf("collector %v on a terminal: %v", args, err)
-	return -1, ""
+	return exitCode(tb, err, args), out.String()
 }
