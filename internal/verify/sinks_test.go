@@ -23,6 +23,7 @@ import (
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/clickhouse"
 	"github.com/svcexport/collector/internal/sink/clickhouse/schema"
 	"github.com/svcexport/collector/internal/sink/file"
@@ -213,6 +214,13 @@ func writeFiles(t *testing.T, s *scenario, dir string, gz bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.deliver(t, sk)
+}
+
+// deliver writes every batch of the scenario through sk, a real sink,
+// between its Start and its Shutdown.
+func (s *scenario) deliver(t *testing.T, sk sink.Sink) {
+	t.Helper()
 	ctx := context.Background()
 	if err := sk.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -340,19 +348,9 @@ func TestVerifyFindsTheGapsOfTheKafkaSink(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := sk.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		for _, b := range s.batches {
-			// Both topics of a source hold the same records: counted
-			// once each, by id or uuid, whatever the format.
-			if err := sk.Write(ctx, b); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := sk.Shutdown(ctx); err != nil {
-			t.Fatal(err)
-		}
+		// Both topics of a source hold the same records: counted once
+		// each, by id or uuid, whatever the format.
+		s.deliver(t, sk)
 	}
 	s.check(t, verify.Kafka{Opts: []kgo.Opt{kgo.SeedBrokers(cluster.ListenAddrs()...)}, Topics: topics})
 	// A topic that was never written holds nothing: every day is a gap.
@@ -373,17 +371,7 @@ func TestVerifyFindsTheGapsOfTheClickHouseSink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sk.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range s.batches {
-		if err := sk.Write(ctx, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := sk.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s.deliver(t, sk)
 	conn, err := ch.Open(&ch.Options{Addr: []string{srv.Native}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
