@@ -19,16 +19,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -138,6 +141,8 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	go announce(ctx, o)
+	broken := make(chan string, 1)
+	go watch(ctx, o, broken)
 
 	select {
 	case <-ctx.Done():
@@ -146,7 +151,46 @@ func run(args []string) error {
 		return nil
 	case <-done:
 		return errors.New("server stopped by itself (see its log above; is --path used by another server?)")
+	case answer := <-broken:
+		return fmt.Errorf("the engine refuses every query after a fatal error (%s); exiting so that a supervisor can start it again", answer)
 	}
+}
+
+// watch asks the server SELECT 1 every watchEvery once it answers, and
+// sends the answer on broken when the engine says it is shutting down after
+// a fatal error (code 236, ABORTED): it has been seen to stay in that state,
+// listening but refusing every query, after a native client died in the
+// middle of an insert. An exit is what a supervisor can act on.
+func watch(ctx context.Context, o options, broken chan<- string) {
+	url := "http://" + net.JoinHostPort(listenHost, strconv.Itoa(o.httpPort)) + "/"
+	client := &http.Client{Timeout: 5 * time.Second}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(watchEvery):
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader("SELECT 1"))
+		resp, err := client.Do(req)
+		if err != nil {
+			continue // not up yet, or busy: only a clear answer counts
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		_ = resp.Body.Close()
+		if fatalAnswer(resp.StatusCode, body) {
+			broken <- strings.TrimSpace(string(body))
+			return
+		}
+	}
+}
+
+// watchEvery is how often watch asks.
+const watchEvery = time.Second
+
+// fatalAnswer reports whether an HTTP answer to SELECT 1 says the engine
+// gave up after a fatal error.
+func fatalAnswer(status int, body []byte) bool {
+	return status != http.StatusOK && bytes.Contains(body, []byte("Code: 236"))
 }
 
 // announce prints one line on stdout when the HTTP port answers, so that a

@@ -66,3 +66,20 @@ func TestCStringsAreNULTerminatedWithANullPointerAtTheEnd(t *testing.T) {
 		t.Error("argv is not NULL-terminated")
 	}
 }
+
+func TestFatalAnswer(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		body   string
+		want   bool
+	}{
+		{200, "1\n", false},
+		{500, "Code: 236. DB::Exception: Cannot execute query: the server is shutting down due to a fatal error. (ABORTED)", true},
+		{500, "Code: 241. DB::Exception: Memory limit (total) exceeded", false},
+		{503, "", false},
+	} {
+		if got := fatalAnswer(c.status, []byte(c.body)); got != c.want {
+			t.Errorf("fatalAnswer(%d, %q) = %v, want %v", c.status, c.body, got, c.want)
+		}
+	}
+}

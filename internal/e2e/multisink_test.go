@@ -165,14 +165,13 @@ func TestMultiSinkKafkaClickHouseAndFileEachGetEveryRecord(t *testing.T) {
 			t.Fatalf("collector check exited %d without %q:\n%s", code, want, out)
 		}
 	}
+	restarts := srv.Restarts()
 	run := c.RunOnce(t, 4*time.Minute)
 	read := time.Now()
 	if !strings.Contains(run.Logs, `"sinks":"siem (kafka), lake (clickhouse), archive (file)"`) {
 		t.Errorf("the startup log does not name the three sinks:\n%s", harness.Tail(run.Logs, 40))
 	}
-	if n := strings.Count(run.Logs, "sink write failed"); n > 0 {
-		t.Errorf("%d failed sink writes in a clean run", n)
-	}
+	chharness.NoFailedWrites(t, srv, restarts, run.Logs, "sink write failed")
 	kafkaN, chN, fileN, kdup, fdup := compareAllSinks(t, c, sim, srv, broker, db, dir, harness.AllSources(), true)
 	if kafkaN < 15_000 || kafkaN != chN || kafkaN != fileN {
 		t.Fatalf("records compared: Kafka %d, ClickHouse %d, files %d; want the same, and enough to mean something", kafkaN, chN, fileN)
@@ -311,7 +310,12 @@ func TestMultiSinkABrokerOutageHoldsTheOtherSinksAndLosesNothing(t *testing.T) {
 func TestMultiSinkCrashesMidBackfillLoseNothingInAnySink(t *testing.T) {
 	t.Parallel()
 	kafkaharness.KcatBin(t)
-	srv := chtest.Get(t)
+	// A server of its own: a collector killed in the middle of a native
+	// insert can make the test server abort (see
+	// TestClickHouseSIGKILLsDuringBackfillLoseNothing). chtest restarts it
+	// and the collector repeats the insert, but the crash must not cut the
+	// queries of the tests sharing the package's server.
+	srv := chtest.Start(t)
 	db := srv.NewDatabase(t)
 	sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) {
 		c.PageSize = 250

@@ -226,7 +226,7 @@ func (s *Server) NewDatabase(t testing.TB) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	name := "t_" + sanitize(t.Name()) + "_" + hex.EncodeToString(b[:])
-	s.Exec(t, "CREATE DATABASE "+name)
+	s.Exec(t, "CREATE DATABASE IF NOT EXISTS "+name)
 	t.Cleanup(func() {
 		if _, err := s.query("DROP DATABASE IF EXISTS " + name + " SYNC"); err != nil {
 			t.Logf("chtest: drop database %s: %v", name, err)
@@ -290,14 +290,21 @@ func firstLine(s string) string {
 	return s
 }
 
-// query runs sql over HTTP. A refused connection (nothing was sent) to a
-// server this package started and did not stop on purpose is tried again
-// for up to a minute and a half: the server may be restarting after a crash.
+// query runs sql over HTTP. A server this package started and did not stop
+// on purpose may be restarting after a crash of the engine (libchdb aborts
+// now and then when a client drops a connection in the middle of an insert;
+// see Restarts). So, for up to a minute and a half:
+//   - a refused connection (nothing was sent) is tried again;
+//   - a connection cut before the answer is tried again when sql is
+//     idempotent (see idempotent): it may have been cut by the crash.
+//
+// Any other statement cut in flight fails: running it twice could change
+// what the test measures.
 func (s *Server) query(sql string) (string, error) {
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		out, err := s.queryOnce(sql)
-		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || s.bin == "" || time.Now().After(deadline) {
+		if err == nil || s.bin == "" || time.Now().After(deadline) || !retryable(err, sql) {
 			return out, err
 		}
 		s.mu.Lock()
@@ -308,6 +315,59 @@ func (s *Server) query(sql string) (string, error) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// retryable reports whether query may send sql again after err.
+func retryable(err error, sql string) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || (connectionCut(err) && idempotent(sql))
+}
+
+// connectionCut reports whether err says the connection broke under a
+// request (as a crash of the server breaks it).
+func connectionCut(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// Read runs read, a function that only reads from the server (over any
+// protocol, for example a clickhouse-go connection), and fails t with what
+// on error. A read whose connection was refused or cut while this package
+// restarts a crashed server is run again, whole, for up to a minute and a
+// half, the way query repeats an idempotent statement.
+func (s *Server) Read(t testing.TB, what string, read func() error) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		err := read()
+		if err == nil {
+			return
+		}
+		s.mu.Lock()
+		held := s.held
+		s.mu.Unlock()
+		if s.bin == "" || held || time.Now().After(deadline) ||
+			!(errors.Is(err, syscall.ECONNREFUSED) || connectionCut(err)) {
+			t.Fatalf("chtest: %s: %v", what, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// idempotent reports whether running sql twice leaves the server as running
+// it once: reads, and DDL guarded by IF [NOT] EXISTS.
+func idempotent(sql string) bool {
+	f := strings.Fields(strings.ToUpper(sql))
+	if len(f) == 0 {
+		return false
+	}
+	switch f[0] {
+	case "SELECT", "WITH", "SHOW", "EXISTS", "DESCRIBE", "DESC", "EXPLAIN":
+		return true
+	case "CREATE", "DROP":
+		joined := " " + strings.Join(f, " ") + " "
+		return strings.Contains(joined, " IF NOT EXISTS ") || strings.Contains(joined, " IF EXISTS ")
+	}
+	return false
 }
 
 func (s *Server) queryOnce(sql string) (string, error) {

@@ -260,7 +260,7 @@ func Verify(t *testing.T, srv *chtest.Server, conn driver.Conn, sim *apisim.Serv
 				t.Errorf("%s: rows of account %q, which this run does not collect", src, a)
 			}
 		}
-		res.Typed[src] = checkRows(t, conn, table, src, o, notOurs)
+		res.Typed[src] = checkRows(t, srv, conn, table, src, o, notOurs)
 		if res.Typed[src] == 0 && rows > 0 {
 			t.Errorf("%s: no row sampled", src)
 		}
@@ -286,8 +286,10 @@ func quoteList(set map[string]bool) string {
 }
 
 // checkRows reads the sampled rows of one table whole and checks each
-// against its raw record; it returns how many it checked.
-func checkRows(t *testing.T, conn driver.Conn, table, src string, o VerifyOpts, notOurs string) int {
+// against its raw record; it returns how many it checked. A read cut by a
+// crash of the test server is done again whole (chtest.Server.Read), so the
+// findings are reported once the read completed.
+func checkRows(t *testing.T, srv *chtest.Server, conn driver.Conn, table, src string, o VerifyOpts, notOurs string) int {
 	t.Helper()
 	cols := typedColumns[src]
 	names := []string{"id", "account", "time", "window_start", "window_end", "fetched_at", "record"}
@@ -298,18 +300,12 @@ func checkRows(t *testing.T, conn driver.Conn, table, src string, o VerifyOpts, 
 	if o.Sample > 1 {
 		where += fmt.Sprintf(" AND id < '%02x'", 256/o.Sample)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	rows, err := conn.Query(ctx, fmt.Sprintf("SELECT %s FROM %s WHERE %s", strings.Join(names, ", "), table, where))
-	if err != nil {
-		t.Fatalf("read %s: %v", table, err)
-	}
-	defer rows.Close()
 	var (
 		n                 int
 		id, account, raw  string
 		tm, ws, we, fetch time.Time
 		errs              int
+		found             []string
 	)
 	vals := make([]any, len(cols))
 	for i, c := range cols {
@@ -326,78 +322,97 @@ func checkRows(t *testing.T, conn driver.Conn, table, src string, o VerifyOpts, 
 	fail := func(format string, args ...any) {
 		errs++
 		if errs <= 10 {
-			t.Errorf("%s row %s: %s", src, id, fmt.Sprintf(format, args...))
+			found = append(found, fmt.Sprintf("%s row %s: %s", src, id, fmt.Sprintf(format, args...)))
 		}
 	}
 	var b record.Builder
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			t.Fatalf("scan %s: %v", table, err)
-		}
-		n++
-		rec := []byte(raw)
-		// The raw record gives back the row's C7 id ...
-		if got, err := record.ID(src, rec); err != nil || got != id {
-			fail("record.ID of the stored record = %s (%v)", got, err)
-			continue
-		}
-		// ... so does its canonical JSON, which is a fixed point ...
-		canon, err := record.Canonical(rec)
-		if err != nil || record.IDOfCanonical(src, canon) != id {
-			fail("canonical JSON of the stored record does not hash to the id (%v)", err)
-		} else if again, _ := record.Canonical(canon); !bytes.Equal(again, canon) {
-			fail("canonical JSON is not stable")
-		}
-		// ... and its record time, read as the collector reads it and
-		// with encoding/json.
-		env, flaw := b.Build(src, account, timeField[src], ws, we, fetch, rec)
-		if flaw != 0 || env.ID != id {
-			fail("envelope of the stored record: id %s (%v)", env.ID, flaw)
-			continue
-		}
-		rt := env.Time
-		if jt, err := recordTime(rec, timeField[src]); err != nil || !jt.Equal(rt) {
-			fail("record time read with encoding/json: %v (%v), the collector's reading %v", jt, err, rt)
-		}
-		if tm.UnixMilli() != rt.UnixMilli() {
-			fail("time = %s, the record says %s", tm.UTC().Format(time.RFC3339Nano), rt.Format(time.RFC3339Nano))
-		}
-		if rt.Before(ws) || !rt.Before(we) {
-			fail("record time %s outside its window [%s, %s)", rt.Format(time.RFC3339Nano), ws.UTC(), we.UTC())
-		}
-		if fetch.Before(we) {
-			fail("fetched_at %s before window_end %s", fetch.UTC(), we.UTC())
-		}
-		if !o.FetchedFrom.IsZero() && (fetch.Before(o.FetchedFrom.Truncate(time.Millisecond)) || fetch.After(o.FetchedTo)) {
-			fail("fetched_at %s outside the run [%s, %s]", fetch.UTC(), o.FetchedFrom.UTC(), o.FetchedTo.UTC())
-		}
-		exp, err := expectedTyped(rec, cols)
+	srv.Read(t, "read "+table, func() error {
+		n, errs, found = 0, 0, nil
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		rows, err := conn.Query(ctx, fmt.Sprintf("SELECT %s FROM %s WHERE %s", strings.Join(names, ", "), table, where))
 		if err != nil {
-			fail("%v", err)
-			continue
+			return err
 		}
-		for i, c := range cols {
-			var got any
-			switch v := vals[i].(type) {
-			case *string:
-				got = *v
-			case *int64:
-				got = *v
-			case *time.Time:
-				got = v.UnixMilli()
+		defer rows.Close()
+		return scanRows(rows, dest, func() {
+			n++
+			rec := []byte(raw)
+			// The raw record gives back the row's C7 id ...
+			if got, err := record.ID(src, rec); err != nil || got != id {
+				fail("record.ID of the stored record = %s (%v)", got, err)
+				return
 			}
-			if got != exp[i] {
-				fail("column %s = %#v, the record %s says %#v", c.name, got, rec, exp[i])
+			// ... so does its canonical JSON, which is a fixed point ...
+			canon, err := record.Canonical(rec)
+			if err != nil || record.IDOfCanonical(src, canon) != id {
+				fail("canonical JSON of the stored record does not hash to the id (%v)", err)
+			} else if again, _ := record.Canonical(canon); !bytes.Equal(again, canon) {
+				fail("canonical JSON is not stable")
 			}
-		}
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatalf("read %s: %v", table, err)
+			// ... and its record time, read as the collector reads it and
+			// with encoding/json.
+			env, flaw := b.Build(src, account, timeField[src], ws, we, fetch, rec)
+			if flaw != 0 || env.ID != id {
+				fail("envelope of the stored record: id %s (%v)", env.ID, flaw)
+				return
+			}
+			rt := env.Time
+			if jt, err := recordTime(rec, timeField[src]); err != nil || !jt.Equal(rt) {
+				fail("record time read with encoding/json: %v (%v), the collector's reading %v", jt, err, rt)
+			}
+			if tm.UnixMilli() != rt.UnixMilli() {
+				fail("time = %s, the record says %s", tm.UTC().Format(time.RFC3339Nano), rt.Format(time.RFC3339Nano))
+			}
+			if rt.Before(ws) || !rt.Before(we) {
+				fail("record time %s outside its window [%s, %s)", rt.Format(time.RFC3339Nano), ws.UTC(), we.UTC())
+			}
+			if fetch.Before(we) {
+				fail("fetched_at %s before window_end %s", fetch.UTC(), we.UTC())
+			}
+			if !o.FetchedFrom.IsZero() && (fetch.Before(o.FetchedFrom.Truncate(time.Millisecond)) || fetch.After(o.FetchedTo)) {
+				fail("fetched_at %s outside the run [%s, %s]", fetch.UTC(), o.FetchedFrom.UTC(), o.FetchedTo.UTC())
+			}
+			exp, err := expectedTyped(rec, cols)
+			if err != nil {
+				fail("%v", err)
+				return
+			}
+			for i, c := range cols {
+				var got any
+				switch v := vals[i].(type) {
+				case *string:
+					got = *v
+				case *int64:
+					got = *v
+				case *time.Time:
+					got = v.UnixMilli()
+				}
+				if got != exp[i] {
+					fail("column %s = %#v, the record %s says %#v", c.name, got, rec, exp[i])
+				}
+			}
+		})
+	})
+	for _, f := range found {
+		t.Error(f)
 	}
 	if errs > 10 {
 		t.Errorf("%s: %d row errors in all", src, errs)
 	}
 	return n
+}
+
+// scanRows scans each row of rows into dest and calls check; it returns the
+// error of the first failed scan or of the read.
+func scanRows(rows driver.Rows, dest []any, check func()) error {
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		check()
+	}
+	return rows.Err()
 }
 
 // recordTime reads the record time member of raw as the collector must.
@@ -481,28 +496,48 @@ func DuplicatedBlocks(t testing.TB, srv *chtest.Server) int64 {
 }
 
 // StoredRecords reads id -> raw record of one stream's rows in [start, end).
-func StoredRecords(t *testing.T, conn driver.Conn, db, src, account string, start, end time.Time) map[string][]byte {
+func StoredRecords(t *testing.T, srv *chtest.Server, conn driver.Conn, db, src, account string, start, end time.Time) map[string][]byte {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rows, err := conn.Query(ctx, fmt.Sprintf("SELECT id, record FROM %s.%s WHERE account = ? AND time >= fromUnixTimestamp64Milli(?) AND time < fromUnixTimestamp64Milli(?)", db, src),
-		account, start.UnixMilli(), end.UnixMilli())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	out := map[string][]byte{}
-	for rows.Next() {
-		var id, raw string
-		if err := rows.Scan(&id, &raw); err != nil {
-			t.Fatal(err)
+	var out map[string][]byte
+	srv.Read(t, "read "+db+"."+src, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		rows, err := conn.Query(ctx, fmt.Sprintf("SELECT id, record FROM %s.%s WHERE account = ? AND time >= fromUnixTimestamp64Milli(?) AND time < fromUnixTimestamp64Milli(?)", db, src),
+			account, start.UnixMilli(), end.UnixMilli())
+		if err != nil {
+			return err
 		}
-		out[id] = []byte(raw)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+		defer rows.Close()
+		out = map[string][]byte{}
+		for rows.Next() {
+			var id, raw string
+			if err := rows.Scan(&id, &raw); err != nil {
+				return err
+			}
+			out[id] = []byte(raw)
+		}
+		return rows.Err()
+	})
 	return out
+}
+
+// NoFailedWrites fails t for each of bad found in logs, the log of a run
+// that met no fault on purpose, unless the test server crashed during the
+// run (srv.Restarts() is no longer restarts): then failed writes are what
+// the collector must do, and the test's checks of completeness say whether
+// it recovered. The crash is logged.
+func NoFailedWrites(t testing.TB, srv *chtest.Server, restarts int, logs string, bad ...string) {
+	t.Helper()
+	crashed := srv.Restarts() - restarts
+	for _, b := range bad {
+		n := strings.Count(logs, b)
+		switch {
+		case n > 0 && crashed > 0:
+			t.Logf("%d times %q: the test server crashed %d times during the run (see stderr)", n, b, crashed)
+		case n > 0:
+			t.Errorf("%d times %q in a clean run", n, b)
+		}
+	}
 }
 
 // CutProxy forwards TCP connections to a server. While it has cuts left, it
