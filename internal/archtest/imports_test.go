@@ -102,6 +102,37 @@ var rules = []rule{
 		direct: true,
 	},
 	{
+		name:      "ocsf/ocsfjson reads and writes JSON only: it imports no internal package",
+		from:      []string{"internal/ocsf/ocsfjson"},
+		forbidden: []string{"internal/..."},
+		allowed:   []string{"internal/ocsf/ocsfjson"},
+	},
+	{
+		name:      "ocsf/ocsfrec imports no internal package but record and ocsf/ocsfjson",
+		from:      []string{"internal/ocsf/ocsfrec"},
+		forbidden: []string{"internal/..."},
+		allowed:   []string{"internal/ocsf/ocsfrec", "internal/ocsf/ocsfjson", "internal/record/..."},
+	},
+	{
+		name:      "ocsf/ocsfbase imports no internal package but ocsf/ocsfrec, ocsf/ocsfjson and record",
+		from:      []string{"internal/ocsf/ocsfbase"},
+		forbidden: []string{"internal/..."},
+		allowed:   []string{"internal/ocsf/ocsfbase", "internal/ocsf/ocsfrec", "internal/ocsf/ocsfjson", "internal/record/..."},
+	},
+	{
+		name:      "the mappings of the sources (ocsf/coremap, ocsf/edgemap) import no internal package but record and the lower ocsf layers",
+		from:      []string{"internal/ocsf/coremap", "internal/ocsf/edgemap"},
+		forbidden: []string{"internal/..."},
+		allowed:   []string{"internal/ocsf/ocsfbase", "internal/ocsf/ocsfrec", "internal/ocsf/ocsfjson", "internal/record/..."},
+	},
+	{
+		name:      "only package ocsf, its other layers and the sinks import the layers below package ocsf",
+		from:      []string{"..."},
+		except:    append([]string{"internal/ocsf/...", "internal/sink/..."}, testOnly...),
+		forbidden: []string{"internal/ocsf/ocsfjson", "internal/ocsf/ocsfrec", "internal/ocsf/ocsfbase", "internal/ocsf/coremap", "internal/ocsf/edgemap"},
+		direct:    true,
+	},
+	{
 		name:      "only internal/app, cmd/* and test-only packages import the simulator",
 		from:      []string{"..."},
 		except:    append([]string{"internal/app", "cmd/*", "internal/apisim/..."}, testOnly...),
@@ -217,6 +248,11 @@ func TestEveryRuleCatchesItsViolation(t *testing.T) {
 		fake("internal/checkpoint/ckptlog", []string{"internal/record"}),
 		fake("internal/source/progress", []string{"internal/api", "net/http"}),
 		fake("internal/source/revisit", []string{"net/http"}),
+		fake("internal/ocsf/ocsfjson", []string{"internal/record"}),
+		fake("internal/ocsf/ocsfrec", []string{"internal/ocsf"}),
+		fake("internal/ocsf/ocsfbase", []string{"internal/ocsf/coremap"}),
+		fake("internal/ocsf/edgemap", []string{"internal/ocsf/coremap"}),
+		fake("internal/source/pagescan", []string{"internal/ocsf/ocsfjson"}),
 	}
 	for _, r := range rules {
 		if found, _, _ := check(r, bad, nil); len(found) == 0 {

@@ -23,6 +23,24 @@
 // encoder over the raw record decodes each record once, without
 // allocating.
 //
+// This package holds the API and writes the frame of every event (class,
+// activity, severity, status, time, metadata, unmapped, raw_data); the
+// work is done in layers below it, each importing only the ones under it
+// (internal/archtest holds the rules):
+//
+//   - coremap and edgemap: the mapping of each source of the core API
+//     (C3) and of the edge API (C6): its class, its known members, and
+//     its two steps, what the event states first (an ocsfbase.Head) and
+//     the class's attributes;
+//   - ocsfbase: what the mappings share with the frame: the classes with
+//     their captions, the base event's enums, Source and Head;
+//   - ocsfrec: a record split once into its members, with the state of
+//     its mapping (held, fallen back) and the conversions of its values
+//     to OCSF's types;
+//   - ocsfjson: the raw JSON scanner and the append-style writer.
+//
+// Only this package, its layers and the sinks may import the layers.
+//
 // What it must not touch: it knows package record and nothing of the
 // sinks, the API client or the pipeline; the sinks call it.
 package ocsf

@@ -1,30 +1,33 @@
-package ocsf
+package ocsfrec
 
 import (
 	"net/netip"
 	"time"
 
+	"github.com/svcexport/collector/internal/ocsf/ocsfjson"
 	"github.com/svcexport/collector/internal/record"
 )
 
 // Limits of the OCSF 1.3.0 types (dictionary.json, "types").
 const (
-	maxString   = 65535 // string_t max_len
-	maxIP       = 40    // ip_t max_len
-	maxFileHash = 64    // file_hash_t max_len
+	maxString = 65535 // string_t max_len
+	maxIP     = 40    // ip_t max_len
 )
 
-// timeMs reads raw as a time (C3, C6: ISO 8601 strings, epoch numbers in
+// MaxFileHash is file_hash_t's max_len in OCSF 1.3.0.
+const MaxFileHash = 64
+
+// TimeMs reads raw as a time (C3, C6: ISO 8601 strings, epoch numbers in
 // milliseconds or seconds, such numbers as strings) and returns Unix
 // milliseconds. The common forms are read without allocating; the rest
 // goes to record.ParseTime, so every time the collector accepts as a record
 // time is accepted here too.
-func timeMs(raw []byte) (int64, bool) {
+func TimeMs(raw []byte) (int64, bool) {
 	if len(raw) == 0 {
 		return 0, false
 	}
 	if raw[0] != '"' {
-		n, ok := parseInt(raw)
+		n, ok := ocsfjson.ParseInt(raw)
 		if !ok {
 			return fallbackTime(raw)
 		}
@@ -35,7 +38,7 @@ func timeMs(raw []byte) (int64, bool) {
 		return ms, true
 	}
 	if len(c) > 0 && len(c) <= 18 && digitsOnly(c) {
-		n, _ := parseInt(c)
+		n, _ := ocsfjson.ParseInt(c)
 		return epochMs(n)
 	}
 	return fallbackTime(raw)
@@ -161,10 +164,10 @@ func validHostname(s []byte) bool {
 	return label > 0 && s[len(s)-1] != '-'
 }
 
-// validEmail matches OCSF email_t:
+// ValidEmail reports whether s matches OCSF email_t:
 // ^[a-zA-Z0-9!#$%&'*+-/=?^_`{|}~.]+@[a-zA-Z0-9-]+\.[a-zA-Z0-9-.]+$
 // (the class "+-/" is the range '+' to '/', which holds the comma).
-func validEmail(s []byte) bool {
+func ValidEmail(s []byte) bool {
 	if len(s) > maxString {
 		return false
 	}
@@ -209,10 +212,10 @@ func isLocalPunct(c byte) bool {
 	return false
 }
 
-// ipVersion returns 4 or 6 when s is an IP address OCSF's ip_t accepts
+// IPVersion returns 4 or 6 when s is an IP address OCSF's ip_t accepts
 // (at most 40 bytes), else 0. IPv4 dotted quads are read without
 // allocating.
-func ipVersion(s []byte) int {
+func IPVersion(s []byte) int {
 	if len(s) == 0 || len(s) > maxIP {
 		return 0
 	}
@@ -252,3 +255,7 @@ func v4(s []byte) bool {
 	}
 	return parts == 4
 }
+
+// fitsInt32 reports whether n fits OCSF's integer_t as 32-bit consumers
+// (Parquet, Security Lake) store it.
+func fitsInt32(n int64) bool { return n >= -1<<31 && n <= 1<<31-1 }
