@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -283,4 +284,23 @@ func decodeB64(t *testing.T, s string) []byte {
 		t.Fatalf("base64 %q: %v", s, err)
 	}
 	return b
+}
+
+// A protocol sent with escapes (C3 allows any JSON spelling of a string)
+// is decoded before it is lower-cased: "T\u0043P" is protocol_name "tcp"
+// with protocol_num 6, as "TCP" is. It used to come out as "TCPtcp".
+func TestEscapedProtocolIsLowerCasedOnce(t *testing.T) {
+	m := ocsf.New(ocsf.Options{})
+	for _, proto := range []string{`"TCP"`, `"T\u0043P"`, `"\u0054\u0043\u0050"`, `"tc\u0070"`} {
+		raw := []byte(`{"startTime":1763600000000,"endpointDetails":[{"dst_ip_addr":"10.0.0.2","dst_port":443,"protocol":` + proto + `,"src_ip_addr":"10.0.0.1"}]}`)
+		e, _ := build("connections", raw)
+		out, _, err := m.Append(nil, &e)
+		if err != nil {
+			t.Fatalf("%s: %v", proto, err)
+		}
+		ci, _ := decode(t, out).(map[string]any)["connection_info"].(map[string]any)
+		if ci["protocol_name"] != "tcp" || fmt.Sprint(ci["protocol_num"]) != "6" {
+			t.Errorf("protocol %s: connection_info %v, want protocol_name tcp, protocol_num 6", proto, ci)
+		}
+	}
 }

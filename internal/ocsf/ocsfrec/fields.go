@@ -218,19 +218,16 @@ func (r *Record) QuotedInt(n int64) []byte {
 }
 
 // LowerText appends the content of the string token tok, ASCII letters in
-// lower case, to the scratch space and returns it.
-//
-// A token with escapes is decoded into the scratch space first, and what
-// it returns starts there: the decoded content, then its lower-case copy
-// ("T\u0043P" gives "TCPtcp"). Kept as it was when this code moved here;
-// a fix changes events.
+// lower case, to the scratch space and returns it. A token with escapes is
+// decoded first ("T\u0043P" gives "tcp").
 func (r *Record) LowerText(tok []byte) []byte {
+	text := r.Text(tok)
 	start := len(r.spare)
-	for _, c := range r.Text(tok) {
+	for _, c := range text {
 		if c >= 'A' && c <= 'Z' {
 			c += 'a' - 'A'
 		}
 		r.spare = append(r.spare, c)
 	}
-	return r.spare[start:]
+	return r.spare[start:len(r.spare):len(r.spare)]
 }
