@@ -63,8 +63,10 @@ trap cleanup_e2e EXIT
 setsid go test -count=1 -timeout 40m -parallel 4 ${GOTESTFLAGS:-} ./internal/e2e/ >"$e2e_log" 2>&1 &
 e2e_pid=$!
 race_rc=0
+race_pkgs=$(go list ./...)
+race_pkgs=$(grep -v '/internal/e2e$' <<<"$race_pkgs")
 # shellcheck disable=SC2086
-go test -race -count=1 -timeout 40m -parallel 4 ${GOTESTFLAGS:-} $(go list ./... | grep -v '/internal/e2e$') || race_rc=$?
+go test -race -count=1 -timeout 40m -parallel 4 ${GOTESTFLAGS:-} $race_pkgs || race_rc=$?
 e2e_rc=0
 wait "$e2e_pid" || e2e_rc=$?
 e2e_pid=""
