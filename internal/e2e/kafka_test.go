@@ -291,20 +291,9 @@ func TestKafkaCrashesMidBackfillLoseNothing(t *testing.T) {
 	start := time.Now().UTC().Add(-8 * time.Hour).Truncate(time.Minute)
 	const buffer = 5000
 	c := harness.New(t, harness.Config{Sim: sim, Start: start, PageRows: 250, Sink: kafkaharness.SinkYAML(broker.Addr, "create_topics: true"),
-		Env: []string{fmt.Sprintf("COLLECTOR_PIPELINE__BUFFER_RECORDS=%d", buffer)}})
-	rng := rand.New(rand.NewPCG(8, 8))
+		Env: []string{fmt.Sprintf("COLLECTOR_PIPELINE__BUFFER_RECORDS=%d", buffer)}, Metrics: harness.FreeAddr(t)})
 	const kills = 8
-	for i := range kills {
-		p := c.Start(t, "--once")
-		p.KillAfter(t, time.Duration(300+rng.IntN(600))*time.Millisecond, fmt.Sprintf("run %d", i))
-	}
-	var committed int64
-	for _, st := range c.Watermarks(t) {
-		committed += st.Delivered
-	}
-	if committed == 0 {
-		t.Fatalf("nothing was committed in %d killed runs: the kills never hit a backfill in progress", kills)
-	}
+	committed := c.KillRuns(t, kills, rand.New(rand.NewPCG(8, 8)), 300*time.Millisecond, 600*time.Millisecond)
 	c.RunOnce(t, 3*time.Minute)
 	out := kafkaharness.ReadEnvelopeTopics(t, broker.Addr, kafkaharness.Topics(harness.AllSources(), "svc."), svcTopic)
 	n := c.Compare(t, out, harness.AllStreams())

@@ -2,6 +2,8 @@ package harness
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"sync"
@@ -89,6 +91,36 @@ func (p *Process) KillAfter(tb testing.TB, d time.Duration, name string) {
 	case <-time.After(d):
 	}
 	p.Kill()
+}
+
+// KillRuns starts c with --once kills times and SIGKILLs each run at a
+// random moment between least and least+spread (from rng) after it
+// started (KillAfter). The first run is killed only after one of its
+// streams committed (WaitCommitted, so Config.Metrics must be set): on a
+// loaded machine the start of slow sinks can outlast every random moment,
+// and then no kill would hit a backfill in progress. It returns the
+// records the checkpoint holds as delivered after the last kill, and fails
+// tb when that is 0.
+func (c *Collector) KillRuns(tb testing.TB, kills int, rng *rand.Rand, least, spread time.Duration) int64 {
+	tb.Helper()
+	if c.cfg.Metrics == "" {
+		tb.Fatal("KillRuns: Config.Metrics is not set, so the first commit cannot be seen")
+	}
+	for i := range kills {
+		p := c.Start(tb, "--once")
+		if i == 0 {
+			WaitCommitted(tb, p, c.cfg.Metrics, c.cfg.Start, nil, 1, 2*time.Minute)
+		}
+		p.KillAfter(tb, least+time.Duration(rng.Int64N(int64(spread))), fmt.Sprintf("run %d", i))
+	}
+	var committed int64
+	for _, st := range c.Watermarks(tb) {
+		committed += st.Delivered
+	}
+	if committed == 0 {
+		tb.Fatalf("nothing was committed in %d killed runs: the kills never hit a backfill in progress", kills)
+	}
+	return committed
 }
 
 // Exited is closed once the process is gone; Err then says how it exited.
