@@ -89,6 +89,11 @@ type Config struct {
 	// totalRows = TotalRowsCap, while its chain still goes on to the end or
 	// to ResultCap. 0 (the default) reports the true count.
 	TotalRowsCap int64 `yaml:"total_rows_cap"`
+	// AuditUnpaged makes AuditLogs answer every search without paging,
+	// with at most PageSize rows, and drop the rest silently: a server
+	// that cuts such answers (C3 promises one page with all rows). Default
+	// false: only a result set that fits in one page is answered so.
+	AuditUnpaged bool `yaml:"audit_unpaged"`
 	// NextPageTTL is how long after a chain's first page its next-page URLs
 	// work (C3); later they answer 404.
 	NextPageTTL time.Duration `yaml:"next_page_ttl"`

@@ -231,7 +231,7 @@ func (s *Server) handleNextPage(w http.ResponseWriter, r *http.Request, src sour
 // servePage writes page number ch.page of a chain and, unless it is the
 // last, a next-page URL carrying the advanced chain (C3). An empty result
 // answers 204; AuditLogs answers without paging when everything fits in one
-// page.
+// page, or always (cut to one page) with AuditUnpaged.
 func (s *Server) servePage(w http.ResponseWriter, r *http.Request, ch *chain, fs []filter, keep []string, first bool) {
 	si := ch.src.info()
 	st := s.stream(ch.src, ch.account)
@@ -264,7 +264,7 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request, ch *chain, fs
 	ch.page++
 	hasNext := ch.served < bound && next < pl.n
 	h := wk.head[:0]
-	if ch.src == srcAuditLogs && first && ch.total <= int64(s.cfg.PageSize) {
+	if ch.src == srcAuditLogs && first && (ch.total <= int64(s.cfg.PageSize) || s.cfg.AuditUnpaged) {
 		h = append(h, `{"data":[`...)
 	} else {
 		h = append(h, `{"paging":{"rows":`...)

@@ -313,8 +313,12 @@ func writeGapNotes(w io.Writer, r verify.Report, sink string) {
 			continue
 		}
 		why := "no recheck to come: lost, unless the sink is still being written (see docs/verify.md)"
-		if row.Pending > 0 {
-			why = fmt.Sprintf("pending: %d windows of the day still have a recheck to come; the gap may close", row.Pending)
+		switch {
+		case row.Cause == verify.CauseLate:
+			why = fmt.Sprintf("late data: %d of the %d windows of the day with a recheck to come grew since they were fetched; the gap may close", row.Grown, row.Pending)
+		case row.Cause == verify.CauseCutShort:
+			why = fmt.Sprintf("cut short: none of the %d windows of the day with a recheck to come grew since they were fetched, so no recheck will close the gap; "+
+				"the records were missing when the windows were fetched (see docs/verify.md)", row.Pending)
 		}
 		fmt.Fprintf(w, "gap: %s/%s %s: the API has %d records, sink %s holds %d: %d missing (%s)\n",
 			row.Source, row.Account, row.Day, row.API, sink, row.Delivered, row.API-row.Delivered, why)

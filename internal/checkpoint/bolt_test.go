@@ -47,6 +47,7 @@ func sampleState() State {
 			ChainStarted: t0.Add(24*time.Hour + 31*time.Minute),
 			Pages:        7,
 			Rows:         35_000,
+			Total:        147_579,
 		},
 		Delivered: 1_234_567,
 		Density:   10_417.5,
@@ -67,7 +68,7 @@ func statesEqual(t *testing.T, got, want State) {
 	default:
 		g, w := *got.InFlight, *want.InFlight
 		if !g.Start.Equal(w.Start) || !g.End.Equal(w.End) || !g.ChainStarted.Equal(w.ChainStarted) ||
-			g.NextURL != w.NextURL || g.Pages != w.Pages || g.Rows != w.Rows {
+			g.NextURL != w.NextURL || g.Pages != w.Pages || g.Rows != w.Rows || g.Total != w.Total {
 			t.Fatalf("in flight = %+v, want %+v", g, w)
 		}
 	}

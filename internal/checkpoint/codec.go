@@ -38,6 +38,7 @@ type wireInFlight struct {
 	ChainStarted time.Time `json:"chain_started"`
 	Pages        int       `json:"pages"`
 	Rows         int64     `json:"rows"`
+	Total        int64     `json:"total,omitempty"`
 }
 
 func validateKey(k record.Stream) error {
@@ -97,6 +98,7 @@ func encodeState(s State) ([]byte, error) {
 			ChainStarted: utc(f.ChainStarted),
 			Pages:        f.Pages,
 			Rows:         f.Rows,
+			Total:        f.Total,
 		}
 	}
 	b, err := json.Marshal(w)
@@ -145,6 +147,7 @@ func decodeState(b []byte) (State, error) {
 			ChainStarted: utc(f.ChainStarted),
 			Pages:        f.Pages,
 			Rows:         f.Rows,
+			Total:        f.Total,
 		}
 	}
 	return s, nil

@@ -9,6 +9,9 @@ type InFlight struct {
 	ChainStarted time.Time
 	Pages        int
 	Rows         int64
+	// Total is the first page's totalRows; 0 when unknown (a checkpoint
+	// written before it was kept).
+	Total int64
 }
 
 // State is what is stored for one stream.

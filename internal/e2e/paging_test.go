@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -332,6 +333,54 @@ func TestPaging_C3_CappedTotalRowsWithMoreRecordsInAWindowAreComplete(t *testing
 	}
 	if d := int64(out.Duplicates()); d > rows {
 		t.Errorf("%d duplicates, more than the %d rows of the %d chains cut at the cap", d, rows, chains)
+	}
+}
+
+// (6) C3: the service's chains stop at 50,000 rows, its own cap, while its
+// totalRows are true and api.result_cap keeps its default of 500,000; its
+// AuditLogs answers come without paging, cut to one page. A chain that
+// ends before its count and a no-paging answer as large as a full page are
+// cut answers: their windows are asked again in parts, never committed
+// short. Run once straight through and once with SIGKILLs (a chain resumed
+// after a restart is judged by its first page's count too): 0 missing per
+// (stream, day), exit 0.
+func TestPaging_C3_AServerChainCapBelowTheConfiguredResultCapLosesNothing(t *testing.T) {
+	t.Parallel()
+	for _, kills := range []int{0, 3} {
+		t.Run(fmt.Sprintf("%d kills", kills), func(t *testing.T) {
+			t.Parallel()
+			sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) {
+				c.Rates = map[string]float64{"dns": 12_000, "audit_logs": 3_000}
+				c.BurstProbability = 0
+				c.PageSize = 2_000
+				c.ResultCap = 50_000
+				c.AuditUnpaged = true
+			})
+			start := time.Now().UTC().Add(-12 * time.Hour).Truncate(time.Minute)
+			c := harness.New(t, harness.Config{Sim: sim, Start: start, Accounts: []string{"acme"}, Sources: []string{"dns", "audit_logs"},
+				Interval: harness.Omit, PageRows: 2_000, Metrics: harness.FreeAddr(t)})
+			if kills > 0 {
+				c.KillRuns(t, kills, rand.New(rand.NewPCG(20, 1)), 300*time.Millisecond, 700*time.Millisecond)
+			}
+			run := c.RunOnce(t, 3*time.Minute)
+			out := c.ReadOutput(t)
+			n := c.Compare(t, out, c.Streams())
+			truth, _ := c.TruthRows(t)
+			if truth < 100_000 {
+				t.Fatalf("only %d records: no window passed the server's cap, the test proves nothing", truth)
+			}
+			if kills == 0 {
+				if !strings.Contains(run.Logs, `"chain_cap_seen":50000`) {
+					t.Errorf("the chain cap of 50,000 was not learnt:\n%s", harness.Tail(run.Logs, 30))
+				}
+				if !strings.Contains(run.Logs, "window too large to walk whole, split") {
+					t.Errorf("no audit_logs window was split:\n%s", harness.Tail(run.Logs, 30))
+				}
+			}
+			st := sim.Stats()
+			t.Logf("%d of %d records, %d duplicates; dns %d requests, audit_logs %d requests", n, truth, out.Duplicates(),
+				st.Get("sim-admin", "dns").Requests, st.Get("sim-admin", "audit_logs").Requests)
+		})
 	}
 }
 

@@ -165,7 +165,7 @@ func inFlightOf(c *source.Chain) *checkpoint.InFlight {
 	return &checkpoint.InFlight{
 		Start: c.Window.Start, End: c.Window.End,
 		NextURL: c.NextURL, ChainStarted: c.Started,
-		Pages: c.Pages, Rows: c.Rows,
+		Pages: c.Pages, Rows: c.Rows, Total: c.Total,
 	}
 }
 
@@ -174,7 +174,7 @@ func cursorOf(st checkpoint.State) source.Cursor {
 	c := source.Cursor{Watermark: st.Watermark, Density: st.Density}
 	if f := st.InFlight; f != nil {
 		c.InFlight = &source.Chain{
-			NextURL: f.NextURL, Started: f.ChainStarted, Pages: f.Pages, Rows: f.Rows,
+			NextURL: f.NextURL, Started: f.ChainStarted, Pages: f.Pages, Rows: f.Rows, Total: f.Total,
 		}
 		c.InFlight.Window.Start, c.InFlight.Window.End = f.Start, f.End
 	}

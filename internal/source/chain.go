@@ -15,6 +15,8 @@ import (
 // A window is never marked done without its records. One that cannot be
 // finished as asked (its chain cut at api.max_pages with pages left, a
 // chain that ended at the split threshold while totalRows said less, a
+// chain that ended before its totalRows (the server's own cap, learnt as
+// Limits.ChainCap), a
 // next-page URL that expired before the walk ended) is asked again as
 // parts from their first pages: records of a window come in no promised
 // order (C3), so what a cut chain delivered is no prefix of anything. The
@@ -31,6 +33,7 @@ const maxRestarts = 5
 const (
 	cutPageCap   = "page_cap"  // api.max_pages reached with a next page left
 	cutTruncated = "truncated" // the chain ended at the split threshold: maybe cut by the server
+	cutShort     = "short"     // the chain ended before its first page's totalRows: cut by the server (C3)
 	cutExpired   = "expired"   // a next-page 404 (C3)
 )
 
@@ -107,7 +110,7 @@ func (r *run) window(ctx context.Context, w window.Window) error {
 		if len(parts) > 0 {
 			return r.parts(ctx, parts)
 		}
-		ch, err := r.walk(ctx, w, first, Chain{Window: w, Started: first.received}, 0, walkOpts{total: total, asIs: asIs, dig: p.rv.NewDigest()})
+		ch, err := r.walk(ctx, w, first, Chain{Window: w, Started: first.received, Total: chainTotal(first)}, 0, walkOpts{total: total, asIs: asIs, dig: p.rv.NewDigest()})
 		var cut *cutError
 		isCut := errors.As(err, &cut)
 		if (err == nil || isCut) && !countKnown && ch.Rows > total {
@@ -136,6 +139,16 @@ func (r *run) window(ctx context.Context, w window.Window) error {
 	}
 }
 
+// chainTotal is the count a chain of first is judged by (C3): the first
+// page's totalRows when the answer is paged, else 0 (unknown: an answer
+// without paging has no chain).
+func chainTotal(first *fetched) int64 {
+	if !first.body.HasPaging {
+		return 0
+	}
+	return max(first.body.TotalRows, int64(len(first.body.Records)))
+}
+
 // parts asks each part in order.
 func (r *run) parts(ctx context.Context, parts []window.Window) error {
 	for _, part := range parts {
@@ -161,8 +174,9 @@ func (p *Poller) canSplit(w window.Window) bool {
 // splitFirst returns the parts of w when its first page says the window
 // cannot be walked whole: totalRows at the split threshold (C3, which the
 // service may also cap: then the learnt density is the better guess), a
-// walk longer than the next-page life allows (C3), or an edge answer with
-// max_rows rows (C6). asIs reports a window that cannot be split further:
+// walk longer than the next-page life allows (C3), an answer without
+// paging as large as a full page (C3), or an edge answer with max_rows rows
+// (C6). asIs reports a window that cannot be split further:
 // it is walked as it is, and a possible loss is logged and counted, never
 // silent.
 func (r *run) splitFirst(w window.Window, first *fetched, total int64) (parts []window.Window, asIs bool) {
@@ -185,6 +199,12 @@ func (r *run) splitFirst(w window.Window, first *fetched, total int64) (parts []
 		}
 		truncated = trunc
 		parts, err = pl.SplitInto(w, k)
+	case int64(len(first.body.Records)) >= p.paging().PageSize():
+		// C3: an answer without paging holds every row of the window in
+		// one page; one as large as a full page is more likely cut than
+		// complete, so it is asked again in parts, never trusted.
+		truncated = true
+		parts, err = pl.SplitInto(w, p.paging().CutParts(atLeast(int64(len(first.body.Records)), true)))
 	default:
 		return nil, !p.canSplit(w)
 	}
@@ -234,6 +254,10 @@ func (r *run) reask(w window.Window, cut *cutError, total int64, restarts int) (
 		// the expired chain delivered comes again, once).
 		k = p.paging().ExpiredParts(rows)
 		msg = "next-page URL expired before the walk ended; asking the window again in parts"
+	case cutShort:
+		// The count is true: parts under the chain cap just learnt.
+		k = p.paging().CutParts(rows)
+		msg = "the chain ended before its totalRows: the API cut it; asking the window again in parts under the chain cap seen"
 	case cutPageCap:
 		// More rows than delivered are left.
 		k = p.paging().CutParts(rows + 1)
@@ -254,7 +278,7 @@ func (r *run) reask(w window.Window, cut *cutError, total int64, restarts int) (
 	l := p.st.Limits()
 	p.log.Warn(msg, "reason", cut.reason, "window_start", record.FormatTime(w.Start), "window_end", record.FormatTime(w.End),
 		"pages", cut.chain.Pages, "rows", cut.chain.Rows, "total_rows", total, "chain_age", cut.age.String(), "parts", len(parts),
-		"page_rows_seen", l.PageRows, "next_page_ttl_seen", l.NextPageTTL.String(), "page_time", l.PageTime.String())
+		"page_rows_seen", l.PageRows, "next_page_ttl_seen", l.NextPageTTL.String(), "page_time", l.PageTime.String(), "chain_cap_seen", l.ChainCap)
 	return parts, nil
 }
 
@@ -307,6 +331,11 @@ func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain Chai
 		switch {
 		case next != "" && idx+1 >= p.cfg.API.MaxPages:
 			cut = cutPageCap
+		case next == "" && paging && p.sawChainEnd(chain.Total, chain.Rows):
+			// C3: totalRows is the true size of the result set and late
+			// records only add to a chain: the server stopped this one
+			// at a cap of its own, below the configured one.
+			cut = cutShort
 		case next == "" && paging && !p.cfg.Spec.Edge && chain.Rows >= p.splitAt():
 			// C3: with a true count the first page would have split
 			// this window; the count was capped, and the chain may have

@@ -60,6 +60,27 @@ func (p *Poller) sawCappedCount(total, rows int64) {
 	}
 }
 
+// sawChainEnd learns from a chain of a paged result set whose first page
+// said total rows (0: unknown) and that ended after rows rows, and reports
+// whether it ended short of its count: the server cut it (C3), and the
+// window must be asked again in parts below the cap learnt.
+func (p *Poller) sawChainEnd(total, rows int64) bool {
+	if p.cfg.Spec.Edge {
+		return false
+	}
+	var short bool
+	if p.learn(func(l *Limits) bool { s, changed := l.SawChainEnd(total, rows); short = s; return changed }) {
+		l := p.st.Limits()
+		if l.ChainCap > 0 {
+			p.log.Warn("the API ends next-page chains before their totalRows: splitting result sets below the chain cap seen",
+				"chain_cap_seen", l.ChainCap, "total_rows", total, "api.result_cap", p.cfg.API.ResultCap, "split_at", p.splitAt())
+		} else {
+			p.log.Info("a chain brought more rows than the chain cap seen: that cap is forgotten", "rows", rows, "split_at", p.splitAt())
+		}
+	}
+	return short
+}
+
 // sawNextPage learns from a next page served at chain age age, gap after
 // the page before.
 func (p *Poller) sawNextPage(age, gap time.Duration) {

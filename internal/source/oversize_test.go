@@ -74,8 +74,11 @@ func TestPoller_C3_PagesLargerThanPageRowsAreCompleteAndReservedFor(t *testing.T
 	}
 }
 
-// C3, DESIGN item 5: one page of 600,000 records (audit logs without
-// paging) with MaxBatchRecords 50,000 arrives completely, in batches of at
+// C3, DESIGN item 5: one page of 600,000 records (a paged answer whose one
+// page holds its whole result set: an answer without paging that large is
+// taken as cut and split, see
+// TestPoller_C3_AnAnswerWithoutPagingAsLargeAsAFullPageIsSplit) with
+// MaxBatchRecords 50,000 arrives completely, in batches of at
 // most 50,000 built one at a time: the poller never holds all the
 // envelopes, so the heap stays near the body's size. Reservations never
 // exceed MaxBatchRecords.
@@ -85,9 +88,10 @@ func TestPoller_C3_HugePageIsEmittedInBoundedBatches(t *testing.T) {
 	}
 	const n, batch = 600_000, 50_000
 	times := spread(time.Now().Add(-20*time.Hour), n, 100*time.Millisecond)
-	srv := newPageServer(t, times, 0, nil)
+	srv := newPageServer(t, times, n, nil)
 	cfg := pageServerConfig(srv)
 	cfg.API.MaxBodyBytes = 512 << 20
+	cfg.API.ResultCap, cfg.API.MaxPages = 2*n, 1000 // a result set of n rows is no truncated one
 	e := newEnv(t, cfg, nil)
 	pc := e.pollerConfig(catalog.SourceAuditLogs, "acme", true)
 	pc.MaxBatchRecords = batch

@@ -387,3 +387,74 @@ func TestPoller_C5_SearchBodyOverTheRequestLimitIsNotSent(t *testing.T) {
 		t.Fatalf("%d requests sent", st.Requests)
 	}
 }
+
+// C3: the server's chains stop at 2,000 rows, its own cap, while its
+// totalRows are true and api.result_cap keeps its default of 500,000. A
+// chain that ends before its count was cut: the window is asked again in
+// parts under the chain cap learnt, never committed short. Complete.
+func TestPoller_C3_AChainEndingBeforeItsTotalRowsTeachesTheServersChainCap(t *testing.T) {
+	t.Parallel()
+	srv := startSim(t, func(c *apisim.Config) {
+		c.Rates[apisim.SourceConnections] = 1000
+		c.PageSize, c.ResultCap = 500, 2000
+	})
+	cfg := simConfig(srv)
+	cfg.API.PageRows = 500
+	lag := 5 * time.Minute
+	cfg.Sources["connections"] = catalog.SourceOverride{Start: ptr("24h"), Lag: &lag}
+	e := newEnv(t, cfg, nil)
+	p := e.poller(catalog.SourceConnections, "acme", true)
+	col := runToEnd(t, p, Cursor{})
+	pages := col.snapshot()
+	n := checkTruth(t, srv, catalog.SourceConnections, "acme", pages, firstStart(pages), col.last().Watermark)
+	if n < 10_000 {
+		t.Fatalf("only %d records: no window passed the server's cap, the test proves nothing", n)
+	}
+	cut := cutRows(e.logs.String())
+	if cut[cutShort] == 0 {
+		t.Fatalf("no chain ended before its totalRows: the test proves nothing\n%v", cut)
+	}
+	if d := duplicates(pages); d > cut[cutShort] {
+		t.Errorf("%d duplicates, more than the %d rows the short chains delivered", d, cut[cutShort])
+	}
+	if s := p.Snapshot(); s.Limits.ChainCap != 2000 || s.SplitAt != 2000 {
+		t.Errorf("learnt chain cap %d, split at %d; want 2000 and 2000", s.Limits.ChainCap, s.SplitAt)
+	}
+	if got := e.apiMetric("collector_chain_cap_seen_rows", "source", "connections", "account", "acme"); got != 2000 {
+		t.Errorf("collector_chain_cap_seen_rows = %v, want 2000", got)
+	}
+	st := srv.Stats().Get("sim-admin", catalog.SourceConnections)
+	t.Logf("%d records, %d rows of short chains, %d duplicates; %d requests", n, cut[cutShort], duplicates(pages), st.Requests)
+}
+
+// C3: AuditLogs answers without paging, cut to one page of 500 rows,
+// whatever the window holds. An answer without paging as large as a full
+// page is not trusted: its window is asked again in parts until each
+// answer is smaller. Complete, and nothing delivered twice (the cut
+// answer was never emitted).
+func TestPoller_C3_AnAnswerWithoutPagingAsLargeAsAFullPageIsSplit(t *testing.T) {
+	t.Parallel()
+	srv := startSim(t, func(c *apisim.Config) {
+		c.Rates[apisim.SourceAuditLogs] = 2000
+		c.PageSize = 500
+		c.AuditUnpaged = true
+	})
+	cfg := simConfig(srv)
+	cfg.API.PageRows = 500
+	lag := 5 * time.Minute
+	cfg.Sources["audit_logs"] = catalog.SourceOverride{Start: ptr("6h"), Lag: &lag}
+	e := newEnv(t, cfg, nil)
+	p := e.poller(catalog.SourceAuditLogs, "acme", true)
+	col := runToEnd(t, p, Cursor{})
+	pages := col.snapshot()
+	n := checkTruth(t, srv, catalog.SourceAuditLogs, "acme", pages, firstStart(pages), col.last().Watermark)
+	if n < 5000 {
+		t.Fatalf("only %d records: the test proves nothing", n)
+	}
+	if d := duplicates(pages); d != 0 {
+		t.Errorf("%d duplicates: a cut answer was emitted", d)
+	}
+	if !strings.Contains(e.logs.String(), "window too large to walk whole, split") {
+		t.Error("no window was split: the test proves nothing")
+	}
+}

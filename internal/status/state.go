@@ -69,8 +69,12 @@ type LearntState struct {
 	NextPageTTLSeconds float64 `json:"next_page_ttl_seconds,omitempty"`
 	// CountCap is the totalRows the server was seen to cap counts at.
 	CountCap int64 `json:"count_cap,omitempty"`
+	// ChainCapRows is the most rows the server was seen to serve in one
+	// next-page chain, below its totalRows (C3; 0: none seen).
+	ChainCapRows int64 `json:"chain_cap_rows,omitempty"`
 	// SplitAtRows is the count from which a window is split before it
-	// is walked: min(api.result_cap, page size seen x api.max_pages).
+	// is walked: min(api.result_cap, page size seen x api.max_pages,
+	// the chain cap seen).
 	SplitAtRows int64 `json:"split_at_rows,omitempty"`
 }
 

@@ -98,6 +98,10 @@ type Target struct {
 	// Pending counts the logged windows of the day that still have a
 	// recheck to come: a gap there may yet close.
 	Pending int
+	// Rechecked are those pending windows (whole, with the count logged
+	// at their fetch): a gap closes only if one of them grew since (C3:
+	// late data), which Run asks when the day has a gap.
+	Rechecked []checkpoint.Window
 }
 
 // Key names the target's (stream, day).
@@ -168,7 +172,8 @@ func NewPlan(streams []StreamInfo, f Filter, l Limits) Plan {
 			if s.RecheckPoints > 0 {
 				points = s.RecheckPoints
 			}
-			t.EstRows, t.Pending = estimate(s, t.Start, t.End, points)
+			t.EstRows, t.Rechecked = estimate(s, t.Start, t.End, points)
+			t.Pending = len(t.Rechecked)
 			t.Parts = parts(t, l)
 			p.Requests += t.Parts
 			p.Targets = append(p.Targets, t)
@@ -179,8 +184,8 @@ func NewPlan(streams []StreamInfo, f Filter, l Limits) Plan {
 
 // estimate returns the rows of [start, end) as the window log says where
 // it covers the range and as the density says elsewhere (-1 when neither
-// knows), and how many logged windows of the range have a recheck to come.
-func estimate(s StreamInfo, start, end time.Time, points int) (rows int64, pending int) {
+// knows), and the logged windows of the range that have a recheck to come.
+func estimate(s StreamInfo, start, end time.Time, points int) (rows int64, pending []checkpoint.Window) {
 	var covered time.Duration
 	var logged float64
 	for _, w := range s.Windows {
@@ -191,7 +196,7 @@ func estimate(s StreamInfo, start, end time.Time, points int) (rows int64, pendi
 		covered += b.Sub(a)
 		logged += float64(w.Count) * float64(b.Sub(a)) / float64(w.End.Sub(w.Start))
 		if w.Stage < points {
-			pending++
+			pending = append(pending, w)
 		}
 	}
 	rest := end.Sub(start) - covered

@@ -233,3 +233,48 @@ func TestPlanCountsPendingWithTheStreamsOwnRecheckPoints(t *testing.T) {
 		t.Errorf("no points of its own: %d pending, want 2 (Limits.RecheckPoints 3)", got)
 	}
 }
+
+// C3: a gap in a day whose windows still have a recheck to come is late
+// data only if one of those windows grew at the API since it was fetched;
+// when none grew, the records were missing at the fetch (a chain cut short
+// of its count), and no recheck will close it.
+func TestAGapTellsAWindowCutShortFromOneARecheckMayFill(t *testing.T) {
+	t.Parallel()
+	logged := []checkpoint.Window{
+		{Start: d0, End: d0.Add(12 * time.Hour), Count: 10},
+		{Start: d0.Add(12 * time.Hour), End: d0.Add(Day), Count: 10},
+	}
+	p := NewPlan([]StreamInfo{{Stream: dns, Start: d0, State: checkpoint.State{Watermark: d0.Add(Day)}, Windows: logged}}, Filter{}, Limits{Now: now, RecheckPoints: 3})
+	for _, tc := range []struct {
+		name   string
+		second int64 // the API's count of the second window now
+		want   string
+		grown  int
+	}{
+		{"a window grew: late data, the gap may close", 15, CauseLate, 1},
+		{"no window grew: cut short when fetched", 10, CauseCutShort, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			counter := CounterFunc(func(_ context.Context, _ record.Stream, start, end time.Time) (int64, error) {
+				switch {
+				case start.Equal(d0) && end.Equal(d0.Add(Day)):
+					return 10 + tc.second, nil
+				case start.Equal(d0):
+					return 10, nil
+				}
+				return tc.second, nil
+			})
+			r, err := Run(context.Background(), p, counter, fakeDelivered{{dns, d0}: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Rows) != 1 || r.Rows[0].Status != StatusGap || r.Rows[0].Cause != tc.want || r.Rows[0].Grown != tc.grown || r.Requests != 3 {
+				t.Fatalf("report %+v, want one gap of cause %s with %d grown in 3 requests", r, tc.want, tc.grown)
+			}
+		})
+	}
+	if r, _ := Run(context.Background(), p, CounterFunc(func(context.Context, record.Stream, time.Time, time.Time) (int64, error) { return 20, nil }),
+		fakeDelivered{{dns, d0}: 20}); r.Rows[0].Cause != "" || r.Requests != 1 {
+		t.Fatalf("no gap: cause %q after %d requests, want none after 1", r.Rows[0].Cause, r.Requests)
+	}
+}

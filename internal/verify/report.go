@@ -85,7 +85,30 @@ type Row struct {
 	Status string `json:"status"`
 	// Pending counts the windows of the day with a recheck still to come.
 	Pending int `json:"pending_rechecks"`
+	// Grown counts those of the pending windows whose count at the API
+	// grew since they were fetched (asked only for a gap): a recheck will
+	// fetch their late records. A gap with pending rechecks and none
+	// grown is no late data: the windows were cut short when fetched (or
+	// the sink lost records), and no recheck will close it.
+	Grown int `json:"grown_windows"`
+	// Cause says why a gap is one, as far as the API tells (CauseLate,
+	// CauseCutShort, CauseLost); empty for other rows.
+	Cause string `json:"cause,omitempty"`
 }
+
+// Causes of a gap (Row.Cause).
+const (
+	// CauseLate: some pending window grew since it was fetched (C3: late
+	// data); its recheck will fetch the records, the gap may close.
+	CauseLate = "late"
+	// CauseCutShort: windows with a recheck to come, none of them grown:
+	// the records were there when the windows were fetched and are
+	// missing (a chain cut short, a sink that lost them); no recheck
+	// will close the gap.
+	CauseCutShort = "cut_short"
+	// CauseLost: no recheck to come.
+	CauseLost = "lost"
+)
 
 // Report is the verdict on a plan.
 type Report struct {
@@ -118,6 +141,26 @@ func Run(ctx context.Context, p Plan, api Counter, sink Delivered) (Report, erro
 			n += c
 		}
 		r.add(t, n, got[t.Key()])
+		if row := &r.Rows[len(r.Rows)-1]; row.Status == StatusGap {
+			for _, w := range t.Rechecked {
+				c, err := api.Count(ctx, t.Stream, w.Start, w.End)
+				r.Requests++
+				if err != nil {
+					return r, fmt.Errorf("verify: count %s window [%s, %s) at the API: %w", t.Stream, w.Start.Format(time.RFC3339), w.End.Format(time.RFC3339), err)
+				}
+				if c > w.Count {
+					row.Grown++
+				}
+			}
+			switch {
+			case row.Grown > 0:
+				row.Cause = CauseLate
+			case row.Pending > 0:
+				row.Cause = CauseCutShort
+			default:
+				row.Cause = CauseLost
+			}
+		}
 	}
 	return r, nil
 }

@@ -29,6 +29,12 @@ type Limits struct {
 	// PageTime is the average time from one page of a walk to the next,
 	// waits included. 0 until a walk had two pages.
 	PageTime time.Duration
+	// ChainCap is the most rows the server was seen to serve in one
+	// next-page chain: a chain ended with fewer rows than its first page's
+	// totalRows said (C3: the service's own cap may be below the
+	// configured api.result_cap). From then on result sets are split below
+	// it. 0: none seen.
+	ChainCap int64
 }
 
 // SawFullPage learns the page size from a page that had a next page: it
@@ -49,6 +55,31 @@ func (l *Limits) SawCappedCount(total, rows int64) bool {
 	}
 	l.CountCap = total
 	return true
+}
+
+// SawChainEnd learns from a chain whose first page said total rows (0:
+// unknown) and that ended after rows rows. A chain that ended short of its
+// count was cut by the server (C3: the count is the true size of the
+// result set; late records only make a chain longer): its rows are the
+// server's chain cap, unless a shorter one was seen. A chain that brought
+// its whole count and more rows than the cap seen proves that cap wrong (a
+// chain cut for another reason, a server that changed): it is forgotten.
+// short reports a chain cut short of its count; changed a new ChainCap.
+func (l *Limits) SawChainEnd(total, rows int64) (short, changed bool) {
+	switch {
+	case total <= 0 || rows <= 0:
+		return false, false
+	case rows < total:
+		if l.ChainCap > 0 && l.ChainCap <= rows {
+			return true, false
+		}
+		l.ChainCap = rows
+		return true, true
+	case l.ChainCap > 0 && rows > l.ChainCap:
+		l.ChainCap = 0
+		return false, true
+	}
+	return false, false
 }
 
 // SawNextPage learns from a next page served at chain age age, gap after
@@ -96,6 +127,9 @@ func (l *Limits) Adopt(o Limits) {
 	l.ChainAgeOK = max(l.ChainAgeOK, o.ChainAgeOK)
 	if l.PageTime == 0 {
 		l.PageTime = o.PageTime
+	}
+	if l.ChainCap == 0 {
+		l.ChainCap = o.ChainCap
 	}
 }
 
@@ -146,10 +180,15 @@ func (p Paging) PageSize() int64 {
 }
 
 // SplitAt is the row count from which a result set may be truncated (C3):
-// min(ResultCap, PageSize x MaxPages), as a chain stops at either.
+// min(ResultCap, PageSize x MaxPages, the chain cap seen), as a chain stops
+// at any of them.
 func (p Paging) SplitAt() int64 {
 	p = p.withDefaults()
-	return min(p.ResultCap, p.PageSize()*p.MaxPages)
+	at := min(p.ResultCap, p.PageSize()*p.MaxPages)
+	if p.Seen.ChainCap > 0 {
+		at = min(at, p.Seen.ChainCap)
+	}
+	return at
 }
 
 // TTL is the next-page life walks are planned for: the shorter of the

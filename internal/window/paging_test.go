@@ -76,6 +76,30 @@ func TestPaging(t *testing.T) {
 			t.Fatalf("a count under the cap is true: %d", got)
 		}
 	})
+	t.Run("a chain that ends short of its count teaches the server's chain cap (C3)", func(t *testing.T) {
+		p := def
+		if short, changed := p.Seen.SawChainEnd(147_579, 50_000); !short || !changed || p.Seen.ChainCap != 50_000 {
+			t.Fatalf("short %v changed %v cap %d; want true true 50000", short, changed, p.Seen.ChainCap)
+		}
+		if p.SplitAt() != 50_000 || p.PartRows() != 25_000 {
+			t.Fatalf("split at %d, part rows %d; want 50000 and 25000", p.SplitAt(), p.PartRows())
+		}
+		if k, trunc, _ := p.FirstSplit(147_579); !trunc || k != 6 {
+			t.Fatalf("FirstSplit(147579) = %d parts, truncated %v; want 6, true", k, trunc)
+		}
+		if short, changed := p.Seen.SawChainEnd(90_000, 60_000); !short || changed {
+			t.Fatal("a longer short chain is still short, and does not raise the cap")
+		}
+		if short, changed := p.Seen.SawChainEnd(20_000, 20_000); short || changed || p.Seen.ChainCap != 50_000 {
+			t.Fatal("a whole chain under the cap changes nothing")
+		}
+		if short, changed := p.Seen.SawChainEnd(0, 10); short || changed {
+			t.Fatal("a chain of unknown count teaches nothing")
+		}
+		if short, changed := p.Seen.SawChainEnd(70_000, 70_000); short || !changed || p.Seen.ChainCap != 0 {
+			t.Fatalf("a whole chain longer than the cap seen proves it wrong: cap %d", p.Seen.ChainCap)
+		}
+	})
 	t.Run("Planner takes the learnt sizes", func(t *testing.T) {
 		p := def
 		p.Seen.PageRows = 100
@@ -86,8 +110,8 @@ func TestPaging(t *testing.T) {
 	})
 	t.Run("Adopt keeps what was learnt and takes the rest", func(t *testing.T) {
 		l := Limits{PageRows: 100}
-		l.Adopt(Limits{PageRows: 200, CountCap: 7, NextPageTTL: time.Second, ChainAgeOK: time.Millisecond, PageTime: time.Minute})
-		if l != (Limits{PageRows: 100, CountCap: 7, NextPageTTL: time.Second, ChainAgeOK: time.Millisecond, PageTime: time.Minute}) {
+		l.Adopt(Limits{PageRows: 200, CountCap: 7, NextPageTTL: time.Second, ChainAgeOK: time.Millisecond, PageTime: time.Minute, ChainCap: 9})
+		if l != (Limits{PageRows: 100, CountCap: 7, NextPageTTL: time.Second, ChainAgeOK: time.Millisecond, PageTime: time.Minute, ChainCap: 9}) {
 			t.Fatalf("%+v", l)
 		}
 	})

@@ -28,6 +28,7 @@ type Metrics struct {
 	ttlSeen      *prometheus.GaugeVec   // source, account
 	pageSeconds  *prometheus.GaugeVec   // source, account
 	splitAt      *prometheus.GaugeVec   // source, account
+	chainCap     *prometheus.GaugeVec   // source, account
 	blockedG     *prometheus.GaugeVec   // source, account, reason
 }
 
@@ -139,7 +140,11 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"source", "account"}),
 		splitAt: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "collector_split_threshold_rows",
-			Help: "Rows from which a result set may be truncated, as learnt: min(api.result_cap, full page size seen x api.max_pages); edge.max_rows for edge sources. A first page whose totalRows reaches it is split.",
+			Help: "Rows from which a result set may be truncated, as learnt: min(api.result_cap, full page size seen x api.max_pages, chain cap seen); edge.max_rows for edge sources. A first page whose totalRows reaches it is split.",
+		}, []string{"source", "account"}),
+		chainCap: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "collector_chain_cap_seen_rows",
+			Help: "Most rows the API served in one next-page chain that ended before its first page's totalRows (C3: a cap of the server's own, below api.result_cap); result sets are split below it. 0 until a chain was cut so.",
 		}, []string{"source", "account"}),
 		blockedG: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "collector_stream_blocked",
@@ -151,7 +156,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{m.rows, m.pages, m.splits, m.restarts, m.badRecords, m.pollErrors, m.pageRowsSeen,
-		m.ttlSeen, m.pageSeconds, m.splitAt, m.blockedG} {
+		m.ttlSeen, m.pageSeconds, m.splitAt, m.chainCap, m.blockedG} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}
@@ -217,6 +222,7 @@ func (m *Metrics) Limits(source, account string, l window.Limits, splitAt int64)
 		m.ttlSeen.WithLabelValues(source, account).Set(l.NextPageTTL.Seconds())
 		m.pageSeconds.WithLabelValues(source, account).Set(l.PageTime.Seconds())
 		m.splitAt.WithLabelValues(source, account).Set(float64(splitAt))
+		m.chainCap.WithLabelValues(source, account).Set(float64(l.ChainCap))
 	}
 }
 
@@ -262,6 +268,7 @@ func (m *Metrics) InitStream(spec catalog.Spec, account string) {
 	m.pageRowsSeen.WithLabelValues(spec.Name, account)
 	m.ttlSeen.WithLabelValues(spec.Name, account)
 	m.pageSeconds.WithLabelValues(spec.Name, account)
+	m.chainCap.WithLabelValues(spec.Name, account)
 }
 
 // Splits is collector_windows_split_total of a stream, for tests.

@@ -26,6 +26,10 @@ type Chain struct {
 	// Pages and Rows count what was delivered of the chain so far.
 	Pages int
 	Rows  int64
+	// Total is the first page's totalRows, 0 when unknown: a chain that
+	// ends with fewer rows was cut by the server (C3), also after a
+	// restart resumed it.
+	Total int64
 }
 
 // Cursor is where a stream stands: everything before Watermark is delivered;
