@@ -115,23 +115,56 @@ func TestClient_C1_RenewsTheTokenOnceOn401AndRepeatsTheRequest(t *testing.T) {
 	}
 }
 
-func TestClient_C1_A401AfterRenewalIsAnError(t *testing.T) {
+// C1: a 401 after the renewal is an error of that request, not of its
+// stream: it is retried with backoff like a 5xx, each time with the token
+// then current, and gives up only after api.retry.max_attempts, with an
+// error a retry may cure. The renewals of tokens that die unused are
+// paced (C4); the second token is obtained at once.
+func TestClient_C1_A401AfterRenewalIsRetriedAsAnErrorOfThatRequest(t *testing.T) {
 	f := &fakeAPI{}
 	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
 		w.WriteHeader(401)
 		fmt.Fprint(w, `{"message":"no"}`)
 	}
-	c, _ := testClient(t, f, nil)
+	c, m := testClient(t, f, nil)
+	c.retry.MaxAttempts = 4
 	_, err := get(c, t.Context(), "acme", false)
 	var se *StatusError
-	if !errors.As(err, &se) || se.Status != 401 || !IsPermanent(err) {
-		t.Fatalf("err = %v, want a permanent 401", err)
+	if !errors.As(err, &se) || se.Status != 401 || IsPermanent(err) {
+		t.Fatalf("err = %v, want a 401 a retry may cure", err)
 	}
-	if f.n.Load() != 2 || f.tokens.Load() != 2 {
-		t.Fatalf("data requests %d tokens %d, want 2 and 2", f.n.Load(), f.tokens.Load())
+	if _, permanent := PermanentReason(err); permanent {
+		t.Fatalf("PermanentReason(%v) says permanent", err)
 	}
-	if !strings.Contains(err.Error(), "fetch page 1 of cloud_activities/acme") {
+	// The first 401 repeats at once (not an attempt), then 4 attempts.
+	if f.n.Load() != 5 || f.tokens.Load() != 5 {
+		t.Fatalf("data requests %d tokens %d, want 5 and 5", f.n.Load(), f.tokens.Load())
+	}
+	if got := testutil.ToFloat64(m.retries.WithLabelValues(cloudActivities, "401")); got != 4 {
+		t.Fatalf("401 retries = %v, want 4", got)
+	}
+	if !strings.Contains(err.Error(), "fetch page 1 of cloud_activities/acme") || !strings.Contains(err.Error(), "giving up after 4 attempts") {
 		t.Fatalf("error does not say what was done: %v", err)
+	}
+}
+
+// C6: the edge token is configured, not renewed: its 401 is final.
+func TestClient_C6_A401OnTheEdgeTokenIsPermanent(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		w.WriteHeader(401)
+		fmt.Fprint(w, `{"message":"bad token"}`)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := NewEdgeClient(EdgeConfig{BaseURL: srv.URL, Token: secret.New("edge-tok"), Timeout: time.Second, Rate: RateConfig{Limit: 1000, Period: time.Second}},
+		DefaultConfig(), nil, Options{HTTPClient: srv.Client(), Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Do(t.Context(), Request{Method: "GET", URL: "/api/v1/audit_events", Functionality: FunctionalityEdge, What: "fetch edge", Decode: decodeJSON})
+	if reason, permanent := PermanentReason(err); !permanent || reason != ReasonUnauthorized || n.Load() != 1 {
+		t.Fatalf("err = %v (reason %q), %d requests; want a permanent 401 after 1 request", err, reason, n.Load())
 	}
 }
 

@@ -29,7 +29,10 @@ type RateConfig struct {
 	Reserve float64 `koanf:"reserve"`
 }
 
-// RetryConfig is the backoff for transient errors (C5).
+// RetryConfig is the backoff for transient errors (C5), a 401 after a
+// token renewal among them (C1). Initial and Max also pace the renewals of
+// core tokens that die before serving a request (C4: the token endpoint's
+// bucket).
 type RetryConfig struct {
 	// Initial is the first backoff. Default 1s.
 	Initial time.Duration `koanf:"initial"`

@@ -63,9 +63,13 @@ type Response struct {
 }
 
 // Do sends req with bearer authentication, retrying transient failures
-// (C5) and renewing the token once on 401 (C1). Its errors wrap a
-// *StatusError, a *PermanentError (around an *origin.Error or a
-// *BodyTooLargeError for those) or ctx's error, and never hold a
+// (C5). A 401 means the core token died (C1): the token is renewed (once
+// for all requests that saw it die) and the request repeated at once; a
+// 401 again is a transient error of this request, retried with backoff.
+// Only the token endpoint refusing the key (401, 403 there) or a 401 on
+// the edge token (C6), which cannot be renewed, is a permanent error. Its
+// errors wrap a *StatusError, a *PermanentError (around an *origin.Error
+// or a *BodyTooLargeError for those) or ctx's error, and never hold a
 // credential or the user info of a URL.
 func (c *Client) Do(ctx context.Context, req Request) (*Response, error) {
 	return c.do(ctx, req, nil)
@@ -103,6 +107,9 @@ func (c *Client) do(ctx context.Context, req Request, auth func(http.Header)) (*
 		}
 		resp, status, err := c.once(ctx, req, target, tok, auth)
 		if err == nil {
+			if auth == nil {
+				c.tokens.served(tok)
+			}
 			return resp, nil
 		}
 		if ctx.Err() != nil {
@@ -110,16 +117,32 @@ func (c *Client) do(ctx context.Context, req Request, auth func(http.Header)) (*
 		}
 		var te *transientError
 		if !errors.As(err, &te) {
-			if status == http.StatusUnauthorized && auth == nil && !renewed && c.tokens.invalidate(tok) {
-				// C1: a token can die before expiresAt; renew once and
-				// repeat the request once.
+			// C1: a data request's 401 says that its token died
+			// (revoked, a server restart), not that the key is refused:
+			// only the token endpoint says that, and token() returns its
+			// refusal as the permanent error it is. The token is dropped
+			// (once, however many requests saw it die) and the request
+			// repeated with its successor. The edge token (C6) cannot be
+			// renewed: its 401 is final.
+			if status != http.StatusUnauthorized || auth != nil || !c.tokens.refused(tok) {
+				return nil, fmt.Errorf("%s: %w", req.What, err)
+			}
+			if !renewed {
+				// The first 401: repeat at once, with a new token.
 				renewed = true
 				c.m.retry(req.Functionality, "401")
 				c.log.Info("token refused, renewing", "what", req.What)
 				attempt--
 				continue
 			}
-			return nil, fmt.Errorf("%s: %w", req.What, err)
+			// A later 401: another request's revocation killed the new
+			// token before this repeat (C1: an error of this request,
+			// not of the stream). Retried like a 5xx: backoff, within
+			// api.retry.max_attempts, with the token then current.
+			var se *StatusError
+			errors.As(err, &se)
+			te = &transientError{"401", se}
+			err = te
 		}
 		if c.retry.MaxAttempts > 0 && attempt+1 >= c.retry.MaxAttempts {
 			return nil, fmt.Errorf("%s: giving up after %d attempts: %w", req.What, attempt+1, err)
@@ -356,10 +379,12 @@ func (c *Client) scrub(s string) string {
 	}
 	if ct, ok := c.tokens.(*coreTokens); ok {
 		ct.mu.Lock()
-		tok := ct.tok
+		toks := [...]string{ct.tok, ct.prev}
 		ct.mu.Unlock()
-		if tok != "" {
-			s = strings.ReplaceAll(s, tok, secret.Redacted)
+		for _, tok := range toks {
+			if tok != "" {
+				s = strings.ReplaceAll(s, tok, secret.Redacted)
+			}
 		}
 	}
 	return s

@@ -1,5 +1,8 @@
 // Package api talks to the platform's two APIs, core and edge (CONTRACT
-// C1-C6): bearer tokens (renewed before expiresAt and once on a 401), the
+// C1-C6): bearer tokens (renewed before expiresAt and when a 401 says one
+// died: once per dead token, however many requests saw it, at a pace when
+// tokens keep dying unused; only the token endpoint refusing the key is an
+// authentication error a retry cannot cure), the
 // Account-Name and Org-Access headers, timeouts, bounded bodies, the one
 // layer of retries of the collector with capped exponential backoff and
 // jitter, and the rate budget: one token bucket per (user, functionality),

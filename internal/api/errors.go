@@ -9,9 +9,12 @@ import (
 )
 
 // StatusError is an HTTP error answer of the API that is not repeated
-// unchanged (CONTRACT C5: 400, 403, 404, 405, 409 and other 4xx), or a 401
-// that survived one token renewal (C1). The poller inspects it with
-// errors.As; a next-page 404 (C3: expired chain) has NextPage set.
+// unchanged (CONTRACT C5: 400, 403, 404, 405, 409 and other 4xx), or a 401:
+// permanent from the token endpoint (the key refused, C1) or on the edge
+// token (C6); on a data request with a core token it is the error of that
+// request, retried, and seen only when the request gives up after
+// api.retry.max_attempts. The poller inspects it with errors.As; a
+// next-page 404 (C3: expired chain) has NextPage set.
 type StatusError struct {
 	// Status is the HTTP status code.
 	Status int
@@ -31,7 +34,9 @@ func (e *StatusError) Error() string {
 }
 
 // PermanentError marks an error that repeating the request unchanged does
-// not cure: a 4xx answer, a refused credential, a body over the size limit.
+// not cure: a 4xx answer, a credential the token endpoint refuses (C1) or
+// a refused edge token (C6), a body over the size limit. A 401 on a data
+// request with a core token is never one: the token died, not the key.
 type PermanentError struct{ Err error }
 
 func (e *PermanentError) Error() string { return e.Err.Error() }
@@ -103,7 +108,9 @@ const (
 	// ReasonForbidden: 403, the key may not read the account or the
 	// organization-level data (C2).
 	ReasonForbidden = "forbidden"
-	// ReasonUnauthorized: 401 after a token renewal (C1).
+	// ReasonUnauthorized: 401 from the token endpoint (the key or its
+	// secret refused, C1) or on the edge token (C6); never a core data
+	// request's 401, which a renewed token cures.
 	ReasonUnauthorized = "unauthorized"
 	// ReasonBadRequest: 400 (a filter, a window the API refuses; C3, C5).
 	ReasonBadRequest = "bad_request"

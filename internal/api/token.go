@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/api/budget"
+	"github.com/svcexport/collector/internal/backoff"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
 )
@@ -19,21 +20,37 @@ import (
 type tokenSource interface {
 	// token returns a token believed valid.
 	token(ctx context.Context) (string, error)
-	// invalidate drops tok after a 401 so the next token call renews it;
-	// it reports whether a renewal is possible at all.
-	invalidate(tok string) bool
+	// refused takes a data request's 401 on tok (C1: the token died,
+	// revoked or lost in a restart): tok is dropped when it is still the
+	// current token, so that the next token call renews it, once however
+	// many requests saw the 401; a 401 on a token already replaced renews
+	// nothing. It reports whether a renewal is possible at all.
+	refused(tok string) bool
+	// served records that a data request with tok went through.
+	served(tok string)
 }
 
 // staticToken is the edge token (C6): configured, never renewed.
 type staticToken struct{ s secret.Secret }
 
 func (t staticToken) token(context.Context) (string, error) { return t.s.Reveal(), nil }
-func (t staticToken) invalidate(string) bool                { return false }
+func (t staticToken) refused(string) bool                   { return false }
+func (t staticToken) served(string)                         {}
 
 // coreTokens obtains and renews the core bearer token of one API key
 // (CONTRACT C1). One token at a time; a renewal is single-flight: callers
 // that need a token while one is being obtained wait for it, and callers
 // whose token is still valid keep using it meanwhile.
+//
+// Renewals after refusals are paced (C4: the token endpoint has its own
+// bucket, shared with the user's other clients): a token refused before
+// any request with it went through, after a predecessor that did the same,
+// is a strike, and each strike doubles the least time from one token to
+// the next, from api.retry.initial up to api.retry.max. A request that
+// goes through with either token clears the strikes, so that revocations
+// interleaved with work are renewed at once, however frequent. A token is
+// judged with its predecessor because a revocation's 401 may overtake the
+// answers of requests that went through with the same token just before.
 type coreTokens struct {
 	c      *Client
 	keyID  string
@@ -42,10 +59,18 @@ type coreTokens struct {
 	ttl    time.Duration
 
 	mu      sync.Mutex
-	tok     string
+	tok     string // current token; "" when none or refused
 	renewAt time.Time
 	expires time.Time
 	flight  *renewal
+	// used: a request with tok went through. prev, prevUsed: the token
+	// before (dropped or replaced), and whether one of its requests went
+	// through, as far as known.
+	used     bool
+	prev     string
+	prevUsed bool
+	minted   time.Time // when tok (or the last token) was obtained
+	strikes  int       // tokens in a row refused before serving a request
 }
 
 type renewal struct {
@@ -89,16 +114,27 @@ func (t *coreTokens) token(ctx context.Context) (string, error) {
 		}
 		f := &renewal{done: make(chan struct{})}
 		t.flight = f
+		wait := t.pace(now)
+		strikes := t.strikes
 		t.mu.Unlock()
 
-		tok, expires, err := t.fetch(ctx)
+		var (
+			tok     string
+			expires time.Time
+			err     error
+		)
+		if wait > 0 {
+			t.c.warn.Warn(ctx, "token", "renewal_paced", "tokens die before serving a request; pacing their renewals",
+				"strikes", strikes, "wait", wait.String())
+			err = Sleep(ctx, t.c.clk, wait)
+		}
+		if err == nil {
+			tok, expires, err = t.fetch(ctx)
+		}
 
 		t.mu.Lock()
 		if err == nil {
-			now := t.c.clk.Now()
-			life := expires.Sub(now)
-			t.tok, t.expires = tok, expires
-			t.renewAt = now.Add(renewAfter(life))
+			t.install(tok, expires, t.c.clk.Now())
 		}
 		f.err = err
 		t.flight = nil
@@ -111,19 +147,70 @@ func (t *coreTokens) token(ctx context.Context) (string, error) {
 	}
 }
 
+// install makes tok, valid until expires, the current token, obtained at
+// now. t.mu is held.
+func (t *coreTokens) install(tok string, expires, now time.Time) {
+	if t.tok != "" {
+		// A scheduled renewal: the old token is the predecessor.
+		t.prev, t.prevUsed = t.tok, t.used
+	}
+	t.tok, t.expires, t.used, t.minted = tok, expires, false, now
+	t.renewAt = now.Add(renewAfter(expires.Sub(now)))
+}
+
 // renewAfter is when to renew a token of the given life: at 80% of it or 5
 // minutes before it ends, whichever is earlier, but not before half of it.
 func renewAfter(life time.Duration) time.Duration {
 	return max(min(life*8/10, life-5*time.Minute), life/2)
 }
 
-func (t *coreTokens) invalidate(tok string) bool {
+// refused drops tok when it is the current token (single-flight: the
+// first 401 on a token drops it, later ones on the same token find it
+// gone and wait for, or use, its successor) and counts a strike when
+// neither it nor its predecessor served a request (see coreTokens).
+func (t *coreTokens) refused(tok string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.tok == tok {
-		t.tok = ""
+	if tok == "" || t.tok != tok {
+		return true
 	}
+	if !t.used && t.prev != "" && !t.prevUsed {
+		t.strikes++
+	}
+	t.prev, t.prevUsed = t.tok, t.used
+	t.tok, t.used = "", false
 	return true
+}
+
+// served marks tok, the current token or its predecessor, as having served
+// a request, which clears the strikes: tokens are renewed at once again
+// (see coreTokens).
+func (t *coreTokens) served(tok string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch tok {
+	case "":
+		return
+	case t.tok:
+		t.used = true
+	case t.prev:
+		t.prevUsed = true
+	default:
+		return
+	}
+	t.strikes = 0
+}
+
+// pace returns how long a renewal starting at now waits: nothing for the
+// first token and for a scheduled renewal, else until the last token is
+// strikes doublings of api.retry.initial old, at most api.retry.max (C4).
+// t.mu is held.
+func (t *coreTokens) pace(now time.Time) time.Duration {
+	if t.tok != "" || t.strikes == 0 || t.minted.IsZero() {
+		return 0
+	}
+	gap := backoff.Policy{Initial: t.c.retry.Initial, Max: t.c.retry.Max}.Cap(t.strikes - 1)
+	return t.minted.Add(gap).Sub(now)
 }
 
 // fetch asks the token endpoint for a new token (C1), spending the token

@@ -132,6 +132,9 @@ func TestC1RevokedTokensGet401(t *testing.T) {
 	if r := h.search(pathOf(SourceDNS), tok, nil, body); r.status != 401 {
 		t.Fatalf("old token after a new one: %d", r.status)
 	}
+	if c := h.sim.Stats().Get("sim-admin", SourceDNS); c.Revocations != 1 || c.Unauthorized != 3 {
+		t.Fatalf("revocations %d, 401s %d; want 1 and 3 (C8: a dead token's 401 revokes nothing)", c.Revocations, c.Unauthorized)
+	}
 }
 
 // C2: Account-Name and Org-Access select the data; the checks answer 400 or 403.

@@ -52,7 +52,7 @@ func (s *Server) admitCore(w http.ResponseWriter, r *http.Request, src sourceID,
 	}
 	if s.faults.revokeNow(p.user) {
 		s.auth.revoke(p.user)
-		s.stats.add(p.user, fn, func(c *Counter) { c.Requests++; c.Unauthorized++ })
+		s.stats.add(p.user, fn, func(c *Counter) { c.Requests++; c.Unauthorized++; c.Revocations++ })
 		writeError(w, http.StatusUnauthorized, "the bearer token was revoked")
 		return caller{}, false
 	}

@@ -24,6 +24,10 @@ type Counter struct {
 	NextPage404 int64 `json:"next_page_404"`
 	// Unauthorized counts 401 answers.
 	Unauthorized int64 `json:"unauthorized"`
+	// Revocations counts data requests that revoked all of the user's
+	// tokens (revoke_every) and were answered 401; they are counted in
+	// Unauthorized too.
+	Revocations int64 `json:"revocations"`
 	// ServerErrors counts injected 500 and 503 answers.
 	ServerErrors int64 `json:"server_errors"`
 	// NoisyTokens counts tokens the noisy neighbour spent from the bucket.

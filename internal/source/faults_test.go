@@ -58,6 +58,37 @@ func TestPoller_C1_C3_C5_FaultsTogetherAreComplete(t *testing.T) {
 	}
 }
 
+// C1: a server that revokes the user's tokens at every data request never
+// lets a poll through. Its 401s are errors of the requests, retried, and
+// then a failed poll of kind transient: never an error that blocks the
+// stream for api.permanent_error_retry or ends a --once run (issue 20:
+// "stream blocked ... kind=auth retry_in=15m0s", exit 1). The key is not
+// refused: only the token endpoint could say so.
+func TestPoller_C1_RevokedTokensNeverBlockTheStream(t *testing.T) {
+	t.Parallel()
+	srv := startSim(t, func(c *apisim.Config) { c.RevokeEvery = 1 })
+	cfg := simConfig(srv)
+	cfg.API.Retry.MaxAttempts = 3
+	e := newEnv(t, cfg, nil)
+	p := e.poller(catalog.SourceDNS, "acme", true)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if err := p.Run(ctx, Cursor{}, EmitFunc((&collector{}).emit)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("once run ended with %v; want it still retrying at the deadline", err)
+	}
+	if s := p.Snapshot(); s.Blocked {
+		t.Fatalf("stream blocked (%s): %s", s.BlockedReason, s.BlockedError)
+	}
+	transient := testutilValue(e.metrics.PollErrors(catalog.SourceDNS, "acme", "transient"))
+	auth := testutilValue(e.metrics.PollErrors(catalog.SourceDNS, "acme", "auth"))
+	if transient == 0 || auth != 0 {
+		t.Fatalf("poll errors: %v transient, %v auth; want transient only", transient, auth)
+	}
+	if strings.Contains(e.logs.String(), "stream blocked") {
+		t.Fatal(`"stream blocked" logged`)
+	}
+}
+
 // C1: a wrong secret fails the run loudly; neither the error nor the logs
 // hold the secret.
 func TestPoller_C1_WrongSecretNeverAppearsInLogsOrErrors(t *testing.T) {

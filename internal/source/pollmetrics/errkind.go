@@ -9,7 +9,10 @@ import (
 
 // ErrorKind is the kind label of collector_poll_errors_total for a failed
 // poll: origin, body_too_large, auth, forbidden, bad_request,
-// nextpage_expired, permanent or transient.
+// nextpage_expired, permanent or transient. auth is the key refused by the
+// token endpoint, or the edge token refused (C1, C6); a data request's 401
+// that gave up after api.retry.max_attempts (tokens revoked again and
+// again) is transient.
 func ErrorKind(err error) string {
 	var se *api.StatusError
 	switch {
@@ -17,7 +20,7 @@ func ErrorKind(err error) string {
 		return "origin"
 	case api.IsBodyTooLarge(err):
 		return "body_too_large"
-	case errors.As(err, &se) && se.Status == 401:
+	case errors.As(err, &se) && se.Status == 401 && api.IsPermanent(err):
 		return "auth"
 	case errors.As(err, &se) && se.Status == 403:
 		return "forbidden"

@@ -65,7 +65,8 @@ const (
 	// PollErrorTransient: a network error, a timeout, a 5xx or a 429 past
 	// its retries; a plain retry may cure it.
 	PollErrorTransient = "transient"
-	// PollErrorAuth: 401, the key or the edge token was refused (C1, C2).
+	// PollErrorAuth: 401 from the token endpoint (the key or its secret
+	// refused) or on the edge token (C1, C6); a revoked token is renewed.
 	PollErrorAuth = "auth"
 	// PollErrorForbidden: 403, the key may not read the account or source.
 	PollErrorForbidden = "forbidden"
