@@ -33,6 +33,8 @@ func TestBadConfigurationsExit2NamingTheKey(t *testing.T) {
 		{"a bad ClickHouse protocol", base + "sink:\n  type: clickhouse\n  clickhouse:\n    protocol: grpc\n", nil, "sink.clickhouse.protocol"},
 		{"an unknown environment key", base, []string{"COLLECTOR_API__SECERT=x"}, "api.secert: unknown key"},
 		{"a bad duration from the environment", base, []string{"COLLECTOR_SOURCES__DEFAULT__LAG=soon"}, "sources.default.lag"},
+		// Issue 20: a reference to an endless file is refused, not read.
+		{"a secret from /dev/zero", "api:\n  base_url: http://127.0.0.1:1\n  key_id: k\n  secret: ${file:/dev/zero}\n", nil, "api.secret: ${file:/dev/zero}: file /dev/zero is not a regular file"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

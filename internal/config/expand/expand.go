@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"regexp"
 	"strings"
 )
@@ -22,7 +21,8 @@ import (
 //	${NAME:-default}   NAME, or default when NAME is unset or empty
 //	${file:PATH}       the content of the file PATH, one trailing newline
 //	                   trimmed (a relative PATH is relative to the working
-//	                   directory, as every *_file key is)
+//	                   directory, as every *_file key is); a regular file
+//	                   of at most MaxFileBytes (ReadFile)
 //	$${                a literal ${
 //
 // A "$" anywhere else is literal, so a password holding one needs no
@@ -103,7 +103,7 @@ func (e *expander) resolve(ref string, lenient bool) (string, error) {
 		if lenient {
 			return "", &unresolved{ref: ref}
 		}
-		b, err := os.ReadFile(path)
+		b, err := ReadFile(path, MaxFileBytes)
 		if err != nil {
 			return "", fmt.Errorf("%s: %s", ref, FileProblem(path, err))
 		}
@@ -222,7 +222,10 @@ func JoinKey(prefix, k string) string {
 
 // FileProblem says why path cannot be used, without its content.
 func FileProblem(path string, err error) string {
+	var fe *fileError
 	switch {
+	case errors.As(err, &fe):
+		return fe.Error()
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Sprintf("file %s does not exist", path)
 	case errors.Is(err, fs.ErrPermission):
