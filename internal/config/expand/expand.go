@@ -126,6 +126,13 @@ func (e *expander) resolve(ref string, lenient bool) (string, error) {
 	return "", fmt.Errorf("environment variable %s is not set (referenced as %s)", name, ref)
 }
 
+// Quote returns s written as a value of the file whose expansion is s
+// again: every ${ becomes $${, the only escape the references know (a "$"
+// anywhere else is literal). A run of n dollars before a "{" becomes n+1,
+// which expands back to n. A printed configuration quotes every string
+// value, so that loading it back neither reads a file nor changes a value.
+func Quote(s string) string { return strings.ReplaceAll(s, "${", "$${") }
+
 // clip shortens s for a message.
 func clip(s string) string {
 	if len(s) > 40 {
