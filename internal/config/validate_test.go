@@ -28,3 +28,24 @@ func TestLoadWith_ABaseURLWithAQueryIsAKeyError(t *testing.T) {
 		})
 	}
 }
+
+// A between filter with its boundaries reversed, or equal (the seed: "the
+// upper boundary must be greater than the lower one"), is a configuration
+// error naming the filter's values (issue 20, item 9).
+func TestLoadWith_BetweenWithTheBoundsReversedIsAKeyError(t *testing.T) {
+	t.Parallel()
+	for _, values := range []string{`["200", "100"]`, `["2026-02-01", "2026-01-01"]`, `["7", "7"]`} {
+		t.Run(values, func(t *testing.T) {
+			t.Parallel()
+			p := writeFile(t, validBase+"sources:\n  dns:\n    filters:\n      - {expression: between, field: mid, values: "+values+"}\n")
+			_, err := LoadWith(p, []string{"COLLECTOR_API__SECRET=s"}, LoadOptions{})
+			if err == nil || !strings.Contains(err.Error(), "sources.dns.filters[0].values: between's upper boundary") {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+	p := writeFile(t, validBase+"sources:\n  dns:\n    filters:\n      - {expression: between, field: mid, values: [\"100\", \"200\"]}\n")
+	if _, err := LoadWith(p, []string{"COLLECTOR_API__SECRET=s"}, LoadOptions{}); err != nil {
+		t.Fatalf("between in order: %v", err)
+	}
+}
