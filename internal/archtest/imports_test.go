@@ -126,6 +126,17 @@ var rules = []rule{
 		allowed:   []string{"internal/ocsf/ocsfbase", "internal/ocsf/ocsfrec", "internal/ocsf/ocsfjson", "internal/record/..."},
 	},
 	{
+		name:      "the OCSF mapping imports no sink: the sinks own their encoder (sink/ocsfenc)",
+		from:      []string{"internal/ocsf/..."},
+		forbidden: []string{"internal/sink/..."},
+	},
+	{
+		name:      "sink/ocsfenc imports no sink but the seam and sinkhelper",
+		from:      []string{"internal/sink/ocsfenc"},
+		forbidden: []string{"internal/sink/..."},
+		allowed:   []string{"internal/sink", "internal/sink/sinkhelper", "internal/sink/ocsfenc"},
+	},
+	{
 		name:      "only package ocsf, its other layers and the sinks import the layers below package ocsf",
 		from:      []string{"..."},
 		except:    append([]string{"internal/ocsf/...", "internal/sink/..."}, testOnly...),
@@ -253,6 +264,8 @@ func TestEveryRuleCatchesItsViolation(t *testing.T) {
 		fake("internal/ocsf/ocsfbase", []string{"internal/ocsf/coremap"}),
 		fake("internal/ocsf/edgemap", []string{"internal/ocsf/coremap"}),
 		fake("internal/source/pagescan", []string{"internal/ocsf/ocsfjson"}),
+		fake("internal/ocsf/ocsfsink", []string{"internal/sink/sinkhelper"}),
+		fake("internal/sink/ocsfenc", []string{"internal/sink/stdout"}),
 	}
 	for _, r := range rules {
 		if found, _, _ := check(r, bad, nil); len(found) == 0 {
