@@ -75,6 +75,7 @@ func statesEqual(t *testing.T, got, want State) {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, _ := openTemp(t)
 	k := record.Stream{Source: "dns", Account: "acme"}
@@ -106,6 +107,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestCommitSetsUpdatedOnlyWhenZero(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := t0.Add(99 * time.Hour)
 	d, _ := openTemp(t, WithClock(func() time.Time { return clock }))
@@ -128,6 +130,7 @@ func TestCommitSetsUpdatedOnlyWhenZero(t *testing.T) {
 }
 
 func TestCommitStoresABadDensityAsUnknown(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, _ := openTemp(t)
 	k := record.Stream{Source: "dns", Account: "acme"}
@@ -143,6 +146,7 @@ func TestCommitStoresABadDensityAsUnknown(t *testing.T) {
 }
 
 func TestReopenAfterCloseKeepsData(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "cp.db")
 	d, err := Open(path)
@@ -182,6 +186,7 @@ func TestReopenAfterCloseKeepsData(t *testing.T) {
 }
 
 func TestFileModeIs0600AndDirectoryIs0700(t *testing.T) {
+	t.Parallel()
 	_, path := openTemp(t)
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -200,6 +205,7 @@ func TestFileModeIs0600AndDirectoryIs0700(t *testing.T) {
 }
 
 func TestAnExistingWiderFileModeIsNarrowedTo0600(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "cp.db")
 	d, err := Open(path)
 	if err != nil {
@@ -221,6 +227,7 @@ func TestAnExistingWiderFileModeIsNarrowedTo0600(t *testing.T) {
 }
 
 func TestASecondOpenOfALockedFileFailsFastWithAClearError(t *testing.T) {
+	t.Parallel()
 	d, path := openTemp(t)
 
 	start := time.Now()
@@ -252,6 +259,7 @@ func TestASecondOpenOfALockedFileFailsFastWithAClearError(t *testing.T) {
 }
 
 func TestABrokenFileIsAClearErrorAndIsLeftAlone(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		write func(t *testing.T, path string)
@@ -376,6 +384,7 @@ func TestABrokenFileIsAClearErrorAndIsLeftAlone(t *testing.T) {
 }
 
 func TestDecodeStateRefusesWhatItCannotRead(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		in   string
@@ -403,6 +412,7 @@ func TestDecodeStateRefusesWhatItCannotRead(t *testing.T) {
 }
 
 func TestReset(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seed := map[record.Stream]State{
 		{Source: "dns", Account: "acme"}:         {Watermark: t0},
@@ -458,6 +468,7 @@ func TestReset(t *testing.T) {
 }
 
 func TestCommitManyStoresAllOrNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, _ := openTemp(t)
 	bad := map[record.Stream]State{
@@ -476,6 +487,7 @@ func TestCommitManyStoresAllOrNothing(t *testing.T) {
 }
 
 func TestInvalidKeysAreRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, _ := openTemp(t)
 	for _, k := range []record.Stream{{Source: "", Account: "acme"}, {Source: "d\x00ns", Account: "acme"}} {
@@ -501,6 +513,7 @@ func TestInvalidKeysAreRefused(t *testing.T) {
 }
 
 func TestAClosedStoreAndACanceledContextAreErrors(t *testing.T) {
+	t.Parallel()
 	d, _ := openTemp(t)
 	k := record.Stream{Source: "dns", Account: "acme"}
 
@@ -527,6 +540,7 @@ func TestAClosedStoreAndACanceledContextAreErrors(t *testing.T) {
 }
 
 func TestConcurrentCommitsAreSafe(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, _ := openTemp(t)
 	const workers, commits = 8, 25

@@ -49,6 +49,7 @@ func mustWindows(t testing.TB, d *DB, k record.Stream) []Window {
 }
 
 func TestAWindowLogComesBackSortedByStartWithEveryField(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openTemp(t)
 	edge := hourWindow(2, 17)
@@ -77,6 +78,7 @@ func TestAWindowLogComesBackSortedByStartWithEveryField(t *testing.T) {
 }
 
 func TestWindowChangesDeleteThenPutThenPrune(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, _ := openTemp(t)
 	var seed []Window
@@ -122,6 +124,7 @@ func rawCheck(t *testing.T, d *DB, fn func(tx *bolt.Tx)) {
 }
 
 func TestTheWindowLimitDropsTheOldestEntriesAndCountsThem(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, _ := openTemp(t, WithWindowLimit(3))
 	for i := range 5 {
@@ -143,6 +146,7 @@ func TestTheWindowLimitDropsTheOldestEntriesAndCountsThem(t *testing.T) {
 // The state and the window log of a stream are committed together: a bad
 // window refuses the whole Apply, states included.
 func TestAStateAndItsWindowLogAreStoredTogetherOrNotAtAll(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, _ := openTemp(t)
 	bad := []Window{
@@ -192,6 +196,7 @@ func TestAStateAndItsWindowLogAreStoredTogetherOrNotAtAll(t *testing.T) {
 // applying them one by one stores (for entries that end after every
 // earlier prune, which is every entry the pipeline puts).
 func TestMergedWindowChangesEqualTheChangesAppliedInOrder(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 40 {
@@ -228,6 +233,7 @@ func TestMergedWindowChangesEqualTheChangesAppliedInOrder(t *testing.T) {
 }
 
 func TestResetRemovesTheWindowLogsAndAlertMarksOfItsStreams(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	streams := []record.Stream{dnsAcme, {Source: "dns", Account: "globex"}, {Source: "dnsx", Account: "acme"}}
 	d, _ := openTemp(t)
@@ -263,6 +269,7 @@ func TestResetRemovesTheWindowLogsAndAlertMarksOfItsStreams(t *testing.T) {
 // A window log entry that cannot be read stops Open with an error naming
 // the stream, never a silent loss of the log.
 func TestADamagedWindowLogEntryIsAnErrorAtOpen(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		key   []byte
@@ -305,6 +312,7 @@ func TestADamagedWindowLogEntryIsAnErrorAtOpen(t *testing.T) {
 }
 
 func TestChangesMergeFoldsStatesLogsAndMarks(t *testing.T) {
+	t.Parallel()
 	var c Changes
 	if !c.Empty() {
 		t.Fatal("the zero Changes is not empty")
