@@ -257,20 +257,20 @@ func TestClickHouseAddsTheColumnsAnOlderSchemaLacks(t *testing.T) {
 			})
 			// Every new row has the added columns filled; the old rows read
 			// the defaults.
-			newDNS := srv.Query(t, fmt.Sprintf(`SELECT count(), countIf(fqdn = ''), countIf(host_ip_addr = ''), countIf(window_end <= time)
+			newDNS := srv.Query(t, fmt.Sprintf(`SELECT count(), countIf(fqdn = ''), countIf(host_ip_addr IS NULL), countIf(window_end <= time)
 				FROM %s.dns WHERE id != '%s'`, db, oldDNSID))
 			if f := strings.Fields(newDNS); len(f) != 4 || f[0] == "0" || f[1] != "0" || f[2] != "0" || f[3] != "0" {
-				t.Errorf("new dns rows: count, empty fqdn, empty host_ip_addr, window_end <= time = %s", newDNS)
+				t.Errorf("new dns rows: count, empty fqdn, NULL host_ip_addr, window_end <= time = %s", newDNS)
 			}
-			newAlerts := srv.Query(t, fmt.Sprintf(`SELECT count(), countIf(severity = ''), countIf(event_type = ''), countIf(update_time < time)
+			newAlerts := srv.Query(t, fmt.Sprintf(`SELECT count(), countIf(severity IS NULL), countIf(event_type = ''), countIf(update_time < time)
 				FROM %s.edge_alerts WHERE id != '%s'`, db, oldAlertID))
 			if f := strings.Fields(newAlerts); len(f) != 4 || f[0] == "0" || f[1] != "0" || f[2] != "0" || f[3] != "0" {
-				t.Errorf("new edge_alerts rows: count, empty severity, empty event_type, update_time < time = %s", newAlerts)
+				t.Errorf("new edge_alerts rows: count, NULL severity, empty event_type, update_time < time = %s", newAlerts)
 			}
-			if got := srv.Query(t, fmt.Sprintf(`SELECT mid, fqdn, host_ip_addr, toUnixTimestamp64Milli(window_end) FROM %s.dns WHERE id = '%s'`, db, oldDNSID)); got != "7\t\t\t0" {
+			if got := srv.Query(t, fmt.Sprintf(`SELECT mid, fqdn, host_ip_addr, toUnixTimestamp64Milli(window_end) FROM %s.dns WHERE id = '%s'`, db, oldDNSID)); got != "7\t\t\\N\t0" {
 				t.Errorf("old dns row: %q, want mid 7 and defaults", got)
 			}
-			if got := srv.Query(t, fmt.Sprintf(`SELECT status, severity, toUnixTimestamp64Milli(update_time) FROM %s.edge_alerts_latest WHERE uuid = 'old-alert'`, db)); got != "OPEN\t\t0" {
+			if got := srv.Query(t, fmt.Sprintf(`SELECT status, severity, toUnixTimestamp64Milli(update_time) FROM %s.edge_alerts_latest WHERE uuid = 'old-alert'`, db)); got != "OPEN\t\\N\t0" {
 				t.Errorf("old alert in edge_alerts_latest: %q", got)
 			}
 			t.Logf("%s: %d records after the schema was completed", proto, res.Distinct)

@@ -15,7 +15,10 @@
 // record lacks the member or holds a value of another type (a number sent
 // as a string for an Int64 column, an object for a String column); the raw
 // record keeps whatever came. String columns take numbers and booleans as
-// their literal text, since edge enumerations are integers.
+// their literal text, since edge enumerations are integers. IP addresses
+// are Nullable(IPv6) (IPv4 v4-mapped) and an alert's severity
+// Nullable(UInt8): what is no address (a host name, a zone, a port, "") or
+// no integer from 0 to 255 is NULL, so a bad value never fails an insert.
 //
 // # Inserts
 //

@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"encoding/json"
+	"net/netip"
 	"time"
 
 	"github.com/svcexport/collector/internal/record"
@@ -58,6 +59,8 @@ type values interface {
 	setString(field int, v string)
 	setInt(field int, v int64)
 	setTime(field int, v time.Time)
+	setIP(field int, v netip.Addr)
+	setUInt8(field int, v uint8)
 }
 
 // extract scans raw and sets, through dst, every field found with a value
@@ -156,7 +159,36 @@ func (x *extractor) set(f int, v []byte, dst values) {
 		if t, err := record.ParseTime(v); err == nil {
 			dst.setTime(f, clampTime(t))
 		}
+	case schema.KindIP:
+		if a, ok := parseIP(v); ok {
+			dst.setIP(f, a)
+		}
+	case schema.KindUInt8:
+		if v[0] == '"' && len(v) >= 2 {
+			v = v[1 : len(v)-1]
+		}
+		if n, ok := parseInt64(v); ok && 0 <= n && n <= 255 {
+			dst.setUInt8(f, uint8(n))
+		}
 	}
+}
+
+// parseIP reads a JSON string holding an IPv4 or IPv6 address. An address
+// with a zone (fe80::1%eth0) is refused: an IPv6 column cannot hold the
+// zone, and the same address without it would be another host's.
+func parseIP(v []byte) (netip.Addr, bool) {
+	if v[0] != '"' {
+		return netip.Addr{}, false
+	}
+	s, ok := unquote(v)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return netip.Addr{}, false
+	}
+	return a, true
 }
 
 // parseInt64 reads a JSON integer (-?[0-9]+) that fits int64; a fraction,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,6 +26,8 @@ type collector struct {
 func (c *collector) setString(f int, v string)  { c.vals[c.fields[f].Column] = v }
 func (c *collector) setInt(f int, v int64)      { c.vals[c.fields[f].Column] = v }
 func (c *collector) setTime(f int, v time.Time) { c.vals[c.fields[f].Column] = v }
+func (c *collector) setIP(f int, v netip.Addr)  { c.vals[c.fields[f].Column] = v }
+func (c *collector) setUInt8(f int, v uint8)    { c.vals[c.fields[f].Column] = v }
 
 // Fields for extraction tests, as package schema builds its own.
 func field(col, member string, k schema.Kind) schema.Field {
@@ -96,6 +99,49 @@ func TestExtractTakesEachMemberOfItsTypeAndLeavesTheRestDefault(t *testing.T) {
 					}
 					continue
 				}
+				if g[k] != w {
+					t.Errorf("extract(%s)[%s] = %#v, want %#v", c.raw, k, g[k], w)
+				}
+			}
+		})
+	}
+}
+
+// An IP column takes a string holding an IPv4 or IPv6 address and nothing
+// else; a UInt8 column an integer from 0 to 255, bare or quoted. What is
+// not taken stays NULL (the raw record keeps it).
+func TestExtractTakesAddressesAndSmallIntegersOrLeavesNull(t *testing.T) {
+	fields := []schema.Field{field("ip", "ip", schema.KindIP), field("sev", "sev", schema.KindUInt8)}
+	cases := []struct {
+		name string
+		raw  string
+		want got
+	}{
+		{"an IPv4 address", `{"ip":"192.0.2.1","sev":3}`, got{"ip": netip.MustParseAddr("192.0.2.1"), "sev": uint8(3)}},
+		{"an IPv6 address", `{"ip":"2001:db8::1"}`, got{"ip": netip.MustParseAddr("2001:db8::1")}},
+		{"a v4-mapped IPv6 address", `{"ip":"::ffff:192.0.2.1"}`, got{"ip": netip.MustParseAddr("::ffff:192.0.2.1")}},
+		{"a host name is no address", `{"ip":"host.example"}`, got{}},
+		{"an empty string is no address", `{"ip":""}`, got{}},
+		{"an address with a zone is refused", `{"ip":"fe80::1%eth0"}`, got{}},
+		{"an address with a port is refused", `{"ip":"192.0.2.1:443"}`, got{}},
+		{"octets with leading zeros are refused", `{"ip":"192.000.002.001"}`, got{}},
+		{"a number is no address", `{"ip":3232235777}`, got{}},
+		{"null", `{"ip":null,"sev":null}`, got{}},
+		{"a severity as a string of digits", `{"sev":"5"}`, got{"sev": uint8(5)}},
+		{"the bounds of UInt8", `{"sev":0}`, got{"sev": uint8(0)}},
+		{"255", `{"sev":255}`, got{"sev": uint8(255)}},
+		{"256 does not fit", `{"sev":256}`, got{}},
+		{"a negative severity does not fit", `{"sev":-1}`, got{}},
+		{"a word is no severity", `{"sev":"HIGH"}`, got{}},
+		{"a fraction is no severity", `{"sev":2.5}`, got{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := extractAll(fields, c.raw)
+			if len(g) != len(c.want) {
+				t.Fatalf("extract(%s) = %#v, want %#v", c.raw, g, c.want)
+			}
+			for k, w := range c.want {
 				if g[k] != w {
 					t.Errorf("extract(%s)[%s] = %#v, want %#v", c.raw, k, g[k], w)
 				}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func render(ms []member) []byte {
 // genRecord is a generated record and the typed values it must give.
 type genRecord struct {
 	raw  []byte
-	want map[string]any // column -> string, int64 or time.Time
+	want map[string]any // column -> string, int64, time.Time, netip.Addr, uint8 or nil (NULL)
 }
 
 // gen makes records of one source deterministically from seed.
@@ -113,20 +114,15 @@ func (g *gen) record(t time.Time) genRecord {
 		return genRecord{raw: render([]member{
 			{"createdTime", iso(t)}, {"mid", mid}, {"fqdn", fqdn}, {"hostIpAddr", ip},
 			{"ttl", 300}, {"dnsServerIp", g.ip()},
-		}), want: map[string]any{"mid": mid, "fqdn": fqdn, "host_ip_addr": ip}}
+		}), want: map[string]any{"mid": mid, "fqdn": fqdn, "host_ip_addr": netip.MustParseAddr(ip)}}
 	case "user_logins":
 		user, act, ip := g.pick("alice", "bob", "root", "svc-deploy"), g.pick("LOGIN", "LOGOFF"), g.ip()
 		return genRecord{raw: render([]member{
 			{"createdTime", iso(t)}, {"mid", mid}, {"activityTime", iso(t)}, {"activityType", act},
 			{"username", user}, {"uid", 1000 + g.r.IntN(100)}, {"sourceIpAddr", ip},
-		}), want: map[string]any{"mid": mid, "username": user, "activity_type": act, "source_ip_addr": ip}}
+		}), want: map[string]any{"mid": mid, "username": user, "activity_type": act, "source_ip_addr": netip.MustParseAddr(ip)}}
 	case "agent_info":
-		host, osName, st, ver := "ip-"+strings.ReplaceAll(g.ip(), ".", "-"), g.pick("Linux", "Windows"), g.pick("ACTIVE", "INACTIVE"), g.pick("6.2.0", "6.3.1")
-		return genRecord{raw: render([]member{
-			{"agentVersion", ver}, {"createdTime", iso(t)}, {"hostname", host}, {"ipAddr", g.ip()},
-			{"lastUpdate", iso(end)}, {"mid", mid}, {"mode", g.pick("normal", "ebpf")}, {"os", osName},
-			{"status", st}, {"tags", map[string]string{"env": g.pick("prod", "dev"), "team": "core"}},
-		}), want: map[string]any{"mid": mid, "hostname": host, "os": osName, "status": st, "agent_version": ver}}
+		return g.agent(t, mid, g.pick("ACTIVE", "INACTIVE"), g.pick("6.2.0", "6.3.1"), end)
 	case "cloud_activities":
 		et, model, id := g.pick("CreateUser", "DeleteBucket", "AssumeRole"), g.pick("CloudTrailCep", "AuditLog"), int64(g.r.IntN(1<<50))
 		return genRecord{raw: render([]member{
@@ -148,7 +144,7 @@ func (g *gen) record(t time.Time) genRecord {
 			{"create_time", t.UnixMilli()}, {"method", method}, {"op", "read"}, {"path", path},
 			{"request_body", `{"a":1}`}, {"response_status", status}, {"response_status_text", "x"},
 			{"user_login", login}, {"uuid", g.hex(32)},
-		}), want: map[string]any{"method": method, "path": path, "response_status": status, "user_login": login, "client_ip": ip}}
+		}), want: map[string]any{"method": method, "path": path, "response_status": status, "user_login": login, "client_ip": netip.MustParseAddr(ip)}}
 	case "edge_alerts":
 		return g.alert(t, g.hex(32), t.Add(time.Minute), g.pick("OPEN", "IN_PROGRESS", "CLOSED"))
 	}
@@ -157,9 +153,21 @@ func (g *gen) record(t time.Time) genRecord {
 
 func (g *gen) pick2(ns ...int) int { return ns[g.r.IntN(len(ns))] }
 
+// agent makes one agent_info record of agent mid taken at t.
+func (g *gen) agent(t time.Time, mid int64, status, version string, lastUpdate time.Time) genRecord {
+	ip := g.ip()
+	host, osName := "ip-"+strings.ReplaceAll(ip, ".", "-"), g.pick("Linux", "Windows")
+	return genRecord{raw: render([]member{
+		{"agentVersion", version}, {"createdTime", iso(t)}, {"hostname", host}, {"ipAddr", ip},
+		{"lastUpdate", iso(lastUpdate)}, {"mid", mid}, {"mode", g.pick("normal", "ebpf")}, {"os", osName},
+		{"status", status}, {"tags", map[string]string{"env": g.pick("prod", "dev"), "team": "core"}},
+	}), want: map[string]any{"mid": mid, "hostname": host, "os": osName, "status": status, "agent_version": version,
+		"ip_addr": netip.MustParseAddr(ip), "last_update": lastUpdate.UTC().Truncate(time.Millisecond)}}
+}
+
 // alert makes one version of the edge alert uuid.
 func (g *gen) alert(created time.Time, uuid string, updated time.Time, status string) genRecord {
-	sev, inc, et := g.pick("LOW", "HIGH", "CRITICAL"), g.pick("UNKNOWN", "TRUE_POSITIVE"), g.pick("DLP", "MALWARE")
+	sev, inc, et := uint8(1+g.r.IntN(5)), g.pick("UNKNOWN", "TRUE_POSITIVE"), g.pick("DLP", "MALWARE")
 	return genRecord{raw: render([]member{
 		{"account_name", "acme"}, {"create_time", created.UnixMilli()}, {"description", "alert " + uuid[:4]},
 		{"event_type", et}, {"incident_status", inc}, {"owner_uuid", g.hex(32)},
@@ -208,6 +216,10 @@ func oddRecords(source string, t time.Time) [][]byte {
 			v = "12345" // numbers sent as strings
 		case schema.KindTime:
 			v = []int{1, 2}
+		case schema.KindIP:
+			v = "not an address"
+		case schema.KindUInt8:
+			v = "HIGH"
 		}
 		if len(f.Path) == 2 {
 			if seen[f.Path[0]] {
@@ -240,6 +252,8 @@ func defaults(source string) map[string]any {
 				out[f.Column] = int64(0)
 			case schema.KindTime:
 				out[f.Column] = time.Unix(0, 0).UTC()
+			case schema.KindIP, schema.KindUInt8:
+				out[f.Column] = nil // NULL
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package clickhouse
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"net/netip"
 	"time"
 
 	"github.com/svcexport/collector/internal/record"
@@ -24,7 +25,13 @@ type chunk struct {
 	original []*string  // nil but for a record delivered with a flaw
 	strs     [][]string // typed columns by slot
 	ints     [][]int64
-	times    [][]int64 // epoch ms
+	times    [][]int64       // epoch ms
+	ips      [][]*netip.Addr // nil: NULL
+	uint8s   [][]*uint8      // nil: NULL
+	// ipVals and uint8Vals back the pointers of ips and uint8s: one
+	// allocation a column instead of one a value.
+	ipVals    [][]netip.Addr
+	uint8Vals [][]uint8
 
 	layout *layout
 	row    int // the row extraction is filling
@@ -41,6 +48,8 @@ type layout struct {
 	nStr  int
 	nInt  int
 	nTime int
+	nIP   int
+	nU8   int
 }
 
 func newLayout(t schema.Table) *layout {
@@ -53,6 +62,10 @@ func newLayout(t schema.Table) *layout {
 			l.slot[i], l.nInt = l.nInt, l.nInt+1
 		case schema.KindTime:
 			l.slot[i], l.nTime = l.nTime, l.nTime+1
+		case schema.KindIP:
+			l.slot[i], l.nIP = l.nIP, l.nIP+1
+		case schema.KindUInt8:
+			l.slot[i], l.nU8 = l.nU8, l.nU8+1
 		}
 	}
 	return l
@@ -71,7 +84,11 @@ func (l *layout) newChunk(b *record.Batch) *chunk {
 	c.original = make([]*string, n)
 	c.strs = columns[string](l.nStr, n)
 	c.ints = columns[int64](l.nInt, n)
-	c.times = columns[int64](l.nTime, n) // 0: 1970-01-01, the default
+	c.times = columns[int64](l.nTime, n)   // 0: 1970-01-01, the default
+	c.ips = columns[*netip.Addr](l.nIP, n) // nil: NULL, the default
+	c.ipVals = columns[netip.Addr](l.nIP, n)
+	c.uint8s = columns[*uint8](l.nU8, n)
+	c.uint8Vals = columns[uint8](l.nU8, n)
 	size := 0
 	for i := range b.Envelopes {
 		e := &b.Envelopes[i]
@@ -96,7 +113,7 @@ func (l *layout) newChunk(b *record.Batch) *chunk {
 			size += len(s)
 		}
 	}
-	size += 8 * n * (l.nInt + l.nTime)
+	size += 8*n*(l.nInt+l.nTime) + 16*n*l.nIP + n*l.nU8
 	c.bytes = size
 	return c
 }
@@ -113,6 +130,18 @@ func columns[T any](k, n int) [][]T {
 func (c *chunk) setString(f int, v string)  { c.strs[c.layout.slot[f]][c.row] = v }
 func (c *chunk) setInt(f int, v int64)      { c.ints[c.layout.slot[f]][c.row] = v }
 func (c *chunk) setTime(f int, v time.Time) { c.times[c.layout.slot[f]][c.row] = v.UnixMilli() }
+
+func (c *chunk) setIP(f int, v netip.Addr) {
+	s := c.layout.slot[f]
+	c.ipVals[s][c.row] = v
+	c.ips[s][c.row] = &c.ipVals[s][c.row]
+}
+
+func (c *chunk) setUInt8(f int, v uint8) {
+	s := c.layout.slot[f]
+	c.uint8Vals[s][c.row] = v
+	c.uint8s[s][c.row] = &c.uint8Vals[s][c.row]
+}
 
 // column returns the values of column i (in schema.Table.Columns order) as the
 // slice the driver's column Append takes.
@@ -142,6 +171,10 @@ func (c *chunk) column(i int) any {
 		return c.strs[s]
 	case schema.KindInt64:
 		return c.ints[s]
+	case schema.KindIP:
+		return c.ips[s]
+	case schema.KindUInt8:
+		return c.uint8s[s]
 	default:
 		return c.times[s]
 	}

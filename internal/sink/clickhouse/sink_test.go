@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -134,6 +135,10 @@ func readTable(t testing.TB, conn driver.Conn, db, source string) map[string]sto
 				vals[i] = new(int64)
 			case schema.KindTime:
 				vals[i] = new(time.Time)
+			case schema.KindIP:
+				vals[i] = new(*netip.Addr)
+			case schema.KindUInt8:
+				vals[i] = new(*uint8)
 			}
 		}
 		if err := rows.Scan(append(dest, vals...)...); err != nil {
@@ -148,6 +153,16 @@ func readTable(t testing.TB, conn driver.Conn, db, source string) map[string]sto
 				r.typed[f.Column] = *v
 			case *time.Time:
 				r.typed[f.Column] = v.UTC()
+			case **netip.Addr:
+				r.typed[f.Column] = nil
+				if *v != nil {
+					r.typed[f.Column] = (*v).Unmap() // IPv6 holds IPv4 v4-mapped
+				}
+			case **uint8:
+				r.typed[f.Column] = nil
+				if *v != nil {
+					r.typed[f.Column] = **v
+				}
 			}
 		}
 		if _, dup := out[id]; dup {

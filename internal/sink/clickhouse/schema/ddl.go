@@ -118,6 +118,18 @@ func addColumnSQL(o Options, q string, c Column, codec bool) string {
 	return alterSQL(o, q, []string{"ADD COLUMN IF NOT EXISTS " + c.ddl()})
 }
 
+// convertColumnSQL gives column c of the qualified table q its type (and
+// codec; codec: false for a Distributed table): a mutation rewriting the
+// column in every part, which the ALTER waits for on a MergeTree table
+// (about a million rows a second on 2 cores), and metadata only on a
+// Distributed table. See convertibleType for why it cannot fail on a value.
+func convertColumnSQL(o Options, q string, c Column, codec bool) string {
+	if !codec {
+		c.Codec = ""
+	}
+	return alterSQL(o, q, []string{"MODIFY COLUMN " + c.ddl()})
+}
+
 // modifyCodecsSQL gives the columns cols of source's table their codecs
 // (metadata only: new parts and merges write them).
 func modifyCodecsSQL(o Options, source string, cols []Column) string {
@@ -185,44 +197,71 @@ func migrationSQL(o Options, t Table, cols map[string]string) []string {
 	}
 }
 
-// latestAlertsViewSQL is the view of the latest version of every edge alert
-// (CONTRACT C6: an alert changes after creation, and each version is a
-// record of its own, with its own id). The latest is the one with the
-// greatest update_time, ties broken by fetched_at, then by the id (so that
-// every column comes from the same row). One row per account and
-// uuid: the same uuid seen under two sub-accounts stays two rows.
+// A latest-state view: one row per entity of a source whose records are
+// versions of it, holding the columns of its latest version.
+type latestView struct {
+	source  string
+	key     string   // the entity's column, grouped by with the account
+	version []string // compared as a tuple: the greatest is the latest
+}
+
+// latestViews are the views Ensure creates (or replaces) after the tables.
+//
+// edge_alerts_latest: the latest version of every edge alert (CONTRACT C6:
+// an alert changes after creation, and each version is a record of its
+// own, with its own id): the greatest update_time, ties broken by
+// fetched_at, then by the id (so that every column comes from the same
+// row).
+//
+// agent_info_latest: the current state of every agent (mid) of the fleet:
+// agent_info records are snapshots, the record time (createdTime) says
+// when each was taken, so the latest is the greatest time, then
+// last_update (the agent's own report), fetched_at and the id.
+//
+// One row per account and entity: the same uuid or mid seen under two
+// sub-accounts stays two rows; records without the member are the row of
+// "" or 0.
+func latestViews() []latestView {
+	return []latestView{
+		{source: "edge_alerts", key: "uuid", version: []string{"update_time", "fetched_at", "id"}},
+		{source: "agent_info", key: "mid", version: []string{"time", "last_update", "fetched_at", "id"}},
+	}
+}
+
+// latestViewSQL is the DDL of v: a plain view, computed at query time with
+// argMax, so that it is right from the first row (no materialized state to
+// backfill or to go stale) and also over a cluster's Distributed table.
 //
 // One argMax per column, not one over a tuple of all: a query naming a few
-// columns of the view reads only those (and update_time, fetched_at)
-// instead of every raw record (the old view read them all). The inner query
-// renames the columns so that no alias of the outer one shadows a column it
-// reads.
-func latestAlertsViewSQL(o Options) string {
-	const src = "edge_alerts"
+// columns of the view reads only those (and the version columns) instead
+// of every raw record (the first view of alerts read them all). The inner
+// query renames the columns so that no alias of the outer one shadows a
+// column it reads.
+func latestViewSQL(o Options, v latestView) string {
 	var spec Table
 	for _, t := range Tables() {
-		if t.Source == src {
+		if t.Source == v.source {
 			spec = t
 		}
 	}
 	var cols []string
 	for _, c := range spec.Columns() {
-		if c.Name != "account" && c.Name != "uuid" {
+		if c.Name != "account" && c.Name != v.key {
 			cols = append(cols, c.Name)
 		}
 	}
 	var b strings.Builder
-	b.WriteString("CREATE OR REPLACE VIEW " + o.Qualified(src+ViewSuffix) + o.onCluster() + " AS\n")
-	b.WriteString("SELECT\n    account,\n    uuid")
+	b.WriteString("CREATE OR REPLACE VIEW " + o.Qualified(v.source+ViewSuffix) + o.onCluster() + " AS\n")
+	b.WriteString("SELECT\n    account,\n    " + v.key)
 	for _, c := range cols {
 		fmt.Fprintf(&b, ",\n    argMax(%s, v) AS %s", quoteIdent("v_"+c), quoteIdent(c))
 	}
-	b.WriteString("\nFROM\n(\n    SELECT\n        account,\n        uuid,\n        (update_time, fetched_at, id) AS v")
+	b.WriteString("\nFROM\n(\n    SELECT\n        account,\n        " + v.key + ",\n        (" + strings.Join(v.version, ", ") + ") AS v")
 	for _, c := range cols {
 		fmt.Fprintf(&b, ",\n        %s AS %s", quoteIdent(c), quoteIdent("v_"+c))
 	}
-	b.WriteString("\n    FROM " + o.Qualified(src) + "\n)\n")
-	b.WriteString("GROUP BY account, uuid\n")
+	b.WriteString("\n    FROM " + o.Qualified(v.source) + "\n)\n")
+	b.WriteString("GROUP BY account, " + v.key + "\n")
 	return b.String()
 }
 

@@ -38,7 +38,9 @@
 // NAME_local and Distributed tables NAME over them, created ON CLUSTER.
 //
 // The view edge_alerts_latest holds the latest version (greatest
-// update_time) of each edge alert per account and uuid.
+// update_time) of each edge alert per account and uuid, the view
+// agent_info_latest the newest record (greatest record time) of each agent
+// per account and mid: the current fleet.
 //
 // # Evolution
 //
@@ -46,7 +48,10 @@
 // the columns it lacks (ALTER TABLE ADD COLUMN IF NOT EXISTS; rows inserted
 // before read the column's default), the codecs of columns that have none,
 // the skip indexes (built for older parts by a background mutation), the
-// configured TTL and insert deduplication. What cannot is logged as a
+// configured TTL and insert deduplication, and the String columns in which
+// earlier versions kept IP addresses and severities, converted to their
+// native types (ALTER TABLE MODIFY COLUMN; a value that does not parse
+// becomes NULL, so the conversion cannot fail on a row). What cannot is logged as a
 // warning naming the table: a sorting key of its own (with the statements
 // that migrate the table), a codec somebody chose, LowCardinality or not,
 // a TTL set by hand while sink.clickhouse.ttl is off. A column whose type

@@ -71,9 +71,11 @@ func (e *ensurer) run(ctx context.Context) (map[string]map[string]string, error)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("clickhouse schema of database %s: %w", e.o.Database, errors.Join(errs...))
 	}
-	view := e.o.Table("edge_alerts" + ViewSuffix)
-	if err := e.change(ctx, "create or replace view "+view, latestAlertsViewSQL(e.o)); err != nil {
-		return nil, err
+	for _, v := range latestViews() {
+		view := e.o.Table(v.source + ViewSuffix)
+		if err := e.change(ctx, "create or replace view "+view, latestViewSQL(e.o, v)); err != nil {
+			return nil, err
+		}
 	}
 	return found, nil
 }
@@ -173,8 +175,10 @@ func (e *ensurer) checkEngine(table, engine string) error {
 	return nil
 }
 
-// completeColumns adds the columns of spec that table (qualified q) lacks
-// and checks the types of the others; st gets the added ones (Ensure).
+// completeColumns adds the columns of spec that table (qualified q) lacks,
+// converts those of an older type it converts in place (convertibleType:
+// the rows stay, their values converted) and checks the types of the
+// others; st gets the added and converted ones (Ensure).
 func (e *ensurer) completeColumns(ctx context.Context, table, q string, spec Table, st *tableState, codec bool) error {
 	var errs []error
 	for _, c := range spec.Columns() {
@@ -187,6 +191,18 @@ func (e *ensurer) completeColumns(ctx context.Context, table, q string, spec Tab
 			if e.apply {
 				e.log.Info("clickhouse column added", slog.String("table", table), slog.String("column", c.Name), slog.String("type", c.Type))
 				st.cols[c.Name], st.codecs[c.Name] = c.Type, c.Codec
+			}
+		case convertibleType(got, c.Type):
+			if err := e.change(ctx, "convert column "+c.Name+" of "+table+" from "+got+" to "+c.Type, convertColumnSQL(e.o, q, c, codec)); err != nil {
+				return err
+			}
+			if e.apply {
+				e.log.Info("clickhouse column converted in place (values that are none become NULL; the raw record keeps them)",
+					slog.String("table", table), slog.String("column", c.Name), slog.String("was", got), slog.String("type", c.Type))
+				st.cols[c.Name] = c.Type
+				if codec {
+					st.codecs[c.Name] = "CODEC(" + c.Codec + ")"
+				}
 			}
 		case !compatibleType(got, c.Type):
 			errs = append(errs, fmt.Errorf("table %s.%s column %s: found type %s, expected %s (drop or rename the column, or set sink.clickhouse.table_prefix to write new tables)",

@@ -341,7 +341,7 @@ func TestTheMigrationTheWarningGivesWorks(t *testing.T) {
 	if got := srv.Query(t, "SELECT sorting_key FROM system.tables WHERE database = '"+o.Database+"' AND name = 'dns'"); got != strings.Join(tableOf("dns").SortingKey(), ", ") {
 		t.Errorf("sorting key after the migration: %s", got)
 	}
-	if got := srv.Query(t, "SELECT id, fqdn, host_ip_addr, record_original IS NULL FROM "+o.Database+".dns"); got != "d1\ta.example\t192.0.2.1\t1" {
+	if got := srv.Query(t, "SELECT id, fqdn, host_ip_addr, record_original IS NULL FROM "+o.Database+".dns"); got != "d1\ta.example\t::ffff:192.0.2.1\t1" {
 		t.Errorf("rows after the migration: %q", got)
 	}
 	lb, log = newLog()
@@ -499,8 +499,11 @@ func TestATimeRangeAndAKeyReachThePrimaryKeyThroughTheDay(t *testing.T) {
 		for _, col := range spec.Bloom {
 			v := "'x'"
 			for _, f := range spec.Fields {
-				if f.Column == col && f.Type == typeInt64 {
+				switch {
+				case f.Column == col && f.Type == typeInt64:
 					v = "7"
+				case f.Column == col && f.Type == typeIP:
+					v = "'192.0.2.1'"
 				}
 			}
 			srv.Query(t, "SELECT count() FROM "+o.Database+"."+spec.Source+" WHERE "+col+" = "+v+" SETTINGS force_data_skipping_indices = '"+IndexName(col)+"'")
@@ -516,5 +519,53 @@ func TestATimeRangeAndAKeyReachThePrimaryKeyThroughTheDay(t *testing.T) {
 		if !slices.Contains(spec.Bloom, "id") {
 			t.Errorf("%s.id has no bloom filter", spec.Source)
 		}
+	}
+}
+
+// Tables of the previous schema keep IPs and severities as strings: Check
+// says that Start will convert each such column and changes nothing;
+// Ensure converts them (logging each), and a second Ensure finds nothing
+// to do.
+func TestThePreviousSchemaStringColumnsAreConvertedToNativeTypes(t *testing.T) {
+	srv := chtest.Get(t)
+	conn := connect(t, srv)
+	ctx := ctxFor(t)
+	o := Options{Database: srv.NewDatabase(t)}
+	for _, src := range []string{"dns", "user_logins", "edge_audit_events", "edge_alerts"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "v2", src+".sql"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Exec(t, strings.ReplaceAll(string(b), "`svc`.", "`"+o.Database+"`."))
+	}
+	types := "SELECT table, name, type FROM system.columns WHERE database = '" + o.Database + "' AND name IN ('host_ip_addr', 'source_ip_addr', 'client_ip', 'severity') AND table NOT LIKE '%latest' ORDER BY table, name"
+	before := srv.Query(t, types)
+	lb, log := newLog()
+	if err := Check(ctx, conn, o, time.Minute, log); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Query(t, types); got != before {
+		t.Errorf("Check changed the types:\n%s", got)
+	}
+	if n := len(lb.with(t, "INFO", "start will convert column")); n != 4 {
+		t.Errorf("Check said %d times that Start will convert a column, want 4:\n%s", n, lb.buf.String())
+	}
+	lb, log = newLog()
+	if _, err := Ensure(ctx, conn, o, time.Minute, log); err != nil {
+		t.Fatal(err)
+	}
+	want := "dns\thost_ip_addr\tNullable(IPv6)\nedge_alerts\tseverity\tNullable(UInt8)\nedge_audit_events\tclient_ip\tNullable(IPv6)\nuser_logins\tsource_ip_addr\tNullable(IPv6)"
+	if got := srv.Query(t, types); got != want {
+		t.Errorf("types after Ensure:\n%s\nwant:\n%s", got, want)
+	}
+	if n := len(lb.with(t, "INFO", "clickhouse column converted in place")); n != 4 {
+		t.Errorf("Ensure logged %d conversions, want 4", n)
+	}
+	lb, log = newLog()
+	if _, err := Ensure(ctx, conn, o, time.Minute, log); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(lb.with(t, "INFO", "")); n != 0 {
+		t.Errorf("a second Ensure changed something:\n%s", lb.buf.String())
 	}
 }

@@ -33,13 +33,16 @@ func statements(o Options) map[string]string {
 			files[spec.Source+".distributed.sql"] = createDistributedSQL(o, spec)
 		}
 	}
-	files["edge_alerts"+ViewSuffix+".sql"] = latestAlertsViewSQL(o)
+	for _, v := range latestViews() {
+		files[v.source+ViewSuffix+".sql"] = latestViewSQL(o, v)
+	}
 
 	dns := tableOf("dns")
 	ttl := o
 	ttl.TTL = 365 * 24 * time.Hour
 	evolve := []string{
 		addColumnSQL(o, o.qualifiedLocal("dns"), dns.Columns()[ColOriginal], true),
+		convertColumnSQL(o, o.qualifiedLocal("dns"), dns.Columns()[NumCommon+2], true),
 		modifyCodecsSQL(o, "dns", []Column{dns.Columns()[ColID], dns.Columns()[ColTime], dns.Columns()[NumCommon+1]}),
 		addIndexesSQL(o, "dns", dns.Bloom),
 		materializeIndexesSQL(o, "dns", dns.Bloom),
@@ -48,7 +51,8 @@ func statements(o Options) map[string]string {
 	if o.Cluster == "" {
 		evolve = append(evolve, dedupWindowSQL(o, "dns"))
 	} else {
-		evolve = append(evolve, addColumnSQL(o, o.Qualified("dns"), dns.Columns()[ColOriginal], false))
+		evolve = append(evolve, addColumnSQL(o, o.Qualified("dns"), dns.Columns()[ColOriginal], false),
+			convertColumnSQL(o, o.Qualified("dns"), dns.Columns()[NumCommon+2], false))
 	}
 	files["dns.evolve.sql"] = strings.Join(evolve, "\n") + "\n"
 	if o.Cluster == "" {
@@ -143,8 +147,10 @@ func TestClusterStatementsAreOnClusterAndReplicated(t *testing.T) {
 			t.Errorf("%s: inserts do not go to the Distributed table: %s", spec.Source, InsertSQL(o, spec))
 		}
 	}
-	if view := latestAlertsViewSQL(o); !strings.Contains(view, "FROM `svc`.`edge_alerts`\n") {
-		t.Errorf("the view does not read the Distributed table:\n%s", view)
+	for _, v := range latestViews() {
+		if view := latestViewSQL(o, v); !strings.Contains(view, "FROM `svc`.`"+v.source+"`\n") {
+			t.Errorf("the view does not read the Distributed table:\n%s", view)
+		}
 	}
 }
 
@@ -189,10 +195,12 @@ func TestTablePrefixAndDatabaseNameEveryStatement(t *testing.T) {
 			t.Errorf("insert of %s: %s", spec.Source, InsertSQL(o, spec))
 		}
 	}
-	view := latestAlertsViewSQL(o)
-	for _, want := range []string{"VIEW `analytics`.`svc_edge_alerts_latest`", "FROM `analytics`.`svc_edge_alerts`"} {
-		if !strings.Contains(view, want) {
-			t.Errorf("view lacks %q:\n%s", want, view)
+	for _, v := range latestViews() {
+		view := latestViewSQL(o, v)
+		for _, want := range []string{"VIEW `analytics`.`svc_" + v.source + "_latest`", "FROM `analytics`.`svc_" + v.source + "`"} {
+			if !strings.Contains(view, want) {
+				t.Errorf("view lacks %q:\n%s", want, view)
+			}
 		}
 	}
 	o.Cluster = "c"
@@ -243,6 +251,27 @@ func TestCompatibleTypes(t *testing.T) {
 	for _, c := range cases {
 		if got := compatibleType(c.found, c.want); got != c.ok {
 			t.Errorf("compatibleType(%q, %q) = %v, want %v", c.found, c.want, got, c.ok)
+		}
+	}
+}
+
+func TestOnlyTheStringColumnsOfIPsAndSeveritiesAreConvertedInPlace(t *testing.T) {
+	cases := []struct {
+		found, want string
+		ok          bool
+	}{
+		{"String", "Nullable(IPv6)", true},
+		{"LowCardinality(String)", "Nullable(UInt8)", true},
+		{"String", "Nullable(UInt8)", true},
+		{"Nullable(String)", "Nullable(IPv6)", false},
+		{"String", "Int64", false},
+		{"String", "DateTime64(3, 'UTC')", false},
+		{"IPv4", "Nullable(IPv6)", false},
+		{"Nullable(IPv6)", "Nullable(IPv6)", false},
+	}
+	for _, c := range cases {
+		if got := convertibleType(c.found, c.want); got != c.ok {
+			t.Errorf("convertibleType(%q, %q) = %v, want %v", c.found, c.want, got, c.ok)
 		}
 	}
 }

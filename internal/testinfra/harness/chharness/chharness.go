@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,11 +37,16 @@ var timeField = map[string]string{
 // Kinds of typed columns, as the sink documents them (doc.go): a string
 // column takes a JSON string or the literal text of a number or boolean; an
 // Int64 column a JSON integer; a time column what record.ParseTime reads.
-// Anything else leaves the column's default.
+// Anything else leaves the column's default. An IP column (Nullable(IPv6))
+// takes a JSON string holding an IPv4 or IPv6 address without a zone, a
+// UInt8 column (Nullable(UInt8)) a JSON integer from 0 to 255, bare or
+// quoted; anything else is NULL. Both are read back as text ("" for NULL).
 const (
 	colString = iota
 	colInt
 	colTime
+	colIP
+	colUInt8
 )
 
 type typedCol struct {
@@ -62,16 +68,17 @@ var typedColumns = map[string][]typedCol{
 	"connections": {col("src_mid", "srcEntityId.mid", colInt), col("dst_mid", "dstEntityId.mid", colInt),
 		col("src_in_bytes", "srcInBytes", colInt), col("src_out_bytes", "srcOutBytes", colInt),
 		col("dst_in_bytes", "dstInBytes", colInt), col("dst_out_bytes", "dstOutBytes", colInt), col("num_conns", "numConns", colInt)},
-	"dns":              {col("mid", "mid", colInt), col("fqdn", "fqdn", colString), col("host_ip_addr", "hostIpAddr", colString)},
-	"user_logins":      {col("mid", "mid", colInt), col("username", "username", colString), col("activity_type", "activityType", colString), col("source_ip_addr", "sourceIpAddr", colString)},
+	"dns":              {col("mid", "mid", colInt), col("fqdn", "fqdn", colString), col("host_ip_addr", "hostIpAddr", colIP)},
+	"user_logins":      {col("mid", "mid", colInt), col("username", "username", colString), col("activity_type", "activityType", colString), col("source_ip_addr", "sourceIpAddr", colIP)},
 	"cloud_activities": {col("event_type", "eventType", colString), col("event_model", "eventModel", colString), col("event_id", "eventId", colInt)},
 	"audit_logs": {col("account_name", "accountName", colString), col("user_name", "userName", colString),
 		col("event_name", "eventName", colString), col("user_action", "userAction", colString)},
 	"agent_info": {col("mid", "mid", colInt), col("hostname", "hostname", colString), col("os", "os", colString),
-		col("status", "status", colString), col("agent_version", "agentVersion", colString)},
+		col("status", "status", colString), col("agent_version", "agentVersion", colString),
+		col("ip_addr", "ipAddr", colIP), col("last_update", "lastUpdate", colTime)},
 	"edge_audit_events": {col("method", "method", colString), col("path", "path", colString), col("response_status", "response_status", colInt),
-		col("user_login", "user_login", colString), col("client_ip", "client_ip", colString)},
-	"edge_alerts": {col("uuid", "uuid", colString), col("severity", "severity", colString), col("status", "status", colString),
+		col("user_login", "user_login", colString), col("client_ip", "client_ip", colIP)},
+	"edge_alerts": {col("uuid", "uuid", colString), col("severity", "severity", colUInt8), col("status", "status", colString),
 		col("incident_status", "incident_status", colString), col("event_type", "event_type", colString), col("update_time", "update_time", colTime)},
 }
 
@@ -294,6 +301,10 @@ func checkRows(t *testing.T, srv *chtest.Server, conn driver.Conn, table, src st
 	cols := typedColumns[src]
 	names := []string{"id", "account", "time", "window_start", "window_end", "fetched_at", "record"}
 	for _, c := range cols {
+		if c.kind == colIP || c.kind == colUInt8 {
+			names = append(names, "ifNull(toString("+c.name+"), '')")
+			continue
+		}
 		names = append(names, c.name)
 	}
 	where := notOurs
@@ -310,7 +321,7 @@ func checkRows(t *testing.T, srv *chtest.Server, conn driver.Conn, table, src st
 	vals := make([]any, len(cols))
 	for i, c := range cols {
 		switch c.kind {
-		case colString:
+		case colString, colIP, colUInt8:
 			vals[i] = new(string)
 		case colInt:
 			vals[i] = new(int64)
@@ -469,6 +480,27 @@ func expectedTyped(raw []byte, cols []typedCol) ([]any, error) {
 			if ok {
 				if tm, err := record.ParseTime(v); err == nil {
 					out[i] = tm.UnixMilli()
+				}
+			}
+		case colIP:
+			out[i] = ""
+			var s string
+			if ok && json.Unmarshal(v, &s) == nil {
+				if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
+					out[i] = netip.AddrFrom16(a.As16()).String()
+				}
+			}
+		case colUInt8:
+			out[i] = ""
+			if ok {
+				var s string
+				if json.Unmarshal(v, &s) == nil {
+					v = []byte(s)
+				}
+				if !bytes.ContainsAny(v, ".eE\"+-") {
+					if n, err := strconv.ParseUint(string(v), 10, 8); err == nil && (len(v) == 1 || v[0] != '0') {
+						out[i] = strconv.FormatUint(n, 10)
+					}
 				}
 			}
 		}

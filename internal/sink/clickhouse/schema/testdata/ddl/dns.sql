@@ -10,7 +10,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`dns`
     `record_original` Nullable(String) CODEC(ZSTD(1)),
     `mid` Int64 CODEC(ZSTD(1)),
     `fqdn` String CODEC(ZSTD(1)),
-    `host_ip_addr` String CODEC(ZSTD(1)),
+    `host_ip_addr` Nullable(IPv6) CODEC(ZSTD(1)),
     INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1,
     INDEX `bf_fqdn` `fqdn` TYPE bloom_filter(0.01) GRANULARITY 1,
     INDEX `bf_host_ip_addr` `host_ip_addr` TYPE bloom_filter(0.01) GRANULARITY 1

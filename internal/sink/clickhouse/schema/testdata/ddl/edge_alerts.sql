@@ -9,7 +9,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`edge_alerts`
     `record` String CODEC(ZSTD(1)),
     `record_original` Nullable(String) CODEC(ZSTD(1)),
     `uuid` String CODEC(ZSTD(1)),
-    `severity` LowCardinality(String),
+    `severity` Nullable(UInt8) CODEC(ZSTD(1)),
     `status` LowCardinality(String),
     `incident_status` LowCardinality(String),
     `event_type` LowCardinality(String),

@@ -11,7 +11,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`user_logins`
     `mid` Int64 CODEC(ZSTD(1)),
     `username` String CODEC(ZSTD(1)),
     `activity_type` LowCardinality(String),
-    `source_ip_addr` String CODEC(ZSTD(1)),
+    `source_ip_addr` Nullable(IPv6) CODEC(ZSTD(1)),
     INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1,
     INDEX `bf_username` `username` TYPE bloom_filter(0.01) GRANULARITY 1,
     INDEX `bf_source_ip_addr` `source_ip_addr` TYPE bloom_filter(0.01) GRANULARITY 1

@@ -13,9 +13,12 @@ CREATE TABLE IF NOT EXISTS `svc`.`agent_info_local` ON CLUSTER `logs`
     `os` LowCardinality(String),
     `status` LowCardinality(String),
     `agent_version` LowCardinality(String),
+    `ip_addr` Nullable(IPv6) CODEC(ZSTD(1)),
+    `last_update` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
     INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1,
     INDEX `bf_hostname` `hostname` TYPE bloom_filter(0.01) GRANULARITY 1,
-    INDEX `bf_mid` `mid` TYPE bloom_filter(0.01) GRANULARITY 1
+    INDEX `bf_mid` `mid` TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX `bf_ip_addr` `ip_addr` TYPE bloom_filter(0.01) GRANULARITY 1
 )
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', fetched_at)
 PARTITION BY toYYYYMM(time)

@@ -12,7 +12,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`edge_audit_events_local` ON CLUSTER `logs`
     `path` String CODEC(ZSTD(1)),
     `response_status` Int64 CODEC(ZSTD(1)),
     `user_login` String CODEC(ZSTD(1)),
-    `client_ip` String CODEC(ZSTD(1)),
+    `client_ip` Nullable(IPv6) CODEC(ZSTD(1)),
     INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1,
     INDEX `bf_user_login` `user_login` TYPE bloom_filter(0.01) GRANULARITY 1,
     INDEX `bf_client_ip` `client_ip` TYPE bloom_filter(0.01) GRANULARITY 1

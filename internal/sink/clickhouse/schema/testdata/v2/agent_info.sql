@@ -1,0 +1,24 @@
+CREATE TABLE IF NOT EXISTS `svc`.`agent_info`
+(
+    `id` String CODEC(ZSTD(1)),
+    `account` LowCardinality(String),
+    `time` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `window_start` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `window_end` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `fetched_at` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `record` String CODEC(ZSTD(1)),
+    `record_original` Nullable(String) CODEC(ZSTD(1)),
+    `mid` Int64 CODEC(ZSTD(1)),
+    `hostname` String CODEC(ZSTD(1)),
+    `os` LowCardinality(String),
+    `status` LowCardinality(String),
+    `agent_version` LowCardinality(String),
+    INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX `bf_hostname` `hostname` TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX `bf_mid` `mid` TYPE bloom_filter(0.01) GRANULARITY 1
+)
+ENGINE = ReplacingMergeTree(fetched_at)
+PARTITION BY toYYYYMM(time)
+ORDER BY (account, toDate(time), hostname, time, id)
+PRIMARY KEY (account, toDate(time), hostname)
+SETTINGS non_replicated_deduplication_window = 1000
