@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
 )
@@ -21,8 +22,8 @@ import (
 type Store interface {
 	All(ctx context.Context) (map[record.Stream]checkpoint.State, error)
 	Apply(ctx context.Context, c checkpoint.Changes) error
-	Windows(ctx context.Context, k record.Stream) ([]checkpoint.Window, error)
-	Alerts(ctx context.Context, k record.Stream) (map[string]checkpoint.AlertMark, error)
+	Windows(ctx context.Context, k record.Stream) ([]cursor.LoggedWindow, error)
+	Alerts(ctx context.Context, k record.Stream) (map[string]cursor.AlertMark, error)
 }
 
 // Producer pulls one stream into the pipeline; *source.Poller is one. Run
@@ -32,7 +33,7 @@ type Store interface {
 // stopped.
 type Producer interface {
 	Stream() record.Stream
-	Run(ctx context.Context, from source.Cursor, out source.Output) error
+	Run(ctx context.Context, from cursor.Cursor, out source.Output) error
 }
 
 // Pipeline moves pages from producers through a bounded buffer to every
@@ -67,14 +68,12 @@ type Pipeline struct {
 // with it once (acknowledged or dropped); the last one gives its room back
 // and, when every sink acknowledged it, acknowledges it to the tracker.
 type item struct {
-	key     record.Stream
-	seq     uint64
-	batch   *record.Batch // shared by the sinks: read-only
-	after   source.Cursor
-	revisit bool
-	log     *source.LogChanges
-	held    int // slots held
-	handed  time.Time
+	key    record.Stream
+	seq    uint64
+	page   cursor.Page   // as the producer emitted it, its Batch.Seq set
+	batch  *record.Batch // &page.Batch, nil for an empty page; shared by the sinks: read-only
+	held   int           // slots held
+	handed time.Time
 
 	left   atomic.Int32 // sinks not finished with it yet
 	missed atomic.Bool  // a sink finished without acknowledging it
@@ -125,7 +124,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return fmt.Errorf("load checkpoint: %w", err)
 	}
 	p.tracker = newTracker(initial)
-	from := make(map[record.Stream]source.Cursor, len(p.producers))
+	from := make(map[record.Stream]cursor.Cursor, len(p.producers))
 	for _, pr := range p.producers {
 		k := pr.Stream()
 		if from[k], err = p.resumeFrom(ctx, k, initial[k]); err != nil {
@@ -202,7 +201,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 }
 
 // runProducers runs producer i under ctxs[i] until every one returned.
-func (p *Pipeline) runProducers(ctxs []context.Context, from map[record.Stream]source.Cursor) error {
+func (p *Pipeline) runProducers(ctxs []context.Context, from map[record.Stream]cursor.Cursor) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error

@@ -9,6 +9,7 @@ import (
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source/catalog"
 )
@@ -36,7 +37,7 @@ func TestPoller_C1_C3_C5_FaultsTogetherAreComplete(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Second) // one hour of API time
 	defer cancel()
 	var col collector
-	if err := p.Run(ctx, Cursor{}, EmitFunc(col.emit)); !errors.Is(err, context.DeadlineExceeded) {
+	if err := p.Run(ctx, cursor.Cursor{}, EmitFunc(col.emit)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("tailing run ended with %v", err)
 	}
 	pages := col.snapshot()
@@ -65,7 +66,6 @@ func TestPoller_C1_C3_C5_FaultsTogetherAreComplete(t *testing.T) {
 // "stream blocked ... kind=auth retry_in=15m0s", exit 1). The key is not
 // refused: only the token endpoint could say so.
 func TestPoller_C1_RevokedTokensNeverBlockTheStream(t *testing.T) {
-	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) { c.RevokeEvery = 1 })
 	cfg := simConfig(srv)
 	cfg.API.Retry.MaxAttempts = 3
@@ -73,7 +73,7 @@ func TestPoller_C1_RevokedTokensNeverBlockTheStream(t *testing.T) {
 	p := e.poller(catalog.SourceDNS, "acme", true)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
-	if err := p.Run(ctx, Cursor{}, EmitFunc((&collector{}).emit)); !errors.Is(err, context.DeadlineExceeded) {
+	if err := p.Run(ctx, cursor.Cursor{}, EmitFunc((&collector{}).emit)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("once run ended with %v; want it still retrying at the deadline", err)
 	}
 	if s := p.Snapshot(); s.Blocked {
@@ -96,7 +96,7 @@ func TestPoller_C1_WrongSecretNeverAppearsInLogsOrErrors(t *testing.T) {
 	cfg := simConfig(srv)
 	cfg.API.Secret = secret.New("wrong-secret-Zq9")
 	e := newEnv(t, cfg, nil)
-	err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), Cursor{}, EmitFunc((&collector{}).emit))
+	err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), cursor.Cursor{}, EmitFunc((&collector{}).emit))
 	var se *api.StatusError
 	if !errors.As(err, &se) || se.Status != 401 {
 		t.Fatalf("err = %v, want a 401", err)

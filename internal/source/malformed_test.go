@@ -14,10 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/ratelog"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source/catalog"
-	"github.com/svcexport/collector/internal/source/envelope"
 	"github.com/svcexport/collector/internal/source/pagescan"
 	"github.com/svcexport/collector/internal/testinfra/simtest"
 	"github.com/svcexport/collector/internal/window"
@@ -96,7 +96,7 @@ func TestPoller_C3_C5_MalformedAnswersLoseNoWindow(t *testing.T) {
 	})
 	e := newEnv(t, pageServerConfig(srv), nil)
 	col := newTally(len(times))
-	if err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col); err != nil {
+	if err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), cursor.Cursor{}, col); err != nil {
 		t.Fatal(err)
 	}
 	if m := col.missing(); m != 0 {
@@ -118,7 +118,7 @@ func TestEnvelopes_BadRecordsAreCountedByReasonAndLoggedRateLimited(t *testing.T
 	var buf bytes.Buffer
 	m, _ := NewMetrics(nil)
 	clk := &stepClock{t: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)}
-	eb := envelope.Builder{Source: catalog.SourceDNS, Account: "acme", TimeField: "createdTime", Metrics: m,
+	eb := envelopeBuilder{Source: catalog.SourceDNS, Account: "acme", TimeField: "createdTime", Metrics: m,
 		Warn: ratelog.New(slogTo(&buf), clk.Now, time.Minute)}
 	var body strings.Builder
 	body.WriteString(`{"data":[`)

@@ -13,17 +13,18 @@ import (
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/window"
 )
 
 // duplicates counts envelopes delivered beyond the first of their id.
-func duplicates(pages []Page) int64 {
+func duplicates(pages []cursor.Page) int64 {
 	seen := map[string]bool{}
 	var n int64
 	for _, p := range pages {
-		for _, e := range p.Envelopes {
+		for _, e := range p.Batch.Envelopes {
 			if seen[e.ID] {
 				n++
 			}
@@ -66,7 +67,7 @@ func TestPoller_C3_SmallerServerPagesAreLearntAndNoWindowIsCutAtThePageCap(t *te
 	cfg.Sources["dns"] = catalog.SourceOverride{Start: ptr("12h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceDNS, "acme", true)
-	col := runToEnd(t, p, Cursor{})
+	col := runToEnd(t, p, cursor.Cursor{})
 	pages := col.snapshot()
 	n := checkTruth(t, srv, catalog.SourceDNS, "acme", pages, firstStart(pages), col.last().Watermark)
 	if n < 10_000 {
@@ -74,8 +75,8 @@ func TestPoller_C3_SmallerServerPagesAreLearntAndNoWindowIsCutAtThePageCap(t *te
 	}
 	checkCursors(t, pages)
 	for _, pg := range pages {
-		if pg.Index >= cfg.API.MaxPages {
-			t.Fatalf("window %s walked to page %d past max_pages %d", pg.Window, pg.Index+1, cfg.API.MaxPages)
+		if pg.Index() >= cfg.API.MaxPages {
+			t.Fatalf("window %s walked to page %d past max_pages %d", pg.Window(), pg.Index()+1, cfg.API.MaxPages)
 		}
 	}
 	if d := duplicates(pages); d != 0 {
@@ -109,7 +110,7 @@ func TestPoller_C3_PageCapWithPagesLeftSplitsTheWindowInsteadOfDroppingItsRest(t
 	cfg.Sources["connections"] = catalog.SourceOverride{Start: ptr("6h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceConnections, "acme", true)
-	col := runToEnd(t, p, Cursor{})
+	col := runToEnd(t, p, cursor.Cursor{})
 	pages := col.snapshot()
 	checkTruth(t, srv, catalog.SourceConnections, "acme", pages, firstStart(pages), col.last().Watermark)
 	cut := cutRows(e.logs.String())
@@ -139,7 +140,7 @@ func TestPoller_C3_CappedTotalRowsWithAChainEndingAtTheCapIsComplete(t *testing.
 	cfg.Sources["connections"] = catalog.SourceOverride{Start: ptr("24h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceConnections, "acme-dev", true)
-	col := runToEnd(t, p, Cursor{})
+	col := runToEnd(t, p, cursor.Cursor{})
 	pages := col.snapshot()
 	n := checkTruth(t, srv, catalog.SourceConnections, "acme-dev", pages, firstStart(pages), col.last().Watermark)
 	if n < 20_000 {
@@ -171,7 +172,7 @@ func TestPoller_C3_NextPageLifeShorterThanConfiguredIsLearntAndWalksFitIt(t *tes
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceUserLogins, "acme", true)
 	col := collector{delay: 250 * time.Millisecond}
-	if err := p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)); err != nil {
+	if err := p.Run(t.Context(), cursor.Cursor{}, EmitFunc(col.emit)); err != nil {
 		t.Fatal(err)
 	}
 	pages := col.snapshot()
@@ -247,7 +248,7 @@ func TestPoller_C5_ForbiddenStreamIsBlockedRetriedSlowlyAndUnblocked(t *testing.
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	var col collector
-	go func() { done <- p.Run(ctx, Cursor{}, EmitFunc(col.emit)) }()
+	go func() { done <- p.Run(ctx, cursor.Cursor{}, EmitFunc(col.emit)) }()
 	defer func() { cancel(); <-done }()
 
 	waitFor(t, "the stream blocked", func() bool { return p.Snapshot().Blocked })
@@ -281,7 +282,7 @@ func TestPoller_C5_OnceEndsAForbiddenStreamWithItsError(t *testing.T) {
 	srv := startSim(t, func(c *apisim.Config) { c.Keys[0].AllowedAccounts = []string{"acme"} })
 	cfg := simConfig(srv)
 	e := newEnv(t, cfg, nil)
-	err := e.poller(catalog.SourceDNS, "acme-dev", true).Run(t.Context(), Cursor{}, EmitFunc(func(context.Context, Page) error { return nil }))
+	err := e.poller(catalog.SourceDNS, "acme-dev", true).Run(t.Context(), cursor.Cursor{}, EmitFunc(func(context.Context, cursor.Page) error { return nil }))
 	if err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "dns/acme-dev") {
 		t.Fatalf("err = %v", err)
 	}
@@ -314,16 +315,16 @@ func TestPoller_C6_EdgeIsReadOncePerTokenWithEachRecordsOwnAccount(t *testing.T)
 	e := newEnv(t, cfg, nil)
 	pc := e.pollerConfig(catalog.SourceEdgeAuditEvents, catalog.DefaultEdgeAccount, true)
 	pc.AccountHeader = ""
-	col := runToEnd(t, e.newPoller(pc), Cursor{})
+	col := runToEnd(t, e.newPoller(pc), cursor.Cursor{})
 	pages := col.snapshot()
 	from, to := firstStart(pages), col.last().Watermark
-	byAccount := map[string][]Page{}
+	byAccount := map[string][]cursor.Page{}
 	for _, pg := range pages {
-		if pg.Stream.Account != catalog.DefaultEdgeAccount {
-			t.Fatalf("page of stream %s", pg.Stream)
+		if pg.Stream().Account != catalog.DefaultEdgeAccount {
+			t.Fatalf("page of stream %s", pg.Stream())
 		}
-		for _, env := range pg.Envelopes {
-			byAccount[env.Account] = append(byAccount[env.Account], Page{Envelopes: []record.Envelope{env}})
+		for _, env := range pg.Batch.Envelopes {
+			byAccount[env.Account] = append(byAccount[env.Account], cursor.Page{Batch: record.Batch{Envelopes: []record.Envelope{env}}})
 		}
 	}
 	for _, a := range cfg.Accounts {
@@ -351,21 +352,21 @@ func TestPoller_C3_WindowInFlightBeforeTheHistoryFloorIsClampedOnResume(t *testi
 	now := time.Now()
 	floor := p.plan.Floor(now)
 	old := window.Window{Start: floor.Add(-6 * time.Hour), End: floor.Add(6 * time.Hour)}
-	cur := Cursor{Watermark: old.Start, InFlight: &Chain{Window: old, NextURL: "", Started: now.Add(-30 * 24 * time.Hour), Pages: 3}}
+	cur := cursor.Cursor{Watermark: old.Start, InFlight: &cursor.Chain{Window: old, NextURL: "", Started: now.Add(-30 * 24 * time.Hour), Pages: 3}}
 	col := runToEnd(t, p, cur)
 	pages := col.snapshot()
-	if len(pages) == 0 || pages[0].Window.Start.Before(floor) || pages[0].Window.End != old.End {
-		t.Fatalf("first page of %v, want the window clamped to the floor %s", pages[0].Window, floor)
+	if len(pages) == 0 || pages[0].Window().Start.Before(floor) || pages[0].Window().End != old.End {
+		t.Fatalf("first page of %v, want the window clamped to the floor %s", pages[0].Window(), floor)
 	}
 	if got := testutilValue(e.metrics.PollErrors(catalog.SourceAgentInfo, "acme", "unreachable")); got < 1 {
 		t.Errorf("unreachable not counted")
 	}
-	checkTruth(t, srv, catalog.SourceAgentInfo, "acme", pages, pages[0].Window.Start, col.last().Watermark)
+	checkTruth(t, srv, catalog.SourceAgentInfo, "acme", pages, pages[0].Window().Start, col.last().Watermark)
 
 	gone := window.Window{Start: floor.Add(-48 * time.Hour), End: floor.Add(-24 * time.Hour)}
-	cur = Cursor{Watermark: gone.Start, InFlight: &Chain{Window: gone, Started: now.Add(-30 * 24 * time.Hour)}}
+	cur = cursor.Cursor{Watermark: gone.Start, InFlight: &cursor.Chain{Window: gone, Started: now.Add(-30 * 24 * time.Hour)}}
 	col = runToEnd(t, e.poller(catalog.SourceAgentInfo, "acme", true), cur)
-	if ps := col.snapshot(); len(ps) == 0 || ps[0].After.Watermark != gone.End || len(ps[0].Envelopes) != 0 {
+	if ps := col.snapshot(); len(ps) == 0 || ps[0].After.Watermark != gone.End || len(ps[0].Batch.Envelopes) != 0 {
 		t.Fatalf("a window wholly before the floor: %+v", ps[0])
 	}
 }
@@ -379,7 +380,7 @@ func TestPoller_C5_SearchBodyOverTheRequestLimitIsNotSent(t *testing.T) {
 	e := newEnv(t, cfg, nil)
 	pc := e.pollerConfig(catalog.SourceDNS, "acme", true)
 	pc.Settings.Filters = []catalog.Filter{{Expression: "eq", Field: "fqdn", Value: strings.Repeat("x", 2000)}}
-	err := e.newPoller(pc).Run(t.Context(), Cursor{}, EmitFunc(func(context.Context, Page) error { return nil }))
+	err := e.newPoller(pc).Run(t.Context(), cursor.Cursor{}, EmitFunc(func(context.Context, cursor.Page) error { return nil }))
 	if err == nil || !strings.Contains(err.Error(), "api.max_request_bytes") {
 		t.Fatalf("err = %v", err)
 	}
@@ -393,7 +394,6 @@ func TestPoller_C5_SearchBodyOverTheRequestLimitIsNotSent(t *testing.T) {
 // chain that ends before its count was cut: the window is asked again in
 // parts under the chain cap learnt, never committed short. Complete.
 func TestPoller_C3_AChainEndingBeforeItsTotalRowsTeachesTheServersChainCap(t *testing.T) {
-	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceConnections] = 1000
 		c.PageSize, c.ResultCap = 500, 2000
@@ -404,7 +404,7 @@ func TestPoller_C3_AChainEndingBeforeItsTotalRowsTeachesTheServersChainCap(t *te
 	cfg.Sources["connections"] = catalog.SourceOverride{Start: ptr("24h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceConnections, "acme", true)
-	col := runToEnd(t, p, Cursor{})
+	col := runToEnd(t, p, cursor.Cursor{})
 	pages := col.snapshot()
 	n := checkTruth(t, srv, catalog.SourceConnections, "acme", pages, firstStart(pages), col.last().Watermark)
 	if n < 10_000 {
@@ -433,7 +433,6 @@ func TestPoller_C3_AChainEndingBeforeItsTotalRowsTeachesTheServersChainCap(t *te
 // answer is smaller. Complete, and nothing delivered twice (the cut
 // answer was never emitted).
 func TestPoller_C3_AnAnswerWithoutPagingAsLargeAsAFullPageIsSplit(t *testing.T) {
-	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceAuditLogs] = 2000
 		c.PageSize = 500
@@ -445,7 +444,7 @@ func TestPoller_C3_AnAnswerWithoutPagingAsLargeAsAFullPageIsSplit(t *testing.T) 
 	cfg.Sources["audit_logs"] = catalog.SourceOverride{Start: ptr("6h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceAuditLogs, "acme", true)
-	col := runToEnd(t, p, Cursor{})
+	col := runToEnd(t, p, cursor.Cursor{})
 	pages := col.snapshot()
 	n := checkTruth(t, srv, catalog.SourceAuditLogs, "acme", pages, firstStart(pages), col.last().Watermark)
 	if n < 5000 {

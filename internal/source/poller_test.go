@@ -6,6 +6,7 @@ import (
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/source/catalog"
 )
 
@@ -22,7 +23,7 @@ func TestPoller_C3_C8_OnceOverTwoDaysIsCompletePerTruth(t *testing.T) {
 	cfg.Sources["dns"] = catalog.SourceOverride{Start: ptr("48h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceDNS, "acme", true)
-	col := runToEnd(t, p, Cursor{})
+	col := runToEnd(t, p, cursor.Cursor{})
 	pages := col.snapshot()
 	end := col.last()
 	if end.InFlight != nil {
@@ -45,7 +46,7 @@ func TestPoller_C3_C8_OnceOverTwoDaysIsCompletePerTruth(t *testing.T) {
 // checkCursors checks the After of every page (DESIGN item 4): mid-chain
 // pages keep the watermark and carry the chain; the last page of a window
 // moves the watermark to the window's end.
-func checkCursors(t *testing.T, pages []Page) {
+func checkCursors(t *testing.T, pages []cursor.Page) {
 	t.Helper()
 	var wm time.Time
 	for i, p := range pages {
@@ -54,12 +55,12 @@ func checkCursors(t *testing.T, pages []Page) {
 		}
 		a := p.After
 		if a.InFlight == nil {
-			if !a.Watermark.Equal(p.Window.End) {
-				t.Fatalf("page %d: last page of %s moves the watermark to %s", i, p.Window, a.Watermark)
+			if !a.Watermark.Equal(p.Window().End) {
+				t.Fatalf("page %d: last page of %s moves the watermark to %s", i, p.Window(), a.Watermark)
 			}
 		} else {
-			if a.InFlight.NextURL == "" || a.InFlight.Window != p.Window || a.InFlight.Pages != p.Index+1 {
-				t.Fatalf("page %d: bad in-flight %+v for %s index %d", i, a.InFlight, p.Window, p.Index)
+			if a.InFlight.NextURL == "" || a.InFlight.Window != p.Window() || a.InFlight.Pages != p.Index()+1 {
+				t.Fatalf("page %d: bad in-flight %+v for %s index %d", i, a.InFlight, p.Window(), p.Index())
 			}
 			if !wm.IsZero() && !a.Watermark.Equal(wm) {
 				t.Fatalf("page %d: mid-chain page moved the watermark %s -> %s", i, wm, a.Watermark)
@@ -88,14 +89,14 @@ func TestPoller_C3_DenseWindowsAreSplitBeforeTheCap(t *testing.T) {
 	cfg.Sources["connections"] = catalog.SourceOverride{Start: ptr("24h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceConnections, "acme-dev", true)
-	col := runToEnd(t, p, Cursor{})
+	col := runToEnd(t, p, cursor.Cursor{})
 	pages := col.snapshot()
 	checkTruth(t, srv, catalog.SourceConnections, "acme-dev", pages, firstStart(pages), col.last().Watermark)
 	checkCursors(t, pages)
 	maxPages := int(cfg.API.ResultCap) / cfg.API.PageRows
 	for _, pg := range pages {
-		if pg.Index+1 >= maxPages {
-			t.Fatalf("window %s walked to page %d, the cap is %d pages", pg.Window, pg.Index+1, maxPages)
+		if pg.Index()+1 >= maxPages {
+			t.Fatalf("window %s walked to page %d, the cap is %d pages", pg.Window(), pg.Index()+1, maxPages)
 		}
 	}
 	if got := testutilValue(e.metrics.Splits(catalog.SourceConnections, "acme-dev")); got < 1 {
@@ -128,7 +129,7 @@ func TestPoller_C3_NextPageExpiryShorterThanTheWalkIsComplete(t *testing.T) {
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceUserLogins, "acme", true)
 	col := collector{delay: 250 * time.Millisecond}
-	if err := p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)); err != nil {
+	if err := p.Run(t.Context(), cursor.Cursor{}, EmitFunc(col.emit)); err != nil {
 		t.Fatal(err)
 	}
 	pages := col.snapshot()
@@ -205,7 +206,7 @@ func runAccounts(t *testing.T, e *env, source string, accounts []string) map[str
 		col := &collector{}
 		res[a] = col
 		p := e.poller(source, a, true)
-		go func() { errs <- p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)) }()
+		go func() { errs <- p.Run(t.Context(), cursor.Cursor{}, EmitFunc(col.emit)) }()
 	}
 	for range accounts {
 		if err := <-errs; err != nil {

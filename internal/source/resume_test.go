@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/source/catalog"
 )
 
@@ -17,7 +18,7 @@ func interrupted(t *testing.T, e *env, n int) *collector {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	col := &collector{}
-	emit := func(ctx context.Context, p Page) error {
+	emit := func(ctx context.Context, p cursor.Page) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -27,7 +28,7 @@ func interrupted(t *testing.T, e *env, n int) *collector {
 		}
 		return nil
 	}
-	if err := e.poller(catalog.SourceDNS, "acme", true).Run(ctx, Cursor{}, EmitFunc(emit)); err != context.Canceled {
+	if err := e.poller(catalog.SourceDNS, "acme", true).Run(ctx, cursor.Cursor{}, EmitFunc(emit)); err != context.Canceled {
 		t.Fatalf("interrupted run: %v", err)
 	}
 	if c := col.last(); c.InFlight == nil || c.InFlight.NextURL == "" || c.InFlight.Pages != n {
@@ -60,8 +61,8 @@ func TestPoller_C3_ResumeContinuesTheChainInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps := second.snapshot()
-	if len(ps) == 0 || ps[0].Index != 3 || ps[0].Window != cur.InFlight.Window {
-		t.Fatalf("resumed at page %d of %s, want page 3 of %s", ps[0].Index, ps[0].Window, cur.InFlight.Window)
+	if len(ps) == 0 || ps[0].Index() != 3 || ps[0].Window() != cur.InFlight.Window {
+		t.Fatalf("resumed at page %d of %s, want page 3 of %s", ps[0].Index(), ps[0].Window(), cur.InFlight.Window)
 	}
 	if got := testutilValue(e.metrics.Restarts(catalog.SourceDNS, "acme")); got != 0 {
 		t.Fatalf("restarts = %v", got)
@@ -84,8 +85,8 @@ func TestPoller_C3_ResumeWithAnExpiredURLRestartsTheWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps := second.snapshot()
-	if len(ps) == 0 || ps[0].Index != 0 || ps[0].Window.Start != ch.Window.Start {
-		t.Fatalf("restarted at page %d of %s, want page 0 of %s", ps[0].Index, ps[0].Window, ch.Window)
+	if len(ps) == 0 || ps[0].Index() != 0 || ps[0].Window().Start != ch.Window.Start {
+		t.Fatalf("restarted at page %d of %s, want page 0 of %s", ps[0].Index(), ps[0].Window(), ch.Window)
 	}
 	if got := testutilValue(e.metrics.Restarts(catalog.SourceDNS, "acme")); got != 1 {
 		t.Fatalf("restarts = %v, want 1", got)
@@ -106,19 +107,19 @@ func TestPoller_C6_AlertUpdatesAreEmittedOnTheLookbackReask(t *testing.T) {
 	cfg.Sources["edge_alerts"] = catalog.SourceOverride{Start: ptr("24h"), Lag: &lag}
 	e := newEnv(t, cfg, clk)
 	p := e.poller(catalog.SourceEdgeAlerts, "acme", true)
-	col := runToEnd(t, p, Cursor{})
+	col := runToEnd(t, p, cursor.Cursor{})
 	n := len(col.snapshot())
 	clk.Jump(2 * time.Hour) // updates happen in the first 6 hours of an alert
 	if err := p.Run(t.Context(), col.last(), EmitFunc(col.emit)); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]int64{}
-	var cur Cursor
+	var cur cursor.Cursor
 	updated := 0
 	for i, pg := range col.snapshot() {
 		if !pg.Revisit {
 			cur = pg.After
-			for _, env := range pg.Envelopes {
+			for _, env := range pg.Batch.Envelopes {
 				a := alertOf(t, env.Record)
 				seen[a.UUID] = max(seen[a.UUID], a.Update)
 			}
@@ -127,7 +128,7 @@ func TestPoller_C6_AlertUpdatesAreEmittedOnTheLookbackReask(t *testing.T) {
 		if pg.After.Watermark != cur.Watermark || pg.After.InFlight != nil {
 			t.Fatalf("revisit page moved the cursor: %+v after %+v", pg.After, cur)
 		}
-		for _, env := range pg.Envelopes {
+		for _, env := range pg.Batch.Envelopes {
 			a := alertOf(t, env.Record)
 			prev, ok := seen[a.UUID]
 			if !ok || a.Update <= prev {
