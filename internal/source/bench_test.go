@@ -55,6 +55,7 @@ func BenchmarkPage(b *testing.B) {
 // A record whose time cannot be read is delivered with the window start as
 // its time, counted and logged; it is never dropped (C3: parse leniently).
 func TestEnvelopes_BadTimeIsDeliveredNotDropped(t *testing.T) {
+	t.Parallel()
 	m, _ := NewMetrics(nil)
 	eb := envelopeBuilder{Source: catalog.SourceDNS, Account: "acme", TimeField: "createdTime", Metrics: m}
 	w := window.Window{Start: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)}

@@ -20,6 +20,7 @@ import (
 // and the collector share a clock 600 times faster than the wall clock, so
 // a few seconds are hours of API time.
 func TestPoller_C1_C3_C5_FaultsTogetherAreComplete(t *testing.T) {
+	t.Parallel()
 	clk := newSimClock(600)
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Now = clk.Now
@@ -66,6 +67,7 @@ func TestPoller_C1_C3_C5_FaultsTogetherAreComplete(t *testing.T) {
 // "stream blocked ... kind=auth retry_in=15m0s", exit 1). The key is not
 // refused: only the token endpoint could say so.
 func TestPoller_C1_RevokedTokensNeverBlockTheStream(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) { c.RevokeEvery = 1 })
 	cfg := simConfig(srv)
 	cfg.API.Retry.MaxAttempts = 3
@@ -92,6 +94,7 @@ func TestPoller_C1_RevokedTokensNeverBlockTheStream(t *testing.T) {
 // C1: a wrong secret fails the run loudly; neither the error nor the logs
 // hold the secret.
 func TestPoller_C1_WrongSecretNeverAppearsInLogsOrErrors(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, nil)
 	cfg := simConfig(srv)
 	cfg.API.Secret = secret.New("wrong-secret-Zq9")

@@ -54,6 +54,7 @@ func value(m *dto.Metric) float64 {
 // A stream that fails before its first page must be visible: every series
 // an alert or a panel reads exists at zero from InitStream on.
 func TestInitStreamCreatesEverySeriesAtZero(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg)
 	if err != nil {
@@ -90,6 +91,7 @@ func TestInitStreamCreatesEverySeriesAtZero(t *testing.T) {
 // in package source must be added to PollErrorKinds, or its first error is
 // invisible to increase() (a series that appears at 1).
 func TestPollErrorKindsCoverWhatThePollersCount(t *testing.T) {
+	t.Parallel()
 	fset := token.NewFileSet()
 	// The pollers, their rechecks and errorKind.
 	var files []string

@@ -21,6 +21,7 @@ import (
 // permanent error of kind "origin". With the origin allowed, the walk goes
 // on there (the test's control: the other server does get asked then).
 func TestPoller_C1_C3_NextPageOfAnotherOriginGetsNoCredentials(t *testing.T) {
+	t.Parallel()
 	times := spread(time.Now().Add(-20*time.Hour), 30, 10*time.Minute)
 	other := newPageServer(t, times, 10, nil)
 	samePort := func(prefix string) func(r *http.Request) string {

@@ -45,6 +45,7 @@ func checkBatches(t *testing.T, pages []cursor.Page, sizes []int, limit int) {
 // 5,000) is read completely; the poller learns the size, reserves room
 // for it before the next fetches and reports it.
 func TestPoller_C3_PagesLargerThanPageRowsAreCompleteAndReservedFor(t *testing.T) {
+	t.Parallel()
 	times := spread(time.Now().Add(-20*time.Hour), 15000, 4*time.Second)
 	srv := newPageServer(t, times, 6000, nil)
 	e := newEnv(t, pageServerConfig(srv), nil)
@@ -84,6 +85,7 @@ func TestPoller_C3_PagesLargerThanPageRowsAreCompleteAndReservedFor(t *testing.T
 // envelopes, so the heap stays near the body's size. Reservations never
 // exceed MaxBatchRecords.
 func TestPoller_C3_HugePageIsEmittedInBoundedBatches(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("600,000 records")
 	}
@@ -157,6 +159,7 @@ func TestPoller_C3_HugePageIsEmittedInBoundedBatches(t *testing.T) {
 // endless re-fetch nor a lost window: the window is split and its halves
 // asked, until every part fits.
 func TestPoller_C3_BodyOverMaxBodyBytesSplitsTheWindow(t *testing.T) {
+	t.Parallel()
 	times := spread(time.Now().Add(-20*time.Hour), 3000, 20*time.Second)
 	srv := newPageServer(t, times, 5000, func(s *pageServer) { s.pad = strings.Repeat("x", 60) })
 	cfg := pageServerConfig(srv)
@@ -183,6 +186,7 @@ func TestPoller_C3_BodyOverMaxBodyBytesSplitsTheWindow(t *testing.T) {
 // answers over max_body_bytes is a permanent error of the stream, logged
 // with the window and counted; the watermark never moves past its records.
 func TestPoller_C3_BodyOverMaxBodyBytesInAnUnsplittableWindowFails(t *testing.T) {
+	t.Parallel()
 	at := time.Now().Add(-10 * time.Hour).Truncate(time.Second)
 	times := spread(at, 2000, 0)
 	srv := newPageServer(t, times, 5000, func(s *pageServer) { s.pad = strings.Repeat("x", 60) })

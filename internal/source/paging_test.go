@@ -57,6 +57,7 @@ func cutRows(logs string) map[string]int64 {
 // full page and splits at min(result_cap, 100 x 5): no chain is cut at the
 // page cap, nothing is lost, nothing is delivered twice.
 func TestPoller_C3_SmallerServerPagesAreLearntAndNoWindowIsCutAtThePageCap(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceDNS] = 1500
 		c.PageSize = 100
@@ -99,6 +100,7 @@ func TestPoller_C3_SmallerServerPagesAreLearntAndNoWindowIsCutAtThePageCap(t *te
 // is asked again in parts, and duplicates are at most what the cut chains
 // delivered.
 func TestPoller_C3_PageCapWithPagesLeftSplitsTheWindowInsteadOfDroppingItsRest(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceConnections] = 2000
 		c.PageSize = 200
@@ -130,6 +132,7 @@ func TestPoller_C3_PageCapWithPagesLeftSplitsTheWindowInsteadOfDroppingItsRest(t
 // split threshold although totalRows said less may have been cut by the
 // server, and its window is asked again in parts. Complete.
 func TestPoller_C3_CappedTotalRowsWithAChainEndingAtTheCapIsComplete(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceConnections] = 1000
 		c.PageSize, c.ResultCap, c.TotalRowsCap = 500, 5000, 2000
@@ -160,6 +163,7 @@ func TestPoller_C3_CappedTotalRowsWithAChainEndingAtTheCapIsComplete(t *testing.
 // fits within it, never restarted whole again and again; the run ends
 // complete, and duplicates are at most what the expired chains delivered.
 func TestPoller_C3_NextPageLifeShorterThanConfiguredIsLearntAndWalksFitIt(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceUserLogins] = 300
 		c.PageSize = 100
@@ -233,6 +237,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // again only every api.permanent_error_retry, and unblocked once its
 // requests go through again (a permission granted later).
 func TestPoller_C5_ForbiddenStreamIsBlockedRetriedSlowlyAndUnblocked(t *testing.T) {
+	t.Parallel()
 	sim := startSim(t, func(c *apisim.Config) { c.Rates[apisim.SourceDNS] = 200 })
 	d := &denying{sim: sim.Handler(), path: "/api/v2/Activities/DNSs"}
 	d.deny.Store(true)
@@ -279,6 +284,7 @@ func TestPoller_C5_ForbiddenStreamIsBlockedRetriedSlowlyAndUnblocked(t *testing.
 // C2, C5: in Once mode a key without access to a sub-account ends that
 // stream's run with an error naming it; a next-page expiry never blocks.
 func TestPoller_C5_OnceEndsAForbiddenStreamWithItsError(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) { c.Keys[0].AllowedAccounts = []string{"acme"} })
 	cfg := simConfig(srv)
 	e := newEnv(t, cfg, nil)
@@ -295,6 +301,7 @@ func TestPoller_C5_OnceEndsAForbiddenStreamWithItsError(t *testing.T) {
 // edge record is fetched once, and its envelope names its own account
 // (account_name), which the truth counts per account.
 func TestPoller_C6_EdgeIsReadOncePerTokenWithEachRecordsOwnAccount(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Accounts = []string{"acme", "acme-dev", "acme-ops"}
 		c.Rates[apisim.SourceEdgeAuditEvents] = 100
@@ -345,6 +352,7 @@ func TestPoller_C6_EdgeIsReadOncePerTokenWithEachRecordsOwnAccount(t *testing.T)
 // being refused with a 400 on every try; the part the API no longer serves
 // is counted as unreachable.
 func TestPoller_C3_WindowInFlightBeforeTheHistoryFloorIsClampedOnResume(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) { c.Rates[apisim.SourceAgentInfo] = 20 })
 	cfg := simConfig(srv)
 	e := newEnv(t, cfg, nil)
@@ -374,6 +382,7 @@ func TestPoller_C3_WindowInFlightBeforeTheHistoryFloorIsClampedOnResume(t *testi
 // Filters the endpoint takes are checked against api.max_request_bytes
 // before a request: a body over it never leaves (C5).
 func TestPoller_C5_SearchBodyOverTheRequestLimitIsNotSent(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, nil)
 	cfg := simConfig(srv)
 	cfg.API.MaxRequestBytes = 1024
@@ -394,6 +403,7 @@ func TestPoller_C5_SearchBodyOverTheRequestLimitIsNotSent(t *testing.T) {
 // chain that ends before its count was cut: the window is asked again in
 // parts under the chain cap learnt, never committed short. Complete.
 func TestPoller_C3_AChainEndingBeforeItsTotalRowsTeachesTheServersChainCap(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceConnections] = 1000
 		c.PageSize, c.ResultCap = 500, 2000
@@ -433,6 +443,7 @@ func TestPoller_C3_AChainEndingBeforeItsTotalRowsTeachesTheServersChainCap(t *te
 // answer is smaller. Complete, and nothing delivered twice (the cut
 // answer was never emitted).
 func TestPoller_C3_AnAnswerWithoutPagingAsLargeAsAFullPageIsSplit(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceAuditLogs] = 2000
 		c.PageSize = 500

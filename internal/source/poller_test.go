@@ -13,6 +13,7 @@ import (
 // C3, C7, C8: a Once run over two days delivers exactly the records the
 // API holds, per day, by count and XOR of ids.
 func TestPoller_C3_C8_OnceOverTwoDaysIsCompletePerTruth(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceDNS] = 400
 		c.PageSize = 500
@@ -79,6 +80,7 @@ func ptr[T any](v T) *T { return &v }
 // split before its chain is walked, so no chain reaches the cap and
 // nothing is lost.
 func TestPoller_C3_DenseWindowsAreSplitBeforeTheCap(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceConnections] = 1000 // 24,000 a day
 		c.PageSize, c.ResultCap = 500, 5000
@@ -117,6 +119,7 @@ func TestPoller_C3_DenseWindowsAreSplitBeforeTheCap(t *testing.T) {
 // pipeline) make the window restart, then split, and the result is still
 // complete.
 func TestPoller_C3_NextPageExpiryShorterThanTheWalkIsComplete(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceUserLogins] = 300
 		c.PageSize = 500
@@ -145,6 +148,7 @@ func TestPoller_C3_NextPageExpiryShorterThanTheWalkIsComplete(t *testing.T) {
 // C4: two accounts backfilling through one user's buckets at "60 per 5 s"
 // never see a 429.
 func TestPoller_C4_TwoAccountBackfillSeesNo429(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.RateLimit, c.RatePeriod = 60, 5*time.Second
 		c.Rates[apisim.SourceDNS] = 1000
@@ -173,6 +177,7 @@ func TestPoller_C4_TwoAccountBackfillSeesNo429(t *testing.T) {
 // C4: with a noisy neighbour spending half of the refill, 429s are few and
 // nothing is lost.
 func TestPoller_C4_NoisyNeighbourFew429sNothingLost(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.RateLimit, c.RatePeriod = 60, 5*time.Second
 		c.NoisyFraction = 0.5

@@ -53,6 +53,7 @@ func resumeEnv(t *testing.T) (*apisim.Server, *env) {
 // still valid continues from that URL; the records before it are not asked
 // again, and the union of both runs is complete.
 func TestPoller_C3_ResumeContinuesTheChainInFlight(t *testing.T) {
+	t.Parallel()
 	srv, e := resumeEnv(t)
 	first := interrupted(t, e, 3)
 	cur := first.last()
@@ -74,6 +75,7 @@ func TestPoller_C3_ResumeContinuesTheChainInFlight(t *testing.T) {
 // C3: a chain in flight whose next-page URL is older than next_page_ttl
 // restarts its window from the first page.
 func TestPoller_C3_ResumeWithAnExpiredURLRestartsTheWindow(t *testing.T) {
+	t.Parallel()
 	srv, e := resumeEnv(t)
 	first := interrupted(t, e, 2)
 	cur := first.last()
@@ -97,6 +99,7 @@ func TestPoller_C3_ResumeWithAnExpiredURLRestartsTheWindow(t *testing.T) {
 // C6: an alert updated after the first pass is emitted again, as a Revisit
 // page that does not move the cursor, when the lookback is asked again.
 func TestPoller_C6_AlertUpdatesAreEmittedOnTheLookbackReask(t *testing.T) {
+	t.Parallel()
 	clk := newSimClock(1)
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Now = clk.Now
