@@ -1,8 +1,6 @@
 package pipeline
 
 import (
-	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -157,17 +155,6 @@ func (t *tracker) states() map[record.Stream]checkpoint.State {
 	return out
 }
 
-// cursorOf is the cursor a poller resumes from: the stream's state as
-// committed.
-func cursorOf(st checkpoint.State) cursor.Cursor {
-	c := cursor.Cursor{Watermark: st.Watermark, Density: st.Density}
-	if f := st.InFlight; f != nil {
-		ch := *f
-		c.InFlight = &ch
-	}
-	return c
-}
-
 // takeLogs returns the log changes of the acknowledged runs since the
 // last call and forgets them; putBackLogs returns them after a failed
 // commit, before any change made since.
@@ -198,24 +185,4 @@ func (t *tracker) putBackLogs(c checkpoint.Changes) {
 		l.Merge(s.logs)
 		s.logs, s.logged = l, true
 	}
-}
-
-// resumeFrom is the cursor stream k resumes from: its state, window log
-// and alert marks as committed.
-func (p *Pipeline) resumeFrom(ctx context.Context, k record.Stream, st checkpoint.State) (cursor.Cursor, error) {
-	c := cursorOf(st)
-	var err error
-	if c.Log, err = p.store.Windows(ctx, k); err != nil {
-		return c, fmt.Errorf("load window log: %w", err)
-	}
-	if c.Alerts, err = p.store.Alerts(ctx, k); err != nil {
-		return c, fmt.Errorf("load alert marks: %w", err)
-	}
-	if len(c.Log) == 0 {
-		c.Log = nil
-	}
-	if len(c.Alerts) == 0 {
-		c.Alerts = nil
-	}
-	return c, nil
 }
