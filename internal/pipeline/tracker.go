@@ -91,7 +91,11 @@ func (t *tracker) ack(k record.Stream, seq uint64, p ackedPage, now time.Time) {
 		}
 		if !a.revisit {
 			s.state.Watermark = a.after.Watermark
-			s.state.InFlight = a.after.InFlight
+			s.state.InFlight = nil
+			if f := a.after.InFlight; f != nil {
+				ch := *f // the state owns its copy, whatever the producer does with its own
+				s.state.InFlight = &ch
+			}
 			if a.after.Density > 0 {
 				s.state.Density = a.after.Density
 			}

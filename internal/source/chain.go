@@ -76,7 +76,7 @@ type walkOpts struct {
 	// silent, and the window is done.
 	asIs bool
 	// dig, for an edge window logged for rechecks, collects the ids
-	// delivered (recheck.Window.Digest).
+	// delivered (cursor.LoggedWindow.Digest).
 	dig *record.Digest
 }
 
