@@ -94,6 +94,7 @@ func get(c *Client, ctx context.Context, account string, org bool) (*Response, e
 }
 
 func TestClient_C1_RenewsTheTokenOnceOn401AndRepeatsTheRequest(t *testing.T) {
+	t.Parallel()
 	f := &fakeAPI{}
 	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
 		if r.Header.Get("Authorization") == "Bearer tok-1" {
@@ -121,6 +122,7 @@ func TestClient_C1_RenewsTheTokenOnceOn401AndRepeatsTheRequest(t *testing.T) {
 // error a retry may cure. The renewals of tokens that die unused are
 // paced (C4); the second token is obtained at once.
 func TestClient_C1_A401AfterRenewalIsRetriedAsAnErrorOfThatRequest(t *testing.T) {
+	t.Parallel()
 	f := &fakeAPI{}
 	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
 		w.WriteHeader(401)
@@ -150,6 +152,7 @@ func TestClient_C1_A401AfterRenewalIsRetriedAsAnErrorOfThatRequest(t *testing.T)
 
 // C6: the edge token is configured, not renewed: its 401 is final.
 func TestClient_C6_A401OnTheEdgeTokenIsPermanent(t *testing.T) {
+	t.Parallel()
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n.Add(1)
@@ -169,6 +172,7 @@ func TestClient_C6_A401OnTheEdgeTokenIsPermanent(t *testing.T) {
 }
 
 func TestClient_C1_ConcurrentCallersShareOneTokenRequest(t *testing.T) {
+	t.Parallel()
 	f := &fakeAPI{}
 	f.data = func(w http.ResponseWriter, r *http.Request, n int64) { fmt.Fprint(w, `{"data":[]}`) }
 	c, _ := testClient(t, f, nil)
@@ -187,6 +191,7 @@ func TestClient_C1_ConcurrentCallersShareOneTokenRequest(t *testing.T) {
 }
 
 func TestClient_C2_AccountAndOrgHeaders(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var seen []string
 	f := &fakeAPI{}
@@ -212,6 +217,7 @@ func TestClient_C2_AccountAndOrgHeaders(t *testing.T) {
 }
 
 func TestClient_C5_RetriesServerErrorsAndCutOffBodies(t *testing.T) {
+	t.Parallel()
 	f := &fakeAPI{}
 	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
 		switch n {
@@ -241,6 +247,7 @@ func TestClient_C5_RetriesServerErrorsAndCutOffBodies(t *testing.T) {
 }
 
 func TestClient_C5_PermanentStatusesAreNotRepeated(t *testing.T) {
+	t.Parallel()
 	for _, status := range []int{400, 403, 404, 405, 409} {
 		f := &fakeAPI{}
 		f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
@@ -260,6 +267,7 @@ func TestClient_C5_PermanentStatusesAreNotRepeated(t *testing.T) {
 }
 
 func TestClient_C4_A429WaitsForRateLimitReset(t *testing.T) {
+	t.Parallel()
 	f := &fakeAPI{}
 	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
 		if n == 1 {
@@ -285,6 +293,7 @@ func TestClient_C4_A429WaitsForRateLimitReset(t *testing.T) {
 }
 
 func TestClient_ContextEndsRetriesPromptly(t *testing.T) {
+	t.Parallel()
 	f := &fakeAPI{}
 	f.data = func(w http.ResponseWriter, r *http.Request, n int64) { w.WriteHeader(503) }
 	c, _ := testClient(t, f, nil)
@@ -299,6 +308,7 @@ func TestClient_ContextEndsRetriesPromptly(t *testing.T) {
 // A credential never appears in errors or logs, even when the server echoes
 // it back (C1, STYLE item 9).
 func TestClient_SecretNeverInErrorsOrLogs(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	f := &fakeAPI{tokenStatus: 401}
 	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/svcexport/collector/internal/api/budget"
@@ -270,6 +271,11 @@ func (r RetryConfig) validate(p string) []error {
 	return errs
 }
 
+// checkURL checks a base URL (api.base_url, edge.base_url): the
+// documented form scheme://host[:port][/path]. A query or a fragment is
+// refused (issue 20): the requests never carry them (the paths of the
+// specs bring their own query), while check and the logs would show them,
+// a signature (?sig=...) included. Its errors never repeat the URL.
 func checkURL(s string) error {
 	if s == "" {
 		return errors.New("must be set")
@@ -288,6 +294,9 @@ func checkURL(s string) error {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
 			return fmt.Errorf("port %q must be a number from 1 to 65535", p)
 		}
+	}
+	if strings.ContainsAny(s, "?#") {
+		return errors.New("must not have a query (?...) or a fragment (#...): write scheme://host[:port][/path]; requests would not carry them, while check and the logs would show them")
 	}
 	return nil
 }

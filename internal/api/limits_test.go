@@ -16,6 +16,7 @@ import (
 // C5: a body announced over max_body_bytes is refused without reading
 // it: the client neither waits for nor buffers it.
 func TestClient_C5_AnnouncedOversizedBodyIsNotRead(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	f := &fakeAPI{}
 	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
@@ -48,6 +49,7 @@ func TestClient_C5_AnnouncedOversizedBodyIsNotRead(t *testing.T) {
 // for 2,777 hours: the wait is clamped to the bucket's period, and the
 // clamp is logged at WARN.
 func TestClient_C4_HugeRateLimitResetIsClampedToThePeriod(t *testing.T) {
+	t.Parallel()
 	f := &fakeAPI{}
 	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
 		if n == 1 {
@@ -81,6 +83,7 @@ func TestClient_C4_HugeRateLimitResetIsClampedToThePeriod(t *testing.T) {
 // A 307 to the same origin still works for a POST search: the body is sent
 // again.
 func TestClient_C3_SameOriginRedirectOfASearchKeepsItsBody(t *testing.T) {
+	t.Parallel()
 	f := &fakeAPI{}
 	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
 		if r.URL.Path != "/moved" {

@@ -50,6 +50,7 @@ func originClient(t *testing.T, base string, hc *http.Client, allowed []string, 
 // works, and an allowed origin is followed. The caller's http.Client is
 // not modified, and its own redirect policy still runs.
 func TestClient_C1_RedirectToAnotherOriginIsRefused(t *testing.T) {
+	t.Parallel()
 	other := simtest.NewHeaderRecorder(t)
 	f := &fakeAPI{}
 	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
@@ -111,6 +112,7 @@ func TestClient_C1_RedirectToAnotherOriginIsRefused(t *testing.T) {
 // C1: an allowed origin on another host gets the bearer token on a
 // redirect too (Go drops Authorization across hosts).
 func TestClient_C1_RedirectToAnAllowedHostKeepsTheToken(t *testing.T) {
+	t.Parallel()
 	other := simtest.NewHeaderRecorder(t)
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(other.URL, "http://"))
 	target := "http://localhost:" + port
@@ -132,6 +134,7 @@ func TestClient_C1_RedirectToAnAllowedHostKeepsTheToken(t *testing.T) {
 // C1: an https API that redirects to http would send the token in clear
 // text: refused, even to an allowed origin.
 func TestClient_C1_RedirectFromHTTPSToHTTPIsRefused(t *testing.T) {
+	t.Parallel()
 	other := simtest.NewHeaderRecorder(t)
 	f := &fakeAPI{}
 	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {
@@ -161,6 +164,7 @@ func TestClient_C1_RedirectFromHTTPSToHTTPIsRefused(t *testing.T) {
 // and no log line: in a refused next page, in a URL that does not parse,
 // in a transport error, in a server's message.
 func TestClient_C1_UserInfoOfURLsNeverInErrorsOrLogs(t *testing.T) {
+	t.Parallel()
 	const pw = "pw-Secret-42"
 	f := &fakeAPI{}
 	f.data = func(w http.ResponseWriter, r *http.Request, n int64) {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestRenewAfter_C1(t *testing.T) {
+	t.Parallel()
 	for life, want := range map[time.Duration]time.Duration{
 		time.Hour:        48 * time.Minute,
 		10 * time.Minute: 5 * time.Minute,
@@ -25,6 +26,7 @@ func TestRenewAfter_C1(t *testing.T) {
 // predecessor clears the strikes. The pace doubles from api.retry.initial
 // up to api.retry.max, from when the last token was obtained.
 func TestCoreTokens_C1_C4_OnlyTokensDyingUnusedInARowPaceRenewals(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 	ct := &coreTokens{c: &Client{retry: RetryConfig{Initial: time.Second, Max: 3 * time.Second}}}
 	mint := func(tok string) { ct.install(tok, t0.Add(time.Hour), t0) }

@@ -161,15 +161,16 @@ func checkAccess(ctx context.Context, c *api.Client, cfg catalog.Config, co Chec
 }
 
 // PrintConfig writes the resolved configuration as YAML (secrets
-// redacted, ${VAR} references resolved), which loads back as the same
-// configuration once the secrets are supplied again, followed by comments
-// listing each source's streams and resolved settings.
+// redacted, ${VAR} references resolved, a ${ in a value written $${),
+// which loads back as the same configuration once the secrets are
+// supplied again, followed by comments listing each source's streams and
+// resolved settings (the values as they are, not escaped).
 func PrintConfig(w io.Writer, cfg config.Config) error {
 	dump, err := cfg.Dump()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "# The collector's configuration, resolved: ${...} expanded, defaults filled in, keys left out unset.")
+	fmt.Fprintln(w, "# The collector's configuration, resolved: ${...} expanded (a literal ${ written $${), defaults filled in, keys left out unset.")
 	fmt.Fprintln(w, "# Secrets show as [redacted]: supply them again (COLLECTOR_API__SECRET, ... or *_file keys) to use it.")
 	w.Write(dump)
 	streams, err := configuredStreams(cfg)

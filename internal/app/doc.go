@@ -1,14 +1,25 @@
-// Package app assembles the collector from a configuration and runs its
-// commands: Run (the daemon: the in-process simulator when asked for, the
-// telemetry server, the checkpoint, the sink chosen by sink.type, the
-// clients and one poller per stream, the pipeline that joins them and the
-// status reporter), Check and State, and Validate, the checks of a loaded
-// configuration that need the application (simulator.settings).
+// Package app is the body of cmd/collector's main: it assembles the
+// collector's packages from a loaded configuration and runs one command
+// with them. It wires; the work is done in the packages it wires.
 //
-// It owns assembly only: it holds no logic of polling, delivering,
-// checkpointing or reporting, which live in their packages. Files:
-// app.go (Run), commands.go (Check, State), sinks.go (the sink of
-// sink.type), simulator.go (the in-process simulator, the one importer of
-// apisim among the daemon's packages), probe.go (step-by-step
-// reachability for check). Only cmd/collector imports it.
+// Commands:
+//
+//   - Run (app.go): the daemon: the in-process simulator when asked for,
+//     the telemetry server, the checkpoint, the sinks of the
+//     configuration (sinks.go), the API clients and one poller per stream
+//     (source.Build), the pipeline that joins them and the status
+//     reporter; once or until ctx ends.
+//   - Check, PrintConfig and State (commands.go): reachability of the API
+//     and the sinks step by step (probe.go), the effective configuration,
+//     and what the checkpoint holds.
+//   - Verify (verify.go): the checkpoint's snapshot, the plan and its
+//     confirmation, the counter of the API (verify/apicount) and the
+//     reader of the chosen sink, joined by verify.Run.
+//   - Validate (simulator.go): the checks of a loaded configuration that
+//     need the application (simulator.settings); simulator.go is the one
+//     importer of apisim among the daemon's packages.
+//
+// It holds no logic of polling, delivering, checkpointing, counting or
+// reporting: that lives in the package that owns it, and a function here
+// that grows such logic belongs there. Only cmd/collector imports it.
 package app

@@ -12,11 +12,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink/clickhouse"
+	"github.com/svcexport/collector/internal/sink/kafka"
 	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/verify"
+	"github.com/svcexport/collector/internal/verify/apicount"
 )
 
 // VerifyOptions select what the verify command re-counts and how.
@@ -144,7 +148,7 @@ func Verify(ctx context.Context, cfg config.Config, o Options, vo VerifyOptions)
 	if sim != nil {
 		defer sim.Close()
 	}
-	counter, err := newAPICounter(resolved, o.Log)
+	counter, err := apicount.New(resolved, api.Options{Logger: o.Log})
 	if err != nil {
 		return VerifyGap, err
 	}
@@ -153,9 +157,9 @@ func Verify(ctx context.Context, cfg config.Config, o Options, vo VerifyOptions)
 	if err != nil {
 		return VerifyGap, err
 	}
-	o.Log.Info("verify done", "targets", len(plan.Targets), "requests", counter.requests(), "planned", plan.Requests,
+	o.Log.Info("verify done", "targets", len(plan.Targets), "requests", counter.Requests(), "planned", plan.Requests,
 		"took", time.Since(began).Round(time.Millisecond), "gaps", rep.Gaps, "missing", rep.Missing)
-	rep.Requests = counter.requests()
+	rep.Requests = counter.Requests()
 	if vo.JSON {
 		err = rep.WriteJSON(o.Stdout)
 	} else {
@@ -334,4 +338,27 @@ func streamsOf(p verify.Plan) []record.Stream {
 		}
 	}
 	return out
+}
+
+// deliveredOf is the counter of what sink sc delivered, and what closes
+// it. The Kafka sink names a topic after the stream (an edge stream: its
+// edge.account, C6), so the plan's streams name every topic to read.
+func deliveredOf(sc config.SinkConfig, p verify.Plan, o Options) (verify.Delivered, func(), error) {
+	switch sc.Type {
+	case config.SinkFile:
+		return verify.FileSink{Dir: sc.File.Dir}, func() {}, nil
+	case config.SinkClickHouse:
+		conn, names, err := clickhouse.OpenReader(sc.ClickHouse)
+		if err != nil {
+			return nil, nil, sc.KeyedError(err)
+		}
+		return verify.ClickHouse{Conn: conn, Names: names, Timeout: sc.ClickHouse.QueryTimeout}, func() { _ = conn.Close() }, nil
+	case config.SinkKafka:
+		opts, topics, err := kafka.ReaderOpts(sc.Kafka, streamsOf(p), o.Log)
+		if err != nil {
+			return nil, nil, sc.KeyedError(err)
+		}
+		return verify.Kafka{Opts: opts, Topics: topics}, func() {}, nil
+	}
+	return nil, nil, fmt.Errorf("sink %s: verify cannot count in a %s sink", sc.SinkName(), sc.Type)
 }

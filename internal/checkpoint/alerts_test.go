@@ -51,6 +51,7 @@ func ms(n int) time.Time { return t0.Add(time.Duration(n)*time.Minute + 7*time.M
 // C6: an alert's update_time survives a restart, so that a restarted
 // collector emits only the alerts that changed.
 func TestC6AlertMarksSurviveARestartToTheMillisecond(t *testing.T) {
+	t.Parallel()
 	d, path := openTemp(t)
 	marks := map[string]cursor.AlertMark{
 		"a": {Update: ms(5), Create: ms(1)},
@@ -74,6 +75,7 @@ func TestC6AlertMarksSurviveARestartToTheMillisecond(t *testing.T) {
 }
 
 func TestAlertMarksArePrunedByCreationAndBounded(t *testing.T) {
+	t.Parallel()
 	d, _ := openTemp(t, WithAlertLimit(4))
 	put := map[string]cursor.AlertMark{}
 	for i := range 6 {
@@ -113,6 +115,7 @@ func TestAlertMarksArePrunedByCreationAndBounded(t *testing.T) {
 }
 
 func TestAnAlertMarkWithoutUUIDStoresNothing(t *testing.T) {
+	t.Parallel()
 	d, _ := openTemp(t)
 	err := d.Apply(context.Background(), Changes{
 		States: map[record.Stream]State{alertsAcme: {Watermark: t0}},
@@ -130,6 +133,7 @@ func TestAnAlertMarkWithoutUUIDStoresNothing(t *testing.T) {
 }
 
 func TestAlertChangesMergeKeepsTheLaterMarkAndPrune(t *testing.T) {
+	t.Parallel()
 	var c cursor.AlertChanges
 	c.Merge(cursor.AlertChanges{Put: map[string]cursor.AlertMark{"a": {Update: ms(1)}, "b": {Update: ms(1)}}, PruneCreatedBefore: ms(5)})
 	c.Merge(cursor.AlertChanges{Put: map[string]cursor.AlertMark{"a": {Update: ms(2)}}, PruneCreatedBefore: ms(3)})
@@ -139,6 +143,7 @@ func TestAlertChangesMergeKeepsTheLaterMarkAndPrune(t *testing.T) {
 }
 
 func TestADamagedAlertMarkIsAnErrorAtOpen(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name       string
 		key, value []byte

@@ -76,6 +76,7 @@ func statesEqual(t *testing.T, got, want State) {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, _ := openTemp(t)
 	k := record.Stream{Source: "dns", Account: "acme"}
@@ -107,6 +108,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestCommitSetsUpdatedOnlyWhenZero(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := t0.Add(99 * time.Hour)
 	d, _ := openTemp(t, WithClock(func() time.Time { return clock }))
@@ -129,6 +131,7 @@ func TestCommitSetsUpdatedOnlyWhenZero(t *testing.T) {
 }
 
 func TestCommitStoresABadDensityAsUnknown(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, _ := openTemp(t)
 	k := record.Stream{Source: "dns", Account: "acme"}
@@ -144,6 +147,7 @@ func TestCommitStoresABadDensityAsUnknown(t *testing.T) {
 }
 
 func TestReopenAfterCloseKeepsData(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "cp.db")
 	d, err := Open(path)
@@ -183,6 +187,7 @@ func TestReopenAfterCloseKeepsData(t *testing.T) {
 }
 
 func TestFileModeIs0600AndDirectoryIs0700(t *testing.T) {
+	t.Parallel()
 	_, path := openTemp(t)
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -201,6 +206,7 @@ func TestFileModeIs0600AndDirectoryIs0700(t *testing.T) {
 }
 
 func TestAnExistingWiderFileModeIsNarrowedTo0600(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "cp.db")
 	d, err := Open(path)
 	if err != nil {
@@ -222,6 +228,7 @@ func TestAnExistingWiderFileModeIsNarrowedTo0600(t *testing.T) {
 }
 
 func TestASecondOpenOfALockedFileFailsFastWithAClearError(t *testing.T) {
+	t.Parallel()
 	d, path := openTemp(t)
 
 	start := time.Now()
@@ -253,6 +260,7 @@ func TestASecondOpenOfALockedFileFailsFastWithAClearError(t *testing.T) {
 }
 
 func TestABrokenFileIsAClearErrorAndIsLeftAlone(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		write func(t *testing.T, path string)
@@ -377,6 +385,7 @@ func TestABrokenFileIsAClearErrorAndIsLeftAlone(t *testing.T) {
 }
 
 func TestDecodeStateRefusesWhatItCannotRead(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		in   string
@@ -404,6 +413,7 @@ func TestDecodeStateRefusesWhatItCannotRead(t *testing.T) {
 }
 
 func TestReset(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seed := map[record.Stream]State{
 		{Source: "dns", Account: "acme"}:         {Watermark: t0},
@@ -459,6 +469,7 @@ func TestReset(t *testing.T) {
 }
 
 func TestCommitManyStoresAllOrNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, _ := openTemp(t)
 	bad := map[record.Stream]State{
@@ -477,6 +488,7 @@ func TestCommitManyStoresAllOrNothing(t *testing.T) {
 }
 
 func TestInvalidKeysAreRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, _ := openTemp(t)
 	for _, k := range []record.Stream{{Source: "", Account: "acme"}, {Source: "d\x00ns", Account: "acme"}} {
@@ -502,6 +514,7 @@ func TestInvalidKeysAreRefused(t *testing.T) {
 }
 
 func TestAClosedStoreAndACanceledContextAreErrors(t *testing.T) {
+	t.Parallel()
 	d, _ := openTemp(t)
 	k := record.Stream{Source: "dns", Account: "acme"}
 
@@ -528,6 +541,7 @@ func TestAClosedStoreAndACanceledContextAreErrors(t *testing.T) {
 }
 
 func TestConcurrentCommitsAreSafe(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, _ := openTemp(t)
 	const workers, commits = 8, 25

@@ -83,6 +83,7 @@ func rawStates(t *testing.T, path string) map[string]string {
 }
 
 func TestACheckpointWrittenBeforeStreamsWereRecordStreamsLoadsTheSame(t *testing.T) {
+	t.Parallel()
 	path := copyFile(t, compatFile, t.TempDir())
 	d, err := Open(path)
 	if err != nil {
@@ -115,6 +116,7 @@ func TestACheckpointWrittenBeforeStreamsWereRecordStreamsLoadsTheSame(t *testing
 }
 
 func TestTheEncodingOfKeysAndStatesIsByteIdenticalToTheOldFile(t *testing.T) {
+	t.Parallel()
 	old := rawStates(t, copyFile(t, compatFile, t.TempDir()))
 	d, path := openTemp(t, WithClock(func() time.Time { return t0 }))
 	if err := d.CommitMany(context.Background(), compatStates()); err != nil {
@@ -139,6 +141,7 @@ func TestTheEncodingOfKeysAndStatesIsByteIdenticalToTheOldFile(t *testing.T) {
 // logs, takes new entries next to its states, and its states stay as they
 // were, byte for byte.
 func TestACheckpointWrittenBeforeTheWindowLogAndAlertMarksOpensAndGrowsThem(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := copyFile(t, compatFile, t.TempDir())
 	rawCheckFile(t, path, func(tx *bolt.Tx) {

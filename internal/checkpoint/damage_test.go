@@ -129,6 +129,7 @@ func sameStates(t *testing.T, got, want map[record.Stream]State) {
 }
 
 func TestADamagedCheckpointIsAClearErrorNeverACrash(t *testing.T) {
+	t.Parallel()
 	h := makeCheckpoint(t)
 	size, ps := len(h.file), h.pageSize
 	l := layoutOf(t, h.file)
@@ -248,6 +249,7 @@ func TestADamagedCheckpointIsAClearErrorNeverACrash(t *testing.T) {
 }
 
 func TestADamagedMetaPageIsSurvivedAndSaid(t *testing.T) {
+	t.Parallel()
 	h := makeCheckpoint(t)
 	ps := h.pageSize
 	// bbolt writes transaction N to meta page N%2: meta page 0 holds the
@@ -375,6 +377,7 @@ func TestADamagedMetaPageIsSurvivedAndSaid(t *testing.T) {
 }
 
 func TestAValidCheckpointOpensAndReadsBackEveryState(t *testing.T) {
+	t.Parallel()
 	h := makeCheckpoint(t)
 	path := writeCopy(t, h.file)
 	d, err := Open(path)
@@ -389,6 +392,7 @@ func TestAValidCheckpointOpensAndReadsBackEveryState(t *testing.T) {
 }
 
 func TestAPathThatIsADirectoryIsNotACheckpoint(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "cp.db")
 	if err := os.Mkdir(path, 0o700); err != nil {
 		t.Fatal(err)
@@ -405,6 +409,7 @@ func TestAPathThatIsADirectoryIsNotACheckpoint(t *testing.T) {
 // A new checkpoint is complete and leaves nothing but itself behind
 // (boltfile's tests hold the details: leftovers, locks).
 func TestANewCheckpointIsCompleteAndAlone(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, ".cp.db.new-123456"), []byte("half made")) // a crash's leftover
 	path := filepath.Join(dir, "cp.db")

@@ -12,6 +12,7 @@ import (
 )
 
 func TestAPathThatIsAFIFOIsNotACheckpointAndDoesNotHang(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "cp.db")
 	if err := syscall.Mkfifo(path, 0o600); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 // holds the file (its lock) it reads a copy, and the file is not changed
 // either way.
 func TestReadSnapshotReadsStatesAndWindowLogsAlsoWhileTheFileIsHeld(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "checkpoint.db")
 	db, err := Open(path, WithOpenTimeout(time.Second))
 	if err != nil {

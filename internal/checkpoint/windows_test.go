@@ -50,6 +50,7 @@ func mustWindows(t testing.TB, d *DB, k record.Stream) []cursor.LoggedWindow {
 }
 
 func TestAWindowLogComesBackSortedByStartWithEveryField(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, path := openTemp(t)
 	edge := hourWindow(2, 17)
@@ -78,6 +79,7 @@ func TestAWindowLogComesBackSortedByStartWithEveryField(t *testing.T) {
 }
 
 func TestWindowChangesDeleteThenPutThenPrune(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, _ := openTemp(t)
 	var seed []cursor.LoggedWindow
@@ -123,6 +125,7 @@ func rawCheck(t *testing.T, d *DB, fn func(tx *bolt.Tx)) {
 }
 
 func TestTheWindowLimitDropsTheOldestEntriesAndCountsThem(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, _ := openTemp(t, WithWindowLimit(3))
 	for i := range 5 {
@@ -144,6 +147,7 @@ func TestTheWindowLimitDropsTheOldestEntriesAndCountsThem(t *testing.T) {
 // The state and the window log of a stream are committed together: a bad
 // window refuses the whole Apply, states included.
 func TestAStateAndItsWindowLogAreStoredTogetherOrNotAtAll(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, _ := openTemp(t)
 	bad := []cursor.LoggedWindow{
@@ -193,6 +197,7 @@ func TestAStateAndItsWindowLogAreStoredTogetherOrNotAtAll(t *testing.T) {
 // applying them one by one stores (for entries that end after every
 // earlier prune, which is every entry the pipeline puts).
 func TestMergedWindowChangesEqualTheChangesAppliedInOrder(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 40 {
@@ -229,6 +234,7 @@ func TestMergedWindowChangesEqualTheChangesAppliedInOrder(t *testing.T) {
 }
 
 func TestResetRemovesTheWindowLogsAndAlertMarksOfItsStreams(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	streams := []record.Stream{dnsAcme, {Source: "dns", Account: "globex"}, {Source: "dnsx", Account: "acme"}}
 	d, _ := openTemp(t)
@@ -264,6 +270,7 @@ func TestResetRemovesTheWindowLogsAndAlertMarksOfItsStreams(t *testing.T) {
 // A window log entry that cannot be read stops Open with an error naming
 // the stream, never a silent loss of the log.
 func TestADamagedWindowLogEntryIsAnErrorAtOpen(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		key   []byte
@@ -306,6 +313,7 @@ func TestADamagedWindowLogEntryIsAnErrorAtOpen(t *testing.T) {
 }
 
 func TestChangesMergeFoldsStatesLogsAndMarks(t *testing.T) {
+	t.Parallel()
 	var c Changes
 	if !c.Empty() {
 		t.Fatal("the zero Changes is not empty")

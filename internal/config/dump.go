@@ -8,15 +8,20 @@ import (
 	"reflect"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/svcexport/collector/internal/config/expand"
 )
 
 // toMap renders v (a struct with koanf tags) as nested maps keyed like the
 // configuration file. Values that marshal themselves as text (secrets,
-// which print redacted) use that text; durations print with units. What is
-// unset (a nil pointer, list or map: "inherit" or "none") is left out, so
-// that the rendering loads back as the same configuration.
+// which print redacted) use that text; durations print with units; every
+// other string is quoted for the expansion of ${...} (expand.Quote), since
+// loading the rendering back expands it. What is unset (a nil pointer, list
+// or map: "inherit" or "none") is left out, so that the rendering loads
+// back as the same configuration.
 func toMap(v any) (*orderedMap, error) {
 	r, _ := render(reflect.ValueOf(v))
 	out, ok := r.(*orderedMap)
@@ -67,7 +72,9 @@ func render(v reflect.Value) (any, bool) {
 	case time.Duration:
 		return FormatDuration(x), true
 	case string:
-		return redactURL(x), true
+		// A value holding ${file:/etc/passwd} or $${X} must load back as
+		// itself, not read the file or lose a dollar (issue 20).
+		return yamlString(expand.Quote(redactURL(x))), true
 	case os.FileMode:
 		return fmt.Sprintf("0%o", uint32(x)), true
 	}
@@ -124,6 +131,19 @@ func render(v reflect.Value) (any, bool) {
 	default:
 		return v.Interface(), true
 	}
+}
+
+// yamlString is s as the YAML encoder should write it: a string with a
+// control character (a newline, a tab) in double quotes, where every
+// character is escaped as needed, since the literal block style the encoder
+// chooses for a multi-line string cannot hold a line that starts with a tab
+// ("\tx\ny" fails to print: "found a tab character where an indentation
+// space is expected"); any other string in the encoder's own style.
+func yamlString(s string) any {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Style: yaml.DoubleQuotedStyle, Value: s}
 }
 
 // redactURL hides the password of a URL that carries userinfo

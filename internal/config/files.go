@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/svcexport/collector/internal/config/expand"
@@ -11,11 +10,18 @@ import (
 	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
 )
 
+// MaxTLSFileBytes bounds a TLS file (a CA bundle, a certificate chain, a
+// key) as CheckFiles reads it: the largest public CA bundles are a few
+// hundred KiB.
+const MaxTLSFileBytes = 4 << 20
+
 // CheckFiles reports, as KeyErrors, every file the configuration names that
-// cannot be used: a secret file that is missing, unreadable or empty (a
+// cannot be used: a secret file that is missing, unreadable, empty (a
 // secret that resolves to nothing would only fail later, at the first
-// request, with a less helpful message), and a TLS file that cannot be
-// read. A secret given inline wins over its file (as the clients resolve
+// request, with a less helpful message), not a regular file or over
+// expand.MaxFileBytes (/dev/zero would be read until the memory runs out,
+// a named pipe would hang: issue 20), and a TLS file that cannot be read,
+// is not a regular file or is over MaxTLSFileBytes. A secret given inline wins over its file (as the clients resolve
 // them), so its file is not read. The commands that contact the API or a
 // sink call it after Load; `state` does not need secrets.
 func (c Config) CheckFiles() error {
@@ -24,11 +30,11 @@ func (c Config) CheckFiles() error {
 		if inline.IsSet() || path == "" {
 			return
 		}
-		s, err := secret.FromFile(path)
+		b, err := expand.ReadFile(path, expand.MaxFileBytes)
 		switch {
 		case err != nil:
 			errs = append(errs, &KeyError{Key: key, Msg: expand.FileProblem(path, err)})
-		case strings.TrimSpace(s.Reveal()) == "":
+		case strings.TrimSpace(string(b)) == "":
 			errs = append(errs, &KeyError{Key: key, Msg: fmt.Sprintf("file %s is empty", path)})
 		}
 	}
@@ -36,7 +42,7 @@ func (c Config) CheckFiles() error {
 		if path == "" {
 			return
 		}
-		b, err := os.ReadFile(path)
+		b, err := expand.ReadFile(path, MaxTLSFileBytes)
 		switch {
 		case err != nil:
 			errs = append(errs, &KeyError{Key: key, Msg: expand.FileProblem(path, err)})

@@ -61,7 +61,7 @@ func TestAlertRulesAreCompleteAndExplained(t *testing.T) {
 			t.Errorf("promtool check rules: %v\n%s", err, out)
 		}
 	} else {
-		t.Log("promtool not installed: PromQL syntax checked by TestEveryRuleAndPanelQueryIsValidPromQL only (no rule-file checks)")
+		t.Log("promtool not installed: PromQL syntax checked by TestEveryRuleAndPanelQueryIsValidPromQL (deploy/helm/test) only (no rule-file checks)")
 	}
 }
 

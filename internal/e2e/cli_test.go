@@ -34,6 +34,13 @@ func TestBadConfigurationsExit2NamingTheKey(t *testing.T) {
 		{"a bad ClickHouse protocol", base + "sink:\n  type: clickhouse\n  clickhouse:\n    protocol: grpc\n", nil, "sink.clickhouse.protocol"},
 		{"an unknown environment key", base, []string{"COLLECTOR_API__SECERT=x"}, "api.secert: unknown key"},
 		{"a bad duration from the environment", base, []string{"COLLECTOR_SOURCES__DEFAULT__LAG=soon"}, "sources.default.lag"},
+		// Issue 20: a base URL is scheme://host[:port][/path]; a between
+		// filter's upper boundary is greater; a reference to an endless
+		// file is refused, not read.
+		{"a query in the API address", "api:\n  base_url: http://127.0.0.1:1/?sig=abc\n  key_id: k\n  secret: s\n", nil, "api.base_url: must not have a query"},
+		{"a fragment in the edge address", base + "edge:\n  base_url: http://127.0.0.1:2/#x\n  token: t\n", nil, "edge.base_url: must not have a query (?...) or a fragment"},
+		{"between with its boundaries reversed", base + "sources:\n  dns:\n    filters:\n      - {expression: between, field: mid, values: [\"9\", \"3\"]}\n", nil, "sources.dns.filters[0].values: between's upper boundary"},
+		{"a secret from /dev/zero", "api:\n  base_url: http://127.0.0.1:1\n  key_id: k\n  secret: ${file:/dev/zero}\n", nil, "api.secret: ${file:/dev/zero}: file /dev/zero is not a regular file"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

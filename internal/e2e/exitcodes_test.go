@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -148,5 +149,38 @@ func TestMissingKafkaSASLSecretFilesExit2(t *testing.T) {
 				t.Fatalf("exit %d, output:\n%s\nwant exit 2 naming %s", code, out, c.want)
 			}
 		})
+	}
+}
+
+// `check --print` and `check` refuse a ${file:PATH} that is not a small
+// regular file with exit 2 and a line naming the key and the path, at
+// once (issue 20): /dev/zero grew `check --print` to 7.4 GB in 30 s, a
+// named pipe hung it.
+func TestCheckRefusesAnEndlessOrBlockingSecretFile(t *testing.T) {
+	t.Parallel()
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/dev/zero", fifo} {
+		for _, args := range [][]string{{"check", "--print"}, {"check"}} {
+			t.Run(strings.Join(args, " ")+" "+filepath.Base(path), func(t *testing.T) {
+				t.Parallel()
+				p := filepath.Join(t.TempDir(), "c.yaml")
+				cfg := "api:\n  base_url: http://127.0.0.1:1\n  key_id: k\n  secret: ${file:" + path + "}\nmetrics:\n  listen: \"\"\n"
+				if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				code, out := harness.RunCLI(t, nil, append(args, "--config", p)...)
+				want := "config: api.secret: ${file:" + path + "}: file " + path + " is not a regular file"
+				if code != 2 || !strings.Contains(out, want) {
+					t.Fatalf("exit %d after %s, output:\n%s\nwant exit 2 and %q", code, time.Since(start).Round(time.Millisecond), out, want)
+				}
+				if d := time.Since(start); d > 10*time.Second {
+					t.Fatalf("took %s", d)
+				}
+			})
+		}
 	}
 }

@@ -3,9 +3,11 @@ package pipeline
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,29 +25,13 @@ import (
 	"github.com/svcexport/collector/internal/testinfra/simtest"
 )
 
-// fastClock runs speed times faster than the wall clock; the simulator
-// and the collector share it, so that an hour of API time passes in two
-// minutes.
-type fastClock struct {
-	base  time.Time
-	speed float64
-}
-
-func (c fastClock) Now() time.Time {
-	return c.base.Add(time.Duration(float64(time.Since(c.base)) * c.speed))
-}
-
-func (c fastClock) After(d time.Duration) <-chan time.Time {
-	return time.After(time.Duration(float64(d) / c.speed))
-}
-
-// recheckRun runs real pollers of dns/acme on the simulator (records up
-// to 20 min late, C3) into a real bbolt checkpoint until the API clock
-// reached until, and returns the recorded batches.
-func recheckRun(t *testing.T, srv *apisim.Server, clk fastClock, path string, start, until time.Time, reg *prometheus.Registry) []*sinktest.Recorder {
+// recheckRun runs real pollers of dns/acme on the in-memory simulator
+// (records up to 20 min late, C3) into a real bbolt checkpoint until the
+// bubble's clock reached until, and returns the recorded batches.
+func recheckRun(t *testing.T, hc *http.Client, path string, start, until time.Time, reg *prometheus.Registry) []*sinktest.Recorder {
 	t.Helper()
 	cfg := catalog.DefaultConfig()
-	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = srv.URL(), "sim-key", secret.New("sim-secret")
+	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = simtest.InMemoryURL, "sim-key", secret.New("sim-secret")
 	cfg.API.Retry = api.RetryConfig{Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond}
 	cfg.Accounts = []string{"acme"}
 	off := false
@@ -57,7 +43,7 @@ func recheckRun(t *testing.T, srv *apisim.Server, clk fastClock, path string, st
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := source.Build(cfg, nil, source.Options{Client: api.Options{Clock: clk}, RecheckMetrics: rm}, false)
+	set, err := source.Build(cfg, nil, source.Options{Client: api.Options{HTTPClient: hc}, RecheckMetrics: rm}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,9 +63,7 @@ func recheckRun(t *testing.T, srv *apisim.Server, clk fastClock, path string, st
 			t.Error(err)
 		}
 	}()
-	for clk.Now().Before(until) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	time.Sleep(time.Until(until)) // the bubble's clock: wakes once every goroutine waits
 	cancel()
 	wg.Wait()
 	return []*sinktest.Recorder{rec}
@@ -88,17 +72,23 @@ func recheckRun(t *testing.T, srv *apisim.Server, clk fastClock, path string, st
 // Pollers log every committed window in the checkpoint and ask the due
 // ones again: records that became visible after their window was fetched
 // are delivered, and a restart resumes the log from the bbolt file.
+//
+// The 42 minutes of API time pass in a testing/synctest bubble: the
+// simulator, served over in-memory connections, and the collector share
+// its clock.
 func TestRechecksRecoverLateRecordsThroughTheCheckpoint(t *testing.T) {
-	clk := fastClock{base: time.Now(), speed: 30}
-	srv := simtest.Start(t, func(c *apisim.Config) {
-		c.Now = clk.Now
+	synctest.Test(t, testRechecksRecoverLateRecords)
+}
+
+func testRechecksRecoverLateRecords(t *testing.T) {
+	srv, hc := simtest.StartInMemory(t, func(c *apisim.Config) {
 		c.LateMax = 20 * time.Minute
 		c.WaveAmplitude, c.BurstProbability = 0, 0
 	})
 	path := filepath.Join(t.TempDir(), "checkpoint.db")
-	start := clk.Now().Add(-10 * time.Minute).Truncate(time.Minute)
+	start := time.Now().Add(-10 * time.Minute).Truncate(time.Minute)
 	reg1, reg2 := prometheus.NewRegistry(), prometheus.NewRegistry()
-	recs := recheckRun(t, srv, clk, path, start, start.Add(25*time.Minute), reg1)
+	recs := recheckRun(t, hc, path, start, start.Add(25*time.Minute), reg1)
 	k := record.Stream{Source: "dns", Account: "acme"}
 	db, err := checkpoint.Open(path)
 	if err != nil {
@@ -109,7 +99,7 @@ func TestRechecksRecoverLateRecordsThroughTheCheckpoint(t *testing.T) {
 	if err != nil || len(ws) == 0 {
 		t.Fatalf("window log after the first run: %d entries, %v", len(ws), err)
 	}
-	recs = append(recs, recheckRun(t, srv, clk, path, start, start.Add(42*time.Minute), reg2)...)
+	recs = append(recs, recheckRun(t, hc, path, start, start.Add(42*time.Minute), reg2)...)
 
 	seen := map[string]time.Time{}
 	for _, r := range recs {
@@ -121,7 +111,7 @@ func TestRechecksRecoverLateRecordsThroughTheCheckpoint(t *testing.T) {
 	}
 	// Every record of [start, now - last point - late_max margin) is
 	// visible and was rechecked at its last point.
-	to := clk.Now().Add(-27 * time.Minute)
+	to := time.Now().Add(-27 * time.Minute)
 	var got record.Digest
 	for id, tm := range seen {
 		if !tm.Before(start) && tm.Before(to) {

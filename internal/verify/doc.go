@@ -14,10 +14,10 @@
 //     alert, C6). FileSink reads the NDJSON files, ClickHouse queries the
 //     tables, Kafka reads the topics from their start to the end offsets
 //     taken when it begins.
-//   - Counter: the API's count of one window. The command wires one on
-//     the API client (a core window's first-page totalRows, an edge
-//     window's rows); Splitting asks again in halves when an answer may be
-//     cut.
+//   - Counter: the API's count of one window. verify/apicount has the one
+//     on the API client (a core window's first-page totalRows, an edge
+//     window's rows), which the command wires in; Splitting asks again in
+//     halves when an answer may be cut.
 //   - Run and Report: per target the API count and the delivered count,
 //     "gap" (the API has more: records lost, or late ones not yet
 //     rechecked: Row.Pending says which windows still have a recheck to
@@ -26,6 +26,7 @@
 //     gap.
 //
 // It reads the checkpoint's types and the sinks' data; it never writes to
-// a sink, the checkpoint or the API, and must not import internal/source,
-// internal/pipeline or internal/app.
+// a sink, the checkpoint or the API, and must not import the API client,
+// internal/source, internal/pipeline, internal/app or verify/apicount
+// (internal/archtest holds the rule).
 package verify

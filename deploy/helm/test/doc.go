@@ -2,8 +2,10 @@
 // Helm's own engine and builds the kustomize base (deploy/kubernetes) with
 // kustomize's krusty, decodes every object strictly into the Kubernetes (and
 // Prometheus Operator) Go types, and checks that the two deploy the same
-// pod. It is a module of its own so that Helm, kustomize and client-go stay
-// out of the collector's go.mod; scripts/test.sh runs it.
+// pod. It also parses every alert rule and dashboard query with Prometheus's
+// PromQL parser. It is a module of its own so that Helm, kustomize,
+// client-go and Prometheus stay out of the collector's go.mod;
+// scripts/test.sh runs it.
 //
 // It cannot import the collector's internal packages (another module): the
 // collector's own loader checks the chart's default config in

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"regexp"
 	"strings"
 )
@@ -22,7 +21,8 @@ import (
 //	${NAME:-default}   NAME, or default when NAME is unset or empty
 //	${file:PATH}       the content of the file PATH, one trailing newline
 //	                   trimmed (a relative PATH is relative to the working
-//	                   directory, as every *_file key is)
+//	                   directory, as every *_file key is); a regular file
+//	                   of at most MaxFileBytes (ReadFile)
 //	$${                a literal ${
 //
 // A "$" anywhere else is literal, so a password holding one needs no
@@ -103,7 +103,7 @@ func (e *expander) resolve(ref string, lenient bool) (string, error) {
 		if lenient {
 			return "", &unresolved{ref: ref}
 		}
-		b, err := os.ReadFile(path)
+		b, err := ReadFile(path, MaxFileBytes)
 		if err != nil {
 			return "", fmt.Errorf("%s: %s", ref, FileProblem(path, err))
 		}
@@ -125,6 +125,13 @@ func (e *expander) resolve(ref string, lenient bool) (string, error) {
 	}
 	return "", fmt.Errorf("environment variable %s is not set (referenced as %s)", name, ref)
 }
+
+// Quote returns s written as a value of the file whose expansion is s
+// again: every ${ becomes $${, the only escape the references know (a "$"
+// anywhere else is literal). A run of n dollars before a "{" becomes n+1,
+// which expands back to n. A printed configuration quotes every string
+// value, so that loading it back neither reads a file nor changes a value.
+func Quote(s string) string { return strings.ReplaceAll(s, "${", "$${") }
 
 // clip shortens s for a message.
 func clip(s string) string {
@@ -222,7 +229,10 @@ func JoinKey(prefix, k string) string {
 
 // FileProblem says why path cannot be used, without its content.
 func FileProblem(path string, err error) string {
+	var fe *fileError
 	switch {
+	case errors.As(err, &fe):
+		return fe.Error()
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Sprintf("file %s does not exist", path)
 	case errors.Is(err, fs.ErrPermission):

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
+	"github.com/svcexport/collector/internal/sink/ocsfenc"
 )
 
 // Defaults of Config.
@@ -64,7 +64,7 @@ type Config struct {
 	// metadata.uid the record id; docs/ocsf.md). Default "envelope".
 	Format string `koanf:"format"`
 	// OCSF shapes the events of format "ocsf" (keys under sink.file.ocsf).
-	OCSF ocsfsink.Config `koanf:"ocsf"`
+	OCSF ocsfenc.Config `koanf:"ocsf"`
 }
 
 // DefaultConfig returns the defaults: Dir "./out", MaxBytes 256 MiB, MaxAge
@@ -78,7 +78,7 @@ func DefaultConfig() Config {
 		FileMode: DefaultFileMode,
 		Fsync:    true,
 		Format:   FormatEnvelope,
-		OCSF:     ocsfsink.DefaultConfig(),
+		OCSF:     ocsfenc.DefaultConfig(),
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 	kfile "github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
 
-	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
+	"github.com/svcexport/collector/internal/sink/ocsfenc"
 )
 
 // loadConfig applies testdata/name over the defaults the way the collector's
@@ -33,9 +33,9 @@ func TestConfigFromYAML(t *testing.T) {
 		want Config
 	}{
 		{"full.yaml", Config{Dir: "/var/lib/collector/out", MaxBytes: 1 << 20, MaxAge: 15 * time.Minute, Gzip: true, FileMode: 0o644, Fsync: false,
-			Format: "ocsf", OCSF: ocsfsink.Config{RawData: true, ProductName: "Platform", EdgeProductName: "Edge", VendorName: "Vendor", ProductVersion: "2026.11"}}},
+			Format: "ocsf", OCSF: ocsfenc.Config{RawData: true, ProductName: "Platform", EdgeProductName: "Edge", VendorName: "Vendor", ProductVersion: "2026.11"}}},
 		{"partial.yaml", Config{Dir: "./out", MaxBytes: 256 << 20, MaxAge: time.Hour, Gzip: true, FileMode: 0o640, Fsync: true,
-			Format: "envelope", OCSF: ocsfsink.DefaultConfig()}},
+			Format: "envelope", OCSF: ocsfenc.DefaultConfig()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink/ocsfenc"
 )
 
 // lineFunc appends e as one NDJSON line, newline included; an error means
@@ -22,7 +22,7 @@ func envelopeLine(dst []byte, e *record.Envelope) ([]byte, error) { return e.App
 
 // ocsfLine returns the lineFunc of format "ocsf": the event, then a
 // newline (the event is one line already).
-func ocsfLine(enc *ocsfsink.Encoder) lineFunc {
+func ocsfLine(enc *ocsfenc.Encoder) lineFunc {
 	return func(dst []byte, e *record.Envelope) ([]byte, error) {
 		out, err := enc.Append(dst, e)
 		if err != nil {

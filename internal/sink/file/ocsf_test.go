@@ -10,10 +10,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 	"github.com/svcexport/collector/internal/ocsf/ocsftest"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
+	"github.com/svcexport/collector/internal/sink/ocsfenc"
 )
 
 // ocsfBatches groups the simulator's records of every source
@@ -156,7 +156,7 @@ func fallbacks(t testing.TB, g prometheus.Gatherer, source string) float64 {
 	}
 	var sum float64
 	for _, mf := range mfs {
-		if mf.GetName() != ocsfsink.FallbacksTotal {
+		if mf.GetName() != ocsfenc.FallbacksTotal {
 			continue
 		}
 		for _, m := range mf.GetMetric() {

@@ -14,9 +14,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
+	"github.com/svcexport/collector/internal/sink/ocsfenc"
 	"github.com/svcexport/collector/internal/sink/sinkhelper"
 )
 
@@ -83,7 +83,7 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error)
 	}
 	line := envelopeLine
 	if cfg.Format == FormatOCSF {
-		enc, err := ocsfsink.New(cfg.OCSF, reg)
+		enc, err := ocsfenc.New(cfg.OCSF, reg)
 		if err != nil {
 			return nil, fmt.Errorf("file sink: %w", err)
 		}

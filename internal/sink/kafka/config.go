@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
+	"github.com/svcexport/collector/internal/sink/ocsfenc"
 	"github.com/svcexport/collector/internal/tlsconfig"
 )
 
@@ -76,7 +76,7 @@ type Config struct {
 	Format string `koanf:"format"`
 	// OCSF shapes the events of format "ocsf" (keys under
 	// sink.kafka.ocsf).
-	OCSF ocsfsink.Config `koanf:"ocsf"`
+	OCSF ocsfenc.Config `koanf:"ocsf"`
 	// Compression is the batch codec: zstd (default, at its fastest level),
 	// lz4, snappy, gzip or none. In BenchmarkWrite (bytes on the wire per
 	// envelope, producer CPU-seconds per million envelopes): zstd 127 B and
@@ -153,7 +153,7 @@ func DefaultConfig() Config {
 		ClientID:           DefaultClientID,
 		Topic:              DefaultTopic,
 		Format:             FormatEnvelope,
-		OCSF:               ocsfsink.DefaultConfig(),
+		OCSF:               ocsfenc.DefaultConfig(),
 		Compression:        DefaultCompression,
 		Acks:               "all",
 		Linger:             DefaultLinger,

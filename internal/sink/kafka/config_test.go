@@ -14,10 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/svcexport/collector/internal/ocsf"
-	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink/kafka"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
+	"github.com/svcexport/collector/internal/sink/ocsfenc"
 	"github.com/svcexport/collector/internal/tlsconfig"
 )
 
@@ -42,7 +42,7 @@ func TestConfigFromYAML(t *testing.T) {
 		ClientID:           "collector-eu",
 		Topic:              "siem.{source}.{account}",
 		Format:             "record",
-		OCSF:               ocsfsink.Config{RawData: true, ProductName: ocsf.DefaultProductName, EdgeProductName: ocsf.DefaultEdgeProductName, VendorName: "Vendor"},
+		OCSF:               ocsfenc.Config{RawData: true, ProductName: ocsf.DefaultProductName, EdgeProductName: ocsf.DefaultEdgeProductName, VendorName: "Vendor"},
 		Compression:        "lz4",
 		Acks:               "all",
 		Linger:             25 * time.Millisecond,

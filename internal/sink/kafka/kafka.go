@@ -17,11 +17,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkarecord"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
+	"github.com/svcexport/collector/internal/sink/ocsfenc"
 	"github.com/svcexport/collector/internal/sink/sinkhelper"
 )
 
@@ -94,7 +94,7 @@ func New(cfg Config, streams []record.Stream, deadLetterDir string, reg promethe
 		return nil, err
 	}
 	if cfg.Format == FormatOCSF {
-		if s.enc.OCSF, err = ocsfsink.New(cfg.OCSF, reg); err != nil {
+		if s.enc.OCSF, err = ocsfenc.New(cfg.OCSF, reg); err != nil {
 			return nil, fmt.Errorf("kafka sink: %w", err)
 		}
 	}

@@ -11,10 +11,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 	"github.com/svcexport/collector/internal/ocsf/ocsftest"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
+	"github.com/svcexport/collector/internal/sink/ocsfenc"
 	"github.com/svcexport/collector/internal/sink/stdout"
 )
 
@@ -102,8 +102,8 @@ func TestOCSFFallbacksAndUnmappableBatches(t *testing.T) {
 	if got := strings.Count(buf.String(), "\n"); got != 4 {
 		t.Fatalf("%d lines, want 4", got)
 	}
-	if got := gatherValue(t, reg, ocsfsink.FallbacksTotal, "source", "dns"); got != 2 {
-		t.Errorf("%s{source=dns} = %v, want 2", ocsfsink.FallbacksTotal, got)
+	if got := gatherValue(t, reg, ocsfenc.FallbacksTotal, "source", "dns"); got != 2 {
+		t.Errorf("%s{source=dns} = %v, want 2", ocsfenc.FallbacksTotal, got)
 	}
 	before := buf.Len()
 	bad := batch(t, "acme", 10, 2)

@@ -12,9 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
+	"github.com/svcexport/collector/internal/sink/ocsfenc"
 	"github.com/svcexport/collector/internal/sink/sinkhelper"
 )
 
@@ -44,12 +44,12 @@ type Config struct {
 	Format string `koanf:"format"`
 	// OCSF shapes the events of format "ocsf" (keys under
 	// sink.stdout.ocsf).
-	OCSF ocsfsink.Config `koanf:"ocsf"`
+	OCSF ocsfenc.Config `koanf:"ocsf"`
 }
 
 // DefaultConfig returns the defaults: Pretty off, Format "envelope", the
 // defaults of the ocsf block.
-func DefaultConfig() Config { return Config{Format: FormatEnvelope, OCSF: ocsfsink.DefaultConfig()} }
+func DefaultConfig() Config { return Config{Format: FormatEnvelope, OCSF: ocsfenc.DefaultConfig()} }
 
 // Validate reports every invalid key, naming it (sink.stdout.format:
 // unknown format "xml" (envelope, ocsf)), joined with errors.Join; nil when
@@ -80,7 +80,7 @@ const maxKept = 16 << 20
 type Sink struct {
 	cfg  Config
 	base *sinkhelper.Base
-	ocsf *ocsfsink.Encoder // format ocsf; nil for envelopes
+	ocsf *ocsfenc.Encoder // format ocsf; nil for envelopes
 
 	// turn is held (capacity 1) by the one Write that owns the writer and
 	// the fields below; a channel rather than a mutex so that waiting for
@@ -108,7 +108,7 @@ func New(cfg Config, w io.Writer, reg prometheus.Registerer) (*Sink, error) {
 	s := &Sink{cfg: cfg, turn: make(chan struct{}, 1), w: w, bw: bufio.NewWriterSize(w, bufSize)}
 	var err error
 	if cfg.Format == FormatOCSF {
-		if s.ocsf, err = ocsfsink.New(cfg.OCSF, reg); err != nil {
+		if s.ocsf, err = ocsfenc.New(cfg.OCSF, reg); err != nil {
 			return nil, fmt.Errorf("stdout sink: %w", err)
 		}
 	}

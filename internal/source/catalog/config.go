@@ -431,6 +431,8 @@ func (r SourceSettings) validate(p string) []error {
 	for i, f := range r.Filters {
 		if err := f.validate(); err != nil {
 			add(fmt.Sprintf("filters[%d]", i), "%v", err)
+		} else if err := f.checkBetween(); err != nil {
+			add(fmt.Sprintf("filters[%d].values", i), "%v", err)
 		}
 	}
 	return errs

@@ -36,7 +36,7 @@ const ContentTypeOCSF = `application/json; profile="https://schema.ocsf.io/` + o
 // holds them equal; a constant keeps this package free of the mapping).
 const ocsfVersion = "1.3.0"
 
-// Mapper writes the OCSF event of an envelope: ocsfsink.Encoder.
+// Mapper writes the OCSF event of an envelope: ocsfenc.Encoder.
 type Mapper interface {
 	// Append appends e's event as one JSON object, or fails for an
 	// envelope that can never be mapped.

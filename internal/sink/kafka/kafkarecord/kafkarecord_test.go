@@ -15,9 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
-	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkarecord"
+	"github.com/svcexport/collector/internal/sink/ocsfenc"
 	"github.com/svcexport/collector/internal/testinfra/kafkatest"
 )
 
@@ -132,7 +132,7 @@ func BenchmarkEncode(b *testing.B) {
 		}
 		envs[i], topics[i] = e, "svc.dns"
 	}
-	mapper, err := ocsfsink.New(ocsfsink.DefaultConfig(), nil)
+	mapper, err := ocsfenc.New(ocsfenc.DefaultConfig(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,16 +8,16 @@ import (
 	"testing"
 
 	"github.com/svcexport/collector/internal/ocsf"
-	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 	"github.com/svcexport/collector/internal/ocsf/ocsftest"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkarecord"
+	"github.com/svcexport/collector/internal/sink/ocsfenc"
 )
 
 // Format ocsf changes the value and the content-type only: the key is the
 // record id and every other header is the one of format envelope; the
 // value is the record's OCSF event, valid per the vendored schema.
 func TestOCSFValueKeepsKeyAndHeaders(t *testing.T) {
-	enc, err := ocsfsink.New(ocsfsink.DefaultConfig(), nil)
+	enc, err := ocsfenc.New(ocsfenc.DefaultConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestOCSFContentTypeNamesTheRelease(t *testing.T) {
 
 // An envelope the mapper can never take fails the batch, naming it.
 func TestOCSFUnmappableEnvelopeFailsTheBatch(t *testing.T) {
-	enc, err := ocsfsink.New(ocsfsink.DefaultConfig(), nil)
+	enc, err := ocsfenc.New(ocsfenc.DefaultConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,4 +78,4 @@ func TestOCSFUnmappableEnvelopeFailsTheBatch(t *testing.T) {
 	}
 }
 
-var _ kafkarecord.Mapper = (*ocsfsink.Encoder)(nil)
+var _ kafkarecord.Mapper = (*ocsfenc.Encoder)(nil)

@@ -1,4 +1,4 @@
-package ocsfsink_test
+package ocsfenc_test
 
 import (
 	"encoding/json"
@@ -10,9 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/svcexport/collector/internal/ocsf"
-	"github.com/svcexport/collector/internal/ocsf/ocsfsink"
 	"github.com/svcexport/collector/internal/ocsf/ocsftest"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink/ocsfenc"
 )
 
 func dnsEnvelope(t *testing.T, raw string) record.Envelope {
@@ -31,18 +31,18 @@ func dnsEnvelope(t *testing.T, raw string) record.Envelope {
 // source; two encoders on one registry share the counter.
 func TestFallbacksAreCountedPerSourceAndShared(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	a, err := ocsfsink.New(ocsfsink.DefaultConfig(), reg)
+	a, err := ocsfenc.New(ocsfenc.DefaultConfig(), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := ocsfsink.New(ocsfsink.Config{RawData: true}, reg)
+	b, err := ocsfenc.New(ocsfenc.Config{RawData: true}, reg)
 	if err != nil {
 		t.Fatalf("second encoder on the same registry: %v", err)
 	}
 	good := dnsEnvelope(t, `{"createdTime":"2026-11-20T00:10:00Z","mid":7,"fqdn":"a.example","ttl":60}`)
 	bad := dnsEnvelope(t, `{"createdTime":"2026-11-20T00:10:00Z","mid":{"x":1},"fqdn":"a.example","hostIpAddr":"10.0.0.1","ttl":"sixty"}`)
 	s := ocsftest.Load(t)
-	for _, enc := range []*ocsfsink.Encoder{a, b} {
+	for _, enc := range []*ocsfenc.Encoder{a, b} {
 		for _, e := range []*record.Envelope{&good, &bad} {
 			out, err := enc.Append([]byte("prefix "), e)
 			if err != nil {
@@ -58,7 +58,7 @@ func TestFallbacksAreCountedPerSourceAndShared(t *testing.T) {
 		}
 	}
 	if got := fallbacks(t, reg, "dns"); got != 4 {
-		t.Errorf("%s{source=dns} = %v, want 2 values x 2 encoders", ocsfsink.FallbacksTotal, got)
+		t.Errorf("%s{source=dns} = %v, want 2 values x 2 encoders", ocsfenc.FallbacksTotal, got)
 	}
 	out, _ := b.Append(nil, &good)
 	var ev struct {
@@ -77,7 +77,7 @@ func fallbacks(t *testing.T, reg *prometheus.Registry, source string) float64 {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != ocsfsink.FallbacksTotal {
+		if mf.GetName() != ocsfenc.FallbacksTotal {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
@@ -92,7 +92,7 @@ func fallbacks(t *testing.T, reg *prometheus.Registry, source string) float64 {
 }
 
 func TestAnEnvelopeOfAnUnknownSourceIsAnError(t *testing.T) {
-	enc, err := ocsfsink.New(ocsfsink.DefaultConfig(), nil)
+	enc, err := ocsfenc.New(ocsfenc.DefaultConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,10 +104,10 @@ func TestAnEnvelopeOfAnUnknownSourceIsAnError(t *testing.T) {
 }
 
 func TestValidateNamesTheKey(t *testing.T) {
-	if err := ocsfsink.DefaultConfig().Validate("sink.file.ocsf"); err != nil {
+	if err := ocsfenc.DefaultConfig().Validate("sink.file.ocsf"); err != nil {
 		t.Fatal(err)
 	}
-	c := ocsfsink.DefaultConfig()
+	c := ocsfenc.DefaultConfig()
 	c.VendorName = "bad \xff"
 	if err := c.Validate("sink.file.ocsf"); err == nil || !strings.Contains(err.Error(), "sink.file.ocsf.vendor_name: ") {
 		t.Fatalf("Validate = %v", err)

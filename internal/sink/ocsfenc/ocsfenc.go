@@ -1,4 +1,4 @@
-package ocsfsink
+package ocsfenc
 
 import (
 	"errors"

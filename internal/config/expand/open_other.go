@@ -1,0 +1,9 @@
+//go:build !unix
+
+package expand
+
+import "os"
+
+// openFlags open a file for ReadFile; ReadFile refuses what is not a
+// regular file before it opens it.
+const openFlags = os.O_RDONLY
