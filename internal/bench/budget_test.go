@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
@@ -108,15 +109,15 @@ func BenchmarkBudget(b *testing.B) {
 // distinct ids per (stream, window), ids as bytes to keep a large output
 // small.
 type output struct {
-	ids     map[harness.Stream]map[[32]byte]struct{}
-	windows map[harness.Stream]map[[2]string]map[[32]byte]struct{}
+	ids     map[record.Stream]map[[32]byte]struct{}
+	windows map[record.Stream]map[[2]string]map[[32]byte]struct{}
 	lines   int64
 }
 
 // readOutput reads what the file sink wrote under dir.
 func readOutput(tb testing.TB, dir string) *output {
 	tb.Helper()
-	o := &output{ids: map[harness.Stream]map[[32]byte]struct{}{}, windows: map[harness.Stream]map[[2]string]map[[32]byte]struct{}{}}
+	o := &output{ids: map[record.Stream]map[[32]byte]struct{}{}, windows: map[record.Stream]map[[2]string]map[[32]byte]struct{}{}}
 	harness.EachEnvelope(tb, dir, func(e *harness.Envelope, _ []byte) {
 		var id [32]byte
 		if n, err := hex.Decode(id[:], []byte(e.ID)); err != nil || n != 32 {
@@ -172,7 +173,7 @@ func pageRowsOf(src string) int64 {
 	return budgetPageRows
 }
 
-func analyseBudget(st apisim.Stats, out *output, streams []harness.Stream) budgetAnalysis {
+func analyseBudget(st apisim.Stats, out *output, streams []record.Stream) budgetAnalysis {
 	var a budgetAnalysis
 	lb := map[string]int64{}    // by functionality
 	lbWin := map[string]int64{} // by functionality

@@ -15,13 +15,13 @@ import (
 
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/pipeline"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/file"
 	"github.com/svcexport/collector/internal/sink/sinkhelper"
 	"github.com/svcexport/collector/internal/sink/stdout"
-	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/testinfra/harness"
 )
@@ -90,8 +90,8 @@ func BenchmarkPipeline(b *testing.B) {
 		var m meter
 		for range b.N {
 			var rows atomic.Int64
-			emit := func(_ context.Context, p source.Page) error {
-				rows.Add(int64(len(p.Envelopes)))
+			emit := func(_ context.Context, p cursor.Page) error {
+				rows.Add(int64(len(p.Batch.Envelopes)))
 				return nil
 			}
 			rp := c.answers.frozen()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source"
@@ -164,17 +165,17 @@ func recordCorpus() (*corpus, error) {
 	c := &corpus{sim: sim, now: now, srcCfg: inProcessSourceConfig(sim)}
 	rec := newRecorder()
 	var mu sync.Mutex
-	emit := func(_ context.Context, p source.Page) error {
-		if len(p.Envelopes) == 0 {
+	emit := func(_ context.Context, p cursor.Page) error {
+		if len(p.Batch.Envelopes) == 0 {
 			return nil
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		c.batches = append(c.batches, &record.Batch{Source: p.Stream.Source, Account: p.Stream.Account,
-			WindowStart: p.Window.Start, WindowEnd: p.Window.End, Page: p.Index, Envelopes: p.Envelopes})
-		c.rows += int64(len(p.Envelopes))
-		for i := range p.Envelopes {
-			c.bytes += int64(len(p.Envelopes[i].Record))
+		c.batches = append(c.batches, &record.Batch{Source: p.Stream().Source, Account: p.Stream().Account,
+			WindowStart: p.Window().Start, WindowEnd: p.Window().End, Page: p.Index(), Envelopes: p.Batch.Envelopes})
+		c.rows += int64(len(p.Batch.Envelopes))
+		for i := range p.Batch.Envelopes {
+			c.bytes += int64(len(p.Batch.Envelopes[i].Record))
 		}
 		return nil
 	}
@@ -232,7 +233,7 @@ func pollAll(cfg catalog.Config, rt http.RoundTripper, now time.Time, reg promet
 	var wg sync.WaitGroup
 	errs := make([]error, len(set.Pollers))
 	for i, p := range set.Pollers {
-		wg.Go(func() { errs[i] = p.Run(context.Background(), source.Cursor{}, emit) })
+		wg.Go(func() { errs[i] = p.Run(context.Background(), cursor.Cursor{}, emit) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)

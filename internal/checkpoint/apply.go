@@ -10,7 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/svcexport/collector/internal/checkpoint/ckptlog"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -38,14 +38,14 @@ type Changes struct {
 	// States are stored as Commit stores them.
 	States map[record.Stream]State
 	// Windows change the streams' window logs.
-	Windows map[record.Stream]WindowChanges
+	Windows map[record.Stream]cursor.WindowChanges
 	// Alerts change the streams' alert marks.
-	Alerts map[record.Stream]AlertChanges
+	Alerts map[record.Stream]cursor.AlertChanges
 }
 
 // Merge folds later, changes that come after c, into c (State: the later
-// wins; window logs and alert marks: WindowChanges.Merge and
-// AlertChanges.Merge). Maps of c are created as needed; later is not
+// wins; window logs and alert marks: cursor.WindowChanges.Merge and
+// cursor.AlertChanges.Merge). Maps of c are created as needed; later is not
 // changed.
 func (c *Changes) Merge(later Changes) {
 	if len(later.States) > 0 {
@@ -56,7 +56,7 @@ func (c *Changes) Merge(later Changes) {
 	}
 	for k, w := range later.Windows {
 		if c.Windows == nil {
-			c.Windows = map[record.Stream]WindowChanges{}
+			c.Windows = map[record.Stream]cursor.WindowChanges{}
 		}
 		cw := c.Windows[k]
 		cw.Merge(w)
@@ -64,7 +64,7 @@ func (c *Changes) Merge(later Changes) {
 	}
 	for k, a := range later.Alerts {
 		if c.Alerts == nil {
-			c.Alerts = map[record.Stream]AlertChanges{}
+			c.Alerts = map[record.Stream]cursor.AlertChanges{}
 		}
 		ca := c.Alerts[k]
 		ca.Merge(a)
@@ -87,7 +87,9 @@ func (c Changes) Empty() bool {
 	return len(c.States) == 0
 }
 
-// Apply implements Store: all of c in one fsynced transaction. A zero
+// Apply durably stores every change of c in one fsynced transaction:
+// states, window log entries and alert marks together, or none of them
+// (Changes says when the pipeline may put what into it). A zero
 // State.Updated is set to the store's clock. An invalid key, window or
 // alert uuid stores nothing and is an error.
 func (d *DB) Apply(ctx context.Context, c Changes) error {
@@ -125,7 +127,7 @@ func (d *DB) apply(ctx context.Context, c Changes, what string) error {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		for _, e := range w.Put {
-			if err := ckptlog.ValidWindow(e); err != nil {
+			if err := validWindow(e); err != nil {
 				return fmt.Errorf("%s: window log of %s: %w", what, k, err)
 			}
 		}
@@ -151,14 +153,14 @@ func (d *DB) apply(ctx context.Context, c Changes, what string) error {
 			}
 		}
 		for _, k := range wkeys {
-			n, err := ckptlog.ApplyWindows(tx, encodeKey(k), c.Windows[k], d.windowLimit)
+			n, err := applyWindows(tx, encodeKey(k), c.Windows[k], d.windowLimit)
 			if err != nil {
 				return fmt.Errorf("window log of %s: %w", k, err)
 			}
 			droppedW += n
 		}
 		for _, k := range akeys {
-			n, err := ckptlog.ApplyAlerts(tx, encodeKey(k), c.Alerts[k], d.alertLimit)
+			n, err := applyAlerts(tx, encodeKey(k), c.Alerts[k], d.alertLimit)
 			if err != nil {
 				return fmt.Errorf("alert marks of %s: %w", k, err)
 			}
@@ -190,17 +192,18 @@ func compareStreams(a, b record.Stream) int {
 	return 0
 }
 
-// Windows implements Store: k's window log, sorted by start.
-func (d *DB) Windows(ctx context.Context, k record.Stream) ([]Window, error) {
+// Windows returns the window log of k, sorted by start; empty when k has
+// none.
+func (d *DB) Windows(ctx context.Context, k record.Stream) ([]cursor.LoggedWindow, error) {
 	if err := d.usable(ctx); err != nil {
 		return nil, fmt.Errorf("load window log of %s: %w", k, err)
 	}
 	if err := validateKey(k); err != nil {
 		return nil, fmt.Errorf("load window log: %w", err)
 	}
-	var out []Window
+	var out []cursor.LoggedWindow
 	err := d.view(func(tx *bolt.Tx) (err error) {
-		out, err = ckptlog.ReadWindows(tx, encodeKey(k))
+		out, err = readWindows(tx, encodeKey(k))
 		return err
 	})
 	if err != nil {
@@ -209,17 +212,17 @@ func (d *DB) Windows(ctx context.Context, k record.Stream) ([]Window, error) {
 	return out, nil
 }
 
-// Alerts implements Store: k's alert marks by uuid.
-func (d *DB) Alerts(ctx context.Context, k record.Stream) (map[string]AlertMark, error) {
+// Alerts returns the alert marks of k by uuid; empty when k has none.
+func (d *DB) Alerts(ctx context.Context, k record.Stream) (map[string]cursor.AlertMark, error) {
 	if err := d.usable(ctx); err != nil {
 		return nil, fmt.Errorf("load alert marks of %s: %w", k, err)
 	}
 	if err := validateKey(k); err != nil {
 		return nil, fmt.Errorf("load alert marks: %w", err)
 	}
-	var out map[string]AlertMark
+	var out map[string]cursor.AlertMark
 	err := d.view(func(tx *bolt.Tx) (err error) {
-		out, err = ckptlog.ReadAlerts(tx, encodeKey(k))
+		out, err = readAlerts(tx, encodeKey(k))
 		return err
 	})
 	if err != nil {
@@ -253,9 +256,9 @@ func checkLogs(tx *bolt.Tx) error {
 				return err
 			}
 			if bytes.Equal(name, bucketWindows) {
-				_, err = ckptlog.ReadWindows(tx, encodeKey(k))
+				_, err = readWindows(tx, encodeKey(k))
 			} else {
-				_, err = ckptlog.ReadAlerts(tx, encodeKey(k))
+				_, err = readAlerts(tx, encodeKey(k))
 			}
 			if err != nil {
 				return fmt.Errorf("%s of %s: %w", name, k, err)

@@ -16,7 +16,7 @@ import (
 	"github.com/svcexport/collector/internal/record"
 )
 
-// DB is the bbolt implementation of Store. Every commit is one bbolt write
+// DB is the checkpoint on a bbolt file. Every commit is one bbolt write
 // transaction with fsync on, so a State is on disk when Commit returns.
 //
 // A DB is safe for concurrent use; writes are serialized by bbolt. The
@@ -39,12 +39,13 @@ type DB struct {
 	closeErr  error
 }
 
-var _ Store = (*DB)(nil)
-
 // Path returns the file's path.
 func (d *DB) Path() string { return d.path }
 
-// Load implements Store.
+// Load returns the state of k and whether there is one. A state that
+// cannot be decoded is an error (wrapping ErrCorrupt or
+// ErrUnknownVersion), never a missing state: a stream must not restart
+// from scratch because its checkpoint was unreadable.
 func (d *DB) Load(ctx context.Context, k record.Stream) (State, bool, error) {
 	if err := d.usable(ctx); err != nil {
 		return State{}, false, fmt.Errorf("load checkpoint %s: %w", k, err)
@@ -75,13 +76,15 @@ func (d *DB) Load(ctx context.Context, k record.Stream) (State, bool, error) {
 	return s, true, nil
 }
 
-// Commit implements Store. A zero s.Updated is set to the store's clock.
+// Commit durably stores s as the state of k before it returns. A zero
+// s.Updated is set to the store's clock.
 // A Density that is negative or not finite is stored as 0 (unknown).
 func (d *DB) Commit(ctx context.Context, k record.Stream, s State) error {
 	return d.apply(ctx, Changes{States: map[record.Stream]State{k: s}}, "commit checkpoint "+k.String())
 }
 
-// CommitMany implements Store: all of m in one fsynced transaction.
+// CommitMany durably stores every state of m in one fsynced transaction:
+// either all of them are stored or none. An empty m does nothing.
 func (d *DB) CommitMany(ctx context.Context, m map[record.Stream]State) error {
 	if len(m) == 0 {
 		return nil
@@ -89,7 +92,7 @@ func (d *DB) CommitMany(ctx context.Context, m map[record.Stream]State) error {
 	return d.apply(ctx, Changes{States: m}, fmt.Sprintf("commit %d checkpoints", len(m)))
 }
 
-// All implements Store.
+// All returns every stored state.
 func (d *DB) All(ctx context.Context) (map[record.Stream]State, error) {
 	if err := d.usable(ctx); err != nil {
 		return nil, fmt.Errorf("load all checkpoints: %w", err)
@@ -131,7 +134,10 @@ func (d *DB) all() (map[record.Stream]State, error) {
 	return out, nil
 }
 
-// Reset implements Store.
+// Reset removes the state, the window log and the alert marks of one
+// account of source, or of every account of source when account is "",
+// and returns how many states it removed. The next run starts those
+// streams from their configured start.
 func (d *DB) Reset(ctx context.Context, source, account string) (int, error) {
 	what := "reset checkpoints of " + source
 	if account != "" {
@@ -206,8 +212,9 @@ func resetLogs(tx *bolt.Tx, source, account string) error {
 	return nil
 }
 
-// Close implements Store. It waits for transactions in progress, releases
-// the file's lock, and is safe to call more than once.
+// Close waits for transactions in progress, releases the file's lock,
+// and is safe to call more than once. A method called after Close
+// returns an error wrapping ErrClosed.
 func (d *DB) Close() error {
 	d.closeOnce.Do(func() {
 		d.closed.Store(true)

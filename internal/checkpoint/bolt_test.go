@@ -17,7 +17,9 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 	"go.uber.org/goleak"
 
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/window"
 )
 
 func TestMain(m *testing.M) {
@@ -40,14 +42,13 @@ func openTemp(t testing.TB, opts ...Option) (*DB, string) {
 func sampleState() State {
 	return State{
 		Watermark: t0,
-		InFlight: &InFlight{
-			Start:        t0,
-			End:          t0.Add(24 * time.Hour),
-			NextURL:      "https://api.example.test/api/v2/next?token=opaque%2Fabc",
-			ChainStarted: t0.Add(24*time.Hour + 31*time.Minute),
-			Pages:        7,
-			Rows:         35_000,
-			Total:        147_579,
+		InFlight: &cursor.Chain{
+			Window:  window.Window{Start: t0, End: t0.Add(24 * time.Hour)},
+			NextURL: "https://api.example.test/api/v2/next?token=opaque%2Fabc",
+			Started: t0.Add(24*time.Hour + 31*time.Minute),
+			Pages:   7,
+			Rows:    35_000,
+			Total:   147_579,
 		},
 		Delivered: 1_234_567,
 		Density:   10_417.5,
@@ -67,7 +68,7 @@ func statesEqual(t *testing.T, got, want State) {
 		t.Fatalf("in flight = %+v, want %+v", got.InFlight, want.InFlight)
 	default:
 		g, w := *got.InFlight, *want.InFlight
-		if !g.Start.Equal(w.Start) || !g.End.Equal(w.End) || !g.ChainStarted.Equal(w.ChainStarted) ||
+		if !g.Window.Start.Equal(w.Window.Start) || !g.Window.End.Equal(w.Window.End) || !g.Started.Equal(w.Started) ||
 			g.NextURL != w.NextURL || g.Pages != w.Pages || g.Rows != w.Rows || g.Total != w.Total {
 			t.Fatalf("in flight = %+v, want %+v", g, w)
 		}

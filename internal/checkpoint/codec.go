@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/window"
 )
 
 // stateVersion is the version of the encoding of a State value. A change of
@@ -31,6 +33,7 @@ type wireState struct {
 	Updated   time.Time     `json:"updated"`
 }
 
+// wireInFlight is the stored form of a State's cursor.Chain.
 type wireInFlight struct {
 	Start        time.Time `json:"start"`
 	End          time.Time `json:"end"`
@@ -92,10 +95,10 @@ func encodeState(s State) ([]byte, error) {
 	}
 	if f := s.InFlight; f != nil {
 		w.InFlight = &wireInFlight{
-			Start:        utc(f.Start),
-			End:          utc(f.End),
+			Start:        utc(f.Window.Start),
+			End:          utc(f.Window.End),
 			NextURL:      f.NextURL,
-			ChainStarted: utc(f.ChainStarted),
+			ChainStarted: utc(f.Started),
 			Pages:        f.Pages,
 			Rows:         f.Rows,
 			Total:        f.Total,
@@ -140,14 +143,13 @@ func decodeState(b []byte) (State, error) {
 		Updated:   utc(w.Updated),
 	}
 	if f := w.InFlight; f != nil {
-		s.InFlight = &InFlight{
-			Start:        utc(f.Start),
-			End:          utc(f.End),
-			NextURL:      f.NextURL,
-			ChainStarted: utc(f.ChainStarted),
-			Pages:        f.Pages,
-			Rows:         f.Rows,
-			Total:        f.Total,
+		s.InFlight = &cursor.Chain{
+			Window:  window.Window{Start: utc(f.Start), End: utc(f.End)},
+			NextURL: f.NextURL,
+			Started: utc(f.ChainStarted),
+			Pages:   f.Pages,
+			Rows:    f.Rows,
+			Total:   f.Total,
 		}
 	}
 	return s, nil

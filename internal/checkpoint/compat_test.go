@@ -11,7 +11,9 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/window"
 )
 
 // compatFile was written by the collector at commit 2968b7c, when streams
@@ -24,8 +26,8 @@ const compatFile = "testdata/v1-2968b7c.db"
 func compatStates() map[record.Stream]State {
 	return map[record.Stream]State{
 		{Source: "dns", Account: "acme"}: {Watermark: t0.Add(-48 * time.Hour), Delivered: 123456, Density: 1234.5, Updated: t0.Add(-time.Minute),
-			InFlight: &InFlight{Start: t0.Add(-48 * time.Hour), End: t0.Add(-24 * time.Hour), NextURL: "https://api.example/api/v2/pages/AQIE?x=1&y=%2F",
-				ChainStarted: t0.Add(-2 * time.Hour), Pages: 7, Rows: 35000}},
+			InFlight: &cursor.Chain{Window: window.Window{Start: t0.Add(-48 * time.Hour), End: t0.Add(-24 * time.Hour)}, NextURL: "https://api.example/api/v2/pages/AQIE?x=1&y=%2F",
+				Started: t0.Add(-2 * time.Hour), Pages: 7, Rows: 35000}},
 		{Source: "dns", Account: "acme-dev"}:           {Watermark: t0.Add(-30 * time.Minute), Delivered: 9, Updated: t0},
 		{Source: "audit_logs", Account: "org"}:         {Watermark: t0.Add(-time.Hour), Delivered: 1, Density: 0.25, Updated: t0},
 		{Source: "changed_files", Account: "default"}:  {Watermark: t0.Add(-72 * time.Hour), Updated: t0},
@@ -162,8 +164,8 @@ func TestACheckpointWrittenBeforeTheWindowLogAndAlertMarksOpensAndGrowsThem(t *t
 	}
 	k := record.Stream{Source: "edge_alerts", Account: "Ünïcode/ac"}
 	if err := d.Apply(ctx, Changes{
-		Windows: map[record.Stream]WindowChanges{k: {Put: []Window{hourWindow(0, 3)}}},
-		Alerts:  map[record.Stream]AlertChanges{k: {Put: map[string]AlertMark{"u-1": {Update: ms(2), Create: ms(1)}}}},
+		Windows: map[record.Stream]cursor.WindowChanges{k: {Put: []cursor.LoggedWindow{hourWindow(0, 3)}}},
+		Alerts:  map[record.Stream]cursor.AlertChanges{k: {Put: map[string]cursor.AlertMark{"u-1": {Update: ms(2), Create: ms(1)}}}},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -184,8 +186,8 @@ func TestACheckpointWrittenBeforeTheWindowLogAndAlertMarksOpensAndGrowsThem(t *t
 		t.Fatal(err)
 	}
 	defer d.Close()
-	windowsEqual(t, mustWindows(t, d, k), []Window{hourWindow(0, 3)})
-	alertsEqual(t, mustAlerts(t, d, k), map[string]AlertMark{"u-1": {Update: ms(2), Create: ms(1)}})
+	windowsEqual(t, mustWindows(t, d, k), []cursor.LoggedWindow{hourWindow(0, 3)})
+	alertsEqual(t, mustAlerts(t, d, k), map[string]cursor.AlertMark{"u-1": {Update: ms(2), Create: ms(1)}})
 	got, err := d.All(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -6,30 +6,35 @@
 //
 // Next to each State it keeps two bounded logs, committed in the same
 // transaction when given together (Apply, Changes): the window log (one
-// Window per fetched window: its bounds, its count when fetched, the id
-// digest of an edge window, and how many recheck points it passed), which
-// package recheck reads to ask windows again for late records (C3); and
-// the alert marks (the last update_time emitted per edge alert uuid, C6),
-// so that a restart emits only alerts that changed. Both are written only
-// after what they describe was acknowledged (Changes says why that keeps
-// delivery at least once), pruned by the caller as its horizon moves, and
-// bounded per stream (WithWindowLimit, WithAlertLimit).
+// cursor.LoggedWindow per fetched window: its bounds, its count when
+// fetched, the id digest of an edge window, and how many recheck points it
+// passed), which package recheck reads to ask windows again for late
+// records (C3); and the alert marks (cursor.AlertMark: the last
+// update_time emitted per edge alert uuid, C6), so that a restart emits
+// only alerts that changed. Both are written only after what they describe
+// was acknowledged (Changes says why that keeps delivery at least once),
+// pruned by the caller as its horizon moves, and bounded per stream
+// (WithWindowLimit, WithAlertLimit).
 //
-// Package ckptlog owns the two logs: their values (Window, AlertMark and
-// their changes, aliased here), encodings and buckets, and the functions
-// that apply and read them inside a transaction; this package holds the
-// states and joins the three in one transaction.
+// The values it stores are package cursor's (the Chain in flight, the
+// window log entries, the alert marks and their changes): the same types
+// the poller produces and the pipeline passes on. Their stored form is
+// this package's own: codec.go (states, wireState), logwindows.go and
+// logalerts.go (the two logs: encodings, buckets, and how changes are
+// applied and read inside a transaction), so that a change of a cursor
+// type never silently changes the file format.
 //
-// Store is the interface the pipeline consumes; DB (Open) implements it on a
-// bbolt file, and package checkpointtest holds an in-memory fake for tests.
-// States are keyed by record.Stream; the stored key is "source NUL
-// account", unchanged since the first version (testdata holds a file of
-// that version). Package boltfile owns the file below the buckets: its
-// checks before bbolt opens it, its atomic creation, and the repair of a
-// damaged meta page; this package owns the meta and states buckets, the
-// State values and Open, which joins them with ckptlog's logs.
-// Stored values are versioned JSON: a file or value this version cannot
-// read is an error naming the file and key, never a silent reset.
+// DB (Open) is the checkpoint on a bbolt file; the pipeline consumes it
+// through its own pipeline.Store, and package checkpointtest holds an
+// in-memory fake for tests. States are keyed by record.Stream; the stored
+// key is "source NUL account", unchanged since the first version (testdata
+// holds a file of that version). Package boltfile owns the file below the
+// buckets: its checks before bbolt opens it, its atomic creation, and the
+// repair of a damaged meta page; this package owns the meta, states,
+// windows and alerts buckets and Open, which joins them.
+// Stored values are versioned JSON (states, windows) or versioned bytes
+// (alert marks): a file or value this version cannot read is an error
+// naming the file and key, never a silent reset.
 //
 // # A damaged file is an error, never a crash or a restart
 //

@@ -5,26 +5,26 @@ import (
 	"time"
 )
 
-// The keys of the window log and the alert marks (package ckptlog),
+// The keys of the window log and the alert marks (logwindows.go, logalerts.go),
 // written out here again so that the tests that damage a file pin the
 // layout rather than borrow it.
 
-// alertByUUID is the first byte of an alert mark's key.
-const alertByUUID = 'u'
+// pinnedAlertByUUID is the first byte of an alert mark's key.
+const pinnedAlertByUUID = 'u'
 
-// timeKey is t as a window log key: Unix nanoseconds, sign bit flipped,
+// pinnedTimeKey is t as a window log key: Unix nanoseconds, sign bit flipped,
 // big-endian.
-func timeKey(t time.Time) []byte {
+func pinnedTimeKey(t time.Time) []byte {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], uint64(t.UnixNano())^(1<<63))
 	return b[:]
 }
 
-func uuidKey(uuid string) []byte { return append([]byte{alertByUUID}, uuid...) }
+func pinnedUUIDKey(uuid string) []byte { return append([]byte{pinnedAlertByUUID}, uuid...) }
 
-// createdKey is an alert's index key: 'c', creation milliseconds (sign
+// pinnedCreatedKey is an alert's index key: 'c', creation milliseconds (sign
 // bit flipped, big-endian), uuid.
-func createdKey(createMs int64, uuid string) []byte {
+func pinnedCreatedKey(createMs int64, uuid string) []byte {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], uint64(createMs)^(1<<63))
 	return append(append([]byte{'c'}, b[:]...), uuid...)

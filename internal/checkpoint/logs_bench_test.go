@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -14,19 +15,19 @@ import (
 func loaded(b *testing.B) (*DB, string) {
 	b.Helper()
 	d, path := openTemp(b)
-	var ws []Window
+	var ws []cursor.LoggedWindow
 	for i := range 2000 {
 		w := hourWindow(i, int64(i))
 		w.End = w.Start.Add(time.Hour)
 		ws = append(ws, w)
 	}
-	marks := make(map[string]AlertMark, 10_000)
+	marks := make(map[string]cursor.AlertMark, 10_000)
 	for i := range 10_000 {
-		marks[fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)] = AlertMark{Update: ms(i + 1), Create: ms(i)}
+		marks[fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)] = cursor.AlertMark{Update: ms(i + 1), Create: ms(i)}
 	}
 	if err := d.Apply(context.Background(), Changes{
-		Windows: map[record.Stream]WindowChanges{dnsAcme: {Put: ws}},
-		Alerts:  map[record.Stream]AlertChanges{alertsAcme: {Put: marks}},
+		Windows: map[record.Stream]cursor.WindowChanges{dnsAcme: {Put: ws}},
+		Alerts:  map[record.Stream]cursor.AlertChanges{alertsAcme: {Put: marks}},
 	}); err != nil {
 		b.Fatal(err)
 	}
@@ -43,15 +44,15 @@ func BenchmarkApplyStateWindowAndAlerts(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		w := hourWindow(2000+i, 5)
-		put := make(map[string]AlertMark, 10)
+		put := make(map[string]cursor.AlertMark, 10)
 		for j := range 10 {
 			n := (i*10 + j) % 10_000
-			put[fmt.Sprintf("%08x-0000-4000-8000-%012x", n, n)] = AlertMark{Update: ms(20_000 + i), Create: ms(n)}
+			put[fmt.Sprintf("%08x-0000-4000-8000-%012x", n, n)] = cursor.AlertMark{Update: ms(20_000 + i), Create: ms(n)}
 		}
 		if err := d.Apply(ctx, Changes{
 			States:  map[record.Stream]State{dnsAcme: sampleState(), alertsAcme: sampleState()},
-			Windows: map[record.Stream]WindowChanges{dnsAcme: {Put: []Window{w}, PruneBefore: hourWindow(i, 0).End}},
-			Alerts:  map[record.Stream]AlertChanges{alertsAcme: {Put: put, PruneCreatedBefore: t0}},
+			Windows: map[record.Stream]cursor.WindowChanges{dnsAcme: {Put: []cursor.LoggedWindow{w}, PruneBefore: hourWindow(i, 0).End}},
+			Alerts:  map[record.Stream]cursor.AlertChanges{alertsAcme: {Put: put, PruneCreatedBefore: t0}},
 		}); err != nil {
 			b.Fatal(err)
 		}
@@ -64,14 +65,14 @@ func BenchmarkApplyStateWindowAndAlerts(b *testing.B) {
 func BenchmarkApply10kAlertMarks(b *testing.B) {
 	ctx := context.Background()
 	d, _ := openTemp(b)
-	marks := make(map[string]AlertMark, 10_000)
+	marks := make(map[string]cursor.AlertMark, 10_000)
 	for i := range 10_000 {
-		marks[fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)] = AlertMark{Update: ms(i + 1), Create: ms(i)}
+		marks[fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)] = cursor.AlertMark{Update: ms(i + 1), Create: ms(i)}
 	}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		k := record.Stream{Source: "edge_alerts", Account: fmt.Sprint("a", i)}
-		if err := d.Apply(ctx, Changes{Alerts: map[record.Stream]AlertChanges{k: {Put: marks}}}); err != nil {
+		if err := d.Apply(ctx, Changes{Alerts: map[record.Stream]cursor.AlertChanges{k: {Put: marks}}}); err != nil {
 			b.Fatal(err)
 		}
 	}

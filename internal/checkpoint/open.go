@@ -14,7 +14,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/svcexport/collector/internal/checkpoint/boltfile"
-	"github.com/svcexport/collector/internal/checkpoint/ckptlog"
 )
 
 // Layout of the file: four buckets, created at open.
@@ -23,10 +22,10 @@ import (
 //	         created -> RFC 3339 time of creation
 //	states:  source NUL account -> JSON State with a version field
 //	windows: source NUL account -> bucket of the stream's window log:
-//	         start (8 bytes, sorting as times) -> JSON Window with a version
+//	         start (8 bytes, sorting as times) -> JSON cursor.LoggedWindow with a version
 //	         field; the bucket's sequence is the number of entries
 //	alerts:  source NUL account -> bucket of the stream's alert marks
-//	         (package ckptlog, alerts.go); its sequence is the number of marks
+//	         (logalerts.go); its sequence is the number of marks
 //
 // The windows and alerts buckets came after the first files were written,
 // under the same schema version 1: they only add, and their absence means
@@ -34,13 +33,13 @@ import (
 // was and gets them at its first Open; a collector that predates them
 // opens a newer file and never looks at them (it checks the meta and
 // states buckets only). Their values carry versions of their own
-// (ckptlog's windowVersion, alertVersion); a change of meaning bumps those, a change
+// (windowVersion, alertVersion); a change of meaning bumps those, a change
 // of the layout bumps schemaVersion.
 var (
 	bucketMeta    = []byte("meta")
 	bucketStates  = []byte("states")
-	bucketWindows = []byte(ckptlog.WindowsBucket)
-	bucketAlerts  = []byte(ckptlog.AlertsBucket)
+	bucketWindows = []byte("windows")
+	bucketAlerts  = []byte("alerts")
 
 	metaFormat  = []byte("format")
 	metaSchema  = []byte("schema")

@@ -12,7 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/svcexport/collector/internal/checkpoint/boltfile"
-	"github.com/svcexport/collector/internal/checkpoint/ckptlog"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -20,7 +20,7 @@ import (
 // stream's committed state and window log.
 type Snapshot struct {
 	States  map[record.Stream]State
-	Windows map[record.Stream][]Window
+	Windows map[record.Stream][]cursor.LoggedWindow
 	// Copied is set when a running collector held the file and the
 	// snapshot was read from a copy of it.
 	Copied bool
@@ -115,10 +115,10 @@ func readSnapshot(path, name string, timeout time.Duration) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, err
 	}
-	windows := make(map[record.Stream][]Window, len(states))
+	windows := make(map[record.Stream][]cursor.LoggedWindow, len(states))
 	err = d.view(func(tx *bolt.Tx) error {
 		for k := range states {
-			ws, err := ckptlog.ReadWindows(tx, encodeKey(k))
+			ws, err := readWindows(tx, encodeKey(k))
 			if err != nil {
 				return fmt.Errorf("window log of %s: %w", k, err)
 			}

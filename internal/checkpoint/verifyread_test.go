@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -23,8 +24,8 @@ func TestReadSnapshotReadsStatesAndWindowLogsAlsoWhileTheFileIsHeld(t *testing.T
 	}
 	ctx := context.Background()
 	st := State{Watermark: t0.Add(3 * time.Hour), Delivered: 42, Density: 7}
-	logs := []Window{hourWindow(0, 10), hourWindow(1, 20), hourWindow(2, 30)}
-	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{dnsAcme: st}, Windows: map[record.Stream]WindowChanges{dnsAcme: {Put: logs}}}); err != nil {
+	logs := []cursor.LoggedWindow{hourWindow(0, 10), hourWindow(1, 20), hourWindow(2, 30)}
+	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{dnsAcme: st}, Windows: map[record.Stream]cursor.WindowChanges{dnsAcme: {Put: logs}}}); err != nil {
 		t.Fatal(err)
 	}
 	check := func(s Snapshot, copied bool) {

@@ -11,18 +11,19 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 )
 
 var dnsAcme = record.Stream{Source: "dns", Account: "acme"}
 
 // hourWindow is the log entry of the hour i after t0.
-func hourWindow(i int, count int64) Window {
-	return Window{Start: t0.Add(time.Duration(i) * time.Hour), End: t0.Add(time.Duration(i+1) * time.Hour),
+func hourWindow(i int, count int64) cursor.LoggedWindow {
+	return cursor.LoggedWindow{Start: t0.Add(time.Duration(i) * time.Hour), End: t0.Add(time.Duration(i+1) * time.Hour),
 		Count: count, FetchedAt: t0.Add(time.Duration(i+1)*time.Hour + 30*time.Minute)}
 }
 
-func windowsEqual(t testing.TB, got, want []Window) {
+func windowsEqual(t testing.TB, got, want []cursor.LoggedWindow) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("window log has %d entries, want %d:\n got %v\nwant %v", len(got), len(want), got, want)
@@ -39,7 +40,7 @@ func windowsEqual(t testing.TB, got, want []Window) {
 	}
 }
 
-func mustWindows(t testing.TB, d *DB, k record.Stream) []Window {
+func mustWindows(t testing.TB, d *DB, k record.Stream) []cursor.LoggedWindow {
 	t.Helper()
 	w, err := d.Windows(context.Background(), k)
 	if err != nil {
@@ -57,11 +58,11 @@ func TestAWindowLogComesBackSortedByStartWithEveryField(t *testing.T) {
 	edge.Stage = 2
 	local := hourWindow(1, 5)
 	local.Start, local.End = local.Start.In(time.FixedZone("x", 3600)), local.End.In(time.FixedZone("x", 3600))
-	put := []Window{edge, hourWindow(0, 0), local}
-	if err := d.Apply(ctx, Changes{Windows: map[record.Stream]WindowChanges{dnsAcme: {Put: put}}}); err != nil {
+	put := []cursor.LoggedWindow{edge, hourWindow(0, 0), local}
+	if err := d.Apply(ctx, Changes{Windows: map[record.Stream]cursor.WindowChanges{dnsAcme: {Put: put}}}); err != nil {
 		t.Fatal(err)
 	}
-	want := []Window{hourWindow(0, 0), hourWindow(1, 5), edge}
+	want := []cursor.LoggedWindow{hourWindow(0, 0), hourWindow(1, 5), edge}
 	windowsEqual(t, mustWindows(t, d, dnsAcme), want)
 	if other := mustWindows(t, d, record.Stream{Source: "dns", Account: "globex"}); len(other) != 0 {
 		t.Fatalf("another stream's log: %v", other)
@@ -81,28 +82,28 @@ func TestWindowChangesDeleteThenPutThenPrune(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, _ := openTemp(t)
-	var seed []Window
+	var seed []cursor.LoggedWindow
 	for i := range 6 {
 		seed = append(seed, hourWindow(i, int64(i)))
 	}
-	apply := func(c WindowChanges) {
+	apply := func(c cursor.WindowChanges) {
 		t.Helper()
-		if err := d.Apply(ctx, Changes{Windows: map[record.Stream]WindowChanges{dnsAcme: c}}); err != nil {
+		if err := d.Apply(ctx, Changes{Windows: map[record.Stream]cursor.WindowChanges{dnsAcme: c}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	apply(WindowChanges{Put: seed})
+	apply(cursor.WindowChanges{Put: seed})
 	// A recheck merged hours 2-3 into one entry and advanced hour 4.
-	merged := Window{Start: seed[2].Start, End: seed[3].End, Count: 9, FetchedAt: t0.Add(10 * time.Hour), Stage: 1}
+	merged := cursor.LoggedWindow{Start: seed[2].Start, End: seed[3].End, Count: 9, FetchedAt: t0.Add(10 * time.Hour), Stage: 1}
 	h4 := seed[4]
 	h4.Stage = 1
-	apply(WindowChanges{Delete: []time.Time{seed[2].Start, seed[3].Start, t0.Add(99 * time.Hour)}, Put: []Window{merged, h4}})
-	windowsEqual(t, mustWindows(t, d, dnsAcme), []Window{seed[0], seed[1], merged, h4, seed[5]})
+	apply(cursor.WindowChanges{Delete: []time.Time{seed[2].Start, seed[3].Start, t0.Add(99 * time.Hour)}, Put: []cursor.LoggedWindow{merged, h4}})
+	windowsEqual(t, mustWindows(t, d, dnsAcme), []cursor.LoggedWindow{seed[0], seed[1], merged, h4, seed[5]})
 	// The horizon passed the end of hour 1: hours 0 and 1 go, and only
 	// they (an entry ending exactly at the cut goes too).
-	apply(WindowChanges{PruneBefore: seed[1].End})
-	windowsEqual(t, mustWindows(t, d, dnsAcme), []Window{merged, h4, seed[5]})
-	apply(WindowChanges{PruneBefore: t0.Add(100 * time.Hour)})
+	apply(cursor.WindowChanges{PruneBefore: seed[1].End})
+	windowsEqual(t, mustWindows(t, d, dnsAcme), []cursor.LoggedWindow{merged, h4, seed[5]})
+	apply(cursor.WindowChanges{PruneBefore: t0.Add(100 * time.Hour)})
 	if got := mustWindows(t, d, dnsAcme); len(got) != 0 {
 		t.Fatalf("everything pruned, left %v", got)
 	}
@@ -112,8 +113,8 @@ func TestWindowChangesDeleteThenPutThenPrune(t *testing.T) {
 			t.Fatal("an empty window log keeps its bucket")
 		}
 	})
-	apply(WindowChanges{Put: []Window{seed[0]}})
-	windowsEqual(t, mustWindows(t, d, dnsAcme), []Window{seed[0]})
+	apply(cursor.WindowChanges{Put: []cursor.LoggedWindow{seed[0]}})
+	windowsEqual(t, mustWindows(t, d, dnsAcme), []cursor.LoggedWindow{seed[0]})
 }
 
 func rawCheck(t *testing.T, d *DB, fn func(tx *bolt.Tx)) {
@@ -128,16 +129,16 @@ func TestTheWindowLimitDropsTheOldestEntriesAndCountsThem(t *testing.T) {
 	ctx := context.Background()
 	d, _ := openTemp(t, WithWindowLimit(3))
 	for i := range 5 {
-		if err := d.Apply(ctx, Changes{Windows: map[record.Stream]WindowChanges{dnsAcme: {Put: []Window{hourWindow(i, 1)}}}}); err != nil {
+		if err := d.Apply(ctx, Changes{Windows: map[record.Stream]cursor.WindowChanges{dnsAcme: {Put: []cursor.LoggedWindow{hourWindow(i, 1)}}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	windowsEqual(t, mustWindows(t, d, dnsAcme), []Window{hourWindow(2, 1), hourWindow(3, 1), hourWindow(4, 1)})
+	windowsEqual(t, mustWindows(t, d, dnsAcme), []cursor.LoggedWindow{hourWindow(2, 1), hourWindow(3, 1), hourWindow(4, 1)})
 	// Pruned entries are not counted as dropped.
-	if err := d.Apply(ctx, Changes{Windows: map[record.Stream]WindowChanges{dnsAcme: {Put: []Window{hourWindow(5, 1)}, PruneBefore: hourWindow(3, 0).End}}}); err != nil {
+	if err := d.Apply(ctx, Changes{Windows: map[record.Stream]cursor.WindowChanges{dnsAcme: {Put: []cursor.LoggedWindow{hourWindow(5, 1)}, PruneBefore: hourWindow(3, 0).End}}}); err != nil {
 		t.Fatal(err)
 	}
-	windowsEqual(t, mustWindows(t, d, dnsAcme), []Window{hourWindow(4, 1), hourWindow(5, 1)})
+	windowsEqual(t, mustWindows(t, d, dnsAcme), []cursor.LoggedWindow{hourWindow(4, 1), hourWindow(5, 1)})
 	if w, a := d.Dropped(); w != 2 || a != 0 {
 		t.Fatalf("Dropped() = %d, %d; want 2, 0", w, a)
 	}
@@ -149,7 +150,7 @@ func TestAStateAndItsWindowLogAreStoredTogetherOrNotAtAll(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, _ := openTemp(t)
-	bad := []Window{
+	bad := []cursor.LoggedWindow{
 		{Start: t0, End: t0},
 		{Start: t0.Add(time.Hour), End: t0},
 		{End: t0},
@@ -160,7 +161,7 @@ func TestAStateAndItsWindowLogAreStoredTogetherOrNotAtAll(t *testing.T) {
 	for _, w := range bad {
 		err := d.Apply(ctx, Changes{
 			States:  map[record.Stream]State{dnsAcme: {Watermark: t0}},
-			Windows: map[record.Stream]WindowChanges{dnsAcme: {Put: []Window{hourWindow(0, 1), w}}},
+			Windows: map[record.Stream]cursor.WindowChanges{dnsAcme: {Put: []cursor.LoggedWindow{hourWindow(0, 1), w}}},
 		})
 		if err == nil {
 			t.Fatalf("window %+v was accepted", w)
@@ -168,7 +169,7 @@ func TestAStateAndItsWindowLogAreStoredTogetherOrNotAtAll(t *testing.T) {
 	}
 	err := d.Apply(ctx, Changes{
 		States:  map[record.Stream]State{dnsAcme: {Watermark: t0}},
-		Windows: map[record.Stream]WindowChanges{{Source: "", Account: "x"}: {Put: []Window{hourWindow(0, 1)}}},
+		Windows: map[record.Stream]cursor.WindowChanges{{Source: "", Account: "x"}: {Put: []cursor.LoggedWindow{hourWindow(0, 1)}}},
 	})
 	if !errors.Is(err, ErrInvalidKey) {
 		t.Fatalf("a window log of an empty source: %v, want ErrInvalidKey", err)
@@ -182,14 +183,14 @@ func TestAStateAndItsWindowLogAreStoredTogetherOrNotAtAll(t *testing.T) {
 	// The same with a good window: both are there.
 	if err := d.Apply(ctx, Changes{
 		States:  map[record.Stream]State{dnsAcme: {Watermark: t0.Add(time.Hour)}},
-		Windows: map[record.Stream]WindowChanges{dnsAcme: {Put: []Window{hourWindow(0, 1)}}},
+		Windows: map[record.Stream]cursor.WindowChanges{dnsAcme: {Put: []cursor.LoggedWindow{hourWindow(0, 1)}}},
 	}); err != nil {
 		t.Fatal(err)
 	}
 	if st, ok, _ := d.Load(ctx, dnsAcme); !ok || !st.Watermark.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("state %+v %v", st, ok)
 	}
-	windowsEqual(t, mustWindows(t, d, dnsAcme), []Window{hourWindow(0, 1)})
+	windowsEqual(t, mustWindows(t, d, dnsAcme), []cursor.LoggedWindow{hourWindow(0, 1)})
 }
 
 // Merging the changes of several pages and applying them once stores what
@@ -202,10 +203,10 @@ func TestMergedWindowChangesEqualTheChangesAppliedInOrder(t *testing.T) {
 	for round := range 40 {
 		one, _ := openTemp(t)
 		many, _ := openTemp(t)
-		var merged WindowChanges
+		var merged cursor.WindowChanges
 		maxPrune := -1
 		for range 1 + rng.IntN(8) {
-			var c WindowChanges
+			var c cursor.WindowChanges
 			for range rng.IntN(4) {
 				c.Delete = append(c.Delete, hourWindow(rng.IntN(12), 0).Start)
 			}
@@ -218,12 +219,12 @@ func TestMergedWindowChangesEqualTheChangesAppliedInOrder(t *testing.T) {
 				c.PruneBefore = t0.Add(time.Duration(p) * time.Hour)
 				maxPrune = max(maxPrune, p)
 			}
-			if err := many.Apply(ctx, Changes{Windows: map[record.Stream]WindowChanges{dnsAcme: c}}); err != nil {
+			if err := many.Apply(ctx, Changes{Windows: map[record.Stream]cursor.WindowChanges{dnsAcme: c}}); err != nil {
 				t.Fatal(err)
 			}
 			merged.Merge(c)
 		}
-		if err := one.Apply(ctx, Changes{Windows: map[record.Stream]WindowChanges{dnsAcme: merged}}); err != nil {
+		if err := one.Apply(ctx, Changes{Windows: map[record.Stream]cursor.WindowChanges{dnsAcme: merged}}); err != nil {
 			t.Fatal(err)
 		}
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
@@ -237,11 +238,11 @@ func TestResetRemovesTheWindowLogsAndAlertMarksOfItsStreams(t *testing.T) {
 	ctx := context.Background()
 	streams := []record.Stream{dnsAcme, {Source: "dns", Account: "globex"}, {Source: "dnsx", Account: "acme"}}
 	d, _ := openTemp(t)
-	c := Changes{States: map[record.Stream]State{}, Windows: map[record.Stream]WindowChanges{}, Alerts: map[record.Stream]AlertChanges{}}
+	c := Changes{States: map[record.Stream]State{}, Windows: map[record.Stream]cursor.WindowChanges{}, Alerts: map[record.Stream]cursor.AlertChanges{}}
 	for _, k := range streams {
 		c.States[k] = State{Watermark: t0}
-		c.Windows[k] = WindowChanges{Put: []Window{hourWindow(0, 1)}}
-		c.Alerts[k] = AlertChanges{Put: map[string]AlertMark{"a": {Update: t0, Create: t0}}}
+		c.Windows[k] = cursor.WindowChanges{Put: []cursor.LoggedWindow{hourWindow(0, 1)}}
+		c.Alerts[k] = cursor.AlertChanges{Put: map[string]cursor.AlertMark{"a": {Update: t0, Create: t0}}}
 	}
 	if err := d.Apply(ctx, c); err != nil {
 		t.Fatal(err)
@@ -276,18 +277,18 @@ func TestADamagedWindowLogEntryIsAnErrorAtOpen(t *testing.T) {
 		value string
 		want  error
 	}{
-		{"not JSON", timeKey(t0), "{", ErrCorrupt},
-		{"no version", timeKey(t0), `{"start":"2026-11-20T00:00:00Z"}`, ErrCorrupt},
-		{"a newer version", timeKey(t0), `{"v":2}`, ErrUnknownVersion},
-		{"an unknown field", timeKey(t0), `{"v":1,"start":"2026-11-20T00:00:00Z","end":"2026-11-20T01:00:00Z","count":1,"fetched_at":"2026-11-20T01:00:00Z","stage":0,"x":1}`, ErrCorrupt},
-		{"a start unlike its key", timeKey(t0.Add(time.Hour)), `{"v":1,"start":"2026-11-20T00:00:00Z","end":"2026-11-20T01:00:00Z","count":1,"fetched_at":"2026-11-20T01:00:00Z","stage":0}`, ErrCorrupt},
-		{"an empty window", timeKey(t0), `{"v":1,"start":"2026-11-20T00:00:00Z","end":"2026-11-20T00:00:00Z","count":1,"fetched_at":"2026-11-20T01:00:00Z","stage":0}`, ErrCorrupt},
+		{"not JSON", pinnedTimeKey(t0), "{", ErrCorrupt},
+		{"no version", pinnedTimeKey(t0), `{"start":"2026-11-20T00:00:00Z"}`, ErrCorrupt},
+		{"a newer version", pinnedTimeKey(t0), `{"v":2}`, ErrUnknownVersion},
+		{"an unknown field", pinnedTimeKey(t0), `{"v":1,"start":"2026-11-20T00:00:00Z","end":"2026-11-20T01:00:00Z","count":1,"fetched_at":"2026-11-20T01:00:00Z","stage":0,"x":1}`, ErrCorrupt},
+		{"a start unlike its key", pinnedTimeKey(t0.Add(time.Hour)), `{"v":1,"start":"2026-11-20T00:00:00Z","end":"2026-11-20T01:00:00Z","count":1,"fetched_at":"2026-11-20T01:00:00Z","stage":0}`, ErrCorrupt},
+		{"an empty window", pinnedTimeKey(t0), `{"v":1,"start":"2026-11-20T00:00:00Z","end":"2026-11-20T00:00:00Z","count":1,"fetched_at":"2026-11-20T01:00:00Z","stage":0}`, ErrCorrupt},
 		{"a short key", []byte("abc"), `{"v":1}`, ErrCorrupt},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			d, path := openTemp(t)
-			if err := d.Apply(context.Background(), Changes{Windows: map[record.Stream]WindowChanges{dnsAcme: {Put: []Window{hourWindow(5, 1)}}}}); err != nil {
+			if err := d.Apply(context.Background(), Changes{Windows: map[record.Stream]cursor.WindowChanges{dnsAcme: {Put: []cursor.LoggedWindow{hourWindow(5, 1)}}}}); err != nil {
 				t.Fatal(err)
 			}
 			if err := d.Close(); err != nil {
@@ -319,24 +320,24 @@ func TestChangesMergeFoldsStatesLogsAndMarks(t *testing.T) {
 	}
 	c.Merge(Changes{
 		States:  map[record.Stream]State{dnsAcme: {Delivered: 1}},
-		Windows: map[record.Stream]WindowChanges{dnsAcme: {Put: []Window{hourWindow(0, 1)}}},
-		Alerts:  map[record.Stream]AlertChanges{alertsAcme: {Put: map[string]AlertMark{"a": {Update: ms(1)}}}},
+		Windows: map[record.Stream]cursor.WindowChanges{dnsAcme: {Put: []cursor.LoggedWindow{hourWindow(0, 1)}}},
+		Alerts:  map[record.Stream]cursor.AlertChanges{alertsAcme: {Put: map[string]cursor.AlertMark{"a": {Update: ms(1)}}}},
 	})
 	c.Merge(Changes{
 		States:  map[record.Stream]State{dnsAcme: {Delivered: 2}},
-		Windows: map[record.Stream]WindowChanges{dnsAcme: {Delete: []time.Time{hourWindow(0, 1).Start}, Put: []Window{hourWindow(1, 1)}}},
-		Alerts:  map[record.Stream]AlertChanges{alertsAcme: {Put: map[string]AlertMark{"a": {Update: ms(2)}}}},
+		Windows: map[record.Stream]cursor.WindowChanges{dnsAcme: {Delete: []time.Time{hourWindow(0, 1).Start}, Put: []cursor.LoggedWindow{hourWindow(1, 1)}}},
+		Alerts:  map[record.Stream]cursor.AlertChanges{alertsAcme: {Put: map[string]cursor.AlertMark{"a": {Update: ms(2)}}}},
 	})
 	if c.Empty() || c.States[dnsAcme].Delivered != 2 || len(c.Windows[dnsAcme].Put) != 1 || !c.Windows[dnsAcme].Put[0].Start.Equal(hourWindow(1, 1).Start) ||
 		!c.Alerts[alertsAcme].Put["a"].Update.Equal(ms(2)) {
 		t.Fatalf("merged %+v", c)
 	}
-	if !(Changes{Windows: map[record.Stream]WindowChanges{dnsAcme: {}}}).Empty() {
+	if !(Changes{Windows: map[record.Stream]cursor.WindowChanges{dnsAcme: {}}}).Empty() {
 		t.Fatal("changes of nothing are not empty")
 	}
 	d, _ := openTemp(t)
 	if err := d.Apply(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
-	windowsEqual(t, mustWindows(t, d, dnsAcme), []Window{hourWindow(1, 1)})
+	windowsEqual(t, mustWindows(t, d, dnsAcme), []cursor.LoggedWindow{hourWindow(1, 1)})
 }

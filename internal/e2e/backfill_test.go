@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
@@ -53,8 +54,8 @@ func TestDenseSourceIsSplitUnderTheCapAndComplete(t *testing.T) {
 	c := harness.New(t, harness.Config{Sim: sim, Start: start, Accounts: []string{"acme"}, Sources: []string{"dns"}, Interval: harness.Omit})
 	c.RunOnce(t, 10*time.Minute)
 
-	k := harness.Stream{Source: "dns", Account: "acme"}
-	n := c.Compare(t, c.ReadOutput(t), []harness.Stream{k})
+	k := record.Stream{Source: "dns", Account: "acme"}
+	n := c.Compare(t, c.ReadOutput(t), []record.Stream{k})
 	if n < 500_000 {
 		t.Fatalf("only %d records: the window never passed the cap, the test proves nothing", n)
 	}

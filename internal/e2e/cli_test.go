@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
@@ -139,7 +140,7 @@ func TestSIGTERMDrainsCommitsAndExits0(t *testing.T) {
 	if code != 0 || !strings.Contains(st, "reset 1 stream") {
 		t.Fatalf("reset exit %d:\n%s", code, st)
 	}
-	if _, ok := c.Watermarks(t)[harness.Stream{Source: "dns", Account: "acme"}]; ok {
+	if _, ok := c.Watermarks(t)[record.Stream{Source: "dns", Account: "acme"}]; ok {
 		t.Fatal("dns/acme still has a checkpoint after --reset")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
@@ -114,7 +115,7 @@ func TestSIGTERMDuringOnceExits0(t *testing.T) {
 	// Streams that committed something are complete up to their
 	// watermark; the rest continue at the next run.
 	wms := c.Watermarks(t)
-	var moved []harness.Stream
+	var moved []record.Stream
 	for _, k := range harness.AllStreams() {
 		if wms[k].Watermark.After(start) {
 			moved = append(moved, k)

@@ -200,7 +200,7 @@ func TestKafkaBrokerRestartMidBackfillNeverCommitsAheadOfTheBroker(t *testing.T)
 		ckptBefore, emptyWindows := ckpt(), false
 
 		// Down for a few seconds: the collector waits and acknowledges nothing.
-		polls, moved := 0, map[harness.Stream]bool{}
+		polls, moved := 0, map[record.Stream]bool{}
 		for time.Since(downAt) < 4*time.Second {
 			select {
 			case <-p.Exited():
@@ -228,8 +228,8 @@ func TestKafkaBrokerRestartMidBackfillNeverCommitsAheadOfTheBroker(t *testing.T)
 					k.Source, k.Account, how, b.Watermark.Format(time.RFC3339), a.Watermark.Format(time.RFC3339), b.Delivered, a.Delivered)
 			}
 			// Nothing to commit: the checkpoint file is not written.
-			if cur := ckpt(); cur != ckptBefore && !emptyWindows && !moved[harness.Stream{}] {
-				moved[harness.Stream{}] = true
+			if cur := ckpt(); cur != ckptBefore && !emptyWindows && !moved[record.Stream{}] {
+				moved[record.Stream{}] = true
 				t.Errorf("the checkpoint file was written while the broker was %s", how)
 			}
 			polls++

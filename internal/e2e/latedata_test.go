@@ -50,7 +50,7 @@ type lateRun struct {
 
 // missingIn compares, per stream, the distinct ids out holds for records
 // of [from, to) with the simulator's truth visible now (C8).
-func missingIn(t *testing.T, sim *apisim.Server, out *harness.Output, streams []harness.Stream, from, to time.Time) (missing, total int64) {
+func missingIn(t *testing.T, sim *apisim.Server, out *harness.Output, streams []record.Stream, from, to time.Time) (missing, total int64) {
 	t.Helper()
 	for _, k := range streams {
 		var got record.Digest
@@ -106,7 +106,7 @@ var recheckSeries = []string{"collector_recheck_windows_total", "collector_reche
 // accepts) each second, counting streams within a minute of now, until
 // the function it returns is called, which stops the sampling and returns
 // the samples.
-func sampleLags(addr string, only func(harness.Stream) bool) (stop func() []time.Duration) {
+func sampleLags(addr string, only func(record.Stream) bool) (stop func() []time.Duration) {
 	var lags []time.Duration
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -243,7 +243,7 @@ func TestRechecksBesideABackfillKeepTheNewestWindowFresh(t *testing.T) {
 	c := harness.New(t, harness.Config{Sim: sim, Start: start, Sources: []string{"dns"}, Lag: lateLag, Interval: lateInterval,
 		Recheck: "[1m, 3m]", Metrics: addr, NoFsync: true, PageRows: 500, Rate: harness.Rate{Limit: 60, Period: 10 * time.Second}})
 	p := c.Start(t)
-	stopSampling := sampleLags(addr, func(k harness.Stream) bool { return k.Account == "acme" })
+	stopSampling := sampleLags(addr, func(k record.Stream) bool { return k.Account == "acme" })
 	var m map[string]float64
 	var backfilling bool
 	for end := time.Now().Add(150 * time.Second); time.Now().Before(end); {
@@ -341,7 +341,7 @@ func TestKillDuringRechecksAndAlertTrackingLosesNothing(t *testing.T) {
 	}
 	afterClean, total := alertDups()
 	out := c.ReadOutput(t)
-	var core []harness.Stream
+	var core []record.Stream
 	for _, k := range c.Streams() {
 		if k.Source == "dns" {
 			core = append(core, k)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink/sinkhelper"
 	"github.com/svcexport/collector/internal/testinfra/chtest"
 	"github.com/svcexport/collector/internal/testinfra/harness"
@@ -378,7 +379,7 @@ pipeline:
 	p := c.Start(t)
 	defer p.Kill()
 	metrics := c.Config().Metrics
-	harness.WaitState(t, p, metrics, 30*time.Second, func(st map[harness.Stream]harness.LiveStream) (bool, string) {
+	harness.WaitState(t, p, metrics, 30*time.Second, func(st map[record.Stream]harness.LiveStream) (bool, string) {
 		return st != nil, "/state does not answer"
 	})
 	// The pipe and the buffer fill: wait until file sink a stops growing

@@ -59,7 +59,7 @@ func TestOCSFFileSinkBackfillMatchesTruth(t *testing.T) {
 	schema := ocsftest.Load(t)
 	var bad problems
 	events := 0
-	got := harness.ReadOCSFFileSink(t, out, func(k harness.Stream, ev *harness.OCSFEvent, line []byte) {
+	got := harness.ReadOCSFFileSink(t, out, func(k record.Stream, ev *harness.OCSFEvent, line []byte) {
 		events++
 		if errs := schema.Validate(line); len(errs) > 0 {
 			bad.add("%s/%s %s: %v", k.Source, k.Account, ev.Metadata.UID, errs)
@@ -127,7 +127,7 @@ func TestOCSFKafkaBackfillReadByKcatMatchesTruth(t *testing.T) {
 		if errs := schema.Validate(m.Value); len(errs) > 0 {
 			bad.add("%s: %v", where, errs)
 		}
-		got.Add(harness.Stream{Source: h["source"], Account: h["account"]}, ev.Metadata.UID, tm)
+		got.Add(record.Stream{Source: h["source"], Account: h["account"]}, ev.Metadata.UID, tm)
 	})
 	bad.report(t, events)
 	n := c.Compare(t, got, harness.Streams(sources, harness.Accounts()))

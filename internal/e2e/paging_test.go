@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
@@ -167,11 +168,11 @@ func TestPaging_C6_EdgeWithThreeSubAccountsIsFetchedOncePerToken(t *testing.T) {
 	}
 	wms := c.Watermarks(t)
 	for _, s := range edge {
-		if _, ok := wms[harness.Stream{Source: s, Account: harness.EdgeAccount}]; !ok {
+		if _, ok := wms[record.Stream{Source: s, Account: harness.EdgeAccount}]; !ok {
 			t.Errorf("no checkpoint stream %s/%s", s, harness.EdgeAccount)
 		}
 		for _, a := range accounts {
-			if _, ok := wms[harness.Stream{Source: s, Account: a}]; ok {
+			if _, ok := wms[record.Stream{Source: s, Account: a}]; ok {
 				t.Errorf("an edge stream per sub-account: %s/%s", s, a)
 			}
 		}
@@ -275,19 +276,19 @@ func TestPaging_C5_KeyWithoutAccessBlocksOnlyItsStreams(t *testing.T) {
 			}
 		}
 		// The readable streams go on: dns/acme reaches now - lag.
-		harness.WaitState(t, p, d.Metrics, time.Minute, func(st map[harness.Stream]harness.LiveStream) (bool, string) {
-			return st[harness.Stream{Source: "dns", Account: "acme"}].CaughtUp, "dns/acme never caught up while other streams were blocked"
+		harness.WaitState(t, p, d.Metrics, time.Minute, func(st map[record.Stream]harness.LiveStream) (bool, string) {
+			return st[record.Stream{Source: "dns", Account: "acme"}].CaughtUp, "dns/acme never caught up while other streams were blocked"
 		})
 		// /state says which streams are blocked and why, and what the
 		// readable ones learnt of the server's page size (C3).
 		st := harness.LiveState(d.Metrics)
 		for _, s := range blocked {
 			src, acct, _ := strings.Cut(s, "/")
-			if b := st[harness.Stream{Source: src, Account: acct}].Blocked; b == nil || b.Reason != "forbidden" || !strings.Contains(b.Error, "403") {
+			if b := st[record.Stream{Source: src, Account: acct}].Blocked; b == nil || b.Reason != "forbidden" || !strings.Contains(b.Error, "403") {
 				t.Errorf("/state of %s: blocked %+v, want forbidden with its 403", s, b)
 			}
 		}
-		if ls := st[harness.Stream{Source: "dns", Account: "acme"}]; ls.Blocked != nil || ls.Learnt == nil || ls.Learnt.PageRows != 500 {
+		if ls := st[record.Stream{Source: "dns", Account: "acme"}]; ls.Blocked != nil || ls.Learnt == nil || ls.Learnt.PageRows != 500 {
 			t.Errorf("/state of dns/acme: blocked %+v, learnt %+v; want not blocked, page_rows 500", ls.Blocked, ls.Learnt)
 		}
 		before := sim.Stats().Get("sim-admin", "audit_logs").Requests

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
@@ -27,8 +28,8 @@ func TestNextPageExpiryShorterThanAChainWalkStaysComplete(t *testing.T) {
 		Interval: harness.Omit, PageRows: 500, Env: []string{"COLLECTOR_API__NEXT_PAGE_TTL=2s"}})
 	c.RunOnce(t, 5*time.Minute)
 
-	k := harness.Stream{Source: "connections", Account: "acme"}
-	n := c.Compare(t, c.ReadOutput(t), []harness.Stream{k})
+	k := record.Stream{Source: "connections", Account: "acme"}
+	n := c.Compare(t, c.ReadOutput(t), []record.Stream{k})
 	st := sim.Stats().Get("sim-admin", "connections")
 	if st.NextPage404 == 0 {
 		t.Fatalf("no next-page URL expired: the test did not exercise expiry (%d records)", n)
@@ -202,7 +203,7 @@ func TestAStalledSinkKeepsMemoryBoundedAndTheCheckpointStill(t *testing.T) {
 		}
 		return m.RSS / 1024
 	}
-	harness.WaitState(t, p, metrics, 30*time.Second, func(st map[harness.Stream]harness.LiveStream) (bool, string) {
+	harness.WaitState(t, p, metrics, 30*time.Second, func(st map[record.Stream]harness.LiveStream) (bool, string) {
 		return st != nil, "/state does not answer"
 	})
 	time.Sleep(3 * time.Second) // the pipe and the buffer fill

@@ -11,7 +11,7 @@ import (
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/apisim"
-	"github.com/svcexport/collector/internal/source/pollmetrics"
+	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
@@ -32,7 +32,7 @@ func TestSilentStream_FailingBeforeItsFirstCommitHasItsSeriesAtZeroAndErrorsRisi
 			// Blocked streams are asked again this often: fast enough to
 			// see their counter rise.
 			Env: []string{"COLLECTOR_API__PERMANENT_ERROR_RETRY=300ms"}}
-		silentStream(t, cfg, "acme-dev", pollmetrics.PollErrorForbidden, api.ReasonForbidden, "acme",
+		silentStream(t, cfg, "acme-dev", source.PollErrorForbidden, api.ReasonForbidden, "acme",
 			"streams", "dns/acme-dev: "+api.ReasonForbidden)
 	})
 	t.Run("C5 server errors on every data request", func(t *testing.T) {
@@ -44,7 +44,7 @@ func TestSilentStream_FailingBeforeItsFirstCommitHasItsSeriesAtZeroAndErrorsRisi
 				"COLLECTOR_API__RETRY__MAX_ATTEMPTS=2",
 				// /readyz names it once it failed this long (3 intervals of 1s).
 				"COLLECTOR_METRICS__FAILING_AFTER=2s"}}
-		silentStream(t, cfg, "acme", pollmetrics.PollErrorTransient, "", "",
+		silentStream(t, cfg, "acme", source.PollErrorTransient, "", "",
 			"streams_failing", "dns/acme: no commit for")
 	})
 }
@@ -89,7 +89,7 @@ func silentStream(t *testing.T, cfg harness.Config, account, kind, reason, okAcc
 		"collector_stream_failed{" + lbl + "}",
 		"collector_backfill_windows_left{" + lbl + "}",
 	}
-	for _, k := range pollmetrics.PollErrorKinds() {
+	for _, k := range source.PollErrorKinds() {
 		if k != kind {
 			zero = append(zero, fmt.Sprintf(`collector_poll_errors_total{account=%q,kind=%q,source="dns"}`, account, k))
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/testinfra/chtest"
 	"github.com/svcexport/collector/internal/testinfra/harness"
 	"github.com/svcexport/collector/internal/testinfra/harness/chharness"
@@ -177,7 +178,7 @@ func TestVerifyFindsAPlantedGapInTheFileSink(t *testing.T) {
 	col := harness.New(t, harness.Config{Sim: sim, Start: start, Sources: verifySources, NoFsync: true})
 	col.RunOnce(t, 3*time.Minute)
 	wms := col.Watermarks(t)
-	days := len(harness.Days(start, wms[harness.Stream{Source: "dns", Account: "acme"}].Watermark))
+	days := len(harness.Days(start, wms[record.Stream{Source: "dns", Account: "acme"}].Watermark))
 	streams := len(wms)
 
 	before := simRequests(sim)
@@ -311,7 +312,7 @@ func TestVerifyWhileTheCollectorRuns(t *testing.T) {
 	col := harness.New(t, harness.Config{Sim: sim, Start: start, Sources: verifySources, NoFsync: true, Metrics: metrics})
 	p := col.Start(t)
 	defer p.Stop(30 * time.Second)
-	harness.WaitState(t, p, metrics, 2*time.Minute, func(st map[harness.Stream]harness.LiveStream) (bool, string) {
+	harness.WaitState(t, p, metrics, 2*time.Minute, func(st map[record.Stream]harness.LiveStream) (bool, string) {
 		caught := 0
 		for _, s := range st {
 			if s.CaughtUp {

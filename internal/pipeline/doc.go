@@ -7,11 +7,21 @@
 // package that imports the sources, the sinks and the checkpoint; none of
 // them imports it.
 //
-// Files: pipeline.go (Run: producers, workers, commits), output.go (each
-// producer's Output: reservations, and pages handed to every sink),
-// slots.go (the buffer's semaphore), target.go (one sink: its queue, its
-// pending pages, its lag), write.go (each sink's workers and retries, a
-// page finished by every sink, permanent errors), tracker.go (contiguous
-// acknowledgements), health.go (Stalled, errors and states for /readyz,
-// /healthz and /state), metrics.go, config.go.
+// It passes package cursor's values through unchanged: a producer's
+// cursor.Page carries its record.Batch (the pipeline only numbers it) and
+// the cursor.Cursor and cursor.LogChanges that hold once it is delivered;
+// the tracker folds those of contiguous acknowledged pages into
+// checkpoint.State and checkpoint.Changes, which hold the same cursor
+// types.
+//
+// Files, in the order a page travels: pipeline.go (Producer, Pipeline,
+// New, Run: producers, workers, commits), output.go (each producer's
+// source.Output: reservations, and pages handed to every sink), slots.go
+// (the buffer's semaphore), target.go (one sink: its queue, its pending
+// pages, its lag), write.go (each sink's workers and retries, a page
+// finished by every sink, permanent errors), tracker.go (contiguous
+// acknowledgements), commit.go (Store, the checkpoint as the pipeline
+// needs it; the commit loop; the cursor a producer resumes from),
+// health.go (Stalled, errors, lags and states for /readyz, /healthz and
+// /state), metrics.go, config.go.
 package pipeline

@@ -88,3 +88,33 @@ func (p *Pipeline) States() map[record.Stream]checkpoint.State {
 	}
 	return p.tracker.states()
 }
+
+// SinkLags returns every sink's lag, in the order of the targets. It is
+// safe for concurrent use.
+func (p *Pipeline) SinkLags() []SinkLag {
+	now := p.now()
+	out := make([]SinkLag, len(p.targets))
+	for i, t := range p.targets {
+		out[i] = t.lag(now)
+	}
+	return out
+}
+
+// StreamSinkLags returns, for every stream of the producers, every sink's
+// lag on that stream (in the order of the targets, zeros included), for
+// the state of the streams. It is safe for concurrent use.
+func (p *Pipeline) StreamSinkLags() map[record.Stream][]SinkLag {
+	now := p.now()
+	out := make(map[record.Stream][]SinkLag, len(p.producers))
+	for _, pr := range p.producers {
+		ls := make([]SinkLag, len(p.targets))
+		for i, t := range p.targets {
+			ls[i].Sink = t.Name
+		}
+		out[pr.Stream()] = ls
+	}
+	for i, t := range p.targets {
+		t.streamLag(now, i, out)
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
 )
@@ -53,12 +54,12 @@ func (o *output) release() {
 // blocks while the buffer is full, or a sink's queue: that is the
 // backpressure that keeps memory flat. The page holds its room until every
 // sink has finished with it, so a slow sink holds the others back.
-func (o *output) Emit(ctx context.Context, pg source.Page) error {
+func (o *output) Emit(ctx context.Context, pg cursor.Page) error {
 	p := o.p
 	// A page larger than the room reserved for it (the server sent more
 	// than the configured page size) trades the reservation for the whole
 	// page rather than waiting for the rest while holding it.
-	need := p.slots.clamp(len(pg.Envelopes))
+	need := p.slots.clamp(len(pg.Batch.Envelopes))
 	if err := o.grow(ctx, need); err != nil {
 		return err
 	}
@@ -68,13 +69,10 @@ func (o *output) Emit(ctx context.Context, pg source.Page) error {
 	p.pending.Add(int64(held))
 	p.busy.CompareAndSwap(0, p.now().UnixNano())
 	p.m.buffered.Set(float64(p.pending.Load()))
-	it := &item{key: o.stream, seq: p.tracker.next(o.stream), after: pg.After, revisit: pg.Revisit, log: pg.Log, held: held}
-	if len(pg.Envelopes) > 0 {
-		it.batch = &record.Batch{
-			Source: pg.Stream.Source, Account: pg.Stream.Account,
-			WindowStart: pg.Window.Start, WindowEnd: pg.Window.End,
-			Page: pg.Index, Seq: it.seq, Envelopes: pg.Envelopes,
-		}
+	it := &item{key: o.stream, seq: p.tracker.next(o.stream), page: pg, held: held}
+	if len(pg.Batch.Envelopes) > 0 {
+		it.page.Batch.Seq = it.seq
+		it.batch = &it.page.Batch
 	}
 	it.handed = p.now()
 	it.left.Store(int32(len(p.targets)))

@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/svcexport/collector/internal/checkpoint/checkpointtest"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
-	"github.com/svcexport/collector/internal/source"
 )
 
 var errSchema = errors.New("column fqdn: value too long for the table's type")
@@ -146,6 +146,6 @@ func TestTheTrackerIgnoresAcknowledgementsOfAFailedStream(t *testing.T) {
 }
 
 // cursorAt is the cursor after window h (one-hour windows from t0).
-func cursorAt(h int) source.Cursor {
-	return source.Cursor{Watermark: t0.Add(time.Duration(h) * time.Hour)}
+func cursorAt(h int) cursor.Cursor {
+	return cursor.Cursor{Watermark: t0.Add(time.Duration(h) * time.Hour)}
 }

@@ -11,19 +11,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
 )
-
-// Store is what the pipeline needs of the checkpoint: the states, and
-// the window logs and alert marks that commit with them (Apply).
-type Store interface {
-	All(ctx context.Context) (map[record.Stream]checkpoint.State, error)
-	Apply(ctx context.Context, c checkpoint.Changes) error
-	Windows(ctx context.Context, k record.Stream) ([]checkpoint.Window, error)
-	Alerts(ctx context.Context, k record.Stream) (map[string]checkpoint.AlertMark, error)
-}
 
 // Producer pulls one stream into the pipeline; *source.Poller is one. Run
 // gets the stream's cursor as last committed and the stream's own Output,
@@ -32,7 +23,7 @@ type Store interface {
 // stopped.
 type Producer interface {
 	Stream() record.Stream
-	Run(ctx context.Context, from source.Cursor, out source.Output) error
+	Run(ctx context.Context, from cursor.Cursor, out source.Output) error
 }
 
 // Pipeline moves pages from producers through a bounded buffer to every
@@ -67,14 +58,12 @@ type Pipeline struct {
 // with it once (acknowledged or dropped); the last one gives its room back
 // and, when every sink acknowledged it, acknowledges it to the tracker.
 type item struct {
-	key     record.Stream
-	seq     uint64
-	batch   *record.Batch // shared by the sinks: read-only
-	after   source.Cursor
-	revisit bool
-	log     *source.LogChanges
-	held    int // slots held
-	handed  time.Time
+	key    record.Stream
+	seq    uint64
+	page   cursor.Page   // as the producer emitted it, its Batch.Seq set
+	batch  *record.Batch // &page.Batch, nil for an empty page; shared by the sinks: read-only
+	held   int           // slots held
+	handed time.Time
 
 	left   atomic.Int32 // sinks not finished with it yet
 	missed atomic.Bool  // a sink finished without acknowledging it
@@ -125,7 +114,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return fmt.Errorf("load checkpoint: %w", err)
 	}
 	p.tracker = newTracker(initial)
-	from := make(map[record.Stream]source.Cursor, len(p.producers))
+	from := make(map[record.Stream]cursor.Cursor, len(p.producers))
 	for _, pr := range p.producers {
 		k := pr.Stream()
 		if from[k], err = p.resumeFrom(ctx, k, initial[k]); err != nil {
@@ -202,7 +191,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 }
 
 // runProducers runs producer i under ctxs[i] until every one returned.
-func (p *Pipeline) runProducers(ctxs []context.Context, from map[record.Stream]source.Cursor) error {
+func (p *Pipeline) runProducers(ctxs []context.Context, from map[record.Stream]cursor.Cursor) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
@@ -226,60 +215,4 @@ func (p *Pipeline) runProducers(ctxs []context.Context, from map[record.Stream]s
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// commitLoop commits dirty stream states as acknowledgements move them,
-// one transaction at a time (so commits coalesce under load), until stop.
-func (p *Pipeline) commitLoop(ctx context.Context, stop <-chan struct{}) {
-	tick := time.NewTicker(5 * time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-ctx.Done():
-			return
-		case <-p.tracker.signal:
-		case <-tick.C:
-			p.observeAll()
-		}
-		if err := p.commit(ctx); err != nil {
-			// Keep the states dirty and try again; readiness reports it.
-			select {
-			case <-time.After(time.Second):
-			case <-stop:
-				return
-			}
-			select {
-			case p.tracker.signal <- struct{}{}:
-			default:
-			}
-		}
-	}
-}
-
-func (p *Pipeline) commit(ctx context.Context) error {
-	dirty := p.tracker.takeDirty()
-	logs := p.tracker.takeLogs()
-	if len(dirty) == 0 && logs.Empty() {
-		return nil
-	}
-	logs.States = dirty
-	start := p.now()
-	err := p.store.Apply(ctx, logs)
-	p.m.commitDuration.Observe(p.now().Sub(start).Seconds())
-	if err != nil {
-		p.tracker.putBack(dirty)
-		p.tracker.putBackLogs(logs)
-		p.m.commitErrors.Inc()
-		p.commitE.Store(errBox{err})
-		p.log.Error("checkpoint commit failed; will retry", "streams", len(dirty), "err", err)
-		return err
-	}
-	p.commitE.Store(errBox{})
-	p.m.commits.Inc()
-	for k, st := range dirty {
-		p.observe(k, st)
-	}
-	return nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/checkpoint/checkpointtest"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/source"
@@ -35,13 +36,13 @@ type scriptedPoller struct {
 	pages   int // pages per window
 	rows    int // rows per page
 	tail    bool
-	started chan source.Cursor
+	started chan cursor.Cursor
 	emitted atomic.Int64
 }
 
 func (s *scriptedPoller) Stream() record.Stream { return s.key }
 
-func (s *scriptedPoller) Run(ctx context.Context, from source.Cursor, out source.Output) error {
+func (s *scriptedPoller) Run(ctx context.Context, from cursor.Cursor, out source.Output) error {
 	if s.started != nil {
 		s.started <- from
 	}
@@ -52,17 +53,17 @@ func (s *scriptedPoller) Run(ctx context.Context, from source.Cursor, out source
 	for w := 0; w < s.windows; w++ {
 		win := window.Window{Start: wm, End: wm.Add(time.Hour)}
 		for p := 0; p < s.pages; p++ {
-			pg := source.Page{Stream: s.key, Window: win, Index: p, FetchedAt: t0}
+			pg := cursor.Page{Batch: record.Batch{Source: s.key.Source, Account: s.key.Account, WindowStart: win.Start, WindowEnd: win.End, Page: p}, FetchedAt: t0}
 			for r := 0; r < s.rows; r++ {
 				raw := fmt.Sprintf(`{"createdTime":%q,"n":%d}`, win.Start.Format(time.RFC3339), int(s.emitted.Load()))
 				id, _ := record.ID(s.key.Source, []byte(raw))
-				pg.Envelopes = append(pg.Envelopes, record.Envelope{ID: id, Source: s.key.Source, Account: s.key.Account, Time: win.Start, Record: []byte(raw)})
+				pg.Batch.Envelopes = append(pg.Batch.Envelopes, record.Envelope{ID: id, Source: s.key.Source, Account: s.key.Account, Time: win.Start, Record: []byte(raw)})
 				s.emitted.Add(1)
 			}
 			if p == s.pages-1 {
-				pg.After = source.Cursor{Watermark: win.End}
+				pg.After = cursor.Cursor{Watermark: win.End}
 			} else {
-				pg.After = source.Cursor{Watermark: wm, InFlight: &source.Chain{Window: win, NextURL: fmt.Sprintf("next-%d", p+1), Pages: p + 1}}
+				pg.After = cursor.Cursor{Watermark: wm, InFlight: &cursor.Chain{Window: win, NextURL: fmt.Sprintf("next-%d", p+1), Pages: p + 1}}
 			}
 			if err := out.Emit(ctx, pg); err != nil {
 				return err
@@ -285,7 +286,7 @@ func TestStopDrainsWhatWasFetchedAndResumesFromTheCheckpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A second run resumes where the first stopped.
-		started := make(chan source.Cursor, 1)
+		started := make(chan cursor.Cursor, 1)
 		pl2 := &scriptedPoller{key: key, windows: 1, pages: 1, rows: 1, started: started}
 		p2 := New(testConfig(), store, one(s), []Producer{pl2}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 		if err := p2.Run(t.Context()); err != nil {
@@ -416,7 +417,7 @@ type reservingPoller struct {
 
 func (r *reservingPoller) Stream() record.Stream { return r.key }
 
-func (r *reservingPoller) Run(ctx context.Context, from source.Cursor, out source.Output) error {
+func (r *reservingPoller) Run(ctx context.Context, from cursor.Cursor, out source.Output) error {
 	wm := t0
 	for {
 		if err := out.Reserve(ctx, r.rows); err != nil {
@@ -431,10 +432,10 @@ func (r *reservingPoller) Run(ctx context.Context, from source.Cursor, out sourc
 		}
 		time.Sleep(time.Millisecond)
 		win := window.Window{Start: wm, End: wm.Add(time.Minute)}
-		pg := source.Page{Stream: r.key, Window: win, After: source.Cursor{Watermark: win.End}}
+		pg := cursor.Page{Batch: record.Batch{Source: r.key.Source, Account: r.key.Account, WindowStart: win.Start, WindowEnd: win.End, Page: 0}, After: cursor.Cursor{Watermark: win.End}}
 		for i := 0; i < r.rows; i++ {
 			raw := fmt.Sprintf(`{"createdTime":%q,"i":%d}`, win.Start.Format(time.RFC3339), i)
-			pg.Envelopes = append(pg.Envelopes, record.Envelope{ID: fmt.Sprint(r.key.Account, wm.Unix(), i), Source: r.key.Source, Account: r.key.Account, Record: []byte(raw)})
+			pg.Batch.Envelopes = append(pg.Batch.Envelopes, record.Envelope{ID: fmt.Sprint(r.key.Account, wm.Unix(), i), Source: r.key.Source, Account: r.key.Account, Record: []byte(raw)})
 		}
 		err := out.Emit(ctx, pg)
 		r.fetching.Add(-1)

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/svcexport/collector/internal/checkpoint/checkpointtest"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/window"
@@ -37,7 +38,7 @@ type roomPoller struct {
 
 func (r *roomPoller) Stream() record.Stream { return r.key }
 
-func (r *roomPoller) Run(ctx context.Context, _ source.Cursor, out source.Output) error {
+func (r *roomPoller) Run(ctx context.Context, _ cursor.Cursor, out source.Output) error {
 	wm := t0
 	time.Sleep(r.start)
 	for i := 0; i < r.pages; i++ {
@@ -58,9 +59,9 @@ func (r *roomPoller) Run(ctx context.Context, _ source.Cursor, out source.Output
 			}
 		}
 		win := window.Window{Start: wm, End: wm.Add(time.Minute)}
-		pg := source.Page{Stream: r.key, Window: win, Index: 0, After: source.Cursor{Watermark: win.End}}
+		pg := cursor.Page{Batch: record.Batch{Source: r.key.Source, Account: r.key.Account, WindowStart: win.Start, WindowEnd: win.End, Page: 0}, After: cursor.Cursor{Watermark: win.End}}
 		for j := 0; j < r.rows; j++ {
-			pg.Envelopes = append(pg.Envelopes, record.Envelope{ID: fmt.Sprint(r.key.Account, "-", i, "-", j),
+			pg.Batch.Envelopes = append(pg.Batch.Envelopes, record.Envelope{ID: fmt.Sprint(r.key.Account, "-", i, "-", j),
 				Source: r.key.Source, Account: r.key.Account, Time: win.Start, Record: []byte(`{}`)})
 		}
 		if err := out.Emit(ctx, pg); err != nil {

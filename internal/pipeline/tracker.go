@@ -1,15 +1,12 @@
 package pipeline
 
 import (
-	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/svcexport/collector/internal/checkpoint"
-	"github.com/svcexport/collector/internal/recheck"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
-	"github.com/svcexport/collector/internal/source"
 )
 
 // tracker turns acknowledgements, which arrive in any order from concurrent
@@ -28,17 +25,16 @@ type stream struct {
 	nextCommit uint64 // seq of the oldest page not yet acknowledged
 	acked      map[uint64]ackedPage
 	state      checkpoint.State // as of the contiguous acknowledged run
-	// windows and alerts are the log changes of the contiguous run not
-	// yet committed (takeLogs).
-	windows checkpoint.WindowChanges
-	alerts  checkpoint.AlertChanges
-	logged  bool
+	// logs are the log changes of the contiguous run not yet committed
+	// (takeLogs).
+	logs   cursor.LogChanges
+	logged bool
 }
 
 type ackedPage struct {
-	after   source.Cursor
+	after   cursor.Cursor
 	revisit bool
-	log     *source.LogChanges
+	log     *cursor.LogChanges
 	rows    int
 }
 
@@ -90,11 +86,16 @@ func (t *tracker) ack(k record.Stream, seq uint64, p ackedPage, now time.Time) {
 		s.nextCommit++
 		s.state.Delivered += int64(a.rows)
 		if !a.log.Empty() {
-			s.addLog(a.log)
+			s.logs.Merge(*a.log)
+			s.logged = true
 		}
 		if !a.revisit {
 			s.state.Watermark = a.after.Watermark
-			s.state.InFlight = inFlightOf(a.after.InFlight)
+			s.state.InFlight = nil
+			if f := a.after.InFlight; f != nil {
+				ch := *f // the state owns its copy, whatever the producer does with its own
+				s.state.InFlight = &ch
+			}
 			if a.after.Density > 0 {
 				s.state.Density = a.after.Density
 			}
@@ -158,48 +159,6 @@ func (t *tracker) states() map[record.Stream]checkpoint.State {
 	return out
 }
 
-func inFlightOf(c *source.Chain) *checkpoint.InFlight {
-	if c == nil {
-		return nil
-	}
-	return &checkpoint.InFlight{
-		Start: c.Window.Start, End: c.Window.End,
-		NextURL: c.NextURL, ChainStarted: c.Started,
-		Pages: c.Pages, Rows: c.Rows, Total: c.Total,
-	}
-}
-
-// cursorOf is the inverse of inFlightOf: the cursor a poller resumes from.
-func cursorOf(st checkpoint.State) source.Cursor {
-	c := source.Cursor{Watermark: st.Watermark, Density: st.Density}
-	if f := st.InFlight; f != nil {
-		c.InFlight = &source.Chain{
-			NextURL: f.NextURL, Started: f.ChainStarted, Pages: f.Pages, Rows: f.Rows, Total: f.Total,
-		}
-		c.InFlight.Window.Start, c.InFlight.Window.End = f.Start, f.End
-	}
-	return c
-}
-
-// addLog folds the log changes of an acknowledged page into the stream's
-// uncommitted ones.
-func (s *stream) addLog(l *source.LogChanges) {
-	w := checkpoint.WindowChanges{Delete: l.Delete, PruneBefore: l.PruneBefore}
-	for _, e := range l.Put {
-		w.Put = append(w.Put, checkpoint.Window(e))
-	}
-	s.windows.Merge(w)
-	a := checkpoint.AlertChanges{PruneCreatedBefore: l.AlertsPruneBefore}
-	if len(l.Alerts) > 0 {
-		a.Put = make(map[string]checkpoint.AlertMark, len(l.Alerts))
-		for id, m := range l.Alerts {
-			a.Put[id] = checkpoint.AlertMark(m)
-		}
-	}
-	s.alerts.Merge(a)
-	s.logged = true
-}
-
 // takeLogs returns the log changes of the acknowledged runs since the
 // last call and forgets them; putBackLogs returns them after a failed
 // commit, before any change made since.
@@ -212,11 +171,11 @@ func (t *tracker) takeLogs() checkpoint.Changes {
 			continue
 		}
 		if c.Windows == nil {
-			c.Windows = map[record.Stream]checkpoint.WindowChanges{}
-			c.Alerts = map[record.Stream]checkpoint.AlertChanges{}
+			c.Windows = map[record.Stream]cursor.WindowChanges{}
+			c.Alerts = map[record.Stream]cursor.AlertChanges{}
 		}
-		c.Windows[k], c.Alerts[k] = s.windows, s.alerts
-		s.windows, s.alerts, s.logged = checkpoint.WindowChanges{}, checkpoint.AlertChanges{}, false
+		c.Windows[k], c.Alerts[k] = s.logs.Windows, s.logs.Alerts
+		s.logs, s.logged = cursor.LogChanges{}, false
 	}
 	return c
 }
@@ -226,33 +185,8 @@ func (t *tracker) putBackLogs(c checkpoint.Changes) {
 	defer t.mu.Unlock()
 	for k, w := range c.Windows {
 		s := t.streamLocked(k)
-		w.Merge(s.windows)
-		a := c.Alerts[k]
-		a.Merge(s.alerts)
-		s.windows, s.alerts, s.logged = w, a, true
+		l := cursor.LogChanges{Windows: w, Alerts: c.Alerts[k]}
+		l.Merge(s.logs)
+		s.logs, s.logged = l, true
 	}
-}
-
-// resumeFrom is the cursor stream k resumes from: its state, window log
-// and alert marks as committed.
-func (p *Pipeline) resumeFrom(ctx context.Context, k record.Stream, st checkpoint.State) (source.Cursor, error) {
-	c := cursorOf(st)
-	ws, err := p.store.Windows(ctx, k)
-	if err != nil {
-		return c, fmt.Errorf("load window log: %w", err)
-	}
-	for _, w := range ws {
-		c.Log = append(c.Log, recheck.Window(w))
-	}
-	marks, err := p.store.Alerts(ctx, k)
-	if err != nil {
-		return c, fmt.Errorf("load alert marks: %w", err)
-	}
-	if len(marks) > 0 {
-		c.Alerts = make(map[string]source.AlertMark, len(marks))
-		for id, m := range marks {
-			c.Alerts[id] = source.AlertMark(m)
-		}
-	}
-	return c, nil
 }

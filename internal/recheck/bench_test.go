@@ -3,15 +3,17 @@ package recheck
 import (
 	"testing"
 	"time"
+
+	"github.com/svcexport/collector/internal/cursor"
 )
 
 // BenchmarkDue finds the due units of a full log (10,000 windows of 10
 // seconds), what a poller does every interval.
 func BenchmarkDue(b *testing.B) {
 	cfg := DefaultConfig()
-	log := make([]Window, 10_000)
+	log := make([]cursor.LoggedWindow, 10_000)
 	for i := range log {
-		log[i] = Window{Start: t0.Add(time.Duration(i) * 10 * time.Second), End: t0.Add(time.Duration(i+1) * 10 * time.Second), Count: 100}
+		log[i] = cursor.LoggedWindow{Start: t0.Add(time.Duration(i) * 10 * time.Second), End: t0.Add(time.Duration(i+1) * 10 * time.Second), Count: 100}
 	}
 	now := log[len(log)-1].End.Add(90 * time.Minute)
 	b.ReportAllocs()

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/svcexport/collector/internal/cursor"
 )
 
 // Defaults of Config.
@@ -140,7 +142,7 @@ func (c Config) passed(end, now time.Time) int {
 }
 
 // dueAt is when w's next recheck is due, and false when it has none left.
-func (c Config) dueAt(w Window) (time.Time, bool) {
+func (c Config) dueAt(w cursor.LoggedWindow) (time.Time, bool) {
 	if w.Stage < 0 || w.Stage >= len(c.Offsets) {
 		return time.Time{}, false
 	}

@@ -7,7 +7,7 @@
 //
 // # What it decides
 //
-//   - Config.Due: from a stream's window log (one Window per fetched
+//   - Config.Due: from a stream's window log (one cursor.LoggedWindow per fetched
 //     window: bounds, count when fetched, edge id digest, recheck stage)
 //     and the recheck points (Config.Offsets after a window's end), the
 //     units due now: runs of adjacent due windows merged up to
@@ -53,8 +53,9 @@
 // of the refetch (Refetch.Counted). Past Config.MaxRequests the ranges still changed are
 // fetched whole: the cap bounds counting, never what is recovered.
 //
-// It imports only package record; package checkpoint stores Window as
-// checkpoint.Window (the same fields: convert with Window(w)), and the
-// poller, the pipeline and the CLI wire it in. It must not import the API
-// client, the sources, the sinks, the checkpoint or the pipeline.
+// It reads the window log as package cursor's values (cursor.LoggedWindow),
+// which the checkpoint stores and the poller keeps, and imports no
+// internal package but cursor, record and window; the poller, the
+// pipeline and the CLI wire it in. It must not import the API client, the
+// sources, the sinks, the checkpoint or the pipeline.
 package recheck

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"testing"
 
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -24,7 +25,7 @@ func digestOf(t testing.TB, ids ...string) record.Digest {
 // window compared by count and id digest.
 func TestC6EdgeWindowsAreComparedByCountAndIDDigest(t *testing.T) {
 	stored := []record.Digest{digestOf(t, "a", "b"), digestOf(t, "c"), digestOf(t, "d", "e"), digestOf(t)}
-	var log []Window
+	var log []cursor.LoggedWindow
 	for i, d := range stored {
 		w := win(i, i+1, d.Count)
 		w.Digest = d.Hex()

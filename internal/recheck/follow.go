@@ -10,7 +10,7 @@ import (
 //
 // The poller re-asks the alerts created in the last alert_update_lookback
 // (24h) and emits an alert again when its update_time grew past its mark
-// (checkpoint.AlertMark, kept across restarts). An alert older than the
+// (cursor.AlertMark, kept across restarts). An alert older than the
 // lookback is followed for a longer follow period at a bounded cost: every
 // follow interval (e.g. 1h) the poller asks the alerts created in
 // [now - follow period, now - lookback) in the windows FollowWindows cuts

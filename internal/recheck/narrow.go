@@ -3,6 +3,8 @@ package recheck
 import (
 	"slices"
 	"time"
+
+	"github.com/svcexport/collector/internal/cursor"
 )
 
 // Query is one count request of a narrowing: the first page of the search
@@ -12,10 +14,10 @@ type Query struct {
 }
 
 // Update replaces the log entries that start at Replaces (Entry.Start
-// among them) with Entry: checkpoint.WindowChanges{Delete: Replaces, Put:
+// among them) with Entry: cursor.WindowChanges{Delete: Replaces, Put:
 // {Entry}}.
 type Update struct {
-	Entry    Window
+	Entry    cursor.LoggedWindow
 	Replaces []time.Time
 }
 
@@ -219,7 +221,7 @@ func (n *Narrowing) decide(i, j int, c1 int64, counted bool) bool {
 }
 
 // newStage is the stage w reaches with this recheck.
-func (n *Narrowing) newStage(w Window) int {
+func (n *Narrowing) newStage(w cursor.LoggedWindow) int {
 	return max(w.Stage, n.cfg.passed(w.End, n.u.At))
 }
 
@@ -233,7 +235,7 @@ func (n *Narrowing) keepAll(i, j int) {
 // merged is the one entry replacing windows [i, j) with count c1.
 func (n *Narrowing) merged(i, j int, c1 int64, fetchedAt time.Time) Update {
 	ws := n.u.Windows[i:j]
-	e := Window{Start: ws[0].Start, End: ws[len(ws)-1].End, Count: c1, FetchedAt: fetchedAt, Stage: n.newStage(ws[0])}
+	e := cursor.LoggedWindow{Start: ws[0].Start, End: ws[len(ws)-1].End, Count: c1, FetchedAt: fetchedAt, Stage: n.newStage(ws[0])}
 	starts := make([]time.Time, len(ws))
 	for x, w := range ws {
 		starts[x] = w.Start

@@ -7,11 +7,13 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/svcexport/collector/internal/cursor"
 )
 
 // leaves is a run of one-minute windows from t0 with the stored counts.
-func leaves(counts ...int64) []Window {
-	out := make([]Window, len(counts))
+func leaves(counts ...int64) []cursor.LoggedWindow {
+	out := make([]cursor.LoggedWindow, len(counts))
 	for i, n := range counts {
 		out[i] = win(i, i+1, n)
 	}
@@ -20,7 +22,7 @@ func leaves(counts ...int64) []Window {
 
 // unitOf is the one unit of log at its first recheck point (final: at its
 // last), with cfg.
-func unitOf(t testing.TB, cfg Config, log []Window, final bool) Unit {
+func unitOf(t testing.TB, cfg Config, log []cursor.LoggedWindow, final bool) Unit {
 	t.Helper()
 	end := log[len(log)-1].End
 	now := end.Add(2 * time.Hour)
@@ -164,7 +166,7 @@ func TestNarrowing(t *testing.T) {
 func checkCover(t testing.TB, u Unit, r Result) {
 	t.Helper()
 	seen := map[time.Time]int{}
-	var entries []Window
+	var entries []cursor.LoggedWindow
 	for _, k := range r.Keep {
 		entries = append(entries, k.Entry)
 		for _, s := range k.Replaces {
@@ -309,7 +311,7 @@ func TestANarrowingRacedByArrivalsNeverStoresMoreThanWasDelivered(t *testing.T) 
 				delivered[x] = truth[x]
 			}
 		}
-		check := func(e Window) {
+		check := func(e cursor.LoggedWindow) {
 			var d int64
 			for x := u.Index(e.Start); x <= u.Index(e.End.Add(-time.Nanosecond)); x++ {
 				d += delivered[x]

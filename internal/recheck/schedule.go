@@ -4,38 +4,16 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/svcexport/collector/internal/cursor"
 )
-
-// Window is one entry of a stream's window log: a fetched window whose
-// every page was acknowledged. It has the fields of checkpoint.Window, in
-// the same order, so that the two convert with a type conversion.
-type Window struct {
-	// Start and End bound the half-open window [Start, End) (C3).
-	Start, End time.Time
-	// Count is the size of the window's result set as last fetched: the
-	// first page's totalRows (core, C3) or the rows delivered (edge, C6).
-	// It never exceeds what was delivered for the window, which is what
-	// lets a later recheck see any record still missing.
-	Count int64
-	// Digest is the hex XOR of the C7 ids delivered for an edge window
-	// (record.Digest.Hex); "" for a core window.
-	Digest string
-	// FetchedAt is when the window's first page arrived.
-	FetchedAt time.Time
-	// Stage counts the recheck points done: the next one is
-	// Config.Offsets[Stage] after End.
-	Stage int
-}
-
-// Edge reports whether w is an edge window (it has an id digest).
-func (w Window) Edge() bool { return w.Digest != "" }
 
 // Unit is a run of adjacent log windows, all due, asked again together:
 // counts add up over adjacent windows, so one request counts them all.
 type Unit struct {
 	// Windows are the log entries, sorted and adjacent (each one's Start is
 	// the previous one's End).
-	Windows []Window
+	Windows []cursor.LoggedWindow
 	// At is when the unit was found due; the stages its result stores are
 	// those passed at At.
 	At time.Time
@@ -69,7 +47,7 @@ func (u Unit) Index(t time.Time) int {
 	return i
 }
 
-func sumCounts(ws []Window) int64 {
+func sumCounts(ws []cursor.LoggedWindow) int64 {
 	var n int64
 	for _, w := range ws {
 		n += w.Count
@@ -78,7 +56,7 @@ func sumCounts(ws []Window) int64 {
 }
 
 // sorted returns log sorted by start (a copy when it was not).
-func sorted(log []Window) []Window {
+func sorted(log []cursor.LoggedWindow) []cursor.LoggedWindow {
 	if slices.IsSortedFunc(log, byStart) {
 		return log
 	}
@@ -87,16 +65,16 @@ func sorted(log []Window) []Window {
 	return log
 }
 
-func byStart(a, b Window) int { return a.Start.Compare(b.Start) }
+func byStart(a, b cursor.LoggedWindow) int { return a.Start.Compare(b.Start) }
 
 // due reports whether w has a recheck due at now and has not expired.
-func (c Config) due(w Window, now time.Time) bool {
+func (c Config) due(w cursor.LoggedWindow, now time.Time) bool {
 	at, ok := c.dueAt(w)
 	return ok && !now.Before(at) && !c.expired(w, now)
 }
 
 // expired reports whether w is past the horizon.
-func (c Config) expired(w Window, now time.Time) bool {
+func (c Config) expired(w cursor.LoggedWindow, now time.Time) bool {
 	return !w.End.After(now.Add(-c.HorizonOrDefault()))
 }
 
@@ -115,7 +93,7 @@ func (c Config) expired(w Window, now time.Time) bool {
 // their rechecks find the most per request. While the budget is short the
 // newer due windows wait and merge with the windows that fall due after
 // them into larger units, which costs fewer requests per window.
-func (c Config) Due(log []Window, now time.Time) []Unit {
+func (c Config) Due(log []cursor.LoggedWindow, now time.Time) []Unit {
 	if !c.Enabled() {
 		return nil
 	}
@@ -162,7 +140,7 @@ func (c Config) Due(log []Window, now time.Time) []Unit {
 
 // Pending returns how many windows of log have a recheck due at now: the
 // backlog the metrics and the state show.
-func (c Config) Pending(log []Window, now time.Time) int {
+func (c Config) Pending(log []cursor.LoggedWindow, now time.Time) int {
 	n := 0
 	for _, w := range log {
 		if c.due(w, now) {
@@ -174,7 +152,7 @@ func (c Config) Pending(log []Window, now time.Time) int {
 
 // NextDue returns the earliest time a window of log falls due (at or
 // before now when one is due already), and false when none ever will.
-func (c Config) NextDue(log []Window, now time.Time) (time.Time, bool) {
+func (c Config) NextDue(log []cursor.LoggedWindow, now time.Time) (time.Time, bool) {
 	var next time.Time
 	found := false
 	for _, w := range log {
@@ -192,11 +170,11 @@ func (c Config) NextDue(log []Window, now time.Time) (time.Time, bool) {
 // Expired returns the windows of log past the horizon at now that still
 // had a recheck point to go: rechecks the budget could not afford. The
 // caller counts them and prunes them (PruneBefore).
-func (c Config) Expired(log []Window, now time.Time) []Window {
+func (c Config) Expired(log []cursor.LoggedWindow, now time.Time) []cursor.LoggedWindow {
 	if !c.Enabled() {
 		return nil
 	}
-	var out []Window
+	var out []cursor.LoggedWindow
 	for _, w := range log {
 		if w.Stage < len(c.Offsets) && c.expired(w, now) {
 			out = append(out, w)
@@ -207,7 +185,7 @@ func (c Config) Expired(log []Window, now time.Time) []Window {
 
 // PruneBefore is the cut of the log at now: windows ending at or before it
 // are past the horizon and leave the log
-// (checkpoint.WindowChanges.PruneBefore).
+// (cursor.WindowChanges.PruneBefore).
 func (c Config) PruneBefore(now time.Time) time.Time { return now.Add(-c.HorizonOrDefault()) }
 
 // Entry is the log entry of a window just fetched for the first time,
@@ -216,10 +194,10 @@ func (c Config) PruneBefore(now time.Time) time.Time { return now.Add(-c.Horizon
 // before fetchedAt already: a window fetched a day after its end (a
 // backfill) has nothing left to recheck, and rechecking it would cost a
 // request for nothing.
-func (c Config) Entry(start, end time.Time, count int64, digest string, fetchedAt time.Time) Window {
-	return Window{Start: start, End: end, Count: count, Digest: digest, FetchedAt: fetchedAt, Stage: c.passed(end, fetchedAt)}
+func (c Config) Entry(start, end time.Time, count int64, digest string, fetchedAt time.Time) cursor.LoggedWindow {
+	return cursor.LoggedWindow{Start: start, End: end, Count: count, Digest: digest, FetchedAt: fetchedAt, Stage: c.passed(end, fetchedAt)}
 }
 
 // Done reports whether w has no recheck point left: a log entry that only
 // the horizon removes, and that a poller need not write at all.
-func (c Config) Done(w Window) bool { return w.Stage >= len(c.Offsets) }
+func (c Config) Done(w cursor.LoggedWindow) bool { return w.Stage >= len(c.Offsets) }

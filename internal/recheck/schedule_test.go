@@ -5,18 +5,20 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svcexport/collector/internal/cursor"
 )
 
 var t0 = time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 
 // win is the log entry of the minutes [a, b) after t0 with count n, at
 // stage 0.
-func win(a, b int, n int64) Window {
-	return Window{Start: t0.Add(time.Duration(a) * time.Minute), End: t0.Add(time.Duration(b) * time.Minute), Count: n,
+func win(a, b int, n int64) cursor.LoggedWindow {
+	return cursor.LoggedWindow{Start: t0.Add(time.Duration(a) * time.Minute), End: t0.Add(time.Duration(b) * time.Minute), Count: n,
 		FetchedAt: t0.Add(time.Duration(b+30) * time.Minute)}
 }
 
-func edgeWin(a, b int, n int64) Window {
+func edgeWin(a, b int, n int64) cursor.LoggedWindow {
 	w := win(a, b, n)
 	w.Digest = strings.Repeat("0", 64)
 	return w
@@ -72,7 +74,7 @@ func TestConfigDefaultsAreValidAndBadValuesNameTheirKey(t *testing.T) {
 	if err := off.Validate(); err != nil || off.Enabled() {
 		t.Fatalf("no points: %v, enabled %v", err, off.Enabled())
 	}
-	if due := off.Due([]Window{win(0, 1, 1)}, at(10_000)); len(due) != 0 {
+	if due := off.Due([]cursor.LoggedWindow{win(0, 1, 1)}, at(10_000)); len(due) != 0 {
 		t.Fatalf("due without points: %v", spans(due))
 	}
 }
@@ -81,26 +83,26 @@ func TestDue(t *testing.T) {
 	c := DefaultConfig()
 	c.MaxSpan = 3 * time.Hour
 	c.EdgeMaxRows = 100
-	staged := func(w Window, s int) Window { w.Stage = s; return w }
+	staged := func(w cursor.LoggedWindow, s int) cursor.LoggedWindow { w.Stage = s; return w }
 	cases := []struct {
 		name string
-		log  []Window
+		log  []cursor.LoggedWindow
 		now  time.Time
 		want []string
 	}{
-		{"nothing is due before the first point", []Window{win(0, 10, 1)}, at(69), nil},
-		{"a window is due at its end plus the first point", []Window{win(0, 10, 1)}, at(70), []string{"[0,10)"}},
-		{"adjacent due windows merge into one unit", []Window{win(0, 10, 1), win(10, 20, 1), win(20, 30, 1)}, at(95), []string{"[0,30)"}},
-		{"a window not yet due cuts the run", []Window{win(0, 10, 1), win(10, 20, 1), win(20, 30, 1)}, at(80), []string{"[0,20)"}},
-		{"a gap in the log cuts the run: counts add up only over adjacent windows", []Window{win(0, 10, 1), win(11, 20, 1)}, at(200), []string{"[0,10)", "[11,20)"}},
-		{"windows at different stages merge when both are due", []Window{staged(win(0, 10, 1), 1), win(10, 20, 1)}, at(10 + 6*60), []string{"[0,20)"}},
-		{"a window with every point done is not due", []Window{staged(win(0, 10, 1), 3), win(10, 20, 1)}, at(200), []string{"[10,20)"}},
-		{"a run is cut at MaxSpan", []Window{win(0, 60, 1), win(60, 120, 1), win(120, 180, 1), win(180, 240, 1)}, at(400), []string{"[0,180)", "[180,240)"}},
-		{"edge windows merge while their rows stay at most half of max_rows (C6)", []Window{edgeWin(0, 10, 30), edgeWin(10, 20, 20), edgeWin(20, 30, 1)}, at(100), []string{"[0,20)", "[20,30)"}},
-		{"an edge window fuller than half of max_rows is a unit alone", []Window{edgeWin(0, 10, 70), edgeWin(10, 20, 1)}, at(100), []string{"[0,10)", "[10,20)"}},
-		{"core and edge windows never merge", []Window{win(0, 10, 1), edgeWin(10, 20, 1)}, at(100), []string{"[0,10)", "[10,20)"}},
-		{"units come oldest first whatever the log's order", []Window{win(100, 110, 1), win(0, 10, 1), win(50, 60, 1)}, at(500), []string{"[0,10)", "[50,60)", "[100,110)"}},
-		{"a window past the horizon is not due: it expired", []Window{win(0, 10, 1), win(10, 20, 1)}, at(10 + 25*60), []string{"[10,20)"}},
+		{"nothing is due before the first point", []cursor.LoggedWindow{win(0, 10, 1)}, at(69), nil},
+		{"a window is due at its end plus the first point", []cursor.LoggedWindow{win(0, 10, 1)}, at(70), []string{"[0,10)"}},
+		{"adjacent due windows merge into one unit", []cursor.LoggedWindow{win(0, 10, 1), win(10, 20, 1), win(20, 30, 1)}, at(95), []string{"[0,30)"}},
+		{"a window not yet due cuts the run", []cursor.LoggedWindow{win(0, 10, 1), win(10, 20, 1), win(20, 30, 1)}, at(80), []string{"[0,20)"}},
+		{"a gap in the log cuts the run: counts add up only over adjacent windows", []cursor.LoggedWindow{win(0, 10, 1), win(11, 20, 1)}, at(200), []string{"[0,10)", "[11,20)"}},
+		{"windows at different stages merge when both are due", []cursor.LoggedWindow{staged(win(0, 10, 1), 1), win(10, 20, 1)}, at(10 + 6*60), []string{"[0,20)"}},
+		{"a window with every point done is not due", []cursor.LoggedWindow{staged(win(0, 10, 1), 3), win(10, 20, 1)}, at(200), []string{"[10,20)"}},
+		{"a run is cut at MaxSpan", []cursor.LoggedWindow{win(0, 60, 1), win(60, 120, 1), win(120, 180, 1), win(180, 240, 1)}, at(400), []string{"[0,180)", "[180,240)"}},
+		{"edge windows merge while their rows stay at most half of max_rows (C6)", []cursor.LoggedWindow{edgeWin(0, 10, 30), edgeWin(10, 20, 20), edgeWin(20, 30, 1)}, at(100), []string{"[0,20)", "[20,30)"}},
+		{"an edge window fuller than half of max_rows is a unit alone", []cursor.LoggedWindow{edgeWin(0, 10, 70), edgeWin(10, 20, 1)}, at(100), []string{"[0,10)", "[10,20)"}},
+		{"core and edge windows never merge", []cursor.LoggedWindow{win(0, 10, 1), edgeWin(10, 20, 1)}, at(100), []string{"[0,10)", "[10,20)"}},
+		{"units come oldest first whatever the log's order", []cursor.LoggedWindow{win(100, 110, 1), win(0, 10, 1), win(50, 60, 1)}, at(500), []string{"[0,10)", "[50,60)", "[100,110)"}},
+		{"a window past the horizon is not due: it expired", []cursor.LoggedWindow{win(0, 10, 1), win(10, 20, 1)}, at(10 + 25*60), []string{"[10,20)"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,7 +116,7 @@ func TestDue(t *testing.T) {
 
 func TestAUnitIsFinalWhenAWindowMakesItsLastRecheck(t *testing.T) {
 	c := DefaultConfig()
-	log := []Window{win(0, 10, 1), win(10, 20, 1)}
+	log := []cursor.LoggedWindow{win(0, 10, 1), win(10, 20, 1)}
 	if u := c.Due(log, at(20+60)); len(u) != 1 || u[0].Final {
 		t.Fatalf("first point: %+v", u)
 	}
@@ -128,7 +130,7 @@ func TestPendingExpiredNextDueAndPruning(t *testing.T) {
 	c := DefaultConfig()
 	done := win(0, 10, 1)
 	done.Stage = 3
-	log := []Window{done, win(10, 20, 1), win(20, 30, 1), win(1000, 1010, 1)}
+	log := []cursor.LoggedWindow{done, win(10, 20, 1), win(20, 30, 1), win(1000, 1010, 1)}
 	now := at(20 + 25*60) // [10,20) is past the 25h horizon
 	if n := c.Pending(log, now); n != 2 {
 		t.Fatalf("Pending = %d, want 2 ([20,30) and [1000,1010))", n)
@@ -144,7 +146,7 @@ func TestPendingExpiredNextDueAndPruning(t *testing.T) {
 	if !ok || !next.Equal(at(1010+60)) {
 		t.Fatalf("NextDue = %v %v, want the end plus 1h", next, ok)
 	}
-	if _, ok := c.NextDue([]Window{done}, now); ok {
+	if _, ok := c.NextDue([]cursor.LoggedWindow{done}, now); ok {
 		t.Fatal("a done window falls due")
 	}
 }
@@ -169,7 +171,7 @@ func TestANewEntryStartsPastThePointsItsFetchAlreadyCovered(t *testing.T) {
 }
 
 func TestIndexPlacesATimeInItsWindow(t *testing.T) {
-	u := DefaultConfig().Due([]Window{win(0, 10, 1), win(10, 20, 1)}, at(200))[0]
+	u := DefaultConfig().Due([]cursor.LoggedWindow{win(0, 10, 1), win(10, 20, 1)}, at(200))[0]
 	for _, tc := range []struct {
 		t    time.Time
 		want int

@@ -8,17 +8,10 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/apisim"
-	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/testinfra/simtest"
-)
-
-// The log entry type of the checkpoint and of this package are one shape:
-// the pipeline converts between them with a type conversion.
-var (
-	_ = recheck.Window(checkpoint.Window{})
-	_ = checkpoint.Window(recheck.Window{})
 )
 
 type simClock struct {
@@ -48,7 +41,7 @@ type simStream struct {
 	edge    bool
 	cfg     recheck.Config
 	lim     *recheck.Limiter
-	log     []recheck.Window
+	log     []cursor.LoggedWindow
 	windows []*fetched         // by start
 	pending *recheck.Narrowing // a narrowing waiting for budget
 	unit    recheck.Unit
@@ -78,11 +71,11 @@ func (s *simStream) fetchNew(start, end, now time.Time) {
 	}
 }
 
-// apply stores an update in the log, as checkpoint.WindowChanges would.
+// apply stores an update in the log, as the checkpoint would.
 func (s *simStream) apply(u recheck.Update) {
-	s.log = slices.DeleteFunc(s.log, func(w recheck.Window) bool { return slices.ContainsFunc(u.Replaces, w.Start.Equal) })
+	s.log = slices.DeleteFunc(s.log, func(w cursor.LoggedWindow) bool { return slices.ContainsFunc(u.Replaces, w.Start.Equal) })
 	s.log = append(s.log, u.Entry)
-	slices.SortFunc(s.log, func(a, b recheck.Window) int { return a.Start.Compare(b.Start) })
+	slices.SortFunc(s.log, func(a, b cursor.LoggedWindow) int { return a.Start.Compare(b.Start) })
 }
 
 // refetch fetches [a, b) again at now: every window in it is delivered
@@ -114,7 +107,7 @@ func (s *simStream) recheck(now time.Time) {
 	exp := s.cfg.Expired(s.log, now)
 	s.expired += len(exp)
 	cut := s.cfg.PruneBefore(now)
-	s.log = slices.DeleteFunc(s.log, func(w recheck.Window) bool { return !w.End.After(cut) })
+	s.log = slices.DeleteFunc(s.log, func(w cursor.LoggedWindow) bool { return !w.End.After(cut) })
 	for {
 		if s.pending == nil {
 			units := s.cfg.Due(s.log, now)

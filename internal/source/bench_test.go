@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/source/catalog"
-	"github.com/svcexport/collector/internal/source/envelope"
 	"github.com/svcexport/collector/internal/source/pagescan"
 	"github.com/svcexport/collector/internal/window"
 )
@@ -34,7 +33,7 @@ func dnsPage(n int) []byte {
 // page of a poller.
 func BenchmarkPage(b *testing.B) {
 	body := dnsPage(5000)
-	eb := envelope.Builder{Source: catalog.SourceDNS, Account: "acme", TimeField: "createdTime"}
+	eb := envelopeBuilder{Source: catalog.SourceDNS, Account: "acme", TimeField: "createdTime"}
 	w := window.Window{Start: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
@@ -56,8 +55,9 @@ func BenchmarkPage(b *testing.B) {
 // A record whose time cannot be read is delivered with the window start as
 // its time, counted and logged; it is never dropped (C3: parse leniently).
 func TestEnvelopes_BadTimeIsDeliveredNotDropped(t *testing.T) {
+	t.Parallel()
 	m, _ := NewMetrics(nil)
-	eb := envelope.Builder{Source: catalog.SourceDNS, Account: "acme", TimeField: "createdTime", Metrics: m}
+	eb := envelopeBuilder{Source: catalog.SourceDNS, Account: "acme", TimeField: "createdTime", Metrics: m}
 	w := window.Window{Start: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)}
 	p, err := pagescan.Parse([]byte(`{"data":[{"createdTime":"2026-11-20T10:00:00+0000","a":1},{"createdTime":"yesterday"},{"b":2}]}`), "data")
 	if err != nil {

@@ -22,7 +22,7 @@ type Options struct {
 	// Metrics are the pollers' metrics; nil records none.
 	Metrics *Metrics
 	// MaxBatchRecords is PollerConfig.MaxBatchRecords of every poller: the
-	// most records one Page may carry and one reservation may ask for.
+	// most records one cursor.Page may carry and one reservation may ask for.
 	// The app sets it to pipeline.buffer_records, so that memory stays
 	// bounded by configuration whatever the server sends. 0 bounds nothing.
 	MaxBatchRecords int

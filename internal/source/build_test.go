@@ -12,6 +12,7 @@ import (
 // Streams needs no credential and lists exactly the streams Build makes
 // pollers for, in the same order.
 func TestStreams_AreThePollersOfBuildWithoutCredentials(t *testing.T) {
+	t.Parallel()
 	cfg := catalog.DefaultConfig()
 	cfg.Accounts = []string{"acme", "acme-dev"}
 	cfg.OrgAuditLogs = true
@@ -52,6 +53,7 @@ func TestStreams_AreThePollersOfBuildWithoutCredentials(t *testing.T) {
 }
 
 func TestStreams_NoAccountIsTheDefaultAccountAndNoEdgeURLNoEdgeStreams(t *testing.T) {
+	t.Parallel()
 	streams := Streams(catalog.DefaultConfig())
 	if len(streams) != 7 {
 		t.Fatalf("%d streams: %v", len(streams), streams)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source/pagescan"
 	"github.com/svcexport/collector/internal/window"
@@ -16,12 +17,12 @@ import (
 // finished as asked (its chain cut at api.max_pages with pages left, a
 // chain that ended at the split threshold while totalRows said less, a
 // chain that ended before its totalRows (the server's own cap, learnt as
-// Limits.ChainCap), a
+// window.Limits.ChainCap), a
 // next-page URL that expired before the walk ended) is asked again as
 // parts from their first pages: records of a window come in no promised
 // order (C3), so what a cut chain delivered is no prefix of anything. The
 // parts are walked in order, and each moves the watermark to its end
-// (DESIGN item 7). The sizes come from what the server showed (Limits),
+// (DESIGN item 7). The sizes come from what the server showed (window.Limits),
 // not only from configuration.
 
 // maxRestarts bounds the restarts of one window that cannot be split after
@@ -41,7 +42,7 @@ const (
 // delivered was emitted without moving the watermark.
 type cutError struct {
 	reason string
-	chain  Chain         // what the chain delivered
+	chain  cursor.Chain  // what the chain delivered
 	age    time.Duration // the chain's age at a next-page 404
 	err    error         // the 404, for cutExpired
 }
@@ -75,7 +76,7 @@ type walkOpts struct {
 	// silent, and the window is done.
 	asIs bool
 	// dig, for an edge window logged for rechecks, collects the ids
-	// delivered (recheck.Window.Digest).
+	// delivered (cursor.LoggedWindow.Digest).
 	dig *record.Digest
 }
 
@@ -110,7 +111,7 @@ func (r *run) window(ctx context.Context, w window.Window) error {
 		if len(parts) > 0 {
 			return r.parts(ctx, parts)
 		}
-		ch, err := r.walk(ctx, w, first, Chain{Window: w, Started: first.received, Total: chainTotal(first)}, 0, walkOpts{total: total, asIs: asIs, dig: p.rv.NewDigest()})
+		ch, err := r.walk(ctx, w, first, cursor.Chain{Window: w, Started: first.received, Total: chainTotal(first)}, 0, walkOpts{total: total, asIs: asIs, dig: p.rv.NewDigest()})
 		var cut *cutError
 		isCut := errors.As(err, &cut)
 		if (err == nil || isCut) && !countKnown && ch.Rows > total {
@@ -314,7 +315,7 @@ func (r *run) splitTooLarge(ctx context.Context, w window.Window, err error, ask
 // buffer (DESIGN items 2 and 5). A chain that cannot finish w returns a
 // *cutError; its last page then carries a cursor that asks w again from
 // its first page.
-func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain Chain, idx int, o walkOpts) (Chain, error) {
+func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain cursor.Chain, idx int, o walkOpts) (cursor.Chain, error) {
 	p := r.p
 	for {
 		next := pg.body.Next
@@ -347,24 +348,24 @@ func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain Chai
 			lost, cut = cut, ""
 		}
 		last := next == "" || cut != "" || lost != ""
-		after := Cursor{Watermark: w.End, Density: p.st.Density(), Limits: p.st.Limits()}
+		after := cursor.Cursor{Watermark: w.End, Density: p.st.Density(), Limits: p.st.Limits()}
 		switch {
 		case cut != "":
 			// Ask w again from its first page (in parts): what this
 			// chain delivered is no prefix of the window (C3).
 			c := chain
 			c.NextURL = ""
-			after = Cursor{Watermark: r.cur.Watermark, InFlight: &c, Density: after.Density, Limits: after.Limits}
+			after = cursor.Cursor{Watermark: r.cur.Watermark, InFlight: &c, Density: after.Density, Limits: after.Limits}
 		case !last:
 			c := chain
 			c.NextURL = next
-			after = Cursor{Watermark: r.cur.Watermark, InFlight: &c, Density: after.Density, Limits: after.Limits}
+			after = cursor.Cursor{Watermark: r.cur.Watermark, InFlight: &c, Density: after.Density, Limits: after.Limits}
 		}
 		ex := &emitExtra{dig: o.dig}
 		done := cut == "" && lost == "" && next == ""
 		if done || len(marks) > 0 {
-			ex.log = func() *LogChanges {
-				lc := &LogChanges{Alerts: marks, AlertsPruneBefore: p.rv.AlertPrune()}
+			ex.log = func() *cursor.LogChanges {
+				lc := &cursor.LogChanges{Alerts: cursor.AlertChanges{Put: marks, PruneCreatedBefore: p.rv.AlertPrune()}}
 				if done {
 					p.rv.LogWindow(lc, w, o.total, chain.Rows, o.dig, chain.Started)
 				}
@@ -422,7 +423,7 @@ func (r *run) resume(ctx context.Context) error {
 			"floor", record.FormatTime(p.plan.Floor(now)))
 		if !ok {
 			// Nothing of it is left: the watermark moves past it.
-			after := Cursor{Watermark: ch.Window.End, Density: p.st.Density(), Limits: p.st.Limits()}
+			after := cursor.Cursor{Watermark: ch.Window.End, Density: p.st.Density(), Limits: p.st.Limits()}
 			if err := r.emitRecords(ctx, ch.Window, 0, nil, now, after, false, nil); err != nil {
 				return err
 			}

@@ -6,30 +6,33 @@
 // requests) and reads answers with package pagescan.
 //
 // It never imports the sinks, the checkpoint, the pipeline or the
-// configuration loader: the pipeline hands a poller its Cursor and an
-// Output at start; the poller reserves room through Output.Reserve before
-// each fetch and hands Pages to Output.Emit, each page describing the
-// cursor that holds once it is delivered.
+// configuration loader: the pipeline hands a poller its cursor.Cursor and
+// an Output at start; the poller reserves room through Output.Reserve
+// before each fetch and hands cursor.Pages to Output.Emit, each page
+// carrying its record.Batch and the cursor that holds once it is
+// delivered. The values of a stream's progress (package cursor) are the
+// ones the pipeline passes on and the checkpoint stores: this package
+// produces them and re-exports none.
 //
 // Building: Build validates a catalog.Config, makes one process-wide
 // budget (or uses the one given), the core and edge api.Clients and one
 // Poller per stream; Streams lists those streams without credentials or
-// clients. Each Poller's Run(ctx, cursor, out) is started in its own
+// clients. Each Poller's Run(ctx, from, out) is started in its own
 // goroutine; Poller.Snapshot reports progress at any time.
 //
-// Files, one job each: types.go (the names of the values it hands on),
-// build.go (Build, Streams), poller.go (a poller, its run loop and
-// failures), walk.go (the step of a run, requests, bounded batches),
-// chain.go (windows, splits, chains, resume), limits.go (the paging limits
-// learnt from the server), blocked.go (streams refused for good),
-// asker.go (the run as revisit.Asker), snapshot.go (progress), metrics.go.
-// Sub-packages, one job each, that this package joins: catalog (the
-// sources and their configuration), pagescan (reading answers), envelope
-// (C7 envelopes, flawed records), progress (Cursor, Chain, Page, Output,
-// Snapshot and the State behind it), revisit (rechecks of the window log
-// and alert re-asks: Revisit pages that never move the cursor), alerttrack
-// (the alert marks), pollmetrics (the metrics), access (ProbeAccess for the
-// check command).
+// Files, one job each: build.go (Build, Streams), poller.go (a poller,
+// its run loop and failures), walk.go (the step of a run, requests,
+// bounded batches), chain.go (windows, splits, chains, resume), limits.go
+// (the paging limits learnt from the server), envelope.go (C7 envelopes
+// of a page, flawed records), rechecks.go, rechecks_log.go and
+// rechecks_alerts.go (asking the past again: rechecks of the window log
+// and alert re-asks, Revisit pages that never move the cursor),
+// output.go (where pages go), snapshot.go (progress as others read it),
+// blocked.go (streams refused for good), metrics.go and errkind.go (the
+// collector_* poller series). Sub-packages, each a seam with its own job
+// and tests: catalog (the sources and their configuration), pagescan
+// (reading answers), alerttrack (the alert marks), access (ProbeAccess
+// for the check command).
 //
 // A window is never marked done without its records: one that cannot be
 // finished as asked (a chain cut at api.max_pages with pages left, a chain

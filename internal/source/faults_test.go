@@ -9,6 +9,7 @@ import (
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source/catalog"
 )
@@ -19,6 +20,7 @@ import (
 // and the collector share a clock 600 times faster than the wall clock, so
 // a few seconds are hours of API time.
 func TestPoller_C1_C3_C5_FaultsTogetherAreComplete(t *testing.T) {
+	t.Parallel()
 	clk := newSimClock(600)
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Now = clk.Now
@@ -36,7 +38,7 @@ func TestPoller_C1_C3_C5_FaultsTogetherAreComplete(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Second) // one hour of API time
 	defer cancel()
 	var col collector
-	if err := p.Run(ctx, Cursor{}, EmitFunc(col.emit)); !errors.Is(err, context.DeadlineExceeded) {
+	if err := p.Run(ctx, cursor.Cursor{}, EmitFunc(col.emit)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("tailing run ended with %v", err)
 	}
 	pages := col.snapshot()
@@ -73,7 +75,7 @@ func TestPoller_C1_RevokedTokensNeverBlockTheStream(t *testing.T) {
 	p := e.poller(catalog.SourceDNS, "acme", true)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
-	if err := p.Run(ctx, Cursor{}, EmitFunc((&collector{}).emit)); !errors.Is(err, context.DeadlineExceeded) {
+	if err := p.Run(ctx, cursor.Cursor{}, EmitFunc((&collector{}).emit)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("once run ended with %v; want it still retrying at the deadline", err)
 	}
 	if s := p.Snapshot(); s.Blocked {
@@ -92,11 +94,12 @@ func TestPoller_C1_RevokedTokensNeverBlockTheStream(t *testing.T) {
 // C1: a wrong secret fails the run loudly; neither the error nor the logs
 // hold the secret.
 func TestPoller_C1_WrongSecretNeverAppearsInLogsOrErrors(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, nil)
 	cfg := simConfig(srv)
 	cfg.API.Secret = secret.New("wrong-secret-Zq9")
 	e := newEnv(t, cfg, nil)
-	err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), Cursor{}, EmitFunc((&collector{}).emit))
+	err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), cursor.Cursor{}, EmitFunc((&collector{}).emit))
 	var se *api.StatusError
 	if !errors.As(err, &se) || se.Status != 401 {
 		t.Fatalf("err = %v, want a 401", err)

@@ -1,8 +1,11 @@
 package source
 
 import (
+	"flag"
 	"fmt"
 	"log/slog"
+	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +15,15 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The simulator tests wait on the simulator's clock (next-page lives,
+	// rate-limit resets, retry backoffs), not on the CPU: unless told
+	// otherwise (-parallel), run more of them at once than GOMAXPROCS.
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(max(8, runtime.GOMAXPROCS(0))))
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source/catalog"
 )
@@ -212,19 +213,19 @@ type tally struct {
 	mu       sync.Mutex
 	seen     []bool
 	dups     int
-	bad      int    // envelopes without "n"
-	pages    []Page // Envelopes dropped; Index, Window, After, Revisit kept
-	sizes    []int  // len(Envelopes) of each page
-	reserved []int  // rows asked of Reserve, in order
+	bad      int           // envelopes without "n"
+	pages    []cursor.Page // Envelopes dropped; Index, Window, After, Revisit kept
+	sizes    []int         // len(Envelopes) of each page
+	reserved []int         // rows asked of Reserve, in order
 }
 
 func newTally(n int) *tally { return &tally{seen: make([]bool, n)} }
 
 // Emit records the page (Output).
-func (c *tally) Emit(_ context.Context, p Page) error {
+func (c *tally) Emit(_ context.Context, p cursor.Page) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, e := range p.Envelopes {
+	for _, e := range p.Batch.Envelopes {
 		n, ok := recordN(e.Record)
 		if !ok || n >= len(c.seen) {
 			c.bad++
@@ -235,8 +236,8 @@ func (c *tally) Emit(_ context.Context, p Page) error {
 		}
 		c.seen[n] = true
 	}
-	c.sizes = append(c.sizes, len(p.Envelopes))
-	p.Envelopes = nil
+	c.sizes = append(c.sizes, len(p.Batch.Envelopes))
+	p.Batch.Envelopes = nil
 	c.pages = append(c.pages, p)
 	return nil
 }
@@ -262,10 +263,10 @@ func (c *tally) missing() int {
 	return m
 }
 
-func (c *tally) snapshot() ([]Page, []int, []int) {
+func (c *tally) snapshot() ([]cursor.Page, []int, []int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]Page(nil), c.pages...), append([]int(nil), c.sizes...), append([]int(nil), c.reserved...)
+	return append([]cursor.Page(nil), c.pages...), append([]int(nil), c.sizes...), append([]int(nil), c.reserved...)
 }
 
 // recordN reads the "n" member the pageServer puts in every record.

@@ -6,13 +6,9 @@ import (
 	"github.com/svcexport/collector/internal/window"
 )
 
-// Limits are the paging limits a stream learnt from the server (C3); see
-// window.Limits.
-type Limits = window.Limits
-
 // learn changes the learnt limits with f, which reports whether it changed
 // them, and updates their metrics.
-func (p *Poller) learn(f func(*Limits) bool) bool {
+func (p *Poller) learn(f func(*window.Limits) bool) bool {
 	changed := p.st.Learn(f)
 	p.m.Limits(p.cfg.Spec.Name, p.cfg.Account, p.st.Limits(), p.splitAt())
 	return changed
@@ -45,7 +41,7 @@ func (p *Poller) planner() window.Planner {
 // sawFullPage learns the server's page size from a page that had a next
 // page.
 func (p *Poller) sawFullPage(rows int) {
-	if p.cfg.Spec.Edge || !p.learn(func(l *Limits) bool { return l.SawFullPage(rows) }) || rows == p.cfg.API.PageRows {
+	if p.cfg.Spec.Edge || !p.learn(func(l *window.Limits) bool { return l.SawFullPage(rows) }) || rows == p.cfg.API.PageRows {
 		return
 	}
 	p.log.Info("the API's full pages differ from api.page_rows; splitting by what it sends",
@@ -54,7 +50,7 @@ func (p *Poller) sawFullPage(rows int) {
 
 // sawCappedCount learns that the server caps totalRows at total.
 func (p *Poller) sawCappedCount(total, rows int64) {
-	if p.learn(func(l *Limits) bool { return l.SawCappedCount(total, rows) }) {
+	if p.learn(func(l *window.Limits) bool { return l.SawCappedCount(total, rows) }) {
 		p.log.Warn("the API caps totalRows: a chain brought more rows than its first page said; from now on such a count says only \"at least\"",
 			"total_rows", total, "rows", rows)
 	}
@@ -69,7 +65,7 @@ func (p *Poller) sawChainEnd(total, rows int64) bool {
 		return false
 	}
 	var short bool
-	if p.learn(func(l *Limits) bool { s, changed := l.SawChainEnd(total, rows); short = s; return changed }) {
+	if p.learn(func(l *window.Limits) bool { s, changed := l.SawChainEnd(total, rows); short = s; return changed }) {
 		l := p.st.Limits()
 		if l.ChainCap > 0 {
 			p.log.Warn("the API ends next-page chains before their totalRows: splitting result sets below the chain cap seen",
@@ -84,13 +80,13 @@ func (p *Poller) sawChainEnd(total, rows int64) bool {
 // sawNextPage learns from a next page served at chain age age, gap after
 // the page before.
 func (p *Poller) sawNextPage(age, gap time.Duration) {
-	p.learn(func(l *Limits) bool { l.SawNextPage(age, gap); return true })
+	p.learn(func(l *window.Limits) bool { l.SawNextPage(age, gap); return true })
 }
 
 // sawExpiry learns the server's next-page life from a next-page 404 at
 // chain age age.
 func (p *Poller) sawExpiry(age time.Duration) {
-	if p.learn(func(l *Limits) bool { _, changed := l.SawExpiry(age); return changed }) && age < p.cfg.API.NextPageTTL {
+	if p.learn(func(l *window.Limits) bool { _, changed := l.SawExpiry(age); return changed }) && age < p.cfg.API.NextPageTTL {
 		p.log.Warn("next-page URLs expire sooner than api.next_page_ttl; sizing walks by what the API does",
 			"next_page_ttl_seen", age.String(), "api.next_page_ttl", p.cfg.API.NextPageTTL.String())
 	}

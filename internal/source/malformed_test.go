@@ -14,10 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/ratelog"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source/catalog"
-	"github.com/svcexport/collector/internal/source/envelope"
 	"github.com/svcexport/collector/internal/source/pagescan"
 	"github.com/svcexport/collector/internal/testinfra/simtest"
 	"github.com/svcexport/collector/internal/window"
@@ -28,6 +28,7 @@ import (
 // window: it is retried like a cut-off body, counted under reason
 // "malformed" and logged at WARN from the first time.
 func TestClient_C5_MalformedAnswersAreRetriedNotEmpty(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, body string
 		status     int
@@ -82,6 +83,7 @@ func TestClient_C5_MalformedAnswersAreRetriedNotEmpty(t *testing.T) {
 // does not move its watermark past the window: the window's records all
 // arrive once the server answers properly.
 func TestPoller_C3_C5_MalformedAnswersLoseNoWindow(t *testing.T) {
+	t.Parallel()
 	times := spread(time.Now().Add(-20*time.Hour), 500, time.Minute)
 	bad := []string{``, `{}`, `{"data":null}`, `{"paging":{"rows":0,"totalRows":0}}`}
 	srv := newPageServer(t, times, 200, func(s *pageServer) {
@@ -96,7 +98,7 @@ func TestPoller_C3_C5_MalformedAnswersLoseNoWindow(t *testing.T) {
 	})
 	e := newEnv(t, pageServerConfig(srv), nil)
 	col := newTally(len(times))
-	if err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col); err != nil {
+	if err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), cursor.Cursor{}, col); err != nil {
 		t.Fatal(err)
 	}
 	if m := col.missing(); m != 0 {
@@ -115,10 +117,11 @@ func TestPoller_C3_C5_MalformedAnswersLoseNoWindow(t *testing.T) {
 // A page of 10,000 records whose time cannot be read writes one warning,
 // not 10,000, and counts every record under its reason.
 func TestEnvelopes_BadRecordsAreCountedByReasonAndLoggedRateLimited(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	m, _ := NewMetrics(nil)
 	clk := &stepClock{t: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)}
-	eb := envelope.Builder{Source: catalog.SourceDNS, Account: "acme", TimeField: "createdTime", Metrics: m,
+	eb := envelopeBuilder{Source: catalog.SourceDNS, Account: "acme", TimeField: "createdTime", Metrics: m,
 		Warn: ratelog.New(slogTo(&buf), clk.Now, time.Minute)}
 	var body strings.Builder
 	body.WriteString(`{"data":[`)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/api/origin"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/testinfra/simtest"
 )
@@ -20,6 +21,7 @@ import (
 // permanent error of kind "origin". With the origin allowed, the walk goes
 // on there (the test's control: the other server does get asked then).
 func TestPoller_C1_C3_NextPageOfAnotherOriginGetsNoCredentials(t *testing.T) {
+	t.Parallel()
 	times := spread(time.Now().Add(-20*time.Hour), 30, 10*time.Minute)
 	other := newPageServer(t, times, 10, nil)
 	samePort := func(prefix string) func(r *http.Request) string {
@@ -48,7 +50,7 @@ func TestPoller_C1_C3_NextPageOfAnotherOriginGetsNoCredentials(t *testing.T) {
 			// as a network error for ever.
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			err := e.poller(catalog.SourceDNS, "acme", true).Run(ctx, Cursor{}, col)
+			err := e.poller(catalog.SourceDNS, "acme", true).Run(ctx, cursor.Cursor{}, col)
 			var oe *origin.Error
 			if !errors.As(err, &oe) || !api.IsPermanent(err) || oe.Redirect {
 				t.Fatalf("err = %v, want a permanent *OriginError", err)
@@ -81,7 +83,7 @@ func TestPoller_C1_C3_NextPageOfAnotherOriginGetsNoCredentials(t *testing.T) {
 		before := other.requests()
 		e := newEnv(t, cfg, nil)
 		col := newTally(len(times))
-		if err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col); err != nil {
+		if err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), cursor.Cursor{}, col); err != nil {
 			t.Fatal(err)
 		}
 		if m := col.missing(); m != 0 {

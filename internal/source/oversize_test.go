@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/source/catalog"
 )
 
@@ -17,16 +18,16 @@ import (
 // limit records (0: no limit); a page emitted in several batches has every
 // batch but the last marked Revisit with the cursor as it stood, so only
 // its last batch moves the cursor (DESIGN item 4).
-func checkBatches(t *testing.T, pages []Page, sizes []int, limit int) {
+func checkBatches(t *testing.T, pages []cursor.Page, sizes []int, limit int) {
 	t.Helper()
-	var cur Cursor
+	var cur cursor.Cursor
 	known := false // cur is known after the first batch
 	for i, p := range pages {
 		if limit > 0 && sizes[i] > limit {
 			t.Fatalf("batch %d holds %d records, over %d", i, sizes[i], limit)
 		}
 		if p.Revisit {
-			if i+1 >= len(pages) || pages[i+1].Index != p.Index || pages[i+1].Window != p.Window {
+			if i+1 >= len(pages) || pages[i+1].Index() != p.Index() || pages[i+1].Window() != p.Window() {
 				t.Fatalf("batch %d is a revisit that no later batch of its page follows", i)
 			}
 			if known && (p.After.Watermark != cur.Watermark || (p.After.InFlight == nil) != (cur.InFlight == nil)) {
@@ -44,12 +45,13 @@ func checkBatches(t *testing.T, pages []Page, sizes []int, limit int) {
 // 5,000) is read completely; the poller learns the size, reserves room
 // for it before the next fetches and reports it.
 func TestPoller_C3_PagesLargerThanPageRowsAreCompleteAndReservedFor(t *testing.T) {
+	t.Parallel()
 	times := spread(time.Now().Add(-20*time.Hour), 15000, 4*time.Second)
 	srv := newPageServer(t, times, 6000, nil)
 	e := newEnv(t, pageServerConfig(srv), nil)
 	p := e.poller(catalog.SourceDNS, "acme", true)
 	col := newTally(len(times))
-	if err := p.Run(t.Context(), Cursor{}, col); err != nil {
+	if err := p.Run(t.Context(), cursor.Cursor{}, col); err != nil {
 		t.Fatal(err)
 	}
 	pages, sizes, reserved := col.snapshot()
@@ -83,6 +85,7 @@ func TestPoller_C3_PagesLargerThanPageRowsAreCompleteAndReservedFor(t *testing.T
 // envelopes, so the heap stays near the body's size. Reservations never
 // exceed MaxBatchRecords.
 func TestPoller_C3_HugePageIsEmittedInBoundedBatches(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("600,000 records")
 	}
@@ -121,7 +124,7 @@ func TestPoller_C3_HugePageIsEmittedInBoundedBatches(t *testing.T) {
 			}
 		}
 	}()
-	err := p.Run(t.Context(), Cursor{}, col)
+	err := p.Run(t.Context(), cursor.Cursor{}, col)
 	close(stop)
 	peak := <-peakc
 	grew := int64(peak) - int64(base)
@@ -156,13 +159,14 @@ func TestPoller_C3_HugePageIsEmittedInBoundedBatches(t *testing.T) {
 // endless re-fetch nor a lost window: the window is split and its halves
 // asked, until every part fits.
 func TestPoller_C3_BodyOverMaxBodyBytesSplitsTheWindow(t *testing.T) {
+	t.Parallel()
 	times := spread(time.Now().Add(-20*time.Hour), 3000, 20*time.Second)
 	srv := newPageServer(t, times, 5000, func(s *pageServer) { s.pad = strings.Repeat("x", 60) })
 	cfg := pageServerConfig(srv)
 	cfg.API.MaxBodyBytes = 64 << 10 // about 600 records
 	e := newEnv(t, cfg, nil)
 	col := newTally(len(times))
-	if err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col); err != nil {
+	if err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), cursor.Cursor{}, col); err != nil {
 		t.Fatal(err)
 	}
 	pages, sizes, _ := col.snapshot()
@@ -182,6 +186,7 @@ func TestPoller_C3_BodyOverMaxBodyBytesSplitsTheWindow(t *testing.T) {
 // answers over max_body_bytes is a permanent error of the stream, logged
 // with the window and counted; the watermark never moves past its records.
 func TestPoller_C3_BodyOverMaxBodyBytesInAnUnsplittableWindowFails(t *testing.T) {
+	t.Parallel()
 	at := time.Now().Add(-10 * time.Hour).Truncate(time.Second)
 	times := spread(at, 2000, 0)
 	srv := newPageServer(t, times, 5000, func(s *pageServer) { s.pad = strings.Repeat("x", 60) })
@@ -189,7 +194,7 @@ func TestPoller_C3_BodyOverMaxBodyBytesInAnUnsplittableWindowFails(t *testing.T)
 	cfg.API.MaxBodyBytes = 64 << 10
 	e := newEnv(t, cfg, nil)
 	col := newTally(len(times))
-	err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), Cursor{}, col)
+	err := e.poller(catalog.SourceDNS, "acme", true).Run(t.Context(), cursor.Cursor{}, col)
 	var bt *api.BodyTooLargeError
 	if !errors.As(err, &bt) || !api.IsPermanent(err) || !strings.Contains(err.Error(), "cannot be split further") {
 		t.Fatalf("err = %v, want a permanent *BodyTooLargeError", err)

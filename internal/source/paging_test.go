@@ -13,17 +13,18 @@ import (
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/window"
 )
 
 // duplicates counts envelopes delivered beyond the first of their id.
-func duplicates(pages []Page) int64 {
+func duplicates(pages []cursor.Page) int64 {
 	seen := map[string]bool{}
 	var n int64
 	for _, p := range pages {
-		for _, e := range p.Envelopes {
+		for _, e := range p.Batch.Envelopes {
 			if seen[e.ID] {
 				n++
 			}
@@ -56,6 +57,7 @@ func cutRows(logs string) map[string]int64 {
 // full page and splits at min(result_cap, 100 x 5): no chain is cut at the
 // page cap, nothing is lost, nothing is delivered twice.
 func TestPoller_C3_SmallerServerPagesAreLearntAndNoWindowIsCutAtThePageCap(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceDNS] = 1500
 		c.PageSize = 100
@@ -66,7 +68,7 @@ func TestPoller_C3_SmallerServerPagesAreLearntAndNoWindowIsCutAtThePageCap(t *te
 	cfg.Sources["dns"] = catalog.SourceOverride{Start: ptr("12h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceDNS, "acme", true)
-	col := runToEnd(t, p, Cursor{})
+	col := runToEnd(t, p, cursor.Cursor{})
 	pages := col.snapshot()
 	n := checkTruth(t, srv, catalog.SourceDNS, "acme", pages, firstStart(pages), col.last().Watermark)
 	if n < 10_000 {
@@ -74,8 +76,8 @@ func TestPoller_C3_SmallerServerPagesAreLearntAndNoWindowIsCutAtThePageCap(t *te
 	}
 	checkCursors(t, pages)
 	for _, pg := range pages {
-		if pg.Index >= cfg.API.MaxPages {
-			t.Fatalf("window %s walked to page %d past max_pages %d", pg.Window, pg.Index+1, cfg.API.MaxPages)
+		if pg.Index() >= cfg.API.MaxPages {
+			t.Fatalf("window %s walked to page %d past max_pages %d", pg.Window(), pg.Index()+1, cfg.API.MaxPages)
 		}
 	}
 	if d := duplicates(pages); d != 0 {
@@ -98,6 +100,7 @@ func TestPoller_C3_SmallerServerPagesAreLearntAndNoWindowIsCutAtThePageCap(t *te
 // is asked again in parts, and duplicates are at most what the cut chains
 // delivered.
 func TestPoller_C3_PageCapWithPagesLeftSplitsTheWindowInsteadOfDroppingItsRest(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceConnections] = 2000
 		c.PageSize = 200
@@ -109,7 +112,7 @@ func TestPoller_C3_PageCapWithPagesLeftSplitsTheWindowInsteadOfDroppingItsRest(t
 	cfg.Sources["connections"] = catalog.SourceOverride{Start: ptr("6h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceConnections, "acme", true)
-	col := runToEnd(t, p, Cursor{})
+	col := runToEnd(t, p, cursor.Cursor{})
 	pages := col.snapshot()
 	checkTruth(t, srv, catalog.SourceConnections, "acme", pages, firstStart(pages), col.last().Watermark)
 	cut := cutRows(e.logs.String())
@@ -129,6 +132,7 @@ func TestPoller_C3_PageCapWithPagesLeftSplitsTheWindowInsteadOfDroppingItsRest(t
 // split threshold although totalRows said less may have been cut by the
 // server, and its window is asked again in parts. Complete.
 func TestPoller_C3_CappedTotalRowsWithAChainEndingAtTheCapIsComplete(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceConnections] = 1000
 		c.PageSize, c.ResultCap, c.TotalRowsCap = 500, 5000, 2000
@@ -139,7 +143,7 @@ func TestPoller_C3_CappedTotalRowsWithAChainEndingAtTheCapIsComplete(t *testing.
 	cfg.Sources["connections"] = catalog.SourceOverride{Start: ptr("24h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceConnections, "acme-dev", true)
-	col := runToEnd(t, p, Cursor{})
+	col := runToEnd(t, p, cursor.Cursor{})
 	pages := col.snapshot()
 	n := checkTruth(t, srv, catalog.SourceConnections, "acme-dev", pages, firstStart(pages), col.last().Watermark)
 	if n < 20_000 {
@@ -159,6 +163,7 @@ func TestPoller_C3_CappedTotalRowsWithAChainEndingAtTheCapIsComplete(t *testing.
 // fits within it, never restarted whole again and again; the run ends
 // complete, and duplicates are at most what the expired chains delivered.
 func TestPoller_C3_NextPageLifeShorterThanConfiguredIsLearntAndWalksFitIt(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceUserLogins] = 300
 		c.PageSize = 100
@@ -171,7 +176,7 @@ func TestPoller_C3_NextPageLifeShorterThanConfiguredIsLearntAndWalksFitIt(t *tes
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceUserLogins, "acme", true)
 	col := collector{delay: 250 * time.Millisecond}
-	if err := p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)); err != nil {
+	if err := p.Run(t.Context(), cursor.Cursor{}, EmitFunc(col.emit)); err != nil {
 		t.Fatal(err)
 	}
 	pages := col.snapshot()
@@ -232,6 +237,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // again only every api.permanent_error_retry, and unblocked once its
 // requests go through again (a permission granted later).
 func TestPoller_C5_ForbiddenStreamIsBlockedRetriedSlowlyAndUnblocked(t *testing.T) {
+	t.Parallel()
 	sim := startSim(t, func(c *apisim.Config) { c.Rates[apisim.SourceDNS] = 200 })
 	d := &denying{sim: sim.Handler(), path: "/api/v2/Activities/DNSs"}
 	d.deny.Store(true)
@@ -247,7 +253,7 @@ func TestPoller_C5_ForbiddenStreamIsBlockedRetriedSlowlyAndUnblocked(t *testing.
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	var col collector
-	go func() { done <- p.Run(ctx, Cursor{}, EmitFunc(col.emit)) }()
+	go func() { done <- p.Run(ctx, cursor.Cursor{}, EmitFunc(col.emit)) }()
 	defer func() { cancel(); <-done }()
 
 	waitFor(t, "the stream blocked", func() bool { return p.Snapshot().Blocked })
@@ -278,10 +284,11 @@ func TestPoller_C5_ForbiddenStreamIsBlockedRetriedSlowlyAndUnblocked(t *testing.
 // C2, C5: in Once mode a key without access to a sub-account ends that
 // stream's run with an error naming it; a next-page expiry never blocks.
 func TestPoller_C5_OnceEndsAForbiddenStreamWithItsError(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) { c.Keys[0].AllowedAccounts = []string{"acme"} })
 	cfg := simConfig(srv)
 	e := newEnv(t, cfg, nil)
-	err := e.poller(catalog.SourceDNS, "acme-dev", true).Run(t.Context(), Cursor{}, EmitFunc(func(context.Context, Page) error { return nil }))
+	err := e.poller(catalog.SourceDNS, "acme-dev", true).Run(t.Context(), cursor.Cursor{}, EmitFunc(func(context.Context, cursor.Page) error { return nil }))
 	if err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "dns/acme-dev") {
 		t.Fatalf("err = %v", err)
 	}
@@ -294,6 +301,7 @@ func TestPoller_C5_OnceEndsAForbiddenStreamWithItsError(t *testing.T) {
 // edge record is fetched once, and its envelope names its own account
 // (account_name), which the truth counts per account.
 func TestPoller_C6_EdgeIsReadOncePerTokenWithEachRecordsOwnAccount(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Accounts = []string{"acme", "acme-dev", "acme-ops"}
 		c.Rates[apisim.SourceEdgeAuditEvents] = 100
@@ -314,16 +322,16 @@ func TestPoller_C6_EdgeIsReadOncePerTokenWithEachRecordsOwnAccount(t *testing.T)
 	e := newEnv(t, cfg, nil)
 	pc := e.pollerConfig(catalog.SourceEdgeAuditEvents, catalog.DefaultEdgeAccount, true)
 	pc.AccountHeader = ""
-	col := runToEnd(t, e.newPoller(pc), Cursor{})
+	col := runToEnd(t, e.newPoller(pc), cursor.Cursor{})
 	pages := col.snapshot()
 	from, to := firstStart(pages), col.last().Watermark
-	byAccount := map[string][]Page{}
+	byAccount := map[string][]cursor.Page{}
 	for _, pg := range pages {
-		if pg.Stream.Account != catalog.DefaultEdgeAccount {
-			t.Fatalf("page of stream %s", pg.Stream)
+		if pg.Stream().Account != catalog.DefaultEdgeAccount {
+			t.Fatalf("page of stream %s", pg.Stream())
 		}
-		for _, env := range pg.Envelopes {
-			byAccount[env.Account] = append(byAccount[env.Account], Page{Envelopes: []record.Envelope{env}})
+		for _, env := range pg.Batch.Envelopes {
+			byAccount[env.Account] = append(byAccount[env.Account], cursor.Page{Batch: record.Batch{Envelopes: []record.Envelope{env}}})
 		}
 	}
 	for _, a := range cfg.Accounts {
@@ -344,6 +352,7 @@ func TestPoller_C6_EdgeIsReadOncePerTokenWithEachRecordsOwnAccount(t *testing.T)
 // being refused with a 400 on every try; the part the API no longer serves
 // is counted as unreachable.
 func TestPoller_C3_WindowInFlightBeforeTheHistoryFloorIsClampedOnResume(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) { c.Rates[apisim.SourceAgentInfo] = 20 })
 	cfg := simConfig(srv)
 	e := newEnv(t, cfg, nil)
@@ -351,21 +360,21 @@ func TestPoller_C3_WindowInFlightBeforeTheHistoryFloorIsClampedOnResume(t *testi
 	now := time.Now()
 	floor := p.plan.Floor(now)
 	old := window.Window{Start: floor.Add(-6 * time.Hour), End: floor.Add(6 * time.Hour)}
-	cur := Cursor{Watermark: old.Start, InFlight: &Chain{Window: old, NextURL: "", Started: now.Add(-30 * 24 * time.Hour), Pages: 3}}
+	cur := cursor.Cursor{Watermark: old.Start, InFlight: &cursor.Chain{Window: old, NextURL: "", Started: now.Add(-30 * 24 * time.Hour), Pages: 3}}
 	col := runToEnd(t, p, cur)
 	pages := col.snapshot()
-	if len(pages) == 0 || pages[0].Window.Start.Before(floor) || pages[0].Window.End != old.End {
-		t.Fatalf("first page of %v, want the window clamped to the floor %s", pages[0].Window, floor)
+	if len(pages) == 0 || pages[0].Window().Start.Before(floor) || pages[0].Window().End != old.End {
+		t.Fatalf("first page of %v, want the window clamped to the floor %s", pages[0].Window(), floor)
 	}
 	if got := testutilValue(e.metrics.PollErrors(catalog.SourceAgentInfo, "acme", "unreachable")); got < 1 {
 		t.Errorf("unreachable not counted")
 	}
-	checkTruth(t, srv, catalog.SourceAgentInfo, "acme", pages, pages[0].Window.Start, col.last().Watermark)
+	checkTruth(t, srv, catalog.SourceAgentInfo, "acme", pages, pages[0].Window().Start, col.last().Watermark)
 
 	gone := window.Window{Start: floor.Add(-48 * time.Hour), End: floor.Add(-24 * time.Hour)}
-	cur = Cursor{Watermark: gone.Start, InFlight: &Chain{Window: gone, Started: now.Add(-30 * 24 * time.Hour)}}
+	cur = cursor.Cursor{Watermark: gone.Start, InFlight: &cursor.Chain{Window: gone, Started: now.Add(-30 * 24 * time.Hour)}}
 	col = runToEnd(t, e.poller(catalog.SourceAgentInfo, "acme", true), cur)
-	if ps := col.snapshot(); len(ps) == 0 || ps[0].After.Watermark != gone.End || len(ps[0].Envelopes) != 0 {
+	if ps := col.snapshot(); len(ps) == 0 || ps[0].After.Watermark != gone.End || len(ps[0].Batch.Envelopes) != 0 {
 		t.Fatalf("a window wholly before the floor: %+v", ps[0])
 	}
 }
@@ -373,13 +382,14 @@ func TestPoller_C3_WindowInFlightBeforeTheHistoryFloorIsClampedOnResume(t *testi
 // Filters the endpoint takes are checked against api.max_request_bytes
 // before a request: a body over it never leaves (C5).
 func TestPoller_C5_SearchBodyOverTheRequestLimitIsNotSent(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, nil)
 	cfg := simConfig(srv)
 	cfg.API.MaxRequestBytes = 1024
 	e := newEnv(t, cfg, nil)
 	pc := e.pollerConfig(catalog.SourceDNS, "acme", true)
 	pc.Settings.Filters = []catalog.Filter{{Expression: "eq", Field: "fqdn", Value: strings.Repeat("x", 2000)}}
-	err := e.newPoller(pc).Run(t.Context(), Cursor{}, EmitFunc(func(context.Context, Page) error { return nil }))
+	err := e.newPoller(pc).Run(t.Context(), cursor.Cursor{}, EmitFunc(func(context.Context, cursor.Page) error { return nil }))
 	if err == nil || !strings.Contains(err.Error(), "api.max_request_bytes") {
 		t.Fatalf("err = %v", err)
 	}
@@ -404,7 +414,7 @@ func TestPoller_C3_AChainEndingBeforeItsTotalRowsTeachesTheServersChainCap(t *te
 	cfg.Sources["connections"] = catalog.SourceOverride{Start: ptr("24h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceConnections, "acme", true)
-	col := runToEnd(t, p, Cursor{})
+	col := runToEnd(t, p, cursor.Cursor{})
 	pages := col.snapshot()
 	n := checkTruth(t, srv, catalog.SourceConnections, "acme", pages, firstStart(pages), col.last().Watermark)
 	if n < 10_000 {
@@ -445,7 +455,7 @@ func TestPoller_C3_AnAnswerWithoutPagingAsLargeAsAFullPageIsSplit(t *testing.T) 
 	cfg.Sources["audit_logs"] = catalog.SourceOverride{Start: ptr("6h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceAuditLogs, "acme", true)
-	col := runToEnd(t, p, Cursor{})
+	col := runToEnd(t, p, cursor.Cursor{})
 	pages := col.snapshot()
 	n := checkTruth(t, srv, catalog.SourceAuditLogs, "acme", pages, firstStart(pages), col.last().Watermark)
 	if n < 5000 {

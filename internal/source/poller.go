@@ -10,14 +10,11 @@ import (
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/backoff"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/ratelog"
 	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source/catalog"
-	"github.com/svcexport/collector/internal/source/envelope"
-	"github.com/svcexport/collector/internal/source/pollmetrics"
-	"github.com/svcexport/collector/internal/source/progress"
-	"github.com/svcexport/collector/internal/source/revisit"
 	"github.com/svcexport/collector/internal/window"
 )
 
@@ -47,7 +44,7 @@ type PollerConfig struct {
 	Once bool
 	// Planner plans the windows; nil builds one with NewPlanner.
 	Planner *window.Planner
-	// MaxBatchRecords bounds the records of one Page handed to Emit and
+	// MaxBatchRecords bounds the records of one cursor.Page handed to Emit and
 	// the room reserved before a fetch; Build sets it from
 	// Options.MaxBatchRecords (the app: pipeline.buffer_records). A page with more records (a server with
 	// bigger pages than page_rows, an audit log or edge answer without
@@ -79,13 +76,13 @@ type Poller struct {
 	clk  api.Clock
 	log  *slog.Logger
 	m    *Metrics
-	eb   envelope.Builder
+	eb   envelopeBuilder
 	warn *ratelog.Limiter
 	// rv does the rechecks and alert re-asks, and keeps the window log
 	// and the alert tracker.
-	rv *revisit.Runner
+	rv *rechecks
 	// st is the stream's progress, read by Snapshot at any time.
-	st *progress.State
+	st *state
 }
 
 // NewPoller returns the poller of cfg that fetches through c.
@@ -139,15 +136,15 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 	// Its own limiter, on the logger without the stream's attributes:
 	// each line names its stream itself.
 	p.warn = ratelog.New(cfg.Logger, p.clk.Now, c.WarnEvery())
-	p.eb = envelope.Builder{Source: cfg.Spec.Name, Account: cfg.Account, TimeField: cfg.Spec.TimeField, Metrics: p.m, Warn: p.warn,
+	p.eb = envelopeBuilder{Source: cfg.Spec.Name, Account: cfg.Account, TimeField: cfg.Spec.TimeField, Metrics: p.m, Warn: p.warn,
 		RecordAccount: cfg.Spec.Edge}
-	p.rv = revisit.New(revisit.Config{
+	p.rv = newRechecks(rechecksConfig{
 		Stream: p.Stream(), Spec: cfg.Spec, Settings: cfg.Settings, API: cfg.API, Edge: cfg.Edge, Plan: plan,
 		Recheck: cfg.Recheck, Limiter: cfg.RecheckLimiter, RecheckMetrics: cfg.RecheckMetrics,
 		Metrics: cfg.Metrics, Logger: p.log, Clock: p.clk,
 	})
-	p.st = progress.NewState(p.Stream())
-	p.m.Limits(cfg.Spec.Name, cfg.Account, Limits{}, p.splitAt())
+	p.st = newState(p.Stream())
+	p.m.Limits(cfg.Spec.Name, cfg.Account, window.Limits{}, p.splitAt())
 	return p, nil
 }
 
@@ -202,9 +199,9 @@ var errCaughtUp = errors.New("caught up")
 // started. Run must not be called concurrently on one Poller; a Poller may
 // be run again after Run returned (it keeps its learnt limits, density and
 // alert tracker).
-func (p *Poller) Run(ctx context.Context, cursor Cursor, out Output) error {
+func (p *Poller) Run(ctx context.Context, from cursor.Cursor, out Output) error {
 	started := p.clk.Now()
-	if cursor.Watermark.IsZero() {
+	if from.Watermark.IsZero() {
 		st, clamped, err := p.plan.Start(p.cfg.Settings.Start, started)
 		if err != nil {
 			return fmt.Errorf("%s/%s start: %w", p.cfg.Spec.Name, p.cfg.Account, err)
@@ -213,18 +210,18 @@ func (p *Poller) Run(ctx context.Context, cursor Cursor, out Output) error {
 			p.log.Warn("configured start is older than the API reaches; starting at the oldest reachable time",
 				"start", p.cfg.Settings.Start, "watermark", record.FormatTime(st))
 		}
-		cursor.Watermark = st
+		from.Watermark = st
 		p.rv.StartAt(st)
 	}
-	p.rv.Load(cursor.Log, cursor.Alerts)
-	if cursor.Density > 0 && p.st.Density() == 0 {
-		p.st.SetDensity(cursor.Density)
+	p.rv.Load(from.Log, from.Alerts)
+	if from.Density > 0 && p.st.Density() == 0 {
+		p.st.SetDensity(from.Density)
 	}
-	if cursor.Limits != (Limits{}) {
-		p.learn(func(l *Limits) bool { l.Adopt(cursor.Limits); return true })
+	if from.Limits != (window.Limits{}) {
+		p.learn(func(l *window.Limits) bool { l.Adopt(from.Limits); return true })
 	}
-	r := &run{p: p, cur: cursor, out: out, started: started}
-	p.st.Begin(started, cursor)
+	r := &run{p: p, cur: from, out: out, started: started}
+	p.st.Begin(started, from)
 	if !p.cfg.Once {
 		// A small deterministic offset per stream, so that pollers do
 		// not all start at once (STYLE item 5).
@@ -279,7 +276,7 @@ func (p *Poller) Run(ctx context.Context, cursor Cursor, out Output) error {
 	}
 }
 
-func windowStart(c Cursor) string {
+func windowStart(c cursor.Cursor) string {
 	if c.InFlight != nil {
 		return record.FormatTime(c.InFlight.Window.Start)
 	}
@@ -306,6 +303,3 @@ func (p *Poller) startOffset() time.Duration {
 	}
 	return time.Duration(h.Sum64() % uint64(span))
 }
-
-// errorKind is the kind label of collector_poll_errors_total.
-func errorKind(err error) string { return pollmetrics.ErrorKind(err) }

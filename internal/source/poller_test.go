@@ -6,12 +6,14 @@ import (
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/source/catalog"
 )
 
 // C3, C7, C8: a Once run over two days delivers exactly the records the
 // API holds, per day, by count and XOR of ids.
 func TestPoller_C3_C8_OnceOverTwoDaysIsCompletePerTruth(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceDNS] = 400
 		c.PageSize = 500
@@ -22,7 +24,7 @@ func TestPoller_C3_C8_OnceOverTwoDaysIsCompletePerTruth(t *testing.T) {
 	cfg.Sources["dns"] = catalog.SourceOverride{Start: ptr("48h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceDNS, "acme", true)
-	col := runToEnd(t, p, Cursor{})
+	col := runToEnd(t, p, cursor.Cursor{})
 	pages := col.snapshot()
 	end := col.last()
 	if end.InFlight != nil {
@@ -45,7 +47,7 @@ func TestPoller_C3_C8_OnceOverTwoDaysIsCompletePerTruth(t *testing.T) {
 // checkCursors checks the After of every page (DESIGN item 4): mid-chain
 // pages keep the watermark and carry the chain; the last page of a window
 // moves the watermark to the window's end.
-func checkCursors(t *testing.T, pages []Page) {
+func checkCursors(t *testing.T, pages []cursor.Page) {
 	t.Helper()
 	var wm time.Time
 	for i, p := range pages {
@@ -54,12 +56,12 @@ func checkCursors(t *testing.T, pages []Page) {
 		}
 		a := p.After
 		if a.InFlight == nil {
-			if !a.Watermark.Equal(p.Window.End) {
-				t.Fatalf("page %d: last page of %s moves the watermark to %s", i, p.Window, a.Watermark)
+			if !a.Watermark.Equal(p.Window().End) {
+				t.Fatalf("page %d: last page of %s moves the watermark to %s", i, p.Window(), a.Watermark)
 			}
 		} else {
-			if a.InFlight.NextURL == "" || a.InFlight.Window != p.Window || a.InFlight.Pages != p.Index+1 {
-				t.Fatalf("page %d: bad in-flight %+v for %s index %d", i, a.InFlight, p.Window, p.Index)
+			if a.InFlight.NextURL == "" || a.InFlight.Window != p.Window() || a.InFlight.Pages != p.Index()+1 {
+				t.Fatalf("page %d: bad in-flight %+v for %s index %d", i, a.InFlight, p.Window(), p.Index())
 			}
 			if !wm.IsZero() && !a.Watermark.Equal(wm) {
 				t.Fatalf("page %d: mid-chain page moved the watermark %s -> %s", i, wm, a.Watermark)
@@ -78,6 +80,7 @@ func ptr[T any](v T) *T { return &v }
 // split before its chain is walked, so no chain reaches the cap and
 // nothing is lost.
 func TestPoller_C3_DenseWindowsAreSplitBeforeTheCap(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceConnections] = 1000 // 24,000 a day
 		c.PageSize, c.ResultCap = 500, 5000
@@ -88,14 +91,14 @@ func TestPoller_C3_DenseWindowsAreSplitBeforeTheCap(t *testing.T) {
 	cfg.Sources["connections"] = catalog.SourceOverride{Start: ptr("24h"), Lag: &lag}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceConnections, "acme-dev", true)
-	col := runToEnd(t, p, Cursor{})
+	col := runToEnd(t, p, cursor.Cursor{})
 	pages := col.snapshot()
 	checkTruth(t, srv, catalog.SourceConnections, "acme-dev", pages, firstStart(pages), col.last().Watermark)
 	checkCursors(t, pages)
 	maxPages := int(cfg.API.ResultCap) / cfg.API.PageRows
 	for _, pg := range pages {
-		if pg.Index+1 >= maxPages {
-			t.Fatalf("window %s walked to page %d, the cap is %d pages", pg.Window, pg.Index+1, maxPages)
+		if pg.Index()+1 >= maxPages {
+			t.Fatalf("window %s walked to page %d, the cap is %d pages", pg.Window(), pg.Index()+1, maxPages)
 		}
 	}
 	if got := testutilValue(e.metrics.Splits(catalog.SourceConnections, "acme-dev")); got < 1 {
@@ -116,6 +119,7 @@ func TestPoller_C3_DenseWindowsAreSplitBeforeTheCap(t *testing.T) {
 // pipeline) make the window restart, then split, and the result is still
 // complete.
 func TestPoller_C3_NextPageExpiryShorterThanTheWalkIsComplete(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceUserLogins] = 300
 		c.PageSize = 500
@@ -128,7 +132,7 @@ func TestPoller_C3_NextPageExpiryShorterThanTheWalkIsComplete(t *testing.T) {
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceUserLogins, "acme", true)
 	col := collector{delay: 250 * time.Millisecond}
-	if err := p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)); err != nil {
+	if err := p.Run(t.Context(), cursor.Cursor{}, EmitFunc(col.emit)); err != nil {
 		t.Fatal(err)
 	}
 	pages := col.snapshot()
@@ -144,6 +148,7 @@ func TestPoller_C3_NextPageExpiryShorterThanTheWalkIsComplete(t *testing.T) {
 // C4: two accounts backfilling through one user's buckets at "60 per 5 s"
 // never see a 429.
 func TestPoller_C4_TwoAccountBackfillSeesNo429(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.RateLimit, c.RatePeriod = 60, 5*time.Second
 		c.Rates[apisim.SourceDNS] = 1000
@@ -172,6 +177,7 @@ func TestPoller_C4_TwoAccountBackfillSeesNo429(t *testing.T) {
 // C4: with a noisy neighbour spending half of the refill, 429s are few and
 // nothing is lost.
 func TestPoller_C4_NoisyNeighbourFew429sNothingLost(t *testing.T) {
+	t.Parallel()
 	srv := startSim(t, func(c *apisim.Config) {
 		c.RateLimit, c.RatePeriod = 60, 5*time.Second
 		c.NoisyFraction = 0.5
@@ -205,7 +211,7 @@ func runAccounts(t *testing.T, e *env, source string, accounts []string) map[str
 		col := &collector{}
 		res[a] = col
 		p := e.poller(source, a, true)
-		go func() { errs <- p.Run(t.Context(), Cursor{}, EmitFunc(col.emit)) }()
+		go func() { errs <- p.Run(t.Context(), cursor.Cursor{}, EmitFunc(col.emit)) }()
 	}
 	for range accounts {
 		if err := <-errs; err != nil {

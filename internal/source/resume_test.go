@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/source/catalog"
 )
 
@@ -17,7 +18,7 @@ func interrupted(t *testing.T, e *env, n int) *collector {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	col := &collector{}
-	emit := func(ctx context.Context, p Page) error {
+	emit := func(ctx context.Context, p cursor.Page) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -27,7 +28,7 @@ func interrupted(t *testing.T, e *env, n int) *collector {
 		}
 		return nil
 	}
-	if err := e.poller(catalog.SourceDNS, "acme", true).Run(ctx, Cursor{}, EmitFunc(emit)); err != context.Canceled {
+	if err := e.poller(catalog.SourceDNS, "acme", true).Run(ctx, cursor.Cursor{}, EmitFunc(emit)); err != context.Canceled {
 		t.Fatalf("interrupted run: %v", err)
 	}
 	if c := col.last(); c.InFlight == nil || c.InFlight.NextURL == "" || c.InFlight.Pages != n {
@@ -52,6 +53,7 @@ func resumeEnv(t *testing.T) (*apisim.Server, *env) {
 // still valid continues from that URL; the records before it are not asked
 // again, and the union of both runs is complete.
 func TestPoller_C3_ResumeContinuesTheChainInFlight(t *testing.T) {
+	t.Parallel()
 	srv, e := resumeEnv(t)
 	first := interrupted(t, e, 3)
 	cur := first.last()
@@ -60,8 +62,8 @@ func TestPoller_C3_ResumeContinuesTheChainInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps := second.snapshot()
-	if len(ps) == 0 || ps[0].Index != 3 || ps[0].Window != cur.InFlight.Window {
-		t.Fatalf("resumed at page %d of %s, want page 3 of %s", ps[0].Index, ps[0].Window, cur.InFlight.Window)
+	if len(ps) == 0 || ps[0].Index() != 3 || ps[0].Window() != cur.InFlight.Window {
+		t.Fatalf("resumed at page %d of %s, want page 3 of %s", ps[0].Index(), ps[0].Window(), cur.InFlight.Window)
 	}
 	if got := testutilValue(e.metrics.Restarts(catalog.SourceDNS, "acme")); got != 0 {
 		t.Fatalf("restarts = %v", got)
@@ -73,6 +75,7 @@ func TestPoller_C3_ResumeContinuesTheChainInFlight(t *testing.T) {
 // C3: a chain in flight whose next-page URL is older than next_page_ttl
 // restarts its window from the first page.
 func TestPoller_C3_ResumeWithAnExpiredURLRestartsTheWindow(t *testing.T) {
+	t.Parallel()
 	srv, e := resumeEnv(t)
 	first := interrupted(t, e, 2)
 	cur := first.last()
@@ -84,8 +87,8 @@ func TestPoller_C3_ResumeWithAnExpiredURLRestartsTheWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps := second.snapshot()
-	if len(ps) == 0 || ps[0].Index != 0 || ps[0].Window.Start != ch.Window.Start {
-		t.Fatalf("restarted at page %d of %s, want page 0 of %s", ps[0].Index, ps[0].Window, ch.Window)
+	if len(ps) == 0 || ps[0].Index() != 0 || ps[0].Window().Start != ch.Window.Start {
+		t.Fatalf("restarted at page %d of %s, want page 0 of %s", ps[0].Index(), ps[0].Window(), ch.Window)
 	}
 	if got := testutilValue(e.metrics.Restarts(catalog.SourceDNS, "acme")); got != 1 {
 		t.Fatalf("restarts = %v, want 1", got)
@@ -96,6 +99,7 @@ func TestPoller_C3_ResumeWithAnExpiredURLRestartsTheWindow(t *testing.T) {
 // C6: an alert updated after the first pass is emitted again, as a Revisit
 // page that does not move the cursor, when the lookback is asked again.
 func TestPoller_C6_AlertUpdatesAreEmittedOnTheLookbackReask(t *testing.T) {
+	t.Parallel()
 	clk := newSimClock(1)
 	srv := startSim(t, func(c *apisim.Config) {
 		c.Now = clk.Now
@@ -106,19 +110,19 @@ func TestPoller_C6_AlertUpdatesAreEmittedOnTheLookbackReask(t *testing.T) {
 	cfg.Sources["edge_alerts"] = catalog.SourceOverride{Start: ptr("24h"), Lag: &lag}
 	e := newEnv(t, cfg, clk)
 	p := e.poller(catalog.SourceEdgeAlerts, "acme", true)
-	col := runToEnd(t, p, Cursor{})
+	col := runToEnd(t, p, cursor.Cursor{})
 	n := len(col.snapshot())
 	clk.Jump(2 * time.Hour) // updates happen in the first 6 hours of an alert
 	if err := p.Run(t.Context(), col.last(), EmitFunc(col.emit)); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]int64{}
-	var cur Cursor
+	var cur cursor.Cursor
 	updated := 0
 	for i, pg := range col.snapshot() {
 		if !pg.Revisit {
 			cur = pg.After
-			for _, env := range pg.Envelopes {
+			for _, env := range pg.Batch.Envelopes {
 				a := alertOf(t, env.Record)
 				seen[a.UUID] = max(seen[a.UUID], a.Update)
 			}
@@ -127,7 +131,7 @@ func TestPoller_C6_AlertUpdatesAreEmittedOnTheLookbackReask(t *testing.T) {
 		if pg.After.Watermark != cur.Watermark || pg.After.InFlight != nil {
 			t.Fatalf("revisit page moved the cursor: %+v after %+v", pg.After, cur)
 		}
-		for _, env := range pg.Envelopes {
+		for _, env := range pg.Batch.Envelopes {
 			a := alertOf(t, env.Record)
 			prev, ok := seen[a.UUID]
 			if !ok || a.Update <= prev {

@@ -12,6 +12,7 @@ import (
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/api/budget"
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source/catalog"
@@ -144,11 +145,11 @@ func (e *env) newPoller(pc PollerConfig) *Poller {
 // collector records what a poller emits.
 type collector struct {
 	mu    sync.Mutex
-	pages []Page
+	pages []cursor.Page
 	delay time.Duration // per page, to slow the pipeline down
 }
 
-func (c *collector) emit(ctx context.Context, p Page) error {
+func (c *collector) emit(ctx context.Context, p cursor.Page) error {
 	if c.delay > 0 {
 		select {
 		case <-time.After(c.delay):
@@ -162,24 +163,24 @@ func (c *collector) emit(ctx context.Context, p Page) error {
 	return nil
 }
 
-func (c *collector) snapshot() []Page {
+func (c *collector) snapshot() []cursor.Page {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]Page(nil), c.pages...)
+	return append([]cursor.Page(nil), c.pages...)
 }
 
 // last returns the cursor after the last page.
-func (c *collector) last() Cursor {
+func (c *collector) last() cursor.Cursor {
 	ps := c.snapshot()
 	if len(ps) == 0 {
-		return Cursor{}
+		return cursor.Cursor{}
 	}
 	return ps[len(ps)-1].After
 }
 
 // runToEnd runs p (a Once poller) from cur to its end into a collector,
 // failing t on an error, and returns what it emitted.
-func runToEnd(t *testing.T, p *Poller, cur Cursor) *collector {
+func runToEnd(t *testing.T, p *Poller, cur cursor.Cursor) *collector {
 	t.Helper()
 	col := &collector{}
 	if err := p.Run(t.Context(), cur, EmitFunc(col.emit)); err != nil {
@@ -191,14 +192,14 @@ func runToEnd(t *testing.T, p *Poller, cur Cursor) *collector {
 // checkTruth compares the deduplicated ids of the envelopes emitted with a
 // record time in [from, to) with the simulator's ground truth, one day at a
 // time (CONTRACT C8).
-func checkTruth(t *testing.T, srv *apisim.Server, source, account string, pages []Page, from, to time.Time) int64 {
+func checkTruth(t *testing.T, srv *apisim.Server, source, account string, pages []cursor.Page, from, to time.Time) int64 {
 	t.Helper()
 	if !from.Before(to) {
 		t.Fatalf("empty range [%s, %s)", from, to)
 	}
 	seen := map[string]time.Time{}
 	for _, p := range pages {
-		for _, e := range p.Envelopes {
+		for _, e := range p.Batch.Envelopes {
 			if e.Source != source || e.Account != account {
 				t.Fatalf("envelope of %s/%s in a %s/%s stream", e.Source, e.Account, source, account)
 			}
@@ -230,10 +231,10 @@ func checkTruth(t *testing.T, srv *apisim.Server, source, account string, pages 
 }
 
 // firstStart returns the start of the first non-revisit window emitted.
-func firstStart(pages []Page) time.Time {
+func firstStart(pages []cursor.Page) time.Time {
 	for _, p := range pages {
 		if !p.Revisit {
-			return p.Window.Start
+			return p.Window().Start
 		}
 	}
 	return time.Time{}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/api/budget"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source/pagescan"
 	"github.com/svcexport/collector/internal/window"
@@ -16,7 +17,7 @@ import (
 // run is the state of one Run call.
 type run struct {
 	p                 *Poller
-	cur               Cursor
+	cur               cursor.Cursor
 	out               Output
 	started           time.Time
 	warnedUnreachable bool
@@ -129,13 +130,13 @@ func (p *Poller) sawPage(ctx context.Context, rows int) {
 // emitRecords hands the records of page idx of w to the pipeline, with
 // after as the cursor once they are all delivered and revisit as the
 // page's Revisit. Records up to MaxBatchRecords (or all, when 0) go in one
-// Page. More are built and emitted in chunks of at most MaxBatchRecords,
+// cursor.Page. More are built and emitted in chunks of at most MaxBatchRecords,
 // one chunk at a time, so that no more than one chunk of envelopes exists
 // outside the pipeline. Every chunk but the last is a Revisit page with the
 // cursor as it stands (r.cur): it moves nothing, and a crash before the
 // last chunk asks the whole page again (at least once, C7). Only the last
 // chunk carries after.
-func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records []json.RawMessage, received time.Time, after Cursor, revisit bool, ex *emitExtra) error {
+func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records []json.RawMessage, received time.Time, after cursor.Cursor, revisit bool, ex *emitExtra) error {
 	p := r.p
 	size := len(records)
 	if m := p.cfg.MaxBatchRecords; m > 0 && size > m {
@@ -148,9 +149,10 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 		if err != nil {
 			return &api.PermanentError{Err: fmt.Errorf("%s/%s page %d of %s: %w", p.cfg.Spec.Name, p.cfg.Account, idx+1, w, err)}
 		}
-		page := Page{
-			Stream: p.Stream(), Window: w, Index: idx,
-			Envelopes: envs, After: after, Revisit: revisit, FetchedAt: received,
+		page := cursor.Page{
+			Batch: record.Batch{Source: p.cfg.Spec.Name, Account: p.cfg.Account,
+				WindowStart: w.Start, WindowEnd: w.End, Page: idx, Envelopes: envs},
+			After: after, Revisit: revisit, FetchedAt: received,
 		}
 		if ex != nil {
 			ex.add(envs)
@@ -188,7 +190,7 @@ func (r *run) priority(w window.Window, recheck bool) budget.Priority {
 // last page the log changes that hold once it is delivered.
 type emitExtra struct {
 	dig *record.Digest
-	log func() *LogChanges
+	log func() *cursor.LogChanges
 }
 
 func (ex *emitExtra) add(envs []record.Envelope) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/testinfra/simtest"
@@ -23,7 +24,7 @@ func TestRunPart_CountsTheWatermarkAndTheWindowInFlight(t *testing.T) {
 		Stream: record.Stream{Source: "dns", Account: "acme"}, Started: t0.Add(48 * time.Hour), StartWatermark: t0,
 		Watermark: t0.Add(12 * time.Hour), Density: 1000,
 		Backlog:  window.Backlog{Behind: 36 * time.Hour},
-		InFlight: &source.Chain{Window: window.Window{Start: t0.Add(12 * time.Hour), End: t0.Add(24 * time.Hour)}, Rows: 6000},
+		InFlight: &cursor.Chain{Window: window.Window{Start: t0.Add(12 * time.Hour), End: t0.Add(24 * time.Hour)}, Rows: 6000},
 	}
 	done, total, started := runPart(s)
 	if !started || done != 18*time.Hour || total != 48*time.Hour {

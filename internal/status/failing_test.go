@@ -11,6 +11,7 @@ import (
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/source/catalog"
@@ -49,7 +50,7 @@ func TestFailingErrorNamesStreamsThatFailWithoutCommitting(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = pl.Run(ctx, source.Cursor{Watermark: time.Now().Add(-time.Hour)}, source.EmitFunc(func(context.Context, source.Page) error { return nil }))
+		_ = pl.Run(ctx, cursor.Cursor{Watermark: time.Now().Add(-time.Hour)}, source.EmitFunc(func(context.Context, cursor.Page) error { return nil }))
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for pl.Snapshot().Errors == 0 {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/checkpoint"
-	"github.com/svcexport/collector/internal/recheck"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/window"
@@ -174,7 +174,7 @@ func FromCheckpoint(cfg catalog.Config, stored map[record.Stream]checkpoint.Stat
 			s.LagSeconds = now.Sub(st.Watermark).Seconds()
 		}
 		if f := st.InFlight; f != nil {
-			s.InFlight = &InFlightState{Start: f.Start, End: f.End, Pages: f.Pages, Rows: f.Rows}
+			s.InFlight = &InFlightState{Start: f.Window.Start, End: f.Window.End, Pages: f.Pages, Rows: f.Rows}
 		}
 		est.fill(&s, st.Density, now)
 		if st.Watermark.IsZero() {
@@ -277,18 +277,14 @@ func roundDuration(d time.Duration) string {
 // AddRecheckPending sets RecheckPending of each state line from the
 // stream's stored window log (windows) and its source's recheck points in
 // cfg, at now.
-func AddRecheckPending(ctx context.Context, cfg catalog.Config, states []StreamState, windows func(context.Context, record.Stream) ([]checkpoint.Window, error), now time.Time) error {
+func AddRecheckPending(ctx context.Context, cfg catalog.Config, states []StreamState, windows func(context.Context, record.Stream) ([]cursor.LoggedWindow, error), now time.Time) error {
 	for i := range states {
 		k := record.Stream{Source: states[i].Source, Account: states[i].Account}
 		ws, err := windows(ctx, k)
 		if err != nil {
 			return err
 		}
-		log := make([]recheck.Window, len(ws))
-		for j, w := range ws {
-			log[j] = recheck.Window(w)
-		}
-		states[i].RecheckPending = cfg.Sources.Resolve(k.Source).RecheckConfig(cfg.Edge.MaxRows).Pending(log, now)
+		states[i].RecheckPending = cfg.Sources.Resolve(k.Source).RecheckConfig(cfg.Edge.MaxRows).Pending(ws, now)
 	}
 	return nil
 }

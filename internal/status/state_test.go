@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/source/catalog"
+	"github.com/svcexport/collector/internal/window"
 )
 
 func stateConfig(t *testing.T) catalog.Config {
@@ -36,7 +38,7 @@ func TestStateEstimatesTheBacklogFromWatermarkDensityAndBudget(t *testing.T) {
 	stored := map[record.Stream]checkpoint.State{
 		// Two days behind at 100,000 rows an hour: 4.8M rows, 960 pages.
 		behind: {Watermark: now.Add(-48 * time.Hour), Density: 100_000, Delivered: 7,
-			InFlight: &checkpoint.InFlight{Start: now.Add(-48 * time.Hour), End: now.Add(-46 * time.Hour), Pages: 3}},
+			InFlight: &cursor.Chain{Window: window.Window{Start: now.Add(-48 * time.Hour), End: now.Add(-46 * time.Hour)}, Pages: 3}},
 		caught: {Watermark: now.Add(-2 * time.Minute), Density: 100_000},
 	}
 	states := FromCheckpoint(cfg, stored, keys, now)

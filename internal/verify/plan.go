@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -40,7 +41,7 @@ type StreamInfo struct {
 	State checkpoint.State
 	// Windows is the stream's window log: counts to estimate rows with,
 	// and the windows still waiting for a recheck.
-	Windows []checkpoint.Window
+	Windows []cursor.LoggedWindow
 	// RecheckPoints is the number of the stream's recheck points
 	// (sources.<name>.recheck); 0: Limits.RecheckPoints.
 	RecheckPoints int
@@ -101,7 +102,7 @@ type Target struct {
 	// Rechecked are those pending windows (whole, with the count logged
 	// at their fetch): a gap closes only if one of them grew since (C3:
 	// late data), which Run asks when the day has a gap.
-	Rechecked []checkpoint.Window
+	Rechecked []cursor.LoggedWindow
 }
 
 // Key names the target's (stream, day).
@@ -185,7 +186,7 @@ func NewPlan(streams []StreamInfo, f Filter, l Limits) Plan {
 // estimate returns the rows of [start, end) as the window log says where
 // it covers the range and as the density says elsewhere (-1 when neither
 // knows), and the logged windows of the range that have a recheck to come.
-func estimate(s StreamInfo, start, end time.Time, points int) (rows int64, pending []checkpoint.Window) {
+func estimate(s StreamInfo, start, end time.Time, points int) (rows int64, pending []cursor.LoggedWindow) {
 	var covered time.Duration
 	var logged float64
 	for _, w := range s.Windows {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -78,7 +79,7 @@ func TestPlanStartsAtTheAPIsHistoryAndSaysWhereTheStartIsUnknown(t *testing.T) {
 	if len(p.Targets) != 2 || !p.Targets[0].Start.After(now.Add(-92*Day)) || !strings.Contains(p.Notes[0], "reaches back") {
 		t.Fatalf("targets %v, notes %q", days(p), p.Notes)
 	}
-	logged := []checkpoint.Window{{Start: h(20), End: h(21), Count: 3}}
+	logged := []cursor.LoggedWindow{{Start: h(20), End: h(21), Count: 3}}
 	p = NewPlan([]StreamInfo{{Stream: dns, State: checkpoint.State{Watermark: h(50)}, Windows: logged}}, Filter{}, Limits{Now: now})
 	if len(p.Targets) == 0 || !p.Targets[0].Start.Equal(h(20)) || !strings.Contains(p.Notes[0], "give --from") {
 		t.Fatalf("unknown start: targets %v, notes %q", days(p), p.Notes)
@@ -88,7 +89,7 @@ func TestPlanStartsAtTheAPIsHistoryAndSaysWhereTheStartIsUnknown(t *testing.T) {
 // C3 and C6: a day whose rows may pass what one answer holds is counted
 // in parts, and the dry run says what the plan costs.
 func TestPlanEstimatesRowsAndRequests(t *testing.T) {
-	log := []checkpoint.Window{
+	log := []cursor.LoggedWindow{
 		{Start: h(24), End: h(36), Count: 600_000, Stage: 3},
 		{Start: h(36), End: h(48), Count: 10, Stage: 1},
 	}
@@ -213,7 +214,7 @@ func checkStateAt(wm time.Time) checkpoint.State { return checkpoint.State{Water
 // A stream's own recheck points (sources.<name>.recheck) decide which of
 // its logged windows are still pending, not another source's.
 func TestPlanCountsPendingWithTheStreamsOwnRecheckPoints(t *testing.T) {
-	log := []checkpoint.Window{
+	log := []cursor.LoggedWindow{
 		{Start: h(24), End: h(30), Count: 5, Stage: 1},
 		{Start: h(30), End: h(36), Count: 5, Stage: 2},
 	}
@@ -240,7 +241,7 @@ func TestPlanCountsPendingWithTheStreamsOwnRecheckPoints(t *testing.T) {
 // of its count), and no recheck will close it.
 func TestAGapTellsAWindowCutShortFromOneARecheckMayFill(t *testing.T) {
 	t.Parallel()
-	logged := []checkpoint.Window{
+	logged := []cursor.LoggedWindow{
 		{Start: d0, End: d0.Add(12 * time.Hour), Count: 10},
 		{Start: d0.Add(12 * time.Hour), End: d0.Add(Day), Count: 10},
 	}

@@ -344,7 +344,7 @@ func TestVerifyFindsTheGapsOfTheKafkaSink(t *testing.T) {
 		cfg.Format = format
 		cfg.Topic = format + ".{source}"
 		topics = append(topics, format+".audit_logs", format+".edge_alerts")
-		sk, err := kafka.New(cfg, []kafka.Stream{logins, alerts}, t.TempDir(), prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+		sk, err := kafka.New(cfg, []record.Stream{logins, alerts}, t.TempDir(), prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}

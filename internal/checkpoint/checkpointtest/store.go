@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -23,14 +24,15 @@ type Store struct {
 	mu      sync.Mutex
 	states  map[record.Stream]checkpoint.State
 	commits []map[record.Stream]checkpoint.State
-	windows map[record.Stream][]checkpoint.Window
-	alerts  map[record.Stream]map[string]checkpoint.AlertMark
+	windows map[record.Stream][]cursor.LoggedWindow
+	alerts  map[record.Stream]map[string]cursor.AlertMark
 	applied []checkpoint.Changes
 	err     error
 	closed  bool
 }
 
-var _ checkpoint.Store = (*Store)(nil)
+// Store has the methods of *checkpoint.DB that pipeline.Store and the
+// commands use; the pipeline's tests hold it to pipeline.Store.
 
 // FailWith makes every later call return an error wrapping err, until
 // FailWith(nil).
@@ -117,21 +119,21 @@ func (s *Store) Apply(ctx context.Context, c checkpoint.Changes) error {
 	}
 	for k, w := range c.Windows {
 		if s.windows == nil {
-			s.windows = map[record.Stream][]checkpoint.Window{}
+			s.windows = map[record.Stream][]cursor.LoggedWindow{}
 		}
 		s.windows[k] = applyWindows(s.windows[k], w)
 	}
 	for k, a := range c.Alerts {
 		if s.alerts == nil {
-			s.alerts = map[record.Stream]map[string]checkpoint.AlertMark{}
+			s.alerts = map[record.Stream]map[string]cursor.AlertMark{}
 		}
 		m := s.alerts[k]
 		if m == nil {
-			m = map[string]checkpoint.AlertMark{}
+			m = map[string]cursor.AlertMark{}
 		}
 		maps.Copy(m, a.Put)
 		if !a.PruneCreatedBefore.IsZero() {
-			maps.DeleteFunc(m, func(_ string, am checkpoint.AlertMark) bool {
+			maps.DeleteFunc(m, func(_ string, am cursor.AlertMark) bool {
 				return am.Create.Truncate(time.Millisecond).Before(a.PruneCreatedBefore.Truncate(time.Millisecond))
 			})
 		}
@@ -141,24 +143,24 @@ func (s *Store) Apply(ctx context.Context, c checkpoint.Changes) error {
 	return nil
 }
 
-func applyWindows(log []checkpoint.Window, c checkpoint.WindowChanges) []checkpoint.Window {
+func applyWindows(log []cursor.LoggedWindow, c cursor.WindowChanges) []cursor.LoggedWindow {
 	log = slices.Clone(log)
 	for _, d := range c.Delete {
-		log = slices.DeleteFunc(log, func(w checkpoint.Window) bool { return w.Start.Equal(d) })
+		log = slices.DeleteFunc(log, func(w cursor.LoggedWindow) bool { return w.Start.Equal(d) })
 	}
 	for _, p := range c.Put {
-		log = slices.DeleteFunc(log, func(w checkpoint.Window) bool { return w.Start.Equal(p.Start) })
+		log = slices.DeleteFunc(log, func(w cursor.LoggedWindow) bool { return w.Start.Equal(p.Start) })
 		log = append(log, p)
 	}
 	if !c.PruneBefore.IsZero() {
-		log = slices.DeleteFunc(log, func(w checkpoint.Window) bool { return !w.End.After(c.PruneBefore) })
+		log = slices.DeleteFunc(log, func(w cursor.LoggedWindow) bool { return !w.End.After(c.PruneBefore) })
 	}
-	slices.SortFunc(log, func(a, b checkpoint.Window) int { return a.Start.Compare(b.Start) })
+	slices.SortFunc(log, func(a, b cursor.LoggedWindow) int { return a.Start.Compare(b.Start) })
 	return log
 }
 
 // Windows implements checkpoint.Store.
-func (s *Store) Windows(ctx context.Context, k record.Stream) ([]checkpoint.Window, error) {
+func (s *Store) Windows(ctx context.Context, k record.Stream) ([]cursor.LoggedWindow, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usable(ctx, k); err != nil {
@@ -168,7 +170,7 @@ func (s *Store) Windows(ctx context.Context, k record.Stream) ([]checkpoint.Wind
 }
 
 // Alerts implements checkpoint.Store.
-func (s *Store) Alerts(ctx context.Context, k record.Stream) (map[string]checkpoint.AlertMark, error) {
+func (s *Store) Alerts(ctx context.Context, k record.Stream) (map[string]cursor.AlertMark, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usable(ctx, k); err != nil {
@@ -176,7 +178,7 @@ func (s *Store) Alerts(ctx context.Context, k record.Stream) (map[string]checkpo
 	}
 	out := maps.Clone(s.alerts[k])
 	if out == nil {
-		out = map[string]checkpoint.AlertMark{}
+		out = map[string]cursor.AlertMark{}
 	}
 	return out, nil
 }
@@ -206,8 +208,8 @@ func (s *Store) Reset(ctx context.Context, source, account string) (int, error) 
 			n++
 		}
 	}
-	maps.DeleteFunc(s.windows, func(k record.Stream, _ []checkpoint.Window) bool { return match(k) })
-	maps.DeleteFunc(s.alerts, func(k record.Stream, _ map[string]checkpoint.AlertMark) bool { return match(k) })
+	maps.DeleteFunc(s.windows, func(k record.Stream, _ []cursor.LoggedWindow) bool { return match(k) })
+	maps.DeleteFunc(s.alerts, func(k record.Stream, _ map[string]cursor.AlertMark) bool { return match(k) })
 	return n, nil
 }
 

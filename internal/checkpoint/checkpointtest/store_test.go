@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -17,7 +18,7 @@ func TestTheFakeRecordsCommitsAndCopiesStates(t *testing.T) {
 	ctx := context.Background()
 	var s Store
 	k := record.Stream{Source: "dns", Account: "acme"}
-	f := &checkpoint.InFlight{Pages: 1}
+	f := &cursor.Chain{Pages: 1}
 	if err := s.Commit(ctx, k, checkpoint.State{Watermark: time.Unix(60, 0), InFlight: f}); err != nil {
 		t.Fatal(err)
 	}
@@ -60,15 +61,15 @@ func TestTheFakeAppliesWindowLogsAndAlertMarksAsTheDBDoes(t *testing.T) {
 	var fake Store
 	rng := rand.New(rand.NewPCG(3, 4))
 	t0 := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
-	hour := func(i int) checkpoint.Window {
-		return checkpoint.Window{Start: t0.Add(time.Duration(i) * time.Hour), End: t0.Add(time.Duration(i+1) * time.Hour),
+	hour := func(i int) cursor.LoggedWindow {
+		return cursor.LoggedWindow{Start: t0.Add(time.Duration(i) * time.Hour), End: t0.Add(time.Duration(i+1) * time.Hour),
 			Count: rng.Int64N(100), FetchedAt: t0.Add(48 * time.Hour), Stage: rng.IntN(3)}
 	}
 	streams := []record.Stream{{Source: "dns", Account: "a"}, {Source: "edge_alerts", Account: "b"}}
 	for range 200 {
-		c := checkpoint.Changes{Windows: map[record.Stream]checkpoint.WindowChanges{}, Alerts: map[record.Stream]checkpoint.AlertChanges{}}
+		c := checkpoint.Changes{Windows: map[record.Stream]cursor.WindowChanges{}, Alerts: map[record.Stream]cursor.AlertChanges{}}
 		k := streams[rng.IntN(len(streams))]
-		var w checkpoint.WindowChanges
+		var w cursor.WindowChanges
 		for range rng.IntN(3) {
 			w.Delete = append(w.Delete, hour(rng.IntN(30)).Start)
 		}
@@ -79,9 +80,9 @@ func TestTheFakeAppliesWindowLogsAndAlertMarksAsTheDBDoes(t *testing.T) {
 			w.PruneBefore = t0.Add(time.Duration(rng.IntN(30)) * time.Hour)
 		}
 		c.Windows[k] = w
-		a := checkpoint.AlertChanges{Put: map[string]checkpoint.AlertMark{}}
+		a := cursor.AlertChanges{Put: map[string]cursor.AlertMark{}}
 		for range rng.IntN(4) {
-			a.Put[fmt.Sprintf("u%d", rng.IntN(40))] = checkpoint.AlertMark{Update: t0.Add(time.Duration(rng.IntN(1e6)) * time.Millisecond), Create: t0.Add(time.Duration(rng.IntN(40)) * time.Minute)}
+			a.Put[fmt.Sprintf("u%d", rng.IntN(40))] = cursor.AlertMark{Update: t0.Add(time.Duration(rng.IntN(1e6)) * time.Millisecond), Create: t0.Add(time.Duration(rng.IntN(40)) * time.Minute)}
 		}
 		if rng.IntN(8) == 0 {
 			a.PruneCreatedBefore = t0.Add(time.Duration(rng.IntN(40)) * time.Minute)

@@ -105,9 +105,9 @@ func BenchmarkWrite(b *testing.B) {
 				cfg := kafka.DefaultConfig()
 				cfg.Brokers = tg.brokers(b)
 				cf.change(&cfg)
-				var streams []kafka.Stream
+				var streams []record.Stream
 				for _, p := range pages[:8] {
-					streams = append(streams, kafka.Stream{Source: p.Source, Account: p.Account})
+					streams = append(streams, record.Stream{Source: p.Source, Account: p.Account})
 				}
 				reg := prometheus.NewRegistry()
 				s, _ := startSink(b, cfg, streams, reg)

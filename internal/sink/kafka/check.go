@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/svcexport/collector/internal/record"
 )
 
 // CheckReport is what Check learned about the cluster, for
@@ -31,7 +33,7 @@ type CheckReport struct {
 // TopicReport is the state of one topic.
 type TopicReport struct {
 	Topic   string
-	Streams []Stream
+	Streams []record.Stream
 	// Exists tells whether the topic is on the cluster; when it is not,
 	// WillCreate tells whether Start would create it.
 	Exists     bool
@@ -67,7 +69,7 @@ func (r CheckReport) String() string {
 // creating anything. The error is non-nil when cfg is invalid, the cluster
 // cannot be reached or refuses the credentials, or a topic is missing and
 // create_topics is off; the report holds what was learned anyway.
-func Check(ctx context.Context, cfg Config, streams []Stream) (CheckReport, error) {
+func Check(ctx context.Context, cfg Config, streams []record.Stream) (CheckReport, error) {
 	var rep CheckReport
 	cn, err := prepare(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -91,7 +93,7 @@ func Check(ctx context.Context, cfg Config, streams []Stream) (CheckReport, erro
 	}
 	slices.Sort(rep.Brokers)
 
-	byTopic := map[string][]Stream{}
+	byTopic := map[string][]record.Stream{}
 	for _, st := range streams {
 		t := cn.tmpl.name(st.Source, st.Account)
 		byTopic[t] = append(byTopic[t], st)

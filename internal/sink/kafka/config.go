@@ -143,13 +143,8 @@ type Config struct {
 	TLS tlsconfig.Config `koanf:"tls"`
 	// SASL configures authentication to the brokers (keys under
 	// sink.kafka.sasl; package kafkasasl).
-	SASL SASLConfig `koanf:"sasl"`
+	SASL kafkasasl.Config `koanf:"sasl"`
 }
-
-// SASLConfig configures SASL authentication (keys under sink.kafka.sasl):
-// PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM (package
-// kafkasasl).
-type SASLConfig = kafkasasl.Config
 
 // DefaultConfig returns the documented defaults. Brokers is empty and must
 // be set.

@@ -59,23 +59,23 @@ func TestConfigFromYAML(t *testing.T) {
 			Enabled: true, CAFile: "/etc/collector/kafka-ca.pem", CertFile: "/etc/collector/client.pem",
 			KeyFile: "/etc/collector/client-key.pem", ServerName: "kafka.internal",
 		},
-		SASL: kafka.SASLConfig{Mechanism: "SCRAM-SHA-512", Username: "collector", Password: secret.New("hunter2")},
+		SASL: kafkasasl.Config{Mechanism: "SCRAM-SHA-512", Username: "collector", Password: secret.New("hunter2")},
 	}
 	partial := kafka.DefaultConfig()
 	partial.Brokers = []string{"127.0.0.1:19092"}
-	partial.SASL = kafka.SASLConfig{Mechanism: "PLAIN", Username: "collector", PasswordFile: "/run/secrets/kafka"}
+	partial.SASL = kafkasasl.Config{Mechanism: "PLAIN", Username: "collector", PasswordFile: "/run/secrets/kafka"}
 
 	oauth := kafka.DefaultConfig()
 	oauth.Brokers = []string{"pkc-1.eu-west-1.aws.confluent.cloud:9092"}
 	oauth.TLS = tlsconfig.Config{Enabled: true}
-	oauth.SASL = kafka.SASLConfig{Mechanism: "OAUTHBEARER", OAuth: kafkasasl.OAuthConfig{
+	oauth.SASL = kafkasasl.Config{Mechanism: "OAUTHBEARER", OAuth: kafkasasl.OAuthConfig{
 		TokenURL: "https://idp.example.com/oauth2/token", ClientID: "svc-collector", ClientSecretFile: "/run/secrets/oauth-client",
 		ClientAuth: "post", Scopes: []string{"kafka", "api://kafka/.default"},
 		Extensions: map[string]string{"logicalCluster": "lkc-abc12", "identityPoolId": "pool-XyZ"}}}
 	aws := kafka.DefaultConfig()
 	aws.Brokers = []string{"b-1.collector.abc123.c2.kafka.eu-central-1.amazonaws.com:9098"}
 	aws.TLS = tlsconfig.Config{Enabled: true}
-	aws.SASL = kafka.SASLConfig{Mechanism: "AWS_MSK_IAM", AWS: kafkasasl.AWSConfig{
+	aws.SASL = kafkasasl.Config{Mechanism: "AWS_MSK_IAM", AWS: kafkasasl.AWSConfig{
 		AccessKeyID: "ASIAEXAMPLE", SecretAccessKeyFile: "/run/aws/secret", SessionTokenFile: "/run/aws/session"}}
 
 	for _, tt := range []struct {
@@ -144,13 +144,13 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 		{"an unknown format", func(c *kafka.Config) { c.Format = "avro" }, `sink.kafka.format: unknown format "avro"`},
 		{"an unknown partitioner", func(c *kafka.Config) { c.Partitioner = "random" }, `sink.kafka.partitioner: unknown partitioner "random"`},
 		{"a mechanism without password", func(c *kafka.Config) {
-			c.SASL = kafka.SASLConfig{Mechanism: "SCRAM-SHA-256", Username: "u"}
+			c.SASL = kafkasasl.Config{Mechanism: "SCRAM-SHA-256", Username: "u"}
 		}, "sink.kafka.sasl.password: must be set (or sink.kafka.sasl.password_file)"},
 		{"a mechanism without user", func(c *kafka.Config) {
-			c.SASL = kafka.SASLConfig{Mechanism: "PLAIN", Password: secret.New("p")}
+			c.SASL = kafkasasl.Config{Mechanism: "PLAIN", Password: secret.New("p")}
 		}, "sink.kafka.sasl.username: must be set"},
 		{"an unknown mechanism", func(c *kafka.Config) {
-			c.SASL = kafka.SASLConfig{Mechanism: "GSSAPI", Username: "u", Password: secret.New("p")}
+			c.SASL = kafkasasl.Config{Mechanism: "GSSAPI", Username: "u", Password: secret.New("p")}
 		}, `sink.kafka.sasl.mechanism: unknown mechanism "GSSAPI"`},
 		{"a password without mechanism", func(c *kafka.Config) { c.SASL.Password = secret.New("p") }, "sink.kafka.sasl.mechanism: must be set"},
 		{"a ca file with tls off", func(c *kafka.Config) { c.TLS.CAFile = "/ca.pem" }, "sink.kafka.tls.ca_file: is set but sink.kafka.tls.enabled is false"},
@@ -207,11 +207,11 @@ func TestNewRefusesMissingFilesByKey(t *testing.T) {
 		t.Errorf("missing CA file: got %v", err)
 	}
 	c.TLS = tlsconfig.Config{}
-	c.SASL = kafka.SASLConfig{Mechanism: "SCRAM-SHA-256", Username: "u", PasswordFile: t.TempDir() + "/missing"}
+	c.SASL = kafkasasl.Config{Mechanism: "SCRAM-SHA-256", Username: "u", PasswordFile: t.TempDir() + "/missing"}
 	if _, err := kafka.New(c, nil, t.TempDir(), nil, nil); err == nil || !strings.Contains(err.Error(), "sink.kafka.sasl.password_file") {
 		t.Errorf("missing password file: got %v", err)
 	}
-	c.SASL = kafka.SASLConfig{}
+	c.SASL = kafkasasl.Config{}
 	if _, err := kafka.New(c, nil, "", nil, nil); err == nil || !strings.Contains(err.Error(), "dead-letter") {
 		t.Errorf("no dead-letter dir: got %v", err)
 	}

@@ -71,7 +71,7 @@ func testConfig(c *kfake.Cluster) kafka.Config {
 }
 
 // startSink builds and starts a sink; it is shut down when the test ends.
-func startSink(t testing.TB, cfg kafka.Config, streams []kafka.Stream, reg prometheus.Registerer) (*kafka.Sink, string) {
+func startSink(t testing.TB, cfg kafka.Config, streams []record.Stream, reg prometheus.Registerer) (*kafka.Sink, string) {
 	t.Helper()
 	dir := t.TempDir()
 	var log *slog.Logger

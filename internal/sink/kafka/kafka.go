@@ -49,9 +49,9 @@ type Sink struct {
 
 	// topicMu guards topics, ready and limits.
 	topicMu sync.RWMutex
-	topics  map[Stream]string // the streams given to New and met by Write
-	ready   map[string]bool   // topics checked (or created) on the cluster
-	limits  map[string]int32  // batch cap per topic: min(BatchMaxBytes, max.message.bytes)
+	topics  map[record.Stream]string // the streams given to New and met by Write
+	ready   map[string]bool          // topics checked (or created) on the cluster
+	limits  map[string]int32         // batch cap per topic: min(BatchMaxBytes, max.message.bytes)
 	// ensureMu serializes checking topics first seen by Write.
 	ensureMu sync.Mutex
 }
@@ -63,7 +63,7 @@ type Sink struct {
 // it. Metrics are registered with reg (nil: none); log receives the sink's
 // and franz-go's warnings; with format "ocsf" collector_ocsf_fallbacks_total
 // too. New does not connect.
-func New(cfg Config, streams []Stream, deadLetterDir string, reg prometheus.Registerer, log *slog.Logger) (*Sink, error) {
+func New(cfg Config, streams []record.Stream, deadLetterDir string, reg prometheus.Registerer, log *slog.Logger) (*Sink, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -79,7 +79,7 @@ func New(cfg Config, streams []Stream, deadLetterDir string, reg prometheus.Regi
 		conn:   cn,
 		log:    log.With("sink", sinkName),
 		enc:    kafkarecord.Encoder{Raw: cfg.Format == FormatRecord},
-		topics: make(map[Stream]string),
+		topics: make(map[record.Stream]string),
 		ready:  make(map[string]bool),
 		limits: make(map[string]int32),
 	}

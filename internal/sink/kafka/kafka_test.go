@@ -28,6 +28,7 @@ import (
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink/kafka"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkarecord"
+	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
 	"github.com/svcexport/collector/internal/sink/sinkhelper"
 	"github.com/svcexport/collector/internal/testinfra/kafkatest"
 	"github.com/svcexport/collector/internal/tlsconfig"
@@ -36,7 +37,7 @@ import (
 func TestWriteDeliversEveryRecordWithKeyHeadersAndEnvelope(t *testing.T) {
 	c := kafkatest.NewCluster(t, kfake.SeedTopics(3, "svc.dns", "svc.connections"))
 	reg := prometheus.NewRegistry()
-	streams := []kafka.Stream{{Source: "dns", Account: "acme"}, {Source: "dns", Account: "beta"}, {Source: "connections", Account: "acme"}}
+	streams := []record.Stream{{Source: "dns", Account: "acme"}, {Source: "dns", Account: "beta"}, {Source: "connections", Account: "acme"}}
 	s, _ := startSink(t, testConfig(c), streams, reg)
 
 	batches := []*record.Batch{
@@ -131,7 +132,7 @@ func TestEachCodecAndTheRecordFormat(t *testing.T) {
 			cfg.Compression, cfg.Format = tt.codec, tt.format
 			cfg.Topic = "codec-" + tt.codec + ".{source}"
 			cfg.CreateTopics = true
-			streams := []kafka.Stream{{Source: "dns", Account: "acme"}}
+			streams := []record.Stream{{Source: "dns", Account: "acme"}}
 			s, _ := startSink(t, cfg, streams, nil)
 			b := makeBatch(t, "dns", "acme", 0, 0, 200, 100)
 			write(t, s, b)
@@ -172,9 +173,9 @@ func TestAccountPartitionerPutsOneAccountOnOnePartition(t *testing.T) {
 		cfg.Partitioner = partitioner
 		cfg.Topic = partitioner + ".{source}"
 		cfg.CreateTopics, cfg.Partitions = true, 8
-		var streams []kafka.Stream
+		var streams []record.Stream
 		for _, a := range accounts {
-			streams = append(streams, kafka.Stream{Source: "dns", Account: a})
+			streams = append(streams, record.Stream{Source: "dns", Account: a})
 		}
 		s, _ := startSink(t, cfg, streams, nil)
 		for _, a := range accounts {
@@ -219,7 +220,7 @@ func TestBrokerFaultsLoseNothing(t *testing.T) {
 	cfg := testConfig(c)
 	cfg.RequestTimeout = 500 * time.Millisecond
 	cfg.DeliveryTimeout = 6 * time.Second
-	s, _ := startSink(t, cfg, []kafka.Stream{{Source: "dns", Account: "acme"}, {Source: "dns", Account: "beta"}}, nil)
+	s, _ := startSink(t, cfg, []record.Stream{{Source: "dns", Account: "acme"}, {Source: "dns", Account: "beta"}}, nil)
 
 	var batches []*record.Batch
 	for i := range 12 {
@@ -307,7 +308,7 @@ func TestWriteReturnsWhenItsContextEnds(t *testing.T) {
 	c := kafkatest.NewCluster(t, kfake.SeedTopics(1, "svc.dns"))
 	cfg := testConfig(c)
 	cfg.RequestTimeout = time.Second
-	s, _ := startSink(t, cfg, []kafka.Stream{{Source: "dns", Account: "acme"}}, nil)
+	s, _ := startSink(t, cfg, []record.Stream{{Source: "dns", Account: "acme"}}, nil)
 	var stall atomic.Bool
 	stall.Store(true)
 	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
@@ -424,7 +425,7 @@ func TestRecordTooLargeGoesToTheDeadLetterFile(t *testing.T) {
 
 	t.Run("topic limit known at start", func(t *testing.T) {
 		reg := prometheus.NewRegistry()
-		s, dir := startSink(t, testConfig(c), []kafka.Stream{{Source: "dns", Account: "acme"}}, reg)
+		s, dir := startSink(t, testConfig(c), []record.Stream{{Source: "dns", Account: "acme"}}, reg)
 		b := makeBatch(t, "dns", "acme", 0, 0, 10, 100)
 		b.Envelopes[4] = bigEnvelope(t, "dns", "acme", 4, 40_000)
 		write(t, s, b)
@@ -438,7 +439,7 @@ func TestRecordTooLargeGoesToTheDeadLetterFile(t *testing.T) {
 		// the big record.
 		hide := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.DescribeConfigs}, Count: -1, Err: kerr.ClusterAuthorizationFailed})
 		reg := prometheus.NewRegistry()
-		s, dir := startSink(t, testConfig(c), []kafka.Stream{{Source: "audit_logs", Account: "org"}}, reg)
+		s, dir := startSink(t, testConfig(c), []record.Stream{{Source: "audit_logs", Account: "org"}}, reg)
 		hide.Remove()
 		if hide.Hits() == 0 {
 			t.Fatal("the describe fault was not hit")
@@ -470,7 +471,7 @@ func TestRecordTooLargeGoesToTheDeadLetterFile(t *testing.T) {
 		cfg.Topic = "big.{source}"
 		cfg.CreateTopics = true
 		cfg.BatchMaxBytes = 8192
-		s, dir := startSink(t, cfg, []kafka.Stream{{Source: "dns", Account: "acme"}}, reg)
+		s, dir := startSink(t, cfg, []record.Stream{{Source: "dns", Account: "acme"}}, reg)
 		b := makeBatch(t, "dns", "acme", 0, 0, 5, 100)
 		b.Envelopes[0] = bigEnvelope(t, "dns", "acme", 0, 9000)
 		write(t, s, b)
@@ -481,7 +482,7 @@ func TestRecordTooLargeGoesToTheDeadLetterFile(t *testing.T) {
 func TestTLSWithTheRightCAAndRefusedWithAWrongOne(t *testing.T) {
 	ca := kafkatest.NewCA(t)
 	c := kafkatest.NewCluster(t, kfake.TLS(ca.ServerTLS(t)), kfake.SeedTopics(1, "svc.dns"))
-	streams := []kafka.Stream{{Source: "dns", Account: "acme"}}
+	streams := []record.Stream{{Source: "dns", Account: "acme"}}
 
 	cfg := testConfig(c)
 	cfg.TLS = tlsconfig.Config{Enabled: true, CAFile: ca.WriteCA(t, t.TempDir())}
@@ -518,7 +519,7 @@ func TestSASL(t *testing.T) {
 		kfake.Superuser("SCRAM-SHA-512", "collector512", "s3cret-512"),
 		kfake.Superuser("PLAIN", "plainuser", "s3cret-plain"),
 		kfake.SeedTopics(1, "svc.dns"))
-	streams := []kafka.Stream{{Source: "dns", Account: "acme"}}
+	streams := []record.Stream{{Source: "dns", Account: "acme"}}
 	pwFile := filepath.Join(t.TempDir(), "pw")
 	if err := os.WriteFile(pwFile, []byte("s3cret-512\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -526,11 +527,11 @@ func TestSASL(t *testing.T) {
 	written := 0
 	for _, tt := range []struct {
 		name string
-		sasl kafka.SASLConfig
+		sasl kafkasasl.Config
 	}{
-		{"SCRAM-SHA-256", kafka.SASLConfig{Mechanism: "SCRAM-SHA-256", Username: "collector", Password: secret.New("s3cret-256")}},
-		{"SCRAM-SHA-512 from a file", kafka.SASLConfig{Mechanism: "SCRAM-SHA-512", Username: "collector512", PasswordFile: pwFile}},
-		{"PLAIN", kafka.SASLConfig{Mechanism: "PLAIN", Username: "plainuser", Password: secret.New("s3cret-plain")}},
+		{"SCRAM-SHA-256", kafkasasl.Config{Mechanism: "SCRAM-SHA-256", Username: "collector", Password: secret.New("s3cret-256")}},
+		{"SCRAM-SHA-512 from a file", kafkasasl.Config{Mechanism: "SCRAM-SHA-512", Username: "collector512", PasswordFile: pwFile}},
+		{"PLAIN", kafkasasl.Config{Mechanism: "PLAIN", Username: "plainuser", Password: secret.New("s3cret-plain")}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig(c)
@@ -552,7 +553,7 @@ func TestSASL(t *testing.T) {
 	for _, mech := range []string{"SCRAM-SHA-256", "SCRAM-SHA-512"} {
 		t.Run("wrong password "+mech, func(t *testing.T) {
 			cfg := testConfig(c)
-			cfg.SASL = kafka.SASLConfig{Mechanism: mech, Username: "collector", Password: secret.New("wrong")}
+			cfg.SASL = kafkasasl.Config{Mechanism: mech, Username: "collector", Password: secret.New("wrong")}
 			s, err := kafka.New(cfg, streams, t.TempDir(), nil, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -577,7 +578,7 @@ func TestSASL(t *testing.T) {
 
 func TestTopicsAreCheckedOrCreatedAtStart(t *testing.T) {
 	c := kafkatest.NewCluster(t, kfake.SeedTopics(2, "svc.dns"))
-	streams := []kafka.Stream{{Source: "dns", Account: "acme"}, {Source: "dns", Account: "Beta Corp"}}
+	streams := []record.Stream{{Source: "dns", Account: "acme"}, {Source: "dns", Account: "Beta Corp"}}
 
 	t.Run("created with the requested partitions", func(t *testing.T) {
 		cfg := testConfig(c)
@@ -636,7 +637,7 @@ func TestTopicsAreCheckedOrCreatedAtStart(t *testing.T) {
 func TestLifecycle(t *testing.T) {
 	c := kafkatest.NewCluster(t, kfake.SeedTopics(1, "svc.dns"))
 	ctx := context.Background()
-	s, err := kafka.New(testConfig(c), []kafka.Stream{{Source: "dns", Account: "acme"}}, t.TempDir(), prometheus.NewRegistry(), nil)
+	s, err := kafka.New(testConfig(c), []record.Stream{{Source: "dns", Account: "acme"}}, t.TempDir(), prometheus.NewRegistry(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -695,7 +696,7 @@ func TestCheckReportsClusterAndTopics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	cfg := testConfig(c)
-	streams := []kafka.Stream{{Source: "dns", Account: "acme"}, {Source: "dns", Account: "beta"}, {Source: "connections", Account: "acme"}}
+	streams := []record.Stream{{Source: "dns", Account: "acme"}, {Source: "dns", Account: "beta"}, {Source: "connections", Account: "acme"}}
 
 	rep, err := kafka.Check(ctx, cfg, streams)
 	if err == nil || !strings.Contains(err.Error(), `topic "svc.connections" does not exist`) {
@@ -738,7 +739,7 @@ func TestKcatReadsWhatTheSinkWrote(t *testing.T) {
 		t.Fatal("kcat not installed: scripts/test.sh installs it (apt-get install -y kcat)")
 	}
 	c := kafkatest.NewCluster(t, kfake.SeedTopics(2, "svc.dns"))
-	s, _ := startSink(t, testConfig(c), []kafka.Stream{{Source: "dns", Account: "acme"}}, nil)
+	s, _ := startSink(t, testConfig(c), []record.Stream{{Source: "dns", Account: "acme"}}, nil)
 	b := makeBatch(t, "dns", "acme", 0, 0, 50, 20)
 	write(t, s, b)
 
@@ -834,7 +835,7 @@ func TestShutdownKeepsItsDeadlineWhileTheBrokerStalls(t *testing.T) {
 		}
 		return nil, nil, stall.Load()
 	})
-	s, err := kafka.New(testConfig(c), []kafka.Stream{{Source: "dns", Account: "acme"}}, t.TempDir(), nil, nil)
+	s, err := kafka.New(testConfig(c), []record.Stream{{Source: "dns", Account: "acme"}}, t.TempDir(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/kafka"
+	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
 	"github.com/svcexport/collector/internal/testinfra/kafkatest"
 )
 
@@ -34,9 +36,9 @@ func TestOnlyABatchTheBrokerRefusesForGoodIsPermanent(t *testing.T) {
 		),
 		kfake.SeedTopics(1, "svc.dns", "svc.audit_logs", "svc.user_logins"))
 	cfg := testConfig(c)
-	cfg.SASL = kafka.SASLConfig{Mechanism: "SCRAM-SHA-256", Username: "writer", Password: secret.New("pw")}
+	cfg.SASL = kafkasasl.Config{Mechanism: "SCRAM-SHA-256", Username: "writer", Password: secret.New("pw")}
 	reg := prometheus.NewRegistry()
-	s, _ := startSink(t, cfg, []kafka.Stream{{Source: "dns", Account: "acme"}}, reg)
+	s, _ := startSink(t, cfg, []record.Stream{{Source: "dns", Account: "acme"}}, reg)
 	write(t, s, makeBatch(t, "dns", "acme", 0, 0, 5, 10))
 
 	for _, tt := range []struct {
@@ -97,7 +99,7 @@ func TestAnswersNoRepeatCanChangeArePermanent(t *testing.T) {
 func TestFailuresThatMayPassAreNotPermanent(t *testing.T) {
 	c := kafkatest.NewCluster(t, kfake.SeedTopics(1, "svc.dns"))
 	cfg := testConfig(c)
-	s, err := kafka.New(cfg, []kafka.Stream{{Source: "dns", Account: "acme"}}, t.TempDir(), nil, nil)
+	s, err := kafka.New(cfg, []record.Stream{{Source: "dns", Account: "acme"}}, t.TempDir(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink/kafka"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
@@ -172,9 +173,9 @@ func TestOAuthBearerTokenFileIsPickedUpAtReauthentication(t *testing.T) {
 	}
 	cfg := testConfig(c)
 	cfg.CreateTopics = true
-	cfg.SASL = kafka.SASLConfig{Mechanism: "OAUTHBEARER", OAuth: kafkasasl.OAuthConfig{TokenFile: path,
+	cfg.SASL = kafkasasl.Config{Mechanism: "OAUTHBEARER", OAuth: kafkasasl.OAuthConfig{TokenFile: path,
 		Extensions: map[string]string{"logicalCluster": "lkc-1", "identityPoolId": "pool-2"}}}
-	streams := []kafka.Stream{{Source: "dns", Account: "acme"}}
+	streams := []record.Stream{{Source: "dns", Account: "acme"}}
 	s, _ := startSink(t, cfg, streams, nil)
 	written := 10
 	write(t, s, makeBatch(t, "dns", "acme", 0, 0, written, 10))
@@ -287,9 +288,9 @@ func TestOAuthBearerClientCredentialsEndToEnd(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg := testConfig(c)
-	cfg.SASL = kafka.SASLConfig{Mechanism: "OAUTHBEARER", OAuth: kafkasasl.OAuthConfig{
+	cfg.SASL = kafkasasl.Config{Mechanism: "OAUTHBEARER", OAuth: kafkasasl.OAuthConfig{
 		TokenURL: idp.srv.URL + "/token", ClientID: idpClient, ClientSecret: secret.New(idpSecret), Scopes: []string{"kafka"}}}
-	streams := []kafka.Stream{{Source: "dns", Account: "acme"}}
+	streams := []record.Stream{{Source: "dns", Account: "acme"}}
 	s, err := kafka.New(cfg, streams, t.TempDir(), nil, log)
 	if err != nil {
 		t.Fatal(err)
@@ -419,7 +420,7 @@ func TestAWSMSKIAMSignsWithTheConfiguredCredentials(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	streams := []kafka.Stream{{Source: "dns", Account: "acme"}}
+	streams := []record.Stream{{Source: "dns", Account: "acme"}}
 	for _, tt := range []struct {
 		name                 string
 		env                  map[string]string
@@ -439,7 +440,7 @@ func TestAWSMSKIAMSignsWithTheConfiguredCredentials(t *testing.T) {
 			}
 			c, broker := newSASLBroker(t, "AWS_MSK_IAM", mskCheck(t, tt.key, tt.secret, tt.session, "eu-central-1"), kfake.SeedTopics(1, "svc.dns"))
 			cfg := testConfig(c)
-			cfg.SASL = kafka.SASLConfig{Mechanism: "AWS_MSK_IAM", AWS: tt.aws}
+			cfg.SASL = kafkasasl.Config{Mechanism: "AWS_MSK_IAM", AWS: tt.aws}
 			s, _ := startSink(t, cfg, streams, nil)
 			write(t, s, makeBatch(t, "dns", "acme", 0, 0, 10, 10))
 			auths := broker.seen()

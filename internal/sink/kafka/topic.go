@@ -22,12 +22,6 @@ var errTopicMissing = errors.New("does not exist")
 // maxTopicLen is the longest topic name Kafka accepts.
 const maxTopicLen = 249
 
-// Stream is one (source, account) pair the sink will receive records of:
-// the collector's one stream identity. New computes each stream's topic
-// from the template, so that Start can check or create every topic before
-// the first Write.
-type Stream = record.Stream
-
 // topicTemplate is a parsed Config.Topic: literal text and placeholders.
 type topicTemplate struct {
 	parts []topicPart
@@ -262,7 +256,7 @@ func (s *Sink) streamsOf(topic string) string {
 // topicFor returns the topic of a stream, checking (or creating) it on the
 // cluster the first time a stream that New was not told about shows up.
 func (s *Sink) topicFor(ctx context.Context, source, account string) (string, error) {
-	st := Stream{Source: source, Account: account}
+	st := record.Stream{Source: source, Account: account}
 	s.topicMu.RLock()
 	t, known := s.topics[st]
 	ready := known && s.ready[t]

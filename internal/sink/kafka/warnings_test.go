@@ -14,15 +14,15 @@ import (
 func TestWarningsAboutCredentialsInClearText(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		sasl SASLConfig
+		sasl kafkasasl.Config
 		tls  bool
 		want string
 	}{
-		{"plain", SASLConfig{Mechanism: "PLAIN", Username: "u", Password: secret.New("p")}, false, "SASL PLAIN without TLS"},
-		{"oauth", SASLConfig{Mechanism: "OAUTHBEARER", OAuth: kafkasasl.OAuthConfig{TokenFile: "/t"}}, false, "bearer token in clear text"},
-		{"aws", SASLConfig{Mechanism: "AWS_MSK_IAM"}, false, "only over TLS"},
-		{"http token url", SASLConfig{Mechanism: "OAUTHBEARER", OAuth: kafkasasl.OAuthConfig{TokenURL: "http://idp/token", ClientID: "c", ClientSecret: secret.New("s")}}, true, "token URL (sink.kafka.sasl.oauth.token_url) is plain http"},
-		{"none with tls", SASLConfig{Mechanism: "OAUTHBEARER", OAuth: kafkasasl.OAuthConfig{TokenURL: "https://idp/token", ClientID: "c", ClientSecret: secret.New("s")}}, true, ""},
+		{"plain", kafkasasl.Config{Mechanism: "PLAIN", Username: "u", Password: secret.New("p")}, false, "SASL PLAIN without TLS"},
+		{"oauth", kafkasasl.Config{Mechanism: "OAUTHBEARER", OAuth: kafkasasl.OAuthConfig{TokenFile: "/t"}}, false, "bearer token in clear text"},
+		{"aws", kafkasasl.Config{Mechanism: "AWS_MSK_IAM"}, false, "only over TLS"},
+		{"http token url", kafkasasl.Config{Mechanism: "OAUTHBEARER", OAuth: kafkasasl.OAuthConfig{TokenURL: "http://idp/token", ClientID: "c", ClientSecret: secret.New("s")}}, true, "token URL (sink.kafka.sasl.oauth.token_url) is plain http"},
+		{"none with tls", kafkasasl.Config{Mechanism: "OAUTHBEARER", OAuth: kafkasasl.OAuthConfig{TokenURL: "https://idp/token", ClientID: "c", ClientSecret: secret.New("s")}}, true, ""},
 	} {
 		cfg := DefaultConfig()
 		cfg.SASL, cfg.TLS.Enabled = tt.sasl, tt.tls
@@ -32,11 +32,11 @@ func TestWarningsAboutCredentialsInClearText(t *testing.T) {
 		}
 	}
 	cfg := DefaultConfig()
-	cfg.SASL = SASLConfig{Mechanism: "AWS_MSK_IAM"}
+	cfg.SASL = kafkasasl.Config{Mechanism: "AWS_MSK_IAM"}
 	if h := connHint(cfg, io.EOF); !strings.Contains(h, "kafka-cluster:Connect") {
 		t.Errorf("hint %q", h)
 	}
-	cfg.SASL = SASLConfig{Mechanism: "OAUTHBEARER"}
+	cfg.SASL = kafkasasl.Config{Mechanism: "OAUTHBEARER"}
 	if h := connHint(cfg, io.EOF); !strings.Contains(h, "sink.kafka.sasl.oauth") {
 		t.Errorf("hint %q", h)
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -48,19 +49,13 @@ func (a *Tracker) Observe(raw json.RawMessage) bool {
 	return changed
 }
 
-// Mark is what the tracker keeps of one alert: its greatest update_time
-// and its create_time, to the millisecond (C6).
-type Mark struct {
-	Update, Create time.Time
-}
-
 // ObserveMark is Observe that also returns the alert's uuid and its mark
 // as it now stands, for the caller to persist when changed; the uuid is
 // "" for an alert that cannot be tracked.
-func (a *Tracker) ObserveMark(raw json.RawMessage) (uuid string, m Mark, changed bool) {
+func (a *Tracker) ObserveMark(raw json.RawMessage) (uuid string, m cursor.AlertMark, changed bool) {
 	var k alertKey
 	if json.Unmarshal(raw, &k) != nil || k.UUID == "" {
-		return "", Mark{}, true
+		return "", cursor.AlertMark{}, true
 	}
 	create := msOf(k.CreateTime)
 	update := msOf(k.UpdateTime)
@@ -76,13 +71,13 @@ func (a *Tracker) ObserveMark(raw json.RawMessage) (uuid string, m Mark, changed
 	return k.UUID, s.mark(), true
 }
 
-func (s alertSeen) mark() Mark {
-	return Mark{Update: time.UnixMilli(s.update).UTC(), Create: time.UnixMilli(s.create).UTC()}
+func (s alertSeen) mark() cursor.AlertMark {
+	return cursor.AlertMark{Update: time.UnixMilli(s.update).UTC(), Create: time.UnixMilli(s.create).UTC()}
 }
 
 // Seed sets the mark of uuid as loaded from the checkpoint, so that a
 // restart emits only the alerts that changed since.
-func (a *Tracker) Seed(uuid string, m Mark) {
+func (a *Tracker) Seed(uuid string, m cursor.AlertMark) {
 	if uuid == "" {
 		return
 	}

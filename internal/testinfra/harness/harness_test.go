@@ -108,7 +108,7 @@ func TestConfigIsWhatTheCollectorLoads(t *testing.T) {
 		cfg.Log.Level != "warn" || cfg.Pipeline.BufferRecords != 20000 {
 		t.Errorf("sink %+v, metrics %q, log %q, buffer %d", cfg.Sink.File, cfg.Metrics.Listen, cfg.Log.Level, cfg.Pipeline.BufferRecords)
 	}
-	if got := c.Streams(); len(got) != 1 || got[0] != (Stream{Source: "dns", Account: "acme"}) {
+	if got := c.Streams(); len(got) != 1 || got[0] != (record.Stream{Source: "dns", Account: "acme"}) {
 		t.Errorf("Streams() = %v", got)
 	}
 }
@@ -121,7 +121,7 @@ func TestCompareWithTruthHoldsTheOutputToTheSimulator(t *testing.T) {
 	sim := StartSim(t, func(c *apisim.Config) { c.Rates = map[string]float64{"dns": 200} })
 	midnight := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
 	start, end := midnight.Add(-2*time.Hour), midnight.Add(time.Hour)
-	k := Stream{Source: "dns", Account: "acme"}
+	k := record.Stream{Source: "dns", Account: "acme"}
 	out := NewOutput()
 	for _, raw := range APIRecords(t, sim, "/api/v2/Activities/DNSs/search", "acme", start, end) {
 		id, err := record.ID("dns", raw)
@@ -141,9 +141,9 @@ func TestCompareWithTruthHoldsTheOutputToTheSimulator(t *testing.T) {
 	if out.Total < 100 {
 		t.Fatalf("only %d records in the window", out.Total)
 	}
-	wms := map[Stream]checkpoint.State{k: {Watermark: end}}
+	wms := map[record.Stream]checkpoint.State{k: {Watermark: end}}
 	var n int64
-	if errs := failures(t, func(tb testing.TB) { n = CompareWithTruth(tb, sim, out, []Stream{k}, start, wms) }); len(errs) != 0 || n != int64(out.Total) {
+	if errs := failures(t, func(tb testing.TB) { n = CompareWithTruth(tb, sim, out, []record.Stream{k}, start, wms) }); len(errs) != 0 || n != int64(out.Total) {
 		t.Fatalf("the simulator's own records: %d compared, errors %v", n, errs)
 	}
 
@@ -160,15 +160,15 @@ func TestCompareWithTruthHoldsTheOutputToTheSimulator(t *testing.T) {
 			}
 		}
 	}
-	if errs := failures(t, func(tb testing.TB) { CompareWithTruth(tb, sim, missing, []Stream{k}, start, wms) }); len(errs) != 1 {
+	if errs := failures(t, func(tb testing.TB) { CompareWithTruth(tb, sim, missing, []record.Stream{k}, start, wms) }); len(errs) != 1 {
 		t.Errorf("one record missing: %d errors %v, want one (its day)", len(errs), errs)
 	}
 	out.Add(k, strings.Repeat("ab", 32), midnight.Add(time.Minute))
-	if errs := failures(t, func(tb testing.TB) { CompareWithTruth(tb, sim, out, []Stream{k}, start, wms) }); len(errs) != 1 {
+	if errs := failures(t, func(tb testing.TB) { CompareWithTruth(tb, sim, out, []record.Stream{k}, start, wms) }); len(errs) != 1 {
 		t.Errorf("one record too many: %d errors %v, want one (its day)", len(errs), errs)
 	}
 	if errs := failures(t, func(tb testing.TB) {
-		CompareWithTruth(tb, sim, out, []Stream{{Source: "dns", Account: "acme-dev"}}, start, wms)
+		CompareWithTruth(tb, sim, out, []record.Stream{{Source: "dns", Account: "acme-dev"}}, start, wms)
 	}); len(errs) != 1 || !strings.Contains(errs[0], "no watermark") {
 		t.Errorf("a stream without a watermark: %v", errs)
 	}
@@ -213,23 +213,23 @@ func TestCompareWithTruthTakesEdgeRecordsPerEnvelopeAccount(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out.Add(Stream{Source: "edge_audit_events", Account: m.Account}, id, tm)
+		out.Add(record.Stream{Source: "edge_audit_events", Account: m.Account}, id, tm)
 	}
-	edge := Stream{Source: "edge_audit_events", Account: EdgeAccount}
-	wms := map[Stream]checkpoint.State{edge: {Watermark: end}}
+	edge := record.Stream{Source: "edge_audit_events", Account: EdgeAccount}
+	wms := map[record.Stream]checkpoint.State{edge: {Watermark: end}}
 	if len(out.IDs) != 2 || len(out.Of(edge)) != out.Total {
 		t.Fatalf("%d envelope accounts, %d ids of the edge stream, %d records", len(out.IDs), len(out.Of(edge)), out.Total)
 	}
-	for _, streams := range [][]Stream{{edge}, Streams([]string{"edge_audit_events"}, Accounts())} {
+	for _, streams := range [][]record.Stream{{edge}, Streams([]string{"edge_audit_events"}, Accounts())} {
 		var n int64
 		if errs := failures(t, func(tb testing.TB) { n = CompareWithTruth(tb, sim, out, streams, start, wms) }); len(errs) != 0 || n != int64(out.Total) {
 			t.Fatalf("%v: %d compared of %d, errors %v", streams, n, out.Total, errs)
 		}
 	}
-	if st, ok := WatermarkOf(wms, Stream{Source: "edge_audit_events", Account: "acme-dev"}); !ok || st.Watermark != end {
+	if st, ok := WatermarkOf(wms, record.Stream{Source: "edge_audit_events", Account: "acme-dev"}); !ok || st.Watermark != end {
 		t.Fatalf("WatermarkOf an edge envelope stream: %v %v", st, ok)
 	}
-	if _, ok := WatermarkOf(wms, Stream{Source: "dns", Account: "acme"}); ok {
+	if _, ok := WatermarkOf(wms, record.Stream{Source: "dns", Account: "acme"}); ok {
 		t.Fatal("a core stream took the edge watermark")
 	}
 }
@@ -288,7 +288,7 @@ func TestReadFileSinkReadsEveryFileAndChecksIDs(t *testing.T) {
 	f.Close()
 
 	out := ReadFileSink(t, dir)
-	k := Stream{Source: "dns", Account: "acme"}
+	k := record.Stream{Source: "dns", Account: "acme"}
 	if out.Total != 4 || len(out.IDs[k]) != 3 || out.Duplicates() != 1 {
 		t.Fatalf("read %d deliveries of %d ids, %d duplicates; want 4, 3, 1", out.Total, len(out.IDs[k]), out.Duplicates())
 	}
@@ -372,11 +372,11 @@ func TestLiveEndpoints(t *testing.T) {
 	addr := strings.TrimPrefix(srv.URL, "http://")
 
 	st := LiveState(addr)
-	if len(st) != 2 || SumDelivered(st) != 10 || !st[Stream{Source: "dns", Account: "acme"}].Watermark.Equal(wm) {
+	if len(st) != 2 || SumDelivered(st) != 10 || !st[record.Stream{Source: "dns", Account: "acme"}].Watermark.Equal(wm) {
 		t.Errorf("LiveState = %+v", st)
 	}
 	wms, keys := LiveWatermarks(st, wm.Add(-time.Hour))
-	if len(keys) != 1 || keys[0] != (Stream{Source: "dns", Account: "acme"}) || wms[keys[0]].Delivered != 7 {
+	if len(keys) != 1 || keys[0] != (record.Stream{Source: "dns", Account: "acme"}) || wms[keys[0]].Delivered != 7 {
 		t.Errorf("LiveWatermarks = %v, %v", wms, keys)
 	}
 	if code, checks := Ready(addr); code != http.StatusServiceUnavailable || checks["sink_write"] == "" {
@@ -467,7 +467,7 @@ func TestWatermarksReadsACommittedCheckpoint(t *testing.T) {
 	}
 	db.Close()
 	got := Watermarks(t, path)
-	if st := got[Stream{Source: "dns", Account: "acme"}]; len(got) != 1 || !st.Watermark.Equal(wm) || st.Delivered != 5 {
+	if st := got[record.Stream{Source: "dns", Account: "acme"}]; len(got) != 1 || !st.Watermark.Equal(wm) || st.Delivered != 5 {
 		t.Errorf("Watermarks = %+v", got)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/record"
 )
 
 // A running collector serves GET /state, /readyz and /metrics on
@@ -52,7 +53,7 @@ type LiveSinkLag struct {
 }
 
 // SinkPending sums each sink's pending records over every stream.
-func SinkPending(st map[Stream]LiveStream) map[string]int64 {
+func SinkPending(st map[record.Stream]LiveStream) map[string]int64 {
 	out := map[string]int64{}
 	for _, s := range st {
 		for _, l := range s.Sinks {
@@ -64,7 +65,7 @@ func SinkPending(st map[Stream]LiveStream) map[string]int64 {
 
 // LiveState reads GET /state of the collector serving metrics on addr;
 // nil when it does not answer 200 with a JSON list.
-func LiveState(addr string) map[Stream]LiveStream {
+func LiveState(addr string) map[record.Stream]LiveStream {
 	c := http.Client{Timeout: 2 * time.Second}
 	resp, err := c.Get("http://" + addr + "/state")
 	if err != nil {
@@ -78,15 +79,15 @@ func LiveState(addr string) map[Stream]LiveStream {
 	if json.NewDecoder(resp.Body).Decode(&st) != nil {
 		return nil
 	}
-	out := map[Stream]LiveStream{}
+	out := map[record.Stream]LiveStream{}
 	for _, s := range st {
-		out[Stream{Source: s.Source, Account: s.Account}] = s
+		out[record.Stream{Source: s.Source, Account: s.Account}] = s
 	}
 	return out
 }
 
 // SumDelivered sums rows_delivered over every stream.
-func SumDelivered(st map[Stream]LiveStream) int64 {
+func SumDelivered(st map[record.Stream]LiveStream) int64 {
 	var n int64
 	for _, s := range st {
 		n += s.Delivered
@@ -97,9 +98,9 @@ func SumDelivered(st map[Stream]LiveStream) int64 {
 // LiveWatermarks turns live states into checkpoint states for
 // CompareWithTruth, keeping only streams whose watermark passed from, and
 // returns those streams, sorted.
-func LiveWatermarks(st map[Stream]LiveStream, from time.Time) (map[Stream]checkpoint.State, []Stream) {
-	out := map[Stream]checkpoint.State{}
-	var keys []Stream
+func LiveWatermarks(st map[record.Stream]LiveStream, from time.Time) (map[record.Stream]checkpoint.State, []record.Stream) {
+	out := map[record.Stream]checkpoint.State{}
+	var keys []record.Stream
 	for k, s := range st {
 		if s.Watermark.After(from) {
 			out[k] = checkpoint.State{Watermark: s.Watermark, Delivered: s.Delivered}
@@ -172,7 +173,7 @@ func HTTPGet(url string) (string, int) {
 // the collector does not answer. Tests wait with it instead of sleeping a
 // fixed time, which a loaded machine makes too short.
 func WaitState(tb testing.TB, p *Process, addr string, timeout time.Duration,
-	cond func(map[Stream]LiveStream) (ok bool, progress string)) map[Stream]LiveStream {
+	cond func(map[record.Stream]LiveStream) (ok bool, progress string)) map[record.Stream]LiveStream {
 	tb.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -195,9 +196,9 @@ func WaitState(tb testing.TB, p *Process, addr string, timeout time.Duration,
 // WaitCommitted waits (WaitState) until at least n of the streams of p's
 // /state (all of them when n <= 0), or of those of only when only is not
 // nil, have a watermark after from.
-func WaitCommitted(tb testing.TB, p *Process, addr string, from time.Time, only []Stream, n int, timeout time.Duration) {
+func WaitCommitted(tb testing.TB, p *Process, addr string, from time.Time, only []record.Stream, n int, timeout time.Duration) {
 	tb.Helper()
-	WaitState(tb, p, addr, timeout, func(st map[Stream]LiveStream) (bool, string) {
+	WaitState(tb, p, addr, timeout, func(st map[record.Stream]LiveStream) (bool, string) {
 		if only != nil {
 			for k := range st {
 				if !slices.Contains(only, k) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svcexport/collector/internal/record"
 )
 
 // OCSFEvent is what the harness reads of an OCSF event (docs/ocsf.md): the
@@ -44,7 +46,7 @@ func ParseOCSFEvent(line []byte) (*OCSFEvent, error) {
 // account of its directory (an edge event: of its tenant_uid), and
 // handed to each (when not nil) for the caller's own checks (the schema,
 // raw_data). A line that fails fails tb.
-func ReadOCSFFileSink(tb testing.TB, dir string, each func(k Stream, ev *OCSFEvent, line []byte)) *Output {
+func ReadOCSFFileSink(tb testing.TB, dir string, each func(k record.Stream, ev *OCSFEvent, line []byte)) *Output {
 	tb.Helper()
 	out := NewOutput()
 	err := eachLine(dir, func(path string, line []byte) error {
@@ -68,7 +70,7 @@ func ReadOCSFFileSink(tb testing.TB, dir string, each func(k Stream, ev *OCSFEve
 		if ev.Metadata.LogName != source {
 			return fmt.Errorf("%s: event of %s in the directory of %s", path, ev.Metadata.LogName, source)
 		}
-		k := Stream{Source: source, Account: account}
+		k := record.Stream{Source: source, Account: account}
 		if strings.HasPrefix(source, "edge_") && ev.Metadata.TenantUID != "" {
 			// C6: an edge stream is one per token (its directory is
 			// edge.account); each record is its account_name's, which

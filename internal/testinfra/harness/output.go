@@ -30,8 +30,8 @@ type Envelope struct {
 	Record      json.RawMessage `json:"record"`
 }
 
-// Stream is the envelope's (source, account).
-func (e *Envelope) Stream() Stream { return Stream{Source: e.Source, Account: e.Account} }
+// record.Stream is the envelope's (source, account).
+func (e *Envelope) Stream() record.Stream { return record.Stream{Source: e.Source, Account: e.Account} }
 
 // EachEnvelope calls fn for every envelope of every NDJSON file (plain,
 // gzip, in progress) under dir, in no particular order; line is the
@@ -93,19 +93,19 @@ func eachLine(dir string, fn func(path string, line []byte) error) error {
 // came, and the record time of each id. The zero Output is not usable; use
 // NewOutput. Not safe for concurrent use.
 type Output struct {
-	IDs   map[Stream]map[string]int
+	IDs   map[record.Stream]map[string]int
 	Times map[string]time.Time
 	Total int // deliveries, repeats included
 }
 
 // NewOutput returns an empty Output.
 func NewOutput() *Output {
-	return &Output{IDs: map[Stream]map[string]int{}, Times: map[string]time.Time{}}
+	return &Output{IDs: map[record.Stream]map[string]int{}, Times: map[string]time.Time{}}
 }
 
 // Add counts one delivery of id, a record of stream k with time t. The
 // caller has checked that id is the record's C7 id.
-func (o *Output) Add(k Stream, id string, t time.Time) {
+func (o *Output) Add(k record.Stream, id string, t time.Time) {
 	if o.IDs[k] == nil {
 		o.IDs[k] = map[string]int{}
 	}
@@ -126,13 +126,13 @@ func (o *Output) AddRecord(tb testing.TB, id, source, account, recTime string, r
 	if err != nil {
 		tb.Fatalf("record %s: time %q: %v", id, recTime, err)
 	}
-	o.Add(Stream{Source: source, Account: account}, id, tm)
+	o.Add(record.Stream{Source: source, Account: account}, id, tm)
 }
 
 // Of returns how often each id of stream k came. For an edge stream as
 // the collector's checkpoint and /state name it (source, EdgeAccount) it
 // is every envelope account's ids of that source together (C6).
-func (o *Output) Of(k Stream) map[string]int {
+func (o *Output) Of(k record.Stream) map[string]int {
 	if !IsEdge(k.Source) || k.Account != EdgeAccount {
 		return o.IDs[k]
 	}

@@ -60,15 +60,12 @@ func AllSources() []string { return append(CoreSources(), EdgeSources()...) }
 // Config reads unless told otherwise.
 func Accounts() []string { return []string{"acme", "acme-dev"} }
 
-// Stream names one (source, account) stream.
-type Stream = record.Stream
-
 // Streams returns every stream of sources x accounts, sorted.
-func Streams(sources, accounts []string) []Stream {
-	var out []Stream
+func Streams(sources, accounts []string) []record.Stream {
+	var out []record.Stream
 	for _, s := range sources {
 		for _, a := range accounts {
-			out = append(out, Stream{Source: s, Account: a})
+			out = append(out, record.Stream{Source: s, Account: a})
 		}
 	}
 	sortStreams(out)
@@ -76,10 +73,10 @@ func Streams(sources, accounts []string) []Stream {
 }
 
 // AllStreams are the streams of every source of both Accounts.
-func AllStreams() []Stream { return Streams(AllSources(), Accounts()) }
+func AllStreams() []record.Stream { return Streams(AllSources(), Accounts()) }
 
-func sortStreams(s []Stream) {
-	slices.SortFunc(s, func(a, b Stream) int { return cmp.Compare(a.Source+a.Account, b.Source+b.Account) })
+func sortStreams(s []record.Stream) {
+	slices.SortFunc(s, func(a, b record.Stream) int { return cmp.Compare(a.Source+a.Account, b.Source+b.Account) })
 }
 
 // APIRecords fetches the records of one window of a core search from the

@@ -14,7 +14,7 @@ import (
 // Watermarks reads every stream's committed state from the checkpoint file
 // at path, which no running collector may hold: a test reads what a stopped
 // collector committed.
-func Watermarks(tb testing.TB, path string) map[Stream]checkpoint.State {
+func Watermarks(tb testing.TB, path string) map[record.Stream]checkpoint.State {
 	tb.Helper()
 	db, err := checkpoint.Open(path)
 	if err != nil {
@@ -25,16 +25,16 @@ func Watermarks(tb testing.TB, path string) map[Stream]checkpoint.State {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	out := make(map[Stream]checkpoint.State, len(all))
+	out := make(map[record.Stream]checkpoint.State, len(all))
 	for k, st := range all {
-		out[Stream{Source: k.Source, Account: k.Account}] = st
+		out[record.Stream{Source: k.Source, Account: k.Account}] = st
 	}
 	return out
 }
 
 // Watermarks is Watermarks of the collector's checkpoint; it must be
 // stopped.
-func (c *Collector) Watermarks(tb testing.TB) map[Stream]checkpoint.State {
+func (c *Collector) Watermarks(tb testing.TB) map[record.Stream]checkpoint.State {
 	tb.Helper()
 	return Watermarks(tb, c.CheckpointPath())
 }
@@ -75,12 +75,12 @@ func IsEdge(source string) bool { return slices.Contains(EdgeSources(), source) 
 // its own, or for an edge source the state of the edge stream
 // (source, EdgeAccount), under which the collector commits every account's
 // edge records.
-func WatermarkOf(wms map[Stream]checkpoint.State, k Stream) (checkpoint.State, bool) {
+func WatermarkOf(wms map[record.Stream]checkpoint.State, k record.Stream) (checkpoint.State, bool) {
 	if st, ok := wms[k]; ok {
 		return st, true
 	}
 	if IsEdge(k.Source) {
-		st, ok := wms[Stream{Source: k.Source, Account: EdgeAccount}]
+		st, ok := wms[record.Stream{Source: k.Source, Account: EdgeAccount}]
 		return st, ok
 	}
 	return checkpoint.State{}, false
@@ -90,12 +90,12 @@ func WatermarkOf(wms map[Stream]checkpoint.State, k Stream) (checkpoint.State, b
 // as the collector's checkpoint and /state name them, into one stream per
 // account of sim, as the envelopes and /_truth name them; other streams
 // stay as they are.
-func EnvelopeStreams(sim *apisim.Server, streams []Stream) []Stream {
-	var out []Stream
+func EnvelopeStreams(sim *apisim.Server, streams []record.Stream) []record.Stream {
+	var out []record.Stream
 	for _, k := range streams {
 		if IsEdge(k.Source) && k.Account == EdgeAccount {
 			for _, a := range sim.Accounts() {
-				out = append(out, Stream{Source: k.Source, Account: a})
+				out = append(out, record.Stream{Source: k.Source, Account: a})
 			}
 			continue
 		}
@@ -112,7 +112,7 @@ func EnvelopeStreams(sim *apisim.Server, streams []Stream) []Stream {
 // account, below the watermark of their edge stream (WatermarkOf); an edge
 // stream given as (source, EdgeAccount) stands for every account of sim
 // (EnvelopeStreams). It returns the number of distinct records compared.
-func CompareWithTruth(tb testing.TB, sim *apisim.Server, out *Output, streams []Stream, from time.Time, wms map[Stream]checkpoint.State) int64 {
+func CompareWithTruth(tb testing.TB, sim *apisim.Server, out *Output, streams []record.Stream, from time.Time, wms map[record.Stream]checkpoint.State) int64 {
 	tb.Helper()
 	var total int64
 	for _, k := range EnvelopeStreams(sim, streams) {
@@ -159,7 +159,7 @@ func CompareWithTruth(tb testing.TB, sim *apisim.Server, out *Output, streams []
 
 // Compare is CompareWithTruth of the collector's simulator, from its
 // Config.Start, against the watermarks of its (stopped) checkpoint.
-func (c *Collector) Compare(tb testing.TB, out *Output, streams []Stream) int64 {
+func (c *Collector) Compare(tb testing.TB, out *Output, streams []record.Stream) int64 {
 	tb.Helper()
 	return CompareWithTruth(tb, c.cfg.Sim, out, streams, c.cfg.Start, c.Watermarks(tb))
 }
@@ -168,7 +168,7 @@ func (c *Collector) Compare(tb testing.TB, out *Output, streams []Stream) int64 
 // sources (every source when Config.Sources is nil) of its accounts, and
 // its edge sources of every account of its simulator (C6: the edge API has
 // no account selection; each record names its own account).
-func (c *Collector) Streams() []Stream {
+func (c *Collector) Streams() []record.Stream {
 	srcs := c.cfg.Sources
 	if srcs == nil {
 		srcs = AllSources()
@@ -190,10 +190,10 @@ func (c *Collector) Streams() []Stream {
 // of the collector between Config.Start and the stream's committed
 // watermark (C8), in all and per stream; a stream whose watermark did not
 // pass the start fails tb. The collector must be stopped.
-func (c *Collector) TruthRows(tb testing.TB) (int64, map[Stream]int64) {
+func (c *Collector) TruthRows(tb testing.TB) (int64, map[record.Stream]int64) {
 	tb.Helper()
 	wms := c.Watermarks(tb)
-	per := map[Stream]int64{}
+	per := map[record.Stream]int64{}
 	var total int64
 	for _, k := range c.Streams() {
 		st, ok := WatermarkOf(wms, k)

@@ -132,9 +132,9 @@ func Open(t testing.TB, srv *chtest.Server) driver.Conn {
 type VerifyOpts struct {
 	// From is where the backfill started; Wms are the committed watermarks.
 	From time.Time
-	Wms  map[harness.Stream]checkpoint.State
+	Wms  map[record.Stream]checkpoint.State
 	// Streams are compared with /_truth; rows of other streams are errors.
-	Streams []harness.Stream
+	Streams []record.Stream
 	// Skip names rows the test put there itself (older schema rows).
 	Skip map[string]bool
 	// FetchedFrom and FetchedTo bound fetched_at (zero: unchecked).
@@ -184,7 +184,7 @@ func Verify(t *testing.T, srv *chtest.Server, conn driver.Conn, sim *apisim.Serv
 		o.Sample = 32
 	}
 	res := VerifyResult{Typed: map[string]int{}}
-	want := map[harness.Stream]bool{}
+	want := map[record.Stream]bool{}
 	var srcs []string
 	byAcct := map[string][]string{}
 	for _, k := range o.Streams {
@@ -204,7 +204,7 @@ func Verify(t *testing.T, srv *chtest.Server, conn driver.Conn, sim *apisim.Serv
 		// stream's watermark (rounded up to the ms: times are ms).
 		var conds []string
 		for _, a := range byAcct[src] {
-			st, ok := harness.WatermarkOf(o.Wms, harness.Stream{Source: src, Account: a})
+			st, ok := harness.WatermarkOf(o.Wms, record.Stream{Source: src, Account: a})
 			if !ok || !st.Watermark.After(o.From) {
 				t.Errorf("%s/%s: no watermark past the start %v (%+v)", src, a, o.From, st)
 				continue
@@ -234,7 +234,7 @@ func Verify(t *testing.T, srv *chtest.Server, conn driver.Conn, sim *apisim.Serv
 			got[f[0]+"/"+f[1]] = d
 		}
 		for _, a := range byAcct[src] {
-			st, _ := harness.WatermarkOf(o.Wms, harness.Stream{Source: src, Account: a})
+			st, _ := harness.WatermarkOf(o.Wms, record.Stream{Source: src, Account: a})
 			end := st.Watermark
 			for _, d := range harness.Days(o.From, end) {
 				wantN, wantX := sim.Truth(src, a, d.Lo, d.Hi)
@@ -263,7 +263,7 @@ func Verify(t *testing.T, srv *chtest.Server, conn driver.Conn, sim *apisim.Serv
 			t.Errorf("%s: %d rows stored (without FINAL) for %d distinct ids: something was stored twice", src, rows, uniq)
 		}
 		for _, a := range strings.Fields(srv.Query(t, fmt.Sprintf("SELECT DISTINCT account FROM %s WHERE %s", table, notOurs))) {
-			if !want[harness.Stream{Source: src, Account: a}] {
+			if !want[record.Stream{Source: src, Account: a}] {
 				t.Errorf("%s: rows of account %q, which this run does not collect", src, a)
 			}
 		}

@@ -149,7 +149,7 @@ func ReadEnvelopeTopics(tb testing.TB, addr string, topics []string, topicOf fun
 			if err != nil && firstErr == nil {
 				firstErr = fmt.Errorf("record %s: time %q: %v", r.ID, r.Time, err)
 			}
-			out.Add(harness.Stream{Source: r.Source, Account: r.Account}, r.ID, tm)
+			out.Add(record.Stream{Source: r.Source, Account: r.Account}, r.ID, tm)
 		}
 	}()
 	stop := func() { close(jobs); workers.Wait(); close(results); <-collected }

@@ -1,4 +1,4 @@
-package ckptlog
+package checkpoint
 
 import (
 	"bytes"
@@ -10,46 +10,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/svcexport/collector/internal/checkpoint/boltfile"
+	"github.com/svcexport/collector/internal/cursor"
 )
-
-// AlertMark is what a stream of edge alerts remembers of one alert (C6:
-// an alert changes after creation, and a collector that promises updates
-// emits it again when its update_time grew): the greatest update_time
-// emitted and its create_time, which says when the mark may be forgotten.
-// Both are stored to the millisecond, the precision of edge timestamps
-// (C6).
-type AlertMark struct {
-	Update, Create time.Time
-}
-
-// AlertChanges are the changes to one stream's alert marks in one Apply:
-// first Put, then PruneCreatedBefore, then the store's bound on marks
-// (WithAlertLimit). The zero value changes nothing.
-type AlertChanges struct {
-	// Put sets the mark of each alert uuid (a non-empty string).
-	Put map[string]AlertMark
-	// PruneCreatedBefore, when not zero, forgets every alert created
-	// before it: the period re-asked for updates has moved past it.
-	PruneCreatedBefore time.Time
-}
-
-// Merge folds later, a change that comes after c, into c: later marks win
-// and the later prune applies.
-func (c *AlertChanges) Merge(later AlertChanges) {
-	if len(later.Put) > 0 {
-		if c.Put == nil {
-			c.Put = make(map[string]AlertMark, len(later.Put))
-		}
-		maps.Copy(c.Put, later.Put)
-	}
-	if later.PruneCreatedBefore.After(c.PruneCreatedBefore) {
-		c.PruneCreatedBefore = later.PruneCreatedBefore
-	}
-}
-
-// Empty reports whether c changes nothing.
-func (c AlertChanges) Empty() bool { return len(c.Put) == 0 && c.PruneCreatedBefore.IsZero() }
 
 // Layout of one stream's bucket in the alerts bucket:
 //
@@ -80,7 +42,7 @@ func createdKey(createMs int64, uuid string) []byte {
 	return append(k, uuid...)
 }
 
-func encodeAlert(m AlertMark) []byte {
+func encodeAlert(m cursor.AlertMark) []byte {
 	v := make([]byte, alertValueLen)
 	v[0] = alertVersion
 	binary.BigEndian.PutUint64(v[1:], uint64(msOf(m.Update)))
@@ -105,20 +67,20 @@ func timeOfMs(ms int64) time.Time {
 
 func decodeAlert(v []byte) (update, create int64, err error) {
 	if len(v) == 0 {
-		return 0, 0, fmt.Errorf("empty alert value: %w", boltfile.ErrCorrupt)
+		return 0, 0, fmt.Errorf("empty alert value: %w", ErrCorrupt)
 	}
 	if v[0] != alertVersion {
-		return 0, 0, fmt.Errorf("alert value has version %d, this collector reads version %d: %w", v[0], alertVersion, boltfile.ErrUnknownVersion)
+		return 0, 0, fmt.Errorf("alert value has version %d, this collector reads version %d: %w", v[0], alertVersion, ErrUnknownVersion)
 	}
 	if len(v) != alertValueLen {
-		return 0, 0, fmt.Errorf("alert value of %d bytes, want %d: %w", len(v), alertValueLen, boltfile.ErrCorrupt)
+		return 0, 0, fmt.Errorf("alert value of %d bytes, want %d: %w", len(v), alertValueLen, ErrCorrupt)
 	}
 	return int64(binary.BigEndian.Uint64(v[1:])), int64(binary.BigEndian.Uint64(v[9:])), nil
 }
 
 // ApplyAlerts applies c in tx to the marks of the stream whose key is key
 // and returns how many marks the bound dropped.
-func ApplyAlerts(tx *bolt.Tx, key []byte, c AlertChanges, limit int) (dropped int, err error) {
+func applyAlerts(tx *bolt.Tx, key []byte, c cursor.AlertChanges, limit int) (dropped int, err error) {
 	if c.Empty() {
 		return 0, nil
 	}
@@ -171,7 +133,7 @@ func ApplyAlerts(tx *bolt.Tx, key []byte, c AlertChanges, limit int) (dropped in
 	cur := b.Cursor()
 	for ck, _ := cur.Seek([]byte{alertByCreated}); ck != nil && ck[0] == alertByCreated; ck, _ = cur.Next() {
 		if len(ck) < 9 {
-			return 0, fmt.Errorf("alert index key %x: %w", ck, boltfile.ErrCorrupt)
+			return 0, fmt.Errorf("alert index key %x: %w", ck, ErrCorrupt)
 		}
 		pruned := !c.PruneCreatedBefore.IsZero() && keyMs(ck[1:9]) < cut
 		over := limit > 0 && n-uint64(len(del)) > uint64(limit)
@@ -199,8 +161,8 @@ func ApplyAlerts(tx *bolt.Tx, key []byte, c AlertChanges, limit int) (dropped in
 }
 
 // ReadAlerts returns from tx the marks of the stream whose key is key.
-func ReadAlerts(tx *bolt.Tx, key []byte) (map[string]AlertMark, error) {
-	out := map[string]AlertMark{}
+func readAlerts(tx *bolt.Tx, key []byte) (map[string]cursor.AlertMark, error) {
+	out := map[string]cursor.AlertMark{}
 	root := tx.Bucket(bucketAlerts)
 	if root == nil {
 		return out, nil // a file of a version before the alert marks
@@ -209,13 +171,13 @@ func ReadAlerts(tx *bolt.Tx, key []byte) (map[string]AlertMark, error) {
 	if b == nil {
 		return out, nil
 	}
-	out = make(map[string]AlertMark, b.Sequence())
+	out = make(map[string]cursor.AlertMark, b.Sequence())
 	var indexed uint64
 	cur := b.Cursor()
 	for ck, v := cur.First(); ck != nil; ck, v = cur.Next() {
 		switch {
 		case v == nil && b.Bucket(ck) != nil:
-			return nil, fmt.Errorf("unexpected bucket %q among the alert marks: %w", ck, boltfile.ErrCorrupt)
+			return nil, fmt.Errorf("unexpected bucket %q among the alert marks: %w", ck, ErrCorrupt)
 		case ck[0] == alertByCreated:
 			indexed++
 		case ck[0] == alertByUUID && len(ck) > 1:
@@ -223,13 +185,13 @@ func ReadAlerts(tx *bolt.Tx, key []byte) (map[string]AlertMark, error) {
 			if err != nil {
 				return nil, fmt.Errorf("alert %q: %w", ck[1:], err)
 			}
-			out[string(ck[1:])] = AlertMark{Update: timeOfMs(u), Create: timeOfMs(c)}
+			out[string(ck[1:])] = cursor.AlertMark{Update: timeOfMs(u), Create: timeOfMs(c)}
 		default:
-			return nil, fmt.Errorf("unexpected key %x among the alert marks: %w", ck, boltfile.ErrCorrupt)
+			return nil, fmt.Errorf("unexpected key %x among the alert marks: %w", ck, ErrCorrupt)
 		}
 	}
 	if uint64(len(out)) != b.Sequence() || indexed != b.Sequence() {
-		return nil, fmt.Errorf("alert marks hold %d alerts and %d index keys, their count says %d: %w", len(out), indexed, b.Sequence(), boltfile.ErrCorrupt)
+		return nil, fmt.Errorf("alert marks hold %d alerts and %d index keys, their count says %d: %w", len(out), indexed, b.Sequence(), ErrCorrupt)
 	}
 	return out, nil
 }

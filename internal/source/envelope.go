@@ -1,4 +1,4 @@
-package envelope
+package source
 
 import (
 	"context"
@@ -10,14 +10,13 @@ import (
 
 	"github.com/svcexport/collector/internal/ratelog"
 	"github.com/svcexport/collector/internal/record"
-	"github.com/svcexport/collector/internal/source/pollmetrics"
 	"github.com/svcexport/collector/internal/window"
 )
 
-// Builder turns the records of pages into envelopes (C7). It is not safe
+// envelopeBuilder turns the records of pages into envelopes (C7). It is not safe
 // for concurrent use; each poller has its own. Set its fields before the
 // first Build.
-type Builder struct {
+type envelopeBuilder struct {
 	// Source, Account and TimeField are the stream's source, its
 	// envelope account and the records' time member.
 	Source, Account, TimeField string
@@ -26,7 +25,7 @@ type Builder struct {
 	// holds the records of every account (C6).
 	RecordAccount bool
 	// Metrics count the flawed records; nil counts none.
-	Metrics *pollmetrics.Metrics
+	Metrics *Metrics
 	// Warn writes the flawed-record warnings, one per (stream, reason)
 	// per interval; nil writes none.
 	Warn *ratelog.Limiter
@@ -41,7 +40,7 @@ type Builder struct {
 // is delivered repaired with its original bytes kept
 // (record.Envelope.Original). Each flaw is counted
 // (collector_bad_records_total{reason}) and logged, rate-limited.
-func (e *Builder) Build(records []json.RawMessage, w window.Window, fetchedAt time.Time) ([]record.Envelope, error) {
+func (e *envelopeBuilder) Build(records []json.RawMessage, w window.Window, fetchedAt time.Time) ([]record.Envelope, error) {
 	out := make([]record.Envelope, 0, len(records))
 	for _, raw := range records {
 		account := e.Account
@@ -81,13 +80,13 @@ func recordAccount(raw []byte, def string) string {
 // WARN line is written at most once per (stream, reason) per interval,
 // carrying how many were held back since the last one. reason is one of
 // BadRecordReasons; err, when not nil, says what was wrong.
-func (e *Builder) flawed(w window.Window, id, reason string, err error) {
+func (e *envelopeBuilder) flawed(w window.Window, id, reason string, err error) {
 	e.Metrics.BadRecord(e.Source, e.Account, reason)
-	args := []any{"source", e.Source, "account", e.Account, "reason", pollmetrics.BadRecordReason(reason),
+	args := []any{"source", e.Source, "account", e.Account, "reason", BadRecordReason(reason),
 		"window_start", record.FormatTime(w.Start), "record_id", id}
 	if err != nil {
 		args = append(args, "err", err.Error())
 	}
-	e.Warn.Warn(context.Background(), e.Source+"/"+e.Account, "bad_record_"+pollmetrics.BadRecordReason(reason),
+	e.Warn.Warn(context.Background(), e.Source+"/"+e.Account, "bad_record_"+BadRecordReason(reason),
 		"record delivered with a flaw; a time flaw files it at the window start", args...)
 }

@@ -1,4 +1,4 @@
-package revisit
+package source
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source/alerttrack"
@@ -20,7 +21,7 @@ import (
 // changed. Every edge.alert_follow_interval it also follows the alerts
 // created in the edge.alert_follow before the lookback (followAlerts). It
 // does nothing for a stream that tracks no alerts.
-func (r *Runner) RevisitAlerts(ctx context.Context, a Asker, watermark time.Time) error {
+func (r *rechecks) RevisitAlerts(ctx context.Context, a *run, watermark time.Time) error {
 	if r.alerts == nil {
 		return nil
 	}
@@ -35,13 +36,13 @@ func (r *Runner) RevisitAlerts(ctx context.Context, a Asker, watermark time.Time
 
 // alertKeep is how long after its creation an alert's mark is kept: the
 // lookback, or the follow period when longer.
-func (r *Runner) alertKeep() time.Duration {
+func (r *rechecks) alertKeep() time.Duration {
 	return max(r.cfg.Edge.AlertUpdateLookback, r.cfg.Edge.AlertFollow)
 }
 
 // alertFloor is t, or the oldest time re-asked when later: the API's
 // history floor, or a new stream's start.
-func (r *Runner) alertFloor(t time.Time) time.Time {
+func (r *rechecks) alertFloor(t time.Time) time.Time {
 	if floor := r.cfg.Plan.Floor(r.cfg.Clock.Now()); t.Before(floor) {
 		t = floor
 	}
@@ -54,7 +55,7 @@ func (r *Runner) alertFloor(t time.Time) time.Time {
 // AlertPrune is the prune of the alert marks that a page of the alerts
 // stream carries: the creation time before which marks are forgotten;
 // zero for a stream that tracks no alerts.
-func (r *Runner) AlertPrune() time.Time {
+func (r *rechecks) AlertPrune() time.Time {
 	if r.alerts == nil {
 		return time.Time{}
 	}
@@ -62,7 +63,7 @@ func (r *Runner) AlertPrune() time.Time {
 }
 
 // revisitRange re-asks [start, end) in windows of at most max_window.
-func (r *Runner) revisitRange(ctx context.Context, a Asker, start, end time.Time) error {
+func (r *rechecks) revisitRange(ctx context.Context, a *run, start, end time.Time) error {
 	maxSpan := min(r.cfg.Settings.MaxWindow, catalog.MaxWindowLimit)
 	for s := start; s.Before(end); {
 		e := s.Add(maxSpan)
@@ -82,7 +83,7 @@ func (r *Runner) revisitRange(ctx context.Context, a Asker, start, end time.Time
 // recheck.FollowWindows cuts from their marks: at most half of max_rows
 // marks a window, so that an answer is not cut (C6), which bounds the
 // requests by the alerts followed (see package recheck, follow.go).
-func (r *Runner) followAlerts(ctx context.Context, a Asker, watermark, lookbackStart time.Time) error {
+func (r *rechecks) followAlerts(ctx context.Context, a *run, watermark, lookbackStart time.Time) error {
 	e := r.cfg.Edge
 	if e.AlertFollow <= e.AlertUpdateLookback || e.AlertFollowInterval <= 0 {
 		return nil
@@ -109,10 +110,10 @@ func (r *Runner) followAlerts(ctx context.Context, a Asker, watermark, lookbackS
 	return nil
 }
 
-func (r *Runner) revisitWindow(ctx context.Context, a Asker, w window.Window) error {
-	body, received, err := a.Fetch(ctx, w, "", 0, false)
+func (r *rechecks) revisitWindow(ctx context.Context, a *run, w window.Window) error {
+	body, received, err := a.askPage(ctx, w, "", 0, false)
 	if api.IsBodyTooLarge(err) {
-		return a.SplitTooLarge(ctx, w, err, func(ctx context.Context, w window.Window) error { return r.revisitWindow(ctx, a, w) })
+		return a.splitTooLarge(ctx, w, err, func(ctx context.Context, w window.Window) error { return r.revisitWindow(ctx, a, w) })
 	}
 	if err != nil {
 		return err
@@ -146,25 +147,25 @@ func (r *Runner) revisitWindow(ctx context.Context, a Asker, w window.Window) er
 		return nil
 	}
 	r.log.Info("alert updates re-emitted", "window_start", record.FormatTime(w.Start), "alerts", len(changed))
-	lc := &LogChanges{Alerts: marks, AlertsPruneBefore: r.AlertPrune()}
-	return a.Emit(ctx, w, 0, changed, received, lc)
+	lc := &cursor.LogChanges{Alerts: cursor.AlertChanges{Put: marks, PruneCreatedBefore: r.AlertPrune()}}
+	return a.emitRevisit(ctx, w, 0, changed, received, lc)
 }
 
 // Observe remembers the alerts of records, fetched fresh, and returns the
 // marks of those new or updated, for the page that delivers them to store
 // (later re-asks emit only what changed); nil for a stream that tracks no
 // alerts.
-func (r *Runner) Observe(records []json.RawMessage) map[string]AlertMark {
+func (r *rechecks) Observe(records []json.RawMessage) map[string]cursor.AlertMark {
 	if r.alerts == nil {
 		return nil
 	}
-	var marks map[string]AlertMark
+	var marks map[string]cursor.AlertMark
 	for _, rec := range records {
 		if id, m, changed := r.alerts.ObserveMark(rec); changed && id != "" {
 			if marks == nil {
-				marks = map[string]AlertMark{}
+				marks = map[string]cursor.AlertMark{}
 			}
-			marks[id] = AlertMark(m)
+			marks[id] = cursor.AlertMark(m)
 		}
 	}
 	return marks
@@ -172,9 +173,9 @@ func (r *Runner) Observe(records []json.RawMessage) map[string]AlertMark {
 
 // changedAlerts returns the alerts of records that are new or updated
 // since last emitted, and their marks.
-func (r *Runner) changedAlerts(records []json.RawMessage) ([]json.RawMessage, map[string]AlertMark) {
+func (r *rechecks) changedAlerts(records []json.RawMessage) ([]json.RawMessage, map[string]cursor.AlertMark) {
 	var out []json.RawMessage
-	var marks map[string]AlertMark
+	var marks map[string]cursor.AlertMark
 	for _, rec := range records {
 		id, m, changed := r.alerts.ObserveMark(rec)
 		if !changed {
@@ -183,9 +184,9 @@ func (r *Runner) changedAlerts(records []json.RawMessage) ([]json.RawMessage, ma
 		out = append(out, rec)
 		if id != "" {
 			if marks == nil {
-				marks = map[string]AlertMark{}
+				marks = map[string]cursor.AlertMark{}
 			}
-			marks[id] = AlertMark(m)
+			marks[id] = cursor.AlertMark(m)
 		}
 	}
 	return out, marks

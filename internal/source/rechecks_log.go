@@ -1,4 +1,4 @@
-package revisit
+package source
 
 import (
 	"context"
@@ -7,10 +7,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
-	"github.com/svcexport/collector/internal/source/pagescan"
-	"github.com/svcexport/collector/internal/source/pollmetrics"
 	"github.com/svcexport/collector/internal/window"
 )
 
@@ -32,25 +31,25 @@ import (
 
 // wlog is a poller's copy of its window log: the entries as emitted
 // (committed or on their way), by start. Only Run's goroutine uses it.
-type wlog map[time.Time]recheck.Window
+type wlog map[time.Time]cursor.LoggedWindow
 
-func (l wlog) list() []recheck.Window {
-	out := make([]recheck.Window, 0, len(l))
+func (l wlog) list() []cursor.LoggedWindow {
+	out := make([]cursor.LoggedWindow, 0, len(l))
 	for _, w := range l {
 		out = append(out, w)
 	}
-	slices.SortFunc(out, func(a, b recheck.Window) int { return a.Start.Compare(b.Start) })
+	slices.SortFunc(out, func(a, b cursor.LoggedWindow) int { return a.Start.Compare(b.Start) })
 	return out
 }
 
 // rechecking reports whether the poller logs windows and rechecks them.
-func (r *Runner) rechecking() bool {
+func (r *rechecks) rechecking() bool {
 	return r.cfg.Recheck.Enabled() && r.cfg.Limiter != nil
 }
 
 // NewDigest returns the digest an edge window's walk fills, nil when the
 // window is not logged with one.
-func (r *Runner) NewDigest() *record.Digest {
+func (r *rechecks) NewDigest() *record.Digest {
 	if !r.rechecking() || !r.cfg.Spec.Edge {
 		return nil
 	}
@@ -64,7 +63,7 @@ func (r *Runner) NewDigest() *record.Digest {
 // resumed without its first page; an edge window's count and digest are
 // those of the envelopes delivered (dig). rows is what the chain
 // delivered, started when its first page was served (zero: unknown).
-func (r *Runner) LogWindow(lc *LogChanges, w window.Window, total, rows int64, dig *record.Digest, started time.Time) {
+func (r *rechecks) LogWindow(lc *cursor.LogChanges, w window.Window, total, rows int64, dig *record.Digest, started time.Time) {
 	if !r.rechecking() {
 		return
 	}
@@ -82,17 +81,17 @@ func (r *Runner) LogWindow(lc *LogChanges, w window.Window, total, rows int64, d
 	}
 	cfg := r.cfg.Recheck
 	e := cfg.Entry(w.Start, w.End, count, digest, fetched)
-	lc.PruneBefore = cfg.PruneBefore(r.cfg.Clock.Now())
+	lc.Windows.PruneBefore = cfg.PruneBefore(r.cfg.Clock.Now())
 	if cfg.Done(e) {
 		return
 	}
 	r.wlog[e.Start] = e
-	lc.Put = append(lc.Put, e)
+	lc.Windows.Put = append(lc.Windows.Put, e)
 }
 
 // prune drops the entries past the horizon from the poller's copy and
 // counts those that still had a recheck to go.
-func (r *Runner) prune(now time.Time) {
+func (r *rechecks) prune(now time.Time) {
 	cfg := r.cfg.Recheck
 	if n := len(cfg.Expired(r.wlog.list(), now)); n > 0 {
 		r.cfg.RecheckMetrics.Expired(r.cfg.Stream, n)
@@ -108,7 +107,7 @@ func (r *Runner) prune(now time.Time) {
 }
 
 // setPending publishes the windows with a recheck due.
-func (r *Runner) setPending(n int) {
+func (r *rechecks) setPending(n int) {
 	r.cfg.RecheckMetrics.SetPending(r.cfg.Stream, n)
 	r.pending.Store(int64(n))
 }
@@ -117,15 +116,15 @@ func (r *Runner) setPending(n int) {
 // given to them is spent.
 var errRecheckBudget = errors.New("recheck budget spent")
 
-// emitFailed marks an error of Asker.Emit: it ends the run.
+// emitFailed marks an error of run.emitRevisit: it ends the run.
 type emitFailed struct{ err error }
 
 func (e *emitFailed) Error() string { return e.err.Error() }
 func (e *emitFailed) Unwrap() error { return e.err }
 
 // emit is a.Emit, its error marked as one that ends the run.
-func emit(ctx context.Context, a Asker, w window.Window, idx int, records []json.RawMessage, received time.Time, lc *LogChanges) error {
-	if err := a.Emit(ctx, w, idx, records, received, lc); err != nil {
+func emit(ctx context.Context, a *run, w window.Window, idx int, records []json.RawMessage, received time.Time, lc *cursor.LogChanges) error {
+	if err := a.emitRevisit(ctx, w, idx, records, received, lc); err != nil {
 		return &emitFailed{err}
 	}
 	return nil
@@ -136,7 +135,7 @@ func emit(ctx context.Context, a Asker, w window.Window, idx int, records []json
 // file). It returns an error only when the run must end: ctx ended, or
 // Emit failed (its error as is); a failed recheck is counted, logged and
 // asked again at the next step.
-func (r *Runner) Recheck(ctx context.Context, a Asker) error {
+func (r *rechecks) Recheck(ctx context.Context, a *run) error {
 	if !r.rechecking() {
 		return nil
 	}
@@ -175,7 +174,7 @@ func (r *Runner) Recheck(ctx context.Context, a Asker) error {
 		}
 		// A failed recheck leaves its windows as they are: they are
 		// due again at the next step.
-		r.m.PollError(r.cfg.Stream.Source, r.cfg.Stream.Account, pollmetrics.ErrorKind(err))
+		r.m.PollError(r.cfg.Stream.Source, r.cfg.Stream.Account, errorKind(err))
 		r.log.Warn("recheck failed; asked again later", "window_start", record.FormatTime(u.Start()),
 			"window_end", record.FormatTime(u.End()), "err", err.Error())
 		return nil
@@ -184,22 +183,16 @@ func (r *Runner) Recheck(ctx context.Context, a Asker) error {
 }
 
 // allow asks the limiter for one recheck request.
-func (r *Runner) allow() error {
+func (r *rechecks) allow() error {
 	if !r.cfg.Limiter.Allow() {
 		return errRecheckBudget
 	}
 	return nil
 }
 
-// fetched is a page asked again: its body and when it arrived.
-type fetched struct {
-	body     pagescan.Body
-	received time.Time
-}
-
 // fetch asks page idx of w through a as a recheck.
-func fetch(ctx context.Context, a Asker, w window.Window, next string, idx int) (*fetched, error) {
-	body, received, err := a.Fetch(ctx, w, next, idx, true)
+func fetch(ctx context.Context, a *run, w window.Window, next string, idx int) (*fetched, error) {
+	body, received, err := a.askPage(ctx, w, next, idx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +204,7 @@ func fetch(ctx context.Context, a Asker, w window.Window, next string, idx int) 
 // range found grown is fetched to its end once counted, whatever the
 // step's deadline, or a refetch longer than the deadline (a large window
 // of a first backfill) would start over at every step and never end.
-func (r *Runner) recheckCore(ctx, rctx context.Context, a Asker, u recheck.Unit) error {
+func (r *rechecks) recheckCore(ctx, rctx context.Context, a *run, u recheck.Unit) error {
 	n := u.Narrow()
 	firsts := map[[2]time.Time]*fetched{}
 	for q, ok := n.Next(); ok; q, ok = n.Next() {
@@ -246,7 +239,7 @@ func (r *Runner) recheckCore(ctx, rctx context.Context, a Asker, u recheck.Unit)
 // the last carries f's log update. Pages of a range found grown are
 // fetched whatever the limiter says (what was counted is recovered); they
 // still count against the share.
-func (r *Runner) refetch(ctx context.Context, a Asker, f recheck.Refetch, first *fetched) error {
+func (r *rechecks) refetch(ctx context.Context, a *run, f recheck.Refetch, first *fetched) error {
 	w := window.Window{Start: f.Start(), End: f.End()}
 	pg := first
 	if pg == nil {
@@ -259,11 +252,11 @@ func (r *Runner) refetch(ctx context.Context, a Asker, f recheck.Refetch, first 
 	for idx := 0; ; idx++ {
 		next := pg.body.Next
 		last := next == "" || idx+1 >= r.cfg.API.MaxPages
-		records, marks := pg.body.Records, map[string]AlertMark(nil)
+		records, marks := pg.body.Records, map[string]cursor.AlertMark(nil)
 		if r.alerts != nil {
 			records, marks = r.changedAlerts(records)
 		}
-		lc := &LogChanges{Alerts: marks}
+		lc := &cursor.LogChanges{Alerts: cursor.AlertChanges{Put: marks}}
 		switch {
 		case last && next != "":
 			// Cut at max_pages: the entry keeps its old count, so the
@@ -271,9 +264,9 @@ func (r *Runner) refetch(ctx context.Context, a Asker, f recheck.Refetch, first 
 			r.log.Warn("recheck refetch cut at api.max_pages; asked again at the next point", "window_start", record.FormatTime(w.Start),
 				"window_end", record.FormatTime(w.End))
 		case last:
-			lc.Delete = f.Replaces
+			lc.Windows.Delete = f.Replaces
 			if !r.cfg.Recheck.Done(f.Entry) {
-				lc.Put = []recheck.Window{f.Entry}
+				lc.Windows.Put = []cursor.LoggedWindow{f.Entry}
 			}
 		}
 		if err := emit(ctx, a, w, idx, records, pg.received, lc); err != nil {
@@ -294,7 +287,7 @@ func (r *Runner) refetch(ctx context.Context, a Asker, f recheck.Refetch, first 
 // compares each window's count and id digest; windows that differ are
 // delivered from the answer (for alerts: only the alerts that changed)
 // within ctx.
-func (r *Runner) recheckEdge(ctx, rctx context.Context, a Asker, u recheck.Unit) error {
+func (r *rechecks) recheckEdge(ctx, rctx context.Context, a *run, u recheck.Unit) error {
 	if err := r.allow(); err != nil {
 		return err
 	}
@@ -307,7 +300,7 @@ func (r *Runner) recheckEdge(ctx, rctx context.Context, a Asker, u recheck.Unit)
 		r.log.Warn("edge recheck answer full; its windows are compared as far as it goes", "window_start", record.FormatTime(w.Start),
 			"window_end", record.FormatTime(w.End), "rows", len(f.body.Records))
 	}
-	envs, err := a.Envelopes(f.body.Records, w, f.received)
+	envs, err := a.envelopes(f.body.Records, w, f.received)
 	if err != nil {
 		return err
 	}
@@ -331,12 +324,12 @@ func (r *Runner) recheckEdge(ctx, rctx context.Context, a Asker, u recheck.Unit)
 		for _, i := range byWin[x] {
 			recs = append(recs, f.body.Records[i])
 		}
-		lc := &LogChanges{Delete: rf.Replaces}
+		lc := &cursor.LogChanges{Windows: cursor.WindowChanges{Delete: rf.Replaces}}
 		if !r.cfg.Recheck.Done(rf.Entry) {
-			lc.Put = []recheck.Window{rf.Entry}
+			lc.Windows.Put = []cursor.LoggedWindow{rf.Entry}
 		}
 		if r.alerts != nil {
-			recs, lc.Alerts = r.changedAlerts(recs)
+			recs, lc.Alerts.Put = r.changedAlerts(recs)
 		}
 		rw := window.Window{Start: rf.Start(), End: rf.End()}
 		if err := emit(ctx, a, rw, 0, recs, f.received, lc); err != nil {
@@ -349,12 +342,12 @@ func (r *Runner) recheckEdge(ctx, rctx context.Context, a Asker, u recheck.Unit)
 // settle stores the unit's kept entries (stages advanced, shrinks) on an
 // empty Revisit page, updates the poller's copy of the log (refetched
 // entries were stored by their last pages), and counts.
-func (r *Runner) settle(ctx context.Context, a Asker, u recheck.Unit, res recheck.Result) error {
-	lc := &LogChanges{}
+func (r *rechecks) settle(ctx context.Context, a *run, u recheck.Unit, res recheck.Result) error {
+	lc := &cursor.LogChanges{}
 	for _, up := range res.Keep {
-		lc.Delete = append(lc.Delete, up.Replaces...)
+		lc.Windows.Delete = append(lc.Windows.Delete, up.Replaces...)
 		if !r.cfg.Recheck.Done(up.Entry) {
-			lc.Put = append(lc.Put, up.Entry)
+			lc.Windows.Put = append(lc.Windows.Put, up.Entry)
 		}
 	}
 	for _, up := range append(slices.Clone(res.Keep), refetchUpdates(res.Refetch)...) {

@@ -1,4 +1,4 @@
-package pollmetrics
+package source
 
 import (
 	"go/ast"
@@ -54,8 +54,9 @@ func value(m *dto.Metric) float64 {
 // A stream that fails before its first page must be visible: every series
 // an alert or a panel reads exists at zero from InitStream on.
 func TestInitStreamCreatesEverySeriesAtZero(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
-	m, err := New(reg)
+	m, err := NewMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,10 +91,11 @@ func TestInitStreamCreatesEverySeriesAtZero(t *testing.T) {
 // in package source must be added to PollErrorKinds, or its first error is
 // invisible to increase() (a series that appears at 1).
 func TestPollErrorKindsCoverWhatThePollersCount(t *testing.T) {
+	t.Parallel()
 	fset := token.NewFileSet()
-	// The pollers (package source and its revisit), and ErrorKind here.
+	// The pollers, their rechecks and errorKind.
 	var files []string
-	for _, dir := range []string{"..", filepath.Join("..", "revisit"), "."} {
+	for _, dir := range []string{"."} {
 		fs, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)
@@ -112,7 +114,7 @@ func TestPollErrorKindsCoverWhatThePollersCount(t *testing.T) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.FuncDecl:
-				if n.Name.Name == "ErrorKind" {
+				if n.Name.Name == "errorKind" {
 					ast.Inspect(n.Body, func(n ast.Node) bool {
 						if r, ok := n.(*ast.ReturnStmt); ok && len(r.Results) == 1 {
 							found = append(found, literal(r.Results[0])...)
@@ -137,7 +139,7 @@ func TestPollErrorKindsCoverWhatThePollersCount(t *testing.T) {
 		})
 	}
 	if len(found) < 8 {
-		t.Fatalf("found only %d poll error kinds in package source (%v): has ErrorKind moved?", len(found), found)
+		t.Fatalf("found only %d poll error kinds in package source (%v): has errorKind moved?", len(found), found)
 	}
 	for _, k := range found {
 		if !slices.Contains(PollErrorKinds(), k) {

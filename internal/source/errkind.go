@@ -1,4 +1,4 @@
-package pollmetrics
+package source
 
 import (
 	"errors"
@@ -7,13 +7,13 @@ import (
 	"github.com/svcexport/collector/internal/api/origin"
 )
 
-// ErrorKind is the kind label of collector_poll_errors_total for a failed
+// errorKind is the kind label of collector_poll_errors_total for a failed
 // poll: origin, body_too_large, auth, forbidden, bad_request,
 // nextpage_expired, permanent or transient. auth is the key refused by the
 // token endpoint, or the edge token refused (C1, C6); a data request's 401
 // that gave up after api.retry.max_attempts (tokens revoked again and
 // again) is transient.
-func ErrorKind(err error) string {
+func errorKind(err error) string {
 	var se *api.StatusError
 	switch {
 	case errors.As(err, new(*origin.Error)):

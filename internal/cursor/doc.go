@@ -1,0 +1,15 @@
+// Package cursor is the vocabulary of a stream's progress, the values that
+// cross from the poller to the pipeline to the checkpoint unchanged: where
+// a stream stands (Cursor, and the Chain in flight), its window log
+// (LoggedWindow) and alert marks (AlertMark), the changes a page brings to
+// them (LogChanges: WindowChanges and AlertChanges, which merge), and a
+// Page, which carries its record.Batch and the cursor that holds once it
+// is delivered.
+//
+// Package source produces these values, package pipeline passes them
+// through and package checkpoint stores them with its own codec (the file
+// format is the checkpoint's, not this package's); package recheck reads
+// the window log. It holds values and how changes to them merge: it makes
+// no request, plans no window and does no I/O, and imports no internal
+// package but record and window.
+package cursor
