@@ -310,7 +310,7 @@ func TestPaging_C3_CappedTotalRowsWithMoreRecordsInAWindowAreComplete(t *testing
 	t.Parallel()
 	sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) {
 		c.Rates = map[string]float64{"dns": 10_000}
-		c.BurstProbability = 0
+		c.BurstProbability, c.WaveAmplitude = 0, 0 // the count must not hang on the hour of the day
 		c.ResultCap = 50_000
 		c.TotalRowsCap = 20_000
 	})
@@ -352,7 +352,7 @@ func TestPaging_C3_AServerChainCapBelowTheConfiguredResultCapLosesNothing(t *tes
 			t.Parallel()
 			sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) {
 				c.Rates = map[string]float64{"dns": 12_000, "audit_logs": 3_000}
-				c.BurstProbability = 0
+				c.BurstProbability, c.WaveAmplitude = 0, 0 // the count must not hang on the hour of the day
 				c.PageSize = 2_000
 				c.ResultCap = 50_000
 				c.AuditUnpaged = true
