@@ -15,6 +15,7 @@ import (
 // insert sends (an unknown one would fail every insert for good), and an
 // insert repeated with them and the same token is stored once.
 func TestTheServerTakesTheSettingsOfAClusterInsert(t *testing.T) {
+	t.Parallel()
 	srv := chtest.Get(t)
 	db := srv.NewDatabase(t)
 	srv.Exec(t, "CREATE TABLE "+db+".t (id String) ENGINE = MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 10")

@@ -20,6 +20,7 @@ import (
 )
 
 func TestDefaultConfigIsValid(t *testing.T) {
+	t.Parallel()
 	c := DefaultConfig()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
@@ -39,6 +40,7 @@ func TestDefaultConfigIsValid(t *testing.T) {
 }
 
 func TestValidateNamesTheKey(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		modify func(*Config)
@@ -80,6 +82,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 }
 
 func TestValidateReportsEveryBadKey(t *testing.T) {
+	t.Parallel()
 	cfg := DefaultConfig()
 	cfg.Protocol, cfg.Compression, cfg.BatchRows = "x", "y", -1
 	err := cfg.Validate()
@@ -91,6 +94,7 @@ func TestValidateReportsEveryBadKey(t *testing.T) {
 }
 
 func TestPasswordIsRedactedAndFileIsRead(t *testing.T) {
+	t.Parallel()
 	var p secret.Secret
 	if err := p.UnmarshalText([]byte("hunter2")); err != nil {
 		t.Fatal(err)
@@ -150,6 +154,7 @@ func writeCert(t *testing.T, dir string) (certFile, keyFile string) {
 }
 
 func TestNewReadsTheTLSFilesAndNamesTheKeyOnError(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cert, key := writeCert(t, dir)
 	cfg := DefaultConfig()
@@ -182,6 +187,7 @@ func TestNewReadsTheTLSFilesAndNamesTheKeyOnError(t *testing.T) {
 }
 
 func TestTTLAndClusterReachTheSchema(t *testing.T) {
+	t.Parallel()
 	c := DefaultConfig()
 	c.TTL, c.Cluster, c.TablePrefix = 365*24*time.Hour, "prod-eu.1", "svc_"
 	if err := c.Validate(); err != nil {
@@ -198,6 +204,7 @@ func TestTTLAndClusterReachTheSchema(t *testing.T) {
 // that it returns only once the shards stored the rows, with the
 // deduplication token they check; on one server the setting is not sent.
 func TestInsertSettingsOfAClusterAreSynchronous(t *testing.T) {
+	t.Parallel()
 	c := DefaultConfig()
 	s := insertSettings(c, "tok")
 	if s["insert_deduplication_token"] != "tok" || s["insert_deduplicate"] != 1 {

@@ -37,6 +37,7 @@ func duplicatedBlocks(t testing.TB, srv *chtest.Server) int64 {
 }
 
 func TestRetriedInsertWithTheSameTokenIsStoredOnce(t *testing.T) {
+	t.Parallel()
 	for _, proto := range protocols {
 		t.Run(proto, func(t *testing.T) {
 			srv := chtest.Get(t)
@@ -184,6 +185,7 @@ func (p *cutProxy) serve() {
 }
 
 func TestConnectionCutAfterSendLosesNothingAndStoresNothingTwice(t *testing.T) {
+	t.Parallel()
 	for _, proto := range protocols {
 		t.Run(proto, func(t *testing.T) {
 			// A server of its own: a native insert cut in flight can make
@@ -231,6 +233,7 @@ func TestConnectionCutAfterSendLosesNothingAndStoresNothingTwice(t *testing.T) {
 }
 
 func TestServerKilledAndRestartedLosesNothing(t *testing.T) {
+	t.Parallel()
 	srv := chtest.Start(t)
 	db := srv.NewDatabase(t)
 	cfg := testConfig(srv, ProtocolNative, db)
@@ -279,6 +282,7 @@ func TestServerKilledAndRestartedLosesNothing(t *testing.T) {
 }
 
 func TestStartAddsTheColumnsAnOlderSchemaLacks(t *testing.T) {
+	t.Parallel()
 	for _, proto := range protocols {
 		t.Run(proto, func(t *testing.T) {
 			srv := chtest.Get(t)
@@ -322,6 +326,7 @@ func TestStartAddsTheColumnsAnOlderSchemaLacks(t *testing.T) {
 }
 
 func TestStartRefusesAColumnOfAnIncompatibleType(t *testing.T) {
+	t.Parallel()
 	srv := chtest.Get(t)
 	db := srv.NewDatabase(t)
 	srv.Exec(t, `CREATE TABLE `+db+`.dns (id String, account LowCardinality(String), time DateTime,
@@ -357,6 +362,7 @@ func TestStartRefusesAColumnOfAnIncompatibleType(t *testing.T) {
 }
 
 func TestEdgeAlertsViewHoldsTheLatestVersionOfEachAlert(t *testing.T) {
+	t.Parallel()
 	srv := chtest.Get(t)
 	db := srv.NewDatabase(t)
 	s, _ := startSink(t, testConfig(srv, ProtocolNative, db))
@@ -409,6 +415,7 @@ func waitPending(t *testing.T, w *tableWriter, n int) {
 }
 
 func TestShutdownSendsPendingRowsAtOnce(t *testing.T) {
+	t.Parallel()
 	srv := chtest.Get(t)
 	db := srv.NewDatabase(t)
 	cfg := testConfig(srv, ProtocolHTTP, db)
@@ -452,6 +459,7 @@ func TestShutdownSendsPendingRowsAtOnce(t *testing.T) {
 }
 
 func TestAWriteThatGivesUpWithdrawsItsRows(t *testing.T) {
+	t.Parallel()
 	srv := chtest.Get(t)
 	db := srv.NewDatabase(t)
 	cfg := testConfig(srv, ProtocolNative, db)
@@ -475,6 +483,7 @@ func TestAWriteThatGivesUpWithdrawsItsRows(t *testing.T) {
 }
 
 func TestLifecycleWithoutStart(t *testing.T) {
+	t.Parallel()
 	s, err := New(DefaultConfig(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -500,6 +509,7 @@ func TestLifecycleWithoutStart(t *testing.T) {
 }
 
 func TestReadyCheckAndUnknownSource(t *testing.T) {
+	t.Parallel()
 	srv := chtest.Get(t)
 	db := srv.NewDatabase(t)
 	cfg := testConfig(srv, ProtocolHTTP, db+"_new") // created by Start
@@ -543,6 +553,7 @@ func TestReadyCheckAndUnknownSource(t *testing.T) {
 }
 
 func TestAsyncInsertsAreConfirmedAndDeduplicated(t *testing.T) {
+	t.Parallel()
 	for _, proto := range protocols {
 		t.Run(proto, func(t *testing.T) {
 			srv := chtest.Get(t)
@@ -574,6 +585,7 @@ func TestAsyncInsertsAreConfirmedAndDeduplicated(t *testing.T) {
 }
 
 func TestInsertsTakeWholeBatchesInOrderUpToBatchRows(t *testing.T) {
+	t.Parallel()
 	s := &Sink{cfg: DefaultConfig()}
 	s.cfg.BatchRows, s.cfg.FlushInterval = 100, time.Second
 	w := &tableWriter{s: s}

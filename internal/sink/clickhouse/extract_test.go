@@ -45,6 +45,7 @@ func extractAll(fields []schema.Field, raw string) got {
 }
 
 func TestExtractTakesEachMemberOfItsTypeAndLeavesTheRestDefault(t *testing.T) {
+	t.Parallel()
 	fields := []schema.Field{
 		str("s", "s"), lowCard("lc", "lc"), int64Field("n", "n"),
 		int64Field("src_mid", "srcEntityId.mid"), int64Field("dst_mid", "dstEntityId.mid"),
@@ -111,6 +112,7 @@ func TestExtractTakesEachMemberOfItsTypeAndLeavesTheRestDefault(t *testing.T) {
 // else; a UInt8 column an integer from 0 to 255, bare or quoted. What is
 // not taken stays NULL (the raw record keeps it).
 func TestExtractTakesAddressesAndSmallIntegersOrLeavesNull(t *testing.T) {
+	t.Parallel()
 	fields := []schema.Field{field("ip", "ip", schema.KindIP), field("sev", "sev", schema.KindUInt8)}
 	cases := []struct {
 		name string
@@ -151,6 +153,7 @@ func TestExtractTakesAddressesAndSmallIntegersOrLeavesNull(t *testing.T) {
 }
 
 func TestGeneratedRecordsGiveTheirTypedValues(t *testing.T) {
+	t.Parallel()
 	for _, spec := range schema.Tables() {
 		g := newGen(spec.Source, 7)
 		for i := range 50 {

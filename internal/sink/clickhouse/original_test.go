@@ -14,6 +14,7 @@ import (
 // all), next to the repaired copy or null in record: ClickHouse loses
 // nothing either. An ordinary record has NULL there. Over both protocols.
 func TestARecordWithAFlawKeepsItsOriginalBytes(t *testing.T) {
+	t.Parallel()
 	ws := time.Date(2026, 8, 20, 0, 0, 0, 0, time.UTC)
 	we, fetched := ws.Add(time.Hour), ws.Add(time.Hour+time.Minute)
 	raws := [][]byte{

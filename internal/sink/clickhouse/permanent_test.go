@@ -22,6 +22,7 @@ import (
 // parse as. The server refuses every repeat of those inserts, so the Write
 // fails for good; other tables go on.
 func TestATableChangedUnderTheSinkIsPermanent(t *testing.T) {
+	t.Parallel()
 	for _, proto := range protocols {
 		t.Run(proto, func(t *testing.T) {
 			srv := chtest.Get(t)
@@ -56,6 +57,7 @@ func TestATableChangedUnderTheSinkIsPermanent(t *testing.T) {
 // insert; the server refuses a row of one of them (a CHECK constraint), so
 // each is inserted alone: the offender fails for good, the other is stored.
 func TestOnlyTheWriteWhoseRowsAreRefusedFailsForGood(t *testing.T) {
+	t.Parallel()
 	srv := chtest.Get(t)
 	db := srv.NewDatabase(t)
 	cfg := testConfig(srv, ProtocolNative, db)
@@ -96,6 +98,7 @@ func TestOnlyTheWriteWhoseRowsAreRefusedFailsForGood(t *testing.T) {
 // being rotated) and so is only not repeated at once; a server that does
 // not answer is neither.
 func TestServerRefusalsAreClassified(t *testing.T) {
+	t.Parallel()
 	srv := chtest.Get(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -236,6 +236,7 @@ func generate(t testing.TB, source string, n int, base time.Time) sourceData {
 }
 
 func TestWriteEverySourceAndReadBack(t *testing.T) {
+	t.Parallel()
 	for _, proto := range protocols {
 		t.Run(proto, func(t *testing.T) {
 			srv := chtest.Get(t)

@@ -101,6 +101,7 @@ func v1DDL(t *testing.T, db, name string) string {
 // cannot run on the test server (no Keeper, no remote_servers), so its
 // parser is the check they get.
 func TestEveryStatementParsesOnTheServer(t *testing.T) {
+	t.Parallel()
 	srv := chtest.Get(t)
 	conn := connect(t, srv)
 	ctx := ctxFor(t)
@@ -138,6 +139,7 @@ func splitStatements(text string) []string {
 // indexes and TTL of the DDL, as the server reports them; a second Ensure
 // finds nothing to change.
 func TestEnsureCreatesTheTablesAndASecondEnsureChangesNothing(t *testing.T) {
+	t.Parallel()
 	srv := chtest.Get(t)
 	conn := connect(t, srv)
 	ctx := ctxFor(t)
@@ -214,6 +216,7 @@ func createV1(t *testing.T, srv *chtest.Server, db string) {
 // migration); Ensure then does it: record_original added, codecs set,
 // bloom filters added and built, TTL set, and the same warning.
 func TestAFirstSchemaTableIsEvolvedInPlaceAndItsSortingKeyWarned(t *testing.T) {
+	t.Parallel()
 	srv := chtest.Get(t)
 	conn := connect(t, srv)
 	ctx := ctxFor(t)
@@ -313,6 +316,7 @@ func waitMutations(t *testing.T, srv *chtest.Server, db string) {
 // start of the collector would, copy, drop), leaves the table with the new
 // sorting key, every row, and no warning.
 func TestTheMigrationTheWarningGivesWorks(t *testing.T) {
+	t.Parallel()
 	srv := chtest.Get(t)
 	conn := connect(t, srv)
 	ctx := ctxFor(t)
@@ -358,6 +362,7 @@ func TestTheMigrationTheWarningGivesWorks(t *testing.T) {
 // A TTL set by hand stays when sink.clickhouse.ttl is off (with a
 // warning), and is replaced when it asks for another.
 func TestATTLSetByHandIsLeftAloneUnlessTheConfigurationSetsOne(t *testing.T) {
+	t.Parallel()
 	srv := chtest.Get(t)
 	conn := connect(t, srv)
 	ctx := ctxFor(t)
@@ -385,6 +390,7 @@ func TestATTLSetByHandIsLeftAloneUnlessTheConfigurationSetsOne(t *testing.T) {
 // A cluster the server does not know stops Ensure and Check with an error
 // naming the key, before anything is created.
 func TestAnUnknownClusterIsAnErrorNamingTheKey(t *testing.T) {
+	t.Parallel()
 	srv := chtest.Get(t)
 	conn := connect(t, srv)
 	ctx := ctxFor(t)
@@ -406,6 +412,7 @@ func TestAnUnknownClusterIsAnErrorNamingTheKey(t *testing.T) {
 // are left as they are, with one warning per table naming each column and
 // what it keeps; the sink still writes into the table.
 func TestColumnsWithAnotherCodecOrTypeAreLeftAloneWithAWarning(t *testing.T) {
+	t.Parallel()
 	srv := chtest.Get(t)
 	conn := connect(t, srv)
 	ctx := ctxFor(t)
@@ -462,6 +469,7 @@ func TestColumnsWithAnotherCodecOrTypeAreLeftAloneWithAWarning(t *testing.T) {
 // column (which, matched alone, excluded nothing after the key and read
 // whole months).
 func TestATimeRangeAndAKeyReachThePrimaryKeyThroughTheDay(t *testing.T) {
+	t.Parallel()
 	srv := chtest.Get(t)
 	conn := connect(t, srv)
 	ctx := ctxFor(t)
@@ -527,6 +535,7 @@ func TestATimeRangeAndAKeyReachThePrimaryKeyThroughTheDay(t *testing.T) {
 // Ensure converts them (logging each), and a second Ensure finds nothing
 // to do.
 func TestThePreviousSchemaStringColumnsAreConvertedToNativeTypes(t *testing.T) {
+	t.Parallel()
 	srv := chtest.Get(t)
 	conn := connect(t, srv)
 	ctx := ctxFor(t)

@@ -72,6 +72,7 @@ func statements(o Options) map[string]string {
 // cluster: a change of a table is a reviewed change of testdata/ddl and
 // testdata/ddl_cluster (go test -run TestDDL -update rewrites them).
 func TestDDLMatchesGoldenFiles(t *testing.T) {
+	t.Parallel()
 	for dir, o := range map[string]Options{"ddl": singleOpts, "ddl_cluster": clusterOpts} {
 		t.Run(dir, func(t *testing.T) {
 			files := statements(o)
@@ -114,6 +115,7 @@ func TestDDLMatchesGoldenFiles(t *testing.T) {
 // replicated local tables, and everything else goes through the
 // Distributed table sharded by the record id.
 func TestClusterStatementsAreOnClusterAndReplicated(t *testing.T) {
+	t.Parallel()
 	o := clusterOpts
 	for name, text := range statements(o) {
 		for _, stmt := range strings.Split(strings.TrimSpace(text), "\n") {
@@ -159,6 +161,7 @@ func TestClusterStatementsAreOnClusterAndReplicated(t *testing.T) {
 // the record time and members of the record, and the primary key is the
 // sorting key up to the key column (no time: see PrimaryKey).
 func TestSortingKeyEndsWithTheIDAndHoldsOnlyFunctionsOfTheRecord(t *testing.T) {
+	t.Parallel()
 	for _, spec := range Tables() {
 		key := spec.SortingKey()
 		if key[len(key)-1] != "id" {
@@ -185,6 +188,7 @@ func TestSortingKeyEndsWithTheIDAndHoldsOnlyFunctionsOfTheRecord(t *testing.T) {
 }
 
 func TestTablePrefixAndDatabaseNameEveryStatement(t *testing.T) {
+	t.Parallel()
 	o := Options{Database: "analytics", Prefix: "svc_"}
 	for _, spec := range Tables() {
 		ddl := createTableSQL(o, spec)
@@ -210,6 +214,7 @@ func TestTablePrefixAndDatabaseNameEveryStatement(t *testing.T) {
 }
 
 func TestEverySourceOfTheContractHasATable(t *testing.T) {
+	t.Parallel()
 	want := []string{"changed_files", "connections", "dns", "user_logins", "cloud_activities",
 		"audit_logs", "agent_info", "edge_audit_events", "edge_alerts"}
 	got := Sources()
@@ -228,6 +233,7 @@ func TestEverySourceOfTheContractHasATable(t *testing.T) {
 }
 
 func TestCompatibleTypes(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		found, want string
 		ok          bool
@@ -256,6 +262,7 @@ func TestCompatibleTypes(t *testing.T) {
 }
 
 func TestOnlyTheStringColumnsOfIPsAndSeveritiesAreConvertedInPlace(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		found, want string
 		ok          bool
@@ -277,6 +284,7 @@ func TestOnlyTheStringColumnsOfIPsAndSeveritiesAreConvertedInPlace(t *testing.T)
 }
 
 func TestTableTTLIsReadFromEngineFull(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"ReplacingMergeTree(fetched_at) PARTITION BY toYYYYMM(time) ORDER BY (account, time, id) SETTINGS index_granularity = 8192":                                           "",
 		"ReplacingMergeTree(fetched_at) PARTITION BY toYYYYMM(time) ORDER BY (account, time, id) TTL toDateTime(time) + toIntervalDay(365) SETTINGS index_granularity = 8192": "toDateTime(time) + toIntervalDay(365)",
@@ -290,6 +298,7 @@ func TestTableTTLIsReadFromEngineFull(t *testing.T) {
 }
 
 func TestClusterNames(t *testing.T) {
+	t.Parallel()
 	for s, ok := range map[string]bool{"logs": true, "prod-eu.1": true, "a_b": true, "": false, "a b": false, "a`b": false, "a'b": false, strings.Repeat("x", 129): false} {
 		if ClusterName(s) != ok {
 			t.Errorf("ClusterName(%q) = %v", s, !ok)
