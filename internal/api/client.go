@@ -13,20 +13,21 @@ import (
 
 	"github.com/svcexport/collector/internal/api/budget"
 	"github.com/svcexport/collector/internal/api/origin"
+	"github.com/svcexport/collector/internal/clock"
 	"github.com/svcexport/collector/internal/ratelog"
 	"github.com/svcexport/collector/internal/secret"
 )
 
 // Options are the injected dependencies of a Client. Every field may be
 // left zero: HTTPClient defaults to a new http.Client without timeout (the
-// Client sets one per request), Clock to SystemClock, Logger to a discarding
+// Client sets one per request), Clock to clock.System, Logger to a discarding
 // logger, Metrics to none, WarnEvery to ratelog.DefaultEvery.
 type Options struct {
 	// HTTPClient is copied, never modified: the Client's copy gets a
 	// CheckRedirect that refuses redirects to other origins (C1), which
 	// runs before the caller's own CheckRedirect, if any.
 	HTTPClient *http.Client
-	Clock      Clock
+	Clock      clock.Clock
 	Logger     *slog.Logger
 	Metrics    *Metrics
 	// WarnEvery is the interval of warnings that may repeat at a high
@@ -40,7 +41,7 @@ func (o Options) withDefaults() Options {
 		o.HTTPClient = &http.Client{}
 	}
 	if o.Clock == nil {
-		o.Clock = SystemClock{}
+		o.Clock = clock.System{}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -89,7 +90,7 @@ type Client struct {
 	api     string // "core" or "edge"
 	base    *url.URL
 	http    *http.Client
-	clk     Clock
+	clk     clock.Clock
 	log     *slog.Logger
 	m       *Metrics
 	budget  Budget
@@ -200,7 +201,7 @@ func (c *Client) Budget() Budget { return c.budget }
 
 // Clock returns the client's clock (Options.Clock), for those that pace
 // their requests by it.
-func (c *Client) Clock() Clock { return c.clk }
+func (c *Client) Clock() clock.Clock { return c.clk }
 
 // Logger returns the client's logger: Options.Logger with the attribute
 // api="core" or "edge".

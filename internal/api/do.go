@@ -16,6 +16,7 @@ import (
 	"github.com/svcexport/collector/internal/api/budget"
 	"github.com/svcexport/collector/internal/api/origin"
 	"github.com/svcexport/collector/internal/backoff"
+	"github.com/svcexport/collector/internal/clock"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
 )
@@ -170,7 +171,7 @@ func (c *Client) do(ctx context.Context, req Request, auth func(http.Header)) (*
 		} else {
 			c.log.Debug("request failed, retrying", args...)
 		}
-		if err := Sleep(ctx, c.clk, wait); err != nil {
+		if err := clock.Sleep(ctx, c.clk, wait); err != nil {
 			return nil, fmt.Errorf("%s: %w", req.What, err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/svcexport/collector/internal/api/budget"
 	"github.com/svcexport/collector/internal/backoff"
+	"github.com/svcexport/collector/internal/clock"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
 )
@@ -126,7 +127,7 @@ func (t *coreTokens) token(ctx context.Context) (string, error) {
 		if wait > 0 {
 			t.c.warn.Warn(ctx, "token", "renewal_paced", "tokens die before serving a request; pacing their renewals",
 				"strikes", strikes, "wait", wait.String())
-			err = Sleep(ctx, t.c.clk, wait)
+			err = clock.Sleep(ctx, t.c.clk, wait)
 		}
 		if err == nil {
 			tok, expires, err = t.fetch(ctx)

@@ -71,6 +71,12 @@ var rules = []rule{
 		allowed:   []string{"internal/cursor", "internal/record/...", "internal/window/..."},
 	},
 	{
+		name:      "clock is the one time source: it imports no internal package",
+		from:      []string{"internal/clock"},
+		forbidden: []string{"internal/..."},
+		allowed:   []string{"internal/clock"},
+	},
+	{
 		name: "cursor does no I/O: it imports no file, network or database package",
 		from: []string{"internal/cursor"},
 		forbidden: []string{"std:os", "std:os/exec", "std:io/fs", "std:net", "std:net/http", "std:path/filepath",
@@ -268,6 +274,7 @@ func TestEveryRuleCatchesItsViolation(t *testing.T) {
 		fake("internal/secret", []string{"internal/config", "internal/source", "internal/sink", "internal/checkpoint"}),
 		fake("internal/util", nil),
 		fake("internal/cursor", []string{"internal/api", "net/http"}),
+		fake("internal/clock", []string{"internal/record"}),
 		fake("internal/recheck", []string{"internal/checkpoint"}),
 		fake("internal/ocsf/ocsfjson", []string{"internal/record"}),
 		fake("internal/ocsf/ocsfrec", []string{"internal/ocsf"}),

@@ -85,7 +85,7 @@ func TestPoller_C3_PagesLargerThanPageRowsAreCompleteAndReservedFor(t *testing.T
 // envelopes, so the heap stays near the body's size. Reservations never
 // exceed MaxBatchRecords.
 func TestPoller_C3_HugePageIsEmittedInBoundedBatches(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it measures the heap, which other tests would share.
 	if testing.Short() {
 		t.Skip("600,000 records")
 	}

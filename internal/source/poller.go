@@ -10,6 +10,7 @@ import (
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/backoff"
+	"github.com/svcexport/collector/internal/clock"
 	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/ratelog"
 	"github.com/svcexport/collector/internal/recheck"
@@ -73,7 +74,7 @@ type Poller struct {
 	c    *api.Client
 	cfg  PollerConfig
 	plan window.Planner
-	clk  api.Clock
+	clk  clock.Clock
 	log  *slog.Logger
 	m    *Metrics
 	eb   envelopeBuilder
@@ -225,7 +226,7 @@ func (p *Poller) Run(ctx context.Context, from cursor.Cursor, out Output) error 
 	if !p.cfg.Once {
 		// A small deterministic offset per stream, so that pollers do
 		// not all start at once (STYLE item 5).
-		if err := api.Sleep(ctx, p.clk, p.startOffset()); err != nil {
+		if err := clock.Sleep(ctx, p.clk, p.startOffset()); err != nil {
 			return err
 		}
 	}
@@ -270,7 +271,7 @@ func (p *Poller) Run(ctx context.Context, from cursor.Cursor, out Output) error 
 		if p.cfg.Once && api.IsPermanent(err) {
 			return err
 		}
-		if err := api.Sleep(ctx, p.clk, wait); err != nil {
+		if err := clock.Sleep(ctx, p.clk, wait); err != nil {
 			return err
 		}
 	}

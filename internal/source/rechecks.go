@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/api"
+	"github.com/svcexport/collector/internal/clock"
 	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
@@ -37,7 +38,7 @@ type rechecksConfig struct {
 	// Metrics, Logger and Clock are the poller's.
 	Metrics *Metrics
 	Logger  *slog.Logger
-	Clock   api.Clock
+	Clock   clock.Clock
 }
 
 // rechecks is one poller's rechecks and alert re-asks, and what they keep:

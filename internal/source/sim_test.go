@@ -12,6 +12,7 @@ import (
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/api/budget"
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/clock"
 	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
@@ -49,7 +50,7 @@ func simConfig(srv *apisim.Server) catalog.Config {
 type env struct {
 	t       *testing.T
 	cfg     catalog.Config
-	clk     api.Clock
+	clk     clock.Clock
 	budget  *budget.Budget
 	reg     *prometheus.Registry
 	metrics *Metrics
@@ -59,10 +60,10 @@ type env struct {
 	edge    *api.Client
 }
 
-func newEnv(t *testing.T, cfg catalog.Config, clk api.Clock) *env {
+func newEnv(t *testing.T, cfg catalog.Config, clk clock.Clock) *env {
 	t.Helper()
 	if clk == nil {
-		clk = api.SystemClock{}
+		clk = clock.System{}
 	}
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/api/budget"
+	"github.com/svcexport/collector/internal/clock"
 	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source/pagescan"
@@ -61,7 +62,7 @@ func (r *run) step(ctx context.Context) error {
 	if p.cfg.Once {
 		return errCaughtUp
 	}
-	return api.Sleep(ctx, p.clk, max(p.cfg.Settings.Interval-spent, 0))
+	return clock.Sleep(ctx, p.clk, max(p.cfg.Settings.Interval-spent, 0))
 }
 
 // fetch fetches page idx of w: the first page when next is empty, else the

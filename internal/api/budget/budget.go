@@ -5,21 +5,9 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/svcexport/collector/internal/clock"
 )
-
-// Clock is the time source of a budget; api.Clock is one.
-type Clock interface {
-	// Now returns the current time.
-	Now() time.Time
-	// After sends the time on the returned channel once d has passed.
-	After(d time.Duration) <-chan time.Time
-}
-
-// systemClock is the Clock of package time.
-type systemClock struct{}
-
-func (systemClock) Now() time.Time                         { return time.Now() }
-func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Rate describes one bucket of the API (CONTRACT C4): Limit tokens per
 // Period, of which the fraction Reserve is left to the user's other
@@ -67,7 +55,7 @@ type Priority struct {
 // shared by every account and source that spends it. Build one per process
 // and pass it to every Client. It is safe for concurrent use.
 type Budget struct {
-	clk Clock
+	clk clock.Clock
 	obs Observer
 
 	mu      sync.Mutex
@@ -78,9 +66,9 @@ type bucketKey struct{ user, fn string }
 
 // New returns an empty budget. clk nil means the system clock; obs may be
 // nil.
-func New(clk Clock, obs Observer) *Budget {
+func New(clk clock.Clock, obs Observer) *Budget {
 	if clk == nil {
-		clk = systemClock{}
+		clk = clock.System{}
 	}
 	return &Budget{clk: clk, obs: obs, buckets: map[bucketKey]*Bucket{}}
 }
@@ -148,7 +136,7 @@ func (b *Budget) Remaining() map[string]float64 {
 // the RateLimit-* headers of every answer. It is safe for concurrent use.
 type Bucket struct {
 	fn  string
-	clk Clock
+	clk clock.Clock
 	obs Observer
 
 	mu        sync.Mutex
@@ -171,7 +159,7 @@ type waiter struct {
 	arrival uint64
 }
 
-func newBucket(fn string, rc Rate, clk Clock, obs Observer) *Bucket {
+func newBucket(fn string, rc Rate, clk clock.Clock, obs Observer) *Bucket {
 	if rc.Limit <= 0 || rc.Period <= 0 {
 		rc = DefaultRate()
 	}

@@ -1,13 +1,15 @@
-package api
+// Package clock is the time source the client, the budget and the pollers
+// share: one interface, so that a test can hand them all the same clock
+// (a simulator's, or the real one inside a testing/synctest bubble).
+// It imports nothing of the module.
+package clock
 
 import (
 	"context"
 	"time"
 )
 
-// Clock is the time source of the client, the budget and the pollers.
-// Tests run with the real clock inside testing/synctest, or inject one that
-// follows a simulator's clock.
+// Clock is a time source.
 type Clock interface {
 	// Now returns the current time.
 	Now() time.Time
@@ -15,14 +17,14 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 }
 
-// SystemClock is the Clock of package time.
-type SystemClock struct{}
+// System is the Clock of package time. Its zero value is ready to use.
+type System struct{}
 
 // Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
+func (System) Now() time.Time { return time.Now() }
 
 // After returns time.After(d).
-func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+func (System) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Sleep waits d on clk, or until ctx ends: then it returns ctx's error. A
 // d of zero or less does not wait.
