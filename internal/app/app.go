@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +59,13 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		defer sim.Close()
 	}
 
+	// The checks `collector check` makes of the same configuration: a
+	// checkpoint path that is no checkpoint, a sink that cannot be built.
+	streams := source.Streams(srcCfg)
+	if err := runPreflight(cfg, streams).err(); err != nil {
+		return err
+	}
+
 	reg := telemetry.NewRegistry(o.Version, o.Commit)
 	var tel *telemetry.Server
 	if cfg.Metrics.Listen != "" {
@@ -100,8 +106,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		return err
 	}
 
-	streams := source.Streams(srcCfg)
-	sinks, err := newSinks(cfg, streams, filepath.Dir(cfg.Checkpoint.Path), reg, log, o.Stdout)
+	sinks, err := newSinks(cfg, streams, deadLetterDir(cfg), reg, log, o.Stdout)
 	if err != nil {
 		return err
 	}
@@ -211,11 +216,8 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 // second meta page is logged.
 func openCheckpoint(cfg config.Config, log *slog.Logger) (*checkpoint.DB, error) {
 	db, err := checkpoint.Open(cfg.Checkpoint.Path, checkpoint.WithOpenTimeout(cfg.Checkpoint.OpenTimeout))
-	if errors.Is(err, checkpoint.ErrNotCheckpoint) {
-		return nil, &config.KeyError{Key: "checkpoint.path", Msg: err.Error()}
-	}
 	if err != nil {
-		return nil, err
+		return nil, checkpointError(err)
 	}
 	if r := db.Recovered(); r != "" {
 		log.Warn("checkpoint file was damaged and recovered", "path", cfg.Checkpoint.Path, "detail", r)
