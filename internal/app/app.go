@@ -66,25 +66,22 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		return err
 	}
 
-	reg := telemetry.NewRegistry(o.Version, o.Commit)
-	var tel *telemetry.Server
-	if cfg.Metrics.Listen != "" {
-		tel = telemetry.New(cfg.Metrics.Listen, reg, log)
-		if err := tel.Start(ctx); err != nil {
-			return err
-		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = tel.Shutdown(sctx)
-		}()
-	}
-
 	store, err := openCheckpoint(cfg, log)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+
+	// Telemetry answers before the sinks start, which may take long (a
+	// destination down): /readyz says what the start waits for, /state
+	// shows the checkpoint meanwhile.
+	reg := telemetry.NewRegistry(o.Version, o.Commit)
+	var start startup
+	tel, err := startTelemetry(ctx, cfg.Metrics.Listen, reg, log, store, srcCfg, streams, &start)
+	if err != nil {
+		return err
+	}
+	defer shutdownTelemetry(tel)
 
 	srcMetrics, err := source.NewMetrics(reg)
 	if err != nil {
@@ -110,6 +107,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	if err != nil {
 		return err
 	}
+	start.waitFor(sinks)
 	if tel != nil {
 		// Per sink: whether it started and can reach its destination.
 		for _, r := range sinks {
@@ -187,6 +185,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		})
 		tel.AddHandler("/state", prog.Handler())
 	}
+	start.finish()
 
 	log.Info("collector started", "streams", len(set.Pollers), "sinks", describeSinks(sinks), "once", once,
 		"checkpoint", cfg.Checkpoint.Path, "buffer_records", cfg.Pipeline.BufferRecords)

@@ -1,14 +1,19 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/status"
 	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
@@ -102,5 +107,81 @@ func TestCheckBesideARunningCollectorPassesAndLeavesItRunning(t *testing.T) {
 	}
 	if strings.Contains(p.Logs(), "locked") {
 		t.Fatalf("the collector met a lock:\n%s", p.Tail(20))
+	}
+}
+
+// Issue 20: with one sink down at start, /healthz, /readyz and /state
+// answer from the start of the process: /readyz names the sink that waits
+// and why, /state shows the streams as the checkpoint holds them and says
+// what the start waits for. A stop meanwhile is a clean stop (exit 0).
+func TestTelemetryAnswersWhileASinkWaitsAtStart(t *testing.T) {
+	t.Parallel()
+	sim := harness.StartSim(t, harness.QuickRates)
+	down := harness.FreeAddr(t) // nobody listens: the broker is down
+	sinks := fmt.Sprintf(`sinks:
+  - name: archive
+    type: file
+    file:
+      dir: %s
+  - name: siem
+    type: kafka
+    kafka:
+      brokers: [%s]
+`, filepath.Join(t.TempDir(), "archive"), down)
+	start := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Minute)
+	c := harness.New(t, harness.Config{Sim: sim, Start: start, Sources: []string{"dns"}, Sink: sinks, Metrics: harness.FreeAddr(t)})
+
+	// A checkpoint from an earlier run: dns/acme is an hour in.
+	k := record.Stream{Source: "dns", Account: "acme"}
+	wm := start.Add(time.Hour)
+	db, err := checkpoint.Open(c.CheckpointPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Commit(context.Background(), k, checkpoint.State{Watermark: wm, Delivered: 42}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	p := c.Start(t)
+	addr := "http://" + c.Config().Metrics
+	deadline := time.Now().Add(10 * time.Second)
+	var healthz, readyz, state string
+	var hCode, rCode, sCode int
+	for {
+		healthz, hCode = harness.HTTPGet(addr + "/healthz")
+		readyz, rCode = harness.HTTPGet(addr + "/readyz")
+		state, sCode = harness.HTTPGet(addr + "/state")
+		var checks struct{ Checks map[string]string }
+		_ = json.Unmarshal([]byte(readyz), &checks)
+		var states []status.StreamState
+		stateOK := sCode == http.StatusOK && json.Unmarshal([]byte(state), &states) == nil && len(states) == 2
+		for _, s := range states {
+			if s.Source == k.Source && s.Account == k.Account {
+				stateOK = stateOK && s.Watermark.Equal(wm) && s.Delivered == 42
+			}
+			stateOK = stateOK && strings.Contains(s.Starting, "waiting for sink siem") && strings.Contains(s.Starting, "refused")
+		}
+		if hCode == http.StatusOK && rCode == http.StatusServiceUnavailable &&
+			strings.Contains(checks.Checks["sink:siem"], "refused") && checks.Checks["sink:archive"] == "ok" && stateOK {
+			break
+		}
+		if time.Now().After(deadline) || p.Err() != nil {
+			t.Fatalf("within 10 s of the start, with sink siem down:\n/healthz %d %s\n/readyz %d %s\n/state %d %.2000s\nwant 200; 503 naming sink:siem; 200 with dns/acme at %s, 42 rows, waiting for sink siem\n%s",
+				hCode, healthz, rCode, readyz, sCode, state, wm.Format(time.RFC3339), p.Tail(20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// `collector state` reads the starting collector live.
+	code, out := c.CLI(t, nil, "state")
+	if code != 0 || !strings.Contains(out, "live, from the running collector") || !strings.Contains(out, "STARTING: waiting for sink siem") {
+		t.Errorf("state while a sink waits: exit %d\n%s", code, out)
+	}
+	// A stop while a sink waits for its destination is a clean stop.
+	if err := p.Stop(30 * time.Second); err != nil {
+		t.Fatalf("SIGTERM while sink siem waited: %v, want exit 0\n%s", err, p.Tail(20))
 	}
 }
