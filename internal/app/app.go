@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,18 +59,11 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		defer sim.Close()
 	}
 
-	reg := telemetry.NewRegistry(o.Version, o.Commit)
-	var tel *telemetry.Server
-	if cfg.Metrics.Listen != "" {
-		tel = telemetry.New(cfg.Metrics.Listen, reg, log)
-		if err := tel.Start(ctx); err != nil {
-			return err
-		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = tel.Shutdown(sctx)
-		}()
+	// The checks `collector check` makes of the same configuration: a
+	// checkpoint path that is no checkpoint, a sink that cannot be built.
+	streams := source.Streams(srcCfg)
+	if err := runPreflight(cfg, streams).err(); err != nil {
+		return err
 	}
 
 	store, err := openCheckpoint(cfg, log)
@@ -79,6 +71,17 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		return err
 	}
 	defer store.Close()
+
+	// Telemetry answers before the sinks start, which may take long (a
+	// destination down): /readyz says what the start waits for, /state
+	// shows the checkpoint meanwhile.
+	reg := telemetry.NewRegistry(o.Version, o.Commit)
+	var start startup
+	tel, err := startTelemetry(ctx, cfg.Metrics.Listen, reg, log, store, srcCfg, streams, &start)
+	if err != nil {
+		return err
+	}
+	defer shutdownTelemetry(tel)
 
 	srcMetrics, err := source.NewMetrics(reg)
 	if err != nil {
@@ -100,11 +103,11 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		return err
 	}
 
-	streams := source.Streams(srcCfg)
-	sinks, err := newSinks(cfg, streams, filepath.Dir(cfg.Checkpoint.Path), reg, log, o.Stdout)
+	sinks, err := newSinks(cfg, streams, deadLetterDir(cfg), reg, log, o.Stdout)
 	if err != nil {
 		return err
 	}
+	start.waitFor(sinks)
 	if tel != nil {
 		// Per sink: whether it started and can reach its destination.
 		for _, r := range sinks {
@@ -182,6 +185,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		})
 		tel.AddHandler("/state", prog.Handler())
 	}
+	start.finish()
 
 	log.Info("collector started", "streams", len(set.Pollers), "sinks", describeSinks(sinks), "once", once,
 		"checkpoint", cfg.Checkpoint.Path, "buffer_records", cfg.Pipeline.BufferRecords)
@@ -211,11 +215,8 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 // second meta page is logged.
 func openCheckpoint(cfg config.Config, log *slog.Logger) (*checkpoint.DB, error) {
 	db, err := checkpoint.Open(cfg.Checkpoint.Path, checkpoint.WithOpenTimeout(cfg.Checkpoint.OpenTimeout))
-	if errors.Is(err, checkpoint.ErrNotCheckpoint) {
-		return nil, &config.KeyError{Key: "checkpoint.path", Msg: err.Error()}
-	}
 	if err != nil {
-		return nil, err
+		return nil, checkpointError(err)
 	}
 	if r := db.Recovered(); r != "" {
 		log.Warn("checkpoint file was damaged and recovered", "path", cfg.Checkpoint.Path, "detail", r)

@@ -60,11 +60,15 @@ func redactedURL(u string) string {
 var ErrCheckFailed = errors.New("check failed")
 
 // Check validates the configuration (already done by loading it) and,
-// online, prints the effective configuration with secrets redacted, asks
-// the core API for one token, and checks every sink can be reached, without
-// moving any data. Offline it only says the configuration is valid and how
-// many streams it defines; with Print it prints the configuration
-// (PrintConfig) and checks nothing else.
+// online, prints the effective configuration with secrets redacted, makes
+// the checks run makes before it starts (runPreflight: the checkpoint
+// path, each sink's configuration; read-only, so beside a running
+// collector too), asks the core API for one token, and checks every sink
+// can be reached, without moving any data. Its error wraps ErrCheckFailed
+// when a check failed, and the *config.KeyError of each failure that run
+// refuses to start with (exit 2). Offline it only says the configuration
+// is valid and how many streams it defines; with Print it prints the
+// configuration (PrintConfig) and checks nothing else.
 func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) error {
 	o = o.withDefaults()
 	w := o.Stdout
@@ -114,6 +118,14 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 		return ErrCheckFailed
 	}
 	fmt.Fprintf(w, "ok    %d streams configured\n", len(set.Pollers))
+	// What run checks before it starts, with run's messages.
+	streams := source.Streams(srcCfg)
+	pre := runPreflight(cfg, streams)
+	if pre.CheckpointErr != nil {
+		report("checkpoint "+cfg.Checkpoint.Path, pre.CheckpointErr)
+	} else {
+		fmt.Fprintf(w, "ok    checkpoint %s: %s\n", cfg.Checkpoint.Path, pre.Checkpoint)
+	}
 	if set.Core != nil {
 		if err := probe(ctx, srcCfg.API.BaseURL, co.timeout()); err != nil {
 			report("core API at "+redactedURL(srcCfg.API.BaseURL), err)
@@ -134,15 +146,21 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 			fmt.Fprintf(w, "ok    edge API at %s reachable (token set; the edge API has no token endpoint to test it without spending a request)\n", redactedURL(srcCfg.Edge.BaseURL))
 		}
 	}
-	for _, sc := range cfg.Sinks() {
+	for i, sc := range cfg.Sinks() {
 		what := "sink " + sc.SinkName()
 		if sc.SinkName() != sc.Type {
 			what += " (" + sc.Type + ")"
 		}
-		report(what, checkSink(ctx, sc, source.Streams(srcCfg), o, co.timeout()))
+		if err := pre.Sinks[i]; err != nil {
+			report(what, err)
+			continue
+		}
+		report(what, checkSink(ctx, sc, streams, o, co.timeout()))
 	}
 	if failed {
-		return ErrCheckFailed
+		// A configuration error run refuses to start with makes check
+		// exit as run would: 2.
+		return errors.Join(ErrCheckFailed, pre.configErrors())
 	}
 	return nil
 }

@@ -5,13 +5,16 @@
 // Commands:
 //
 //   - Run (app.go): the daemon: the in-process simulator when asked for,
-//     the telemetry server, the checkpoint, the sinks of the
-//     configuration (sinks.go), the API clients and one poller per stream
+//     the checks it shares with Check (preflight.go), the checkpoint, the
+//     telemetry server, which answers while the sinks start and says what
+//     the start waits for (startup.go), the sinks of the configuration
+//     (sinks.go), the API clients and one poller per stream
 //     (source.Build), the pipeline that joins them and the status
 //     reporter; once or until ctx ends.
-//   - Check, PrintConfig and State (commands.go): reachability of the API
-//     and the sinks step by step (probe.go), the effective configuration,
-//     and what the checkpoint holds.
+//   - Check, PrintConfig and State (commands.go): run's own checks
+//     (preflight.go), reachability of the API and the sinks step by step
+//     (probe.go), the effective configuration, and what the checkpoint
+//     holds.
 //   - Verify (verify.go): the checkpoint's snapshot, the plan and its
 //     confirmation, the counter of the API (verify/apicount) and the
 //     reader of the chosen sink, joined by verify.Run.

@@ -26,7 +26,9 @@
 //
 // DB (Open) is the checkpoint on a bbolt file; the pipeline consumes it
 // through its own pipeline.Store, and package checkpointtest holds an
-// in-memory fake for tests. States are keyed by record.Stream; the stored
+// in-memory fake for tests. Inspect makes Open's checks of a path without
+// creating, repairing or locking anything (for `collector check`, also
+// beside a running collector), and ReadSnapshot reads a file read-only. States are keyed by record.Stream; the stored
 // key is "source NUL account", unchanged since the first version (testdata
 // holds a file of that version). Package boltfile owns the file below the
 // buckets: its checks before bbolt opens it, its atomic creation, and the

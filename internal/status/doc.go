@@ -3,7 +3,8 @@
 // to catch up. It serves a running collector (Reporter: the progress log
 // line with percent and ETA, the backlog gauges and every stream's last
 // commit time (collector_stream_last_commit_timestamp_seconds, 0: never),
-// the /state endpoint and, on a terminal, the live progress bars of Bars,
+// the /state endpoint (StartingHandler while the collector starts, from
+// the checkpoint) and, on a terminal, the live progress bars of Bars,
 // drawn with
 // github.com/vbauerster/mpb) and the state command (FromCheckpoint, Live,
 // Print, and Watch for --watch).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -48,6 +49,10 @@ type StreamState struct {
 	// Learnt is what the running poller learnt of the server's paging
 	// limits (C3); nil before it learnt anything.
 	Learnt *LearntState `json:"learnt,omitempty"`
+	// Starting is set while the collector starts and its pollers do not
+	// run yet: what the start waits for ("waiting for sink lake: ...").
+	// The rest of the line is then the checkpoint's (FromCheckpoint).
+	Starting string `json:"starting,omitempty"`
 }
 
 // BlockedState says why a stream is out of the fast loop: reason (one of
@@ -238,6 +243,9 @@ func Print(w io.Writer, states []StreamState, asJSON bool) error {
 		if b := s.Blocked; b != nil {
 			errText = "BLOCKED (" + b.Reason + "): " + b.Error
 		}
+		if errText == "" && s.Starting != "" {
+			errText = "STARTING: " + s.Starting
+		}
 		if len(errText) > 60 {
 			errText = errText[:57] + "..."
 		}
@@ -272,6 +280,28 @@ func roundDuration(d time.Duration) string {
 	default:
 		return d.Round(time.Second).String()
 	}
+}
+
+// StartingHandler serves GET /state (see Live) while the collector starts,
+// before its pollers run: the lines of FromCheckpoint from the states and
+// window logs the checkpoint stored (nothing commits before the pollers
+// run, so they are read once, by the caller), at the time of each request,
+// each with Starting set to waiting() (what the start waits for). Once the
+// pollers run, Reporter.Handler takes over.
+func StartingHandler(cfg catalog.Config, stored map[record.Stream]checkpoint.State, windows map[record.Stream][]cursor.LoggedWindow,
+	streams []record.Stream, waiting func() string) http.Handler {
+	logged := func(_ context.Context, k record.Stream) ([]cursor.LoggedWindow, error) { return windows[k], nil }
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now()
+		states := FromCheckpoint(cfg, stored, streams, now)
+		_ = AddRecheckPending(r.Context(), cfg, states, logged, now) // logged never fails
+		why := waiting()
+		for i := range states {
+			states[i].Starting = why
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(states)
+	})
 }
 
 // AddRecheckPending sets RecheckPending of each state line from the

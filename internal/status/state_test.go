@@ -2,6 +2,9 @@ package status
 
 import (
 	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +100,48 @@ func TestPrintShowsABlockedStreamAndItsReason(t *testing.T) {
 	}
 	if !strings.Contains(js.String(), `"blocked": {`) || !strings.Contains(js.String(), `"reason": "forbidden"`) || strings.Count(js.String(), `"blocked"`) != 1 {
 		t.Fatalf("JSON:\n%s", js.String())
+	}
+}
+
+// While the collector starts (a sink waits for its destination), /state
+// serves the streams as the checkpoint stored them, their recheck windows
+// due, and what the start waits for; the table shows it in the last
+// column.
+func TestStartingStateServesTheCheckpointAndWhatTheStartWaitsFor(t *testing.T) {
+	cfg := stateConfig(t)
+	now := time.Now().UTC()
+	k := record.Stream{Source: "dns", Account: "acme"}
+	wm := now.Add(-time.Hour).Truncate(time.Second)
+	stored := map[record.Stream]checkpoint.State{k: {Watermark: wm, Delivered: 42}}
+	windows := map[record.Stream][]cursor.LoggedWindow{k: {{Start: wm.Add(-2 * time.Hour), End: wm.Add(-time.Hour), Count: 9, FetchedAt: wm.Add(-time.Hour)}}}
+	const why = "waiting for sink lake: dial tcp 127.0.0.1:1: connect: connection refused"
+	h := StartingHandler(cfg, stored, windows, source.Streams(cfg), func() string { return why })
+
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/state", nil))
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /state: %d %q", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	var states []StreamState
+	if err := json.Unmarshal(rec.Body.Bytes(), &states); err != nil {
+		t.Fatalf("decode %s: %v", rec.Body.String(), err)
+	}
+	if len(states) != 14 {
+		t.Fatalf("%d lines, want the 14 configured streams", len(states))
+	}
+	for _, s := range states {
+		if s.Starting != why {
+			t.Errorf("%s/%s: starting %q, want %q", s.Source, s.Account, s.Starting, why)
+		}
+		if s.Source == k.Source && s.Account == k.Account && (!s.Watermark.Equal(wm) || s.Delivered != 42 || s.RecheckPending != 1) {
+			t.Errorf("dns/acme: %+v, want the stored watermark %s, 42 rows and 1 recheck due", s, wm)
+		}
+	}
+	var table strings.Builder
+	if err := Print(&table, states[:1], false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "STARTING: waiting for sink lake") {
+		t.Fatalf("table:\n%s", table.String())
 	}
 }

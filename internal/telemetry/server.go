@@ -61,7 +61,10 @@ func New(addr string, reg *prometheus.Registry, log *slog.Logger) *Server {
 }
 
 // AddReadiness registers a named readiness check (a sink that cannot reach its
-// server, a checkpoint that cannot be written). /readyz fails while any fails.
+// server, a checkpoint that cannot be written); a check of the same name
+// is replaced. /readyz fails while any fails, and passes when none is
+// registered: a process that starts the server before it is ready
+// registers a check saying what it waits for before Start.
 func (s *Server) AddReadiness(name string, c Check) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -78,7 +81,9 @@ func (s *Server) AddLiveness(name string, c Check) {
 }
 
 // AddHandler serves h at path (GET) beside the three endpoints, e.g. the
-// collector's live /state. It may be called before or after Start.
+// collector's live /state. It may be called before or after Start; a later
+// call for the same path replaces the handler (the collector's /state of
+// the checkpoint while it starts, then the live one).
 func (s *Server) AddHandler(path string, h http.Handler) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -81,8 +81,13 @@ func TestHandlersAddedAfterStartAreServed(t *testing.T) {
 	if code, _ := get(t, "http://"+s.Addr()+"/state"); code != 404 {
 		t.Fatalf("unknown path: %d", code)
 	}
+	s.AddHandler("/state", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "starting") }))
+	if code, body := get(t, "http://"+s.Addr()+"/state"); code != 200 || body != "starting" {
+		t.Fatalf("/state: %d %q", code, body)
+	}
+	// The running collector's /state replaces the starting one's.
 	s.AddHandler("/state", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "live") }))
 	if code, body := get(t, "http://"+s.Addr()+"/state"); code != 200 || body != "live" {
-		t.Fatalf("/state: %d %q", code, body)
+		t.Fatalf("/state after the second AddHandler: %d %q", code, body)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -140,6 +141,45 @@ func Create(path string, timeout time.Duration, init func(*bolt.DB) error) error
 		err = fmt.Errorf("create checkpoint file %s: %w", path, cerr)
 	}
 	return err
+}
+
+// CanCreate reports whether Create (after the directory is made, as the
+// owner's open makes it) can make a file at path, without making anything:
+// the nearest existing directory above path must be a directory this
+// process may write into. Its errors read like those of making the
+// directory or the file.
+func CanCreate(path string) error {
+	dir := filepath.Dir(path)
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		switch {
+		case (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) && filepath.Dir(d) != d:
+			continue // os.MkdirAll makes it, or fails above it
+		case err != nil:
+			return fmt.Errorf("open checkpoint file %s: create directory: %w", path, err)
+		case !fi.IsDir():
+			// What os.MkdirAll says of it.
+			return fmt.Errorf("open checkpoint file %s: create directory: %w", path, &fs.PathError{Op: "mkdir", Path: d, Err: syscall.ENOTDIR})
+		}
+		switch err := writableDir(d); {
+		case err != nil && d == dir:
+			return fmt.Errorf("create checkpoint file %s: directory %s is not writable: %w", path, d, err)
+		case err != nil:
+			return fmt.Errorf("open checkpoint file %s: create directory: cannot make %s in %s: %w", path, dir, d, err)
+		}
+		return nil
+	}
+}
+
+// Writable reports whether the existing file at path can be opened for
+// writing, as bbolt's writable open opens it, without taking its lock or
+// writing anything. A path that is not a regular file is ErrNotCheckpoint.
+func Writable(path string) error {
+	f, _, err := openRegular(path, os.O_RDWR)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 func syncFile(path string) error {

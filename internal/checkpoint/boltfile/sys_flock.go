@@ -43,3 +43,11 @@ func lockFile(f *os.File, exclusive bool, timeout time.Duration) error {
 		time.Sleep(lockRetry)
 	}
 }
+
+// accessWX is access(2)'s W_OK|X_OK, which package syscall does not name.
+const accessWX = 0x2 | 0x1
+
+// writableDir reports whether this process may create files in dir
+// (access(2): EACCES, or EROFS on a read-only file system). It writes
+// nothing.
+func writableDir(dir string) error { return syscall.Access(dir, accessWX) }
