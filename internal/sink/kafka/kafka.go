@@ -54,6 +54,9 @@ type Sink struct {
 	limits  map[string]int32         // batch cap per topic: min(BatchMaxBytes, max.message.bytes)
 	// ensureMu serializes checking topics first seen by Write.
 	ensureMu sync.Mutex
+	// purges are the topics purged from the client after their
+	// recreation (healRecreated).
+	purges purges
 }
 
 // New builds a Kafka sink for cfg, which must be valid (Validate). streams
@@ -262,10 +265,13 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 
 	if len(send) > 0 {
 		produceStart := time.Now()
-		results, err := s.produce(ctx, s.client.Load(), send)
+		cl := s.client.Load()
+		gen := s.purges.generation()
+		results, err := s.produce(ctx, cl, send)
 		if err != nil {
 			return sinkhelper.Delivered{}, s.fail(b, kindCanceled, fmt.Errorf("%d records not all acknowledged before the context ended: %w", n, err))
 		}
+		results = s.healRecreated(ctx, cl, results, gen)
 		more, err := s.sortFailures(ctx, b, send, idx, topics, results)
 		if err != nil {
 			return sinkhelper.Delivered{}, err
