@@ -2,6 +2,10 @@ package kafka_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,6 +129,95 @@ func TestTopicDeletedAndRecreatedWhileRunning(t *testing.T) {
 		}
 		checkAllThere(t, c, topic, pages)
 	})
+}
+
+// TestConcurrentWritesAcrossARecreationPurgeOnce: four writers, one per
+// account, keep writing to one topic while it is deleted and recreated.
+// The sink purges the topic once (a purge fails the records the other
+// writers have buffered, which are produced again, not purged again);
+// every page whose Write began after the deletion is in the new topic.
+func TestConcurrentWritesAcrossARecreationPurgeOnce(t *testing.T) {
+	t.Parallel()
+	const topic = "svc.dns"
+	accounts := []string{"acme", "beta", "gamma", "delta"}
+	var streams []record.Stream
+	for _, a := range accounts {
+		streams = append(streams, record.Stream{Source: "dns", Account: a})
+	}
+	c := kafkatest.NewCluster(t, kfake.SeedTopics(4, topic))
+	adm := admin(t, c)
+	var logs syncBuffer
+	s, err := kafka.New(testConfig(c), streams, t.TempDir(), nil, slog.New(slog.NewJSONHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+
+	var deletedAt atomic.Int64 // unix nanos once the topic is deleted
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	var after []*record.Batch // pages whose Write began after the deletion
+	var wg sync.WaitGroup
+	for i, acct := range accounts {
+		wg.Go(func() {
+			deadline := time.Now().Add(time.Minute)
+			for p := 0; ; p++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				b := makeBatch(t, "dns", acct, p, i*100_000+p*50, 50, 20)
+				began := time.Now().UnixNano()
+				if !writeUntilAckedOrReport(t, s, b, deadline) {
+					return
+				}
+				if d := deletedAt.Load(); d != 0 && began > d {
+					mu.Lock()
+					after = append(after, b)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond)
+	deleteTopic(t, adm, topic)
+	deletedAt.Store(time.Now().UnixNano())
+	createTopic(t, adm, topic, 3)
+	recreated := time.Now()
+	// Until every writer has had pages acknowledged by the new topic.
+	for {
+		mu.Lock()
+		n := len(after)
+		mu.Unlock()
+		if n >= 5*len(accounts) || time.Since(recreated) > recoverWithin+10*time.Second {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	if len(after) < 5*len(accounts) {
+		t.Fatalf("only %d pages acknowledged after the recreation", len(after))
+	}
+	checkAllThere(t, c, topic, after)
+	if n := strings.Count(logs.String(), "kafka topic was deleted and recreated"); n != 1 {
+		t.Errorf("the topic was purged %d times for one recreation, want once:\n%s", n, logs.String())
+	}
 }
 
 // admin is a kadm client of c of its own, closed when the test ends.
