@@ -21,7 +21,8 @@ import (
 // Options are the injected dependencies of a Client. Every field may be
 // left zero: HTTPClient defaults to a new http.Client without timeout (the
 // Client sets one per request), Clock to clock.System, Logger to a discarding
-// logger, Metrics to none, WarnEvery to ratelog.DefaultEvery.
+// logger, Metrics to none, WarnEvery to ratelog.DefaultEvery, Scrubber to
+// one of the client's own credential.
 type Options struct {
 	// HTTPClient is copied, never modified: the Client's copy gets a
 	// CheckRedirect that refuses redirects to other origins (C1), which
@@ -34,6 +35,12 @@ type Options struct {
 	// rate (retries, flawed records, clamped rate-limit resets): one
 	// line per stream and kind per interval. Default one minute.
 	WarnEvery time.Duration
+	// Scrubber removes credentials from every error text and log line the
+	// client makes of a server's answer or a transport error: the
+	// process's one (secret.Scrubber), so that an API that echoes a
+	// request shows no secret of the process. The client adds its own
+	// credential to it. Default: a scrubber of that credential alone.
+	Scrubber *secret.Scrubber
 }
 
 func (o Options) withDefaults() Options {
@@ -48,6 +55,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.WarnEvery <= 0 {
 		o.WarnEvery = ratelog.DefaultEvery
+	}
+	if o.Scrubber == nil {
+		o.Scrubber = secret.NewScrubber()
 	}
 	return o
 }
@@ -100,7 +110,7 @@ type Client struct {
 	maxBody int64
 	retry   RetryConfig
 	tokens  tokenSource
-	secrets []secret.Secret   // scrubbed from every error text
+	scrub   *secret.Scrubber  // removes credentials from every error text (Options.Scrubber)
 	rnd     func(int64) int64 // draws the jitter of every wait
 	origins origin.Set        // where the credentials may go (C1, C3, C6)
 	warn    *ratelog.Limiter  // repeated warnings, one per stream and kind per interval
@@ -129,7 +139,7 @@ func NewClient(cfg Config, b Budget, o Options) (*Client, error) {
 		c.user = cfg.KeyID
 	}
 	c.rate, c.timeout, c.maxBody, c.retry = cfg.Rate.bucket(), cfg.Timeout, cfg.MaxBodyBytes, cfg.Retry
-	c.secrets = []secret.Secret{s}
+	c.scrub.Add(s)
 	c.tokens = &coreTokens{c: c, keyID: cfg.KeyID, secret: s, header: cfg.SecretHeader, ttl: cfg.TokenTTL}
 	return c, nil
 }
@@ -159,7 +169,7 @@ func NewEdgeClient(cfg EdgeConfig, core Config, b Budget, o Options) (*Client, e
 	if c.retry.Initial <= 0 {
 		c.retry = DefaultConfig().Retry
 	}
-	c.secrets = []secret.Secret{s}
+	c.scrub.Add(s)
 	c.tokens = staticToken{s}
 	return c, nil
 }
@@ -189,7 +199,7 @@ func newClient(api, base, originsKey string, allowed []string, b Budget, o Optio
 	return &Client{
 		api: api, base: u, http: &hc, clk: o.Clock, log: log,
 		m: o.Metrics, budget: b, rnd: rand.Int64N, origins: origins,
-		warn: ratelog.New(log, o.Clock.Now, o.WarnEvery),
+		warn: ratelog.New(log, o.Clock.Now, o.WarnEvery), scrub: o.Scrubber,
 	}, nil
 }
 

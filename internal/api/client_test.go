@@ -3,12 +3,14 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -339,5 +341,49 @@ func TestClient_SecretNeverInErrorsOrLogs(t *testing.T) {
 	_, err = get(c2, t.Context(), "acme", false)
 	if err == nil || strings.Contains(err.Error(), "tok-1") || strings.Contains(logs.String(), "tok-1") {
 		t.Fatalf("token leaked or no error: %v\n%s", err, logs.String())
+	}
+}
+
+// The client scrubs with the process's scrubber (Options.Scrubber): a
+// secret of another component (here the Kafka OAuth client secret) that a
+// server echoes, in any form a request carries it, is not shown either,
+// not even when the message is cut at 200 characters across it (issue 20).
+func TestClient_ScrubsEverySecretOfTheProcess(t *testing.T) {
+	t.Parallel()
+	const other = "kafka+client/secret=="
+	scr := secret.NewScrubber(secret.New(other))
+	scr.AddBasic("kafka-client", secret.New(other))
+	basic := base64.StdEncoding.EncodeToString([]byte("kafka-client:" + other))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		// The last secret straddles the 200th character of the message.
+		msg := "form " + url.QueryEscape(other) + " basic " + basic + " key " + r.Header.Get("X-SVC-UAKS") + " "
+		msg += strings.Repeat("x", 190-len(msg)) + other
+		b, _ := json.Marshal(map[string]string{"message": msg})
+		w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	cfg := DefaultConfig()
+	cfg.BaseURL, cfg.KeyID, cfg.Secret = srv.URL, "k", secret.New("the-secret-value")
+	cfg.Retry = RetryConfig{Initial: time.Millisecond, Max: 5 * time.Millisecond}
+	var logs bytes.Buffer
+	c, err := NewClient(cfg, nil, Options{HTTPClient: srv.Client(), Scrubber: scr,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = get(c, t.Context(), "acme", false)
+	if err == nil {
+		t.Fatal("no error from a refusing token endpoint")
+	}
+	t.Log(err)
+	for _, form := range []string{other, url.QueryEscape(other), basic, "the-secret-value", "kafka+client"} {
+		if strings.Contains(err.Error(), form) || strings.Contains(logs.String(), form) {
+			t.Errorf("%q leaked: %v\n%s", form, err, logs.String())
+		}
+	}
+	// The client's own secret joined the process's scrubber.
+	if got := scr.Scrub("the-secret-value"); got != secret.Redacted {
+		t.Errorf("the API secret is not in the shared scrubber: %q", got)
 	}
 }

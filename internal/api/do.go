@@ -162,7 +162,7 @@ func (c *Client) do(ctx context.Context, req Request, auth func(http.Header)) (*
 			}
 		}
 		c.m.retry(req.Functionality, te.reason)
-		args := []any{"what", req.What, "reason", te.reason, "attempt", attempt + 1, "wait", wait.String(), "err", c.scrub(err.Error())}
+		args := []any{"what", req.What, "reason", te.reason, "attempt", attempt + 1, "wait", wait.String(), "err", c.scrubText(err.Error())}
 		if attempt >= 2 || te.reason == "malformed" {
 			// A malformed 2xx is never routine (C5: it would have been
 			// lost): always a warning, one per stream and reason per
@@ -191,7 +191,7 @@ func (c *Client) once(ctx context.Context, req Request, u, tok string, auth func
 	hr, err := http.NewRequestWithContext(rctx, req.Method, u, body)
 	if err != nil {
 		c.done(req, budget.Headers{}, 0)
-		return nil, 0, &PermanentError{fmt.Errorf("build request: %s", c.scrub(err.Error()))}
+		return nil, 0, &PermanentError{fmt.Errorf("build request: %s", c.scrubText(err.Error()))}
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("Accept", "application/json")
@@ -218,7 +218,7 @@ func (c *Client) once(ctx context.Context, req Request, u, tok string, auth func
 		if errors.Is(err, context.DeadlineExceeded) {
 			reason = "timeout"
 		}
-		return nil, 0, &transientError{reason, errors.New(c.scrub(err.Error()))}
+		return nil, 0, &transientError{reason, errors.New(c.scrubText(err.Error()))}
 	}
 	h := c.rateHeaders(ctx, res.Header, req)
 	ok := res.StatusCode >= 200 && res.StatusCode < 300
@@ -253,7 +253,7 @@ func (c *Client) once(ctx context.Context, req Request, u, tok string, auth func
 		if errors.Is(rerr, context.DeadlineExceeded) {
 			reason = "timeout"
 		}
-		return nil, res.StatusCode, &transientError{reason, fmt.Errorf("read body (HTTP %d): %s", res.StatusCode, c.scrub(rerr.Error()))}
+		return nil, res.StatusCode, &transientError{reason, fmt.Errorf("read body (HTTP %d): %s", res.StatusCode, c.scrubText(rerr.Error()))}
 	}
 	if int64(len(b)) > c.maxBody {
 		return nil, res.StatusCode, &PermanentError{&BodyTooLargeError{Status: res.StatusCode, Limit: c.maxBody, Length: res.ContentLength}}
@@ -276,7 +276,7 @@ func (c *Client) once(ctx context.Context, req Request, u, tok string, auth func
 			if errors.Is(err, ErrMalformedPage) {
 				reason = "malformed"
 			}
-			return nil, res.StatusCode, &transientError{reason, fmt.Errorf("HTTP %d body: %s", res.StatusCode, c.scrub(err.Error()))}
+			return nil, res.StatusCode, &transientError{reason, fmt.Errorf("HTTP %d body: %s", res.StatusCode, c.scrubText(err.Error()))}
 		}
 	}
 	return resp, res.StatusCode, nil
@@ -326,7 +326,7 @@ func (c *Client) period(req Request) time.Duration {
 func (c *Client) resolve(ref string) (string, error) {
 	u, err := url.Parse(ref)
 	if err != nil {
-		return "", fmt.Errorf("bad URL: %s", c.scrub(err.Error()))
+		return "", fmt.Errorf("bad URL: %s", c.scrubText(err.Error()))
 	}
 	out := ref
 	switch {
@@ -352,7 +352,8 @@ func (c *Client) resolve(ref string) (string, error) {
 }
 
 // message returns the API's error message (C5: {"message": ...}),
-// shortened and scrubbed of credentials.
+// scrubbed of credentials and then shortened (a secret cut in two is no
+// longer recognized).
 func (c *Client) message(b []byte) string {
 	var m struct {
 		Message string `json:"message"`
@@ -363,21 +364,19 @@ func (c *Client) message(b []byte) string {
 	} else {
 		s = strings.TrimSpace(string(b))
 	}
+	s = c.scrubText(s)
 	if len(s) > 200 {
 		s = s[:200] + "..."
 	}
-	return c.scrub(s)
+	return s
 }
 
-// scrub removes every credential the client knows from s, in case a server
-// or a transport error echoes one, and the user info of every URL in s.
-func (c *Client) scrub(s string) string {
-	s = origin.ScrubURLs(s)
-	for _, sec := range c.secrets {
-		if v := sec.Reveal(); v != "" {
-			s = strings.ReplaceAll(s, v, secret.Redacted)
-		}
-	}
+// scrubText removes from s, in case a server or a transport error echoes
+// them, every credential of the process in each form a request carries it
+// in (Options.Scrubber), the client's current and previous bearer tokens,
+// and the user info of every URL.
+func (c *Client) scrubText(s string) string {
+	s = origin.ScrubURLs(c.scrub.Scrub(s))
 	if ct, ok := c.tokens.(*coreTokens); ok {
 		ct.mu.Lock()
 		toks := [...]string{ct.tok, ct.prev}

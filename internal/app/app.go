@@ -95,15 +95,17 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	if err != nil {
 		return err
 	}
+	// One scrubber for every error that may hold a server's words.
+	scr := newScrubber(cfg, srcCfg, os.Getenv)
 	// A page larger than the buffer is emitted in batches of at most
 	// pipeline.buffer_records, so memory stays bounded by configuration.
-	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: log, Metrics: apiMetrics},
+	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: log, Metrics: apiMetrics, Scrubber: scr},
 		Metrics: srcMetrics, MaxBatchRecords: cfg.Pipeline.BufferRecords, RecheckMetrics: recheckMetrics}, once)
 	if err != nil {
 		return err
 	}
 
-	sinks, err := newSinks(cfg, streams, deadLetterDir(cfg), reg, log, o.Stdout)
+	sinks, err := newSinks(cfg, streams, deadLetterDir(cfg), reg, log, o.Stdout, scr)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink/clickhouse"
 	"github.com/svcexport/collector/internal/sink/kafka"
 	"github.com/svcexport/collector/internal/source"
@@ -98,11 +99,14 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 	if sim != nil {
 		defer sim.Close()
 	}
+	// One scrubber of every secret of the configuration: what a check
+	// prints may carry a server's words (issue 20).
+	scr := newScrubber(cfg, srcCfg, os.Getenv)
 	failed := false
 	report := func(what string, err error) {
 		if err != nil {
 			failed = true
-			fmt.Fprintf(w, "FAIL  %s: %v\n", what, err)
+			fmt.Fprintf(w, "FAIL  %s: %v\n", what, scr.Error(err))
 			return
 		}
 		fmt.Fprintf(w, "ok    %s\n", what)
@@ -112,7 +116,7 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 	srcCfg.API.Retry.MaxAttempts = 1
 	srcCfg.API.Timeout = min(srcCfg.API.Timeout, co.timeout())
 	srcCfg.Edge.Timeout = min(srcCfg.Edge.Timeout, co.timeout())
-	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: o.Log}}, true)
+	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: o.Log, Scrubber: scr}}, true)
 	if err != nil {
 		report("sources", err)
 		return ErrCheckFailed
@@ -155,7 +159,7 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 			report(what, err)
 			continue
 		}
-		report(what, checkSink(ctx, sc, streams, o, co.timeout()))
+		report(what, checkSink(ctx, sc, streams, o, co.timeout(), scr))
 	}
 	if failed {
 		// A configuration error run refuses to start with makes check
@@ -240,13 +244,13 @@ func flowYAML(kv []any) (string, error) {
 }
 
 // checkSink checks that the sink sc can be reached (one of Config.Sinks).
-func checkSink(ctx context.Context, sc config.SinkConfig, streams []record.Stream, o Options, timeout time.Duration) error {
+func checkSink(ctx context.Context, sc config.SinkConfig, streams []record.Stream, o Options, timeout time.Duration, scr *secret.Scrubber) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	switch sc.Type {
 	case config.SinkKafka:
 		rep, err := kafka.Check(ctx, sc.Kafka, streams)
-		fmt.Fprint(o.Stdout, rep.String())
+		fmt.Fprint(o.Stdout, scr.Scrub(rep.String()))
 		return err
 	case config.SinkClickHouse:
 		s, err := clickhouse.New(sc.ClickHouse, prometheus.NewRegistry(), o.Log)

@@ -41,7 +41,7 @@ func runPreflight(cfg config.Config, streams []record.Stream) preflight {
 	p.CheckpointErr = checkpointError(err)
 	discard := slog.New(slog.DiscardHandler)
 	for _, sc := range cfg.Sinks() {
-		_, err := newSink(sc, streams, deadLetterDir(cfg), prometheus.NewRegistry(), discard, io.Discard)
+		_, err := newSink(sc, streams, deadLetterDir(cfg), prometheus.NewRegistry(), discard, io.Discard, nil)
 		p.Sinks = append(p.Sinks, err)
 	}
 	return p

@@ -14,6 +14,7 @@ import (
 	"github.com/svcexport/collector/internal/config"
 	"github.com/svcexport/collector/internal/pipeline"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/clickhouse"
 	"github.com/svcexport/collector/internal/sink/file"
@@ -26,8 +27,12 @@ import (
 // newSink builds the sink sc configures, named sc.SinkName() in its
 // metrics and dead-letter file (sinkhelper.Named), so that two sinks of one
 // type never collide. deadLetterDir is where sinks put records that can
-// never be delivered (next to the checkpoint). Its errors name sc's keys.
-func newSink(sc config.SinkConfig, streams []record.Stream, deadLetterDir string, reg prometheus.Registerer, log *slog.Logger, out io.Writer) (sink.Sink, error) {
+// never be delivered (next to the checkpoint). scr is the process's secret
+// scrubber (newScrubber), for the sinks whose errors may hold a server's
+// words. Its errors name sc's keys.
+func newSink(sc config.SinkConfig, streams []record.Stream, deadLetterDir string, reg prometheus.Registerer, log *slog.Logger, out io.Writer,
+	scr *secret.Scrubber,
+) (sink.Sink, error) {
 	name := sc.SinkName()
 	reg = sinkhelper.Named(reg, name)
 	if name != sc.Type {
@@ -41,9 +46,9 @@ func newSink(sc config.SinkConfig, streams []record.Stream, deadLetterDir string
 	case config.SinkStdout:
 		s, err = stdout.New(sc.Stdout, out, reg)
 	case config.SinkKafka:
-		s, err = kafka.New(sc.Kafka, streams, deadLetterDir, reg, log)
+		s, err = kafka.New(sc.Kafka, streams, deadLetterDir, reg, log, kafka.WithScrubber(scr))
 	case config.SinkClickHouse:
-		s, err = clickhouse.New(sc.ClickHouse, reg, log)
+		s, err = clickhouse.New(sc.ClickHouse, reg, log, clickhouse.WithScrubber(scr))
 	default:
 		return nil, &config.KeyError{Key: sc.Key() + ".type", Msg: fmt.Sprintf("unknown sink %q", sc.Type)}
 	}
@@ -65,10 +70,12 @@ type sinkRun struct {
 func (r *sinkRun) name() string { return r.cfg.SinkName() }
 
 // newSinks builds every configured sink (Config.Sinks), in order.
-func newSinks(cfg config.Config, streams []record.Stream, deadLetterDir string, reg prometheus.Registerer, log *slog.Logger, out io.Writer) ([]*sinkRun, error) {
+func newSinks(cfg config.Config, streams []record.Stream, deadLetterDir string, reg prometheus.Registerer, log *slog.Logger, out io.Writer,
+	scr *secret.Scrubber,
+) ([]*sinkRun, error) {
 	var runs []*sinkRun
 	for _, sc := range cfg.Sinks() {
-		s, err := newSink(sc, streams, deadLetterDir, reg, log, out)
+		s, err := newSink(sc, streams, deadLetterDir, reg, log, out, scr)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,9 @@
 // Package secret holds credentials so that they cannot leak by accident:
 // a Secret prints, logs and marshals as "[redacted]", and only Reveal gives
-// the value, at the one place that sends it.
+// the value, at the one place that sends it. A server may still echo a
+// credential it was sent; the process's one Scrubber, which knows every
+// credential in the forms requests carry it in, removes them from the
+// errors and log lines that hold a server's words.
 package secret
 
 import (

@@ -50,18 +50,40 @@ type Sink struct {
 	opts  *ch.Options
 
 	// Set by start; pushes, which sinkhelper runs only after it, read them.
+	scrub *secret.Scrubber // errors that may hold the server's words pass it
+
 	conn    driver.Conn
 	writers map[string]*tableWriter
 	cancel  context.CancelFunc // ends inserts in flight (forced shutdown)
 	version atomic.Pointer[string]
 }
 
+// Option is an optional dependency of New.
+type Option func(*options)
+
+type options struct {
+	scrub *secret.Scrubber
+}
+
+// WithScrubber gives the sink the process's secret scrubber
+// (secret.Scrubber): its errors and log lines, which may hold the
+// server's (or a proxy's) words, pass it, and it learns the password.
+// Default: a scrubber of the sink's own password.
+func WithScrubber(s *secret.Scrubber) Option { return func(o *options) { o.scrub = s } }
+
 // New checks cfg, reads the password file and the TLS files, and registers
 // the metrics with reg (nil: metrics nobody exports). It does not connect:
 // Start does. log may be nil (no logs).
-func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error) {
+func New(cfg Config, reg prometheus.Registerer, log *slog.Logger, opts ...Option) (*Sink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.scrub == nil {
+		o.scrub = secret.NewScrubber()
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -71,6 +93,9 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error)
 	if err != nil {
 		return nil, fmt.Errorf("sink.clickhouse.password_file: %w", err)
 	}
+	// The HTTP protocol sends the password in a header (X-ClickHouse-Key),
+	// which a proxy may echo, or as Basic credentials.
+	o.scrub.AddBasic(cfg.Username, pw)
 	tlsCfg, err := cfg.TLS.Build()
 	if err != nil {
 		return nil, fmt.Errorf("sink.clickhouse.tls.%w", err)
@@ -88,10 +113,11 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error)
 		log:   log,
 		m:     m,
 		opts:  cfg.options(pw, tlsCfg),
+		scrub: o.scrub,
 	}
 	s.base, err = sinkhelper.New(SinkName, reg, s.push, sinkhelper.WithLogger(log),
 		sinkhelper.WithStart(s.start), sinkhelper.WithReady(s.ping),
-		sinkhelper.WithDrain(s.drain), sinkhelper.WithClose(s.close))
+		sinkhelper.WithDrain(s.drain), sinkhelper.WithClose(s.close), sinkhelper.WithErrorScrub(o.scrub.Error))
 	if err != nil {
 		return nil, err
 	}
@@ -255,6 +281,11 @@ func (s *Sink) ping(ctx context.Context) error {
 // sorting key, with the statements that migrate it) as a warning
 // (schema.Check). It works before, during and without Start.
 func (s *Sink) Check(ctx context.Context) error {
+	return s.scrub.Error(s.check(ctx))
+}
+
+// check is Check's body, whose errors Check scrubs.
+func (s *Sink) check(ctx context.Context) error {
 	conn, err := ch.Open(s.opts)
 	if err != nil {
 		return fmt.Errorf("open clickhouse %v: %w", s.opts.Addr, err)

@@ -197,7 +197,8 @@ func (w *tableWriter) attempt(ctx context.Context, group []*chunk) error {
 			}
 		}
 		attempts++
-		err = w.send(ctx, group, token)
+		// Scrubbed here, before the log lines and the Writes see it.
+		err = w.s.scrub.Error(w.send(ctx, group, token))
 		if err == nil {
 			m := w.s.m
 			m.rows.WithLabelValues(w.table).Add(float64(rows))

@@ -71,7 +71,7 @@ func (r CheckReport) String() string {
 // create_topics is off; the report holds what was learned anyway.
 func Check(ctx context.Context, cfg Config, streams []record.Stream) (CheckReport, error) {
 	var rep CheckReport
-	cn, err := prepare(cfg, slog.New(slog.DiscardHandler))
+	cn, err := prepare(cfg, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		return rep, err
 	}
@@ -85,7 +85,7 @@ func Check(ctx context.Context, cfg Config, streams []record.Stream) (CheckRepor
 
 	meta, err := adm.BrokerMetadata(ctx)
 	if err != nil {
-		return rep, fmt.Errorf("kafka check: reach brokers %s%s: %w", strings.Join(cfg.Brokers, ","), connHint(cfg, err), err)
+		return rep, cn.scrub.Error(fmt.Errorf("kafka check: reach brokers %s%s: %w", strings.Join(cfg.Brokers, ","), connHint(cfg, err), err))
 	}
 	rep.ClusterID = meta.Cluster
 	for _, b := range meta.Brokers {

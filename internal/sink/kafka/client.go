@@ -11,21 +11,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
 
+	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkarecord"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
 )
 
 // conn is what New and Check take from a Config: the topic template, the
-// TLS configuration and the SASL mechanism, every file read.
+// TLS configuration and the SASL mechanism, every file read, and the
+// scrubber that knows the secrets of the mechanism.
 type conn struct {
-	tmpl topicTemplate
-	tls  *tls.Config
-	mech sasl.Mechanism
+	tmpl  topicTemplate
+	tls   *tls.Config
+	mech  sasl.Mechanism
+	scrub *secret.Scrubber
 }
 
 // prepare validates cfg and reads its files; an error names the key. log
-// receives the SASL mechanism's warnings (a failed token refresh).
-func prepare(cfg Config, log *slog.Logger) (conn, error) {
+// receives the SASL mechanism's warnings (a failed token refresh). scr is
+// the process's secret scrubber, which learns the SASL secrets; nil makes
+// one of those alone.
+func prepare(cfg Config, log *slog.Logger, scr *secret.Scrubber) (conn, error) {
 	if err := cfg.Validate(); err != nil {
 		return conn{}, err
 	}
@@ -34,11 +39,14 @@ func prepare(cfg Config, log *slog.Logger) (conn, error) {
 	if err != nil {
 		return conn{}, fmt.Errorf("%s.tls.%w", prefix, err)
 	}
-	mech, err := cfg.SASL.Build(kafkasasl.Options{Prefix: prefix + ".sasl", Brokers: cfg.Brokers, Log: log, TokenTimeout: cfg.RequestTimeout})
+	if scr == nil {
+		scr = secret.NewScrubber()
+	}
+	mech, err := cfg.SASL.Build(kafkasasl.Options{Prefix: prefix + ".sasl", Brokers: cfg.Brokers, Log: log, TokenTimeout: cfg.RequestTimeout, Scrubber: scr})
 	if err != nil {
 		return conn{}, err
 	}
-	return conn{tmpl: tmpl, tls: tc, mech: mech}, nil
+	return conn{tmpl: tmpl, tls: tc, mech: mech, scrub: scr}, nil
 }
 
 // warnings are the settings of cfg that work but deserve a look: Start
@@ -91,7 +99,7 @@ func connOpts(cfg Config, cn conn, log *slog.Logger) []kgo.Opt {
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ClientID(cfg.ClientID),
 		kgo.RequestTimeoutOverhead(cfg.RequestTimeout),
-		kgo.WithLogger(slogAdapter{log: log}),
+		kgo.WithLogger(slogAdapter{log: log, scrub: cn.scrub}),
 	}
 	if cn.tls != nil {
 		opts = append(opts, kgo.DialTLSConfig(cn.tls))
@@ -150,7 +158,13 @@ func accountPartition(r *kgo.Record, n int) int {
 // slogAdapter sends franz-go's log lines to slog, tagged component=kafka.
 // franz-go logs at warn level and above unless the logger has debug
 // enabled; its info level is one line per connection and metadata refresh.
-type slogAdapter struct{ log *slog.Logger }
+// Errors and strings pass the scrubber: franz-go logs a failed SASL
+// authentication with its error, which may hold a token endpoint's or a
+// broker's words.
+type slogAdapter struct {
+	log   *slog.Logger
+	scrub *secret.Scrubber
+}
 
 func (a slogAdapter) Level() kgo.LogLevel {
 	if a.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -169,5 +183,16 @@ func (a slogAdapter) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	case kgo.LogLevelInfo:
 		l = slog.LevelDebug // franz-go's info is chatty; keep it below the daemon's info
 	}
-	a.log.Log(context.Background(), l, "kafka client: "+msg, append([]any{"component", "kafka"}, keyvals...)...)
+	args := make([]any, 0, 2+len(keyvals))
+	args = append(args, "component", "kafka")
+	for _, v := range keyvals {
+		switch x := v.(type) {
+		case error:
+			v = a.scrub.Error(x)
+		case string:
+			v = a.scrub.Scrub(x)
+		}
+		args = append(args, v)
+	}
+	a.log.Log(context.Background(), l, "kafka client: "+a.scrub.Scrub(msg), args...)
 }

@@ -42,6 +42,18 @@
 // (partitions move), and SASL authentication failures (a credential that
 // reaches the brokers one by one after a change).
 //
+// # A topic deleted and recreated
+//
+// franz-go keeps the id of the topic it first produced to and refuses the
+// recreated topic (UNKNOWN_TOPIC_ID) until the topic is purged from the
+// client. Write purges it, once per recreation however many Writes see
+// it, and produces the refused records again, within the same Write: the
+// first Write after a recreation is acknowledged by the new topic after
+// one franz-go metadata refresh (about 5 s), and the records of a Write
+// that met the topic missing wait in the producer, or fail the Write (not
+// permanently), until the topic is back. Nothing is acknowledged that the
+// new topic does not hold; what the old topic held is gone with it.
+//
 // TLS comes from package tlsconfig; SASL (PLAIN, SCRAM-SHA-256/512,
 // OAUTHBEARER with a token, a token file or a client-credentials grant,
 // AWS_MSK_IAM) from package kafkasasl, with franz-go's mechanisms.

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkarecord"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
@@ -54,7 +55,24 @@ type Sink struct {
 	limits  map[string]int32         // batch cap per topic: min(BatchMaxBytes, max.message.bytes)
 	// ensureMu serializes checking topics first seen by Write.
 	ensureMu sync.Mutex
+	// purges are the topics purged from the client after their
+	// recreation (healRecreated).
+	purges purges
 }
+
+// Option is an optional dependency of New.
+type Option func(*options)
+
+type options struct {
+	scrub *secret.Scrubber
+}
+
+// WithScrubber gives the sink the process's secret scrubber
+// (secret.Scrubber): the sink's errors and franz-go's log lines, which
+// may hold a broker's or an OAuth token endpoint's words, pass it, and it
+// learns the SASL secrets the sink reads. Default: a scrubber of the
+// sink's own SASL secrets.
+func WithScrubber(s *secret.Scrubber) Option { return func(o *options) { o.scrub = s } }
 
 // New builds a Kafka sink for cfg, which must be valid (Validate). streams
 // are the (source, account) pairs the sink will be handed: Start checks (or
@@ -63,11 +81,15 @@ type Sink struct {
 // it. Metrics are registered with reg (nil: none); log receives the sink's
 // and franz-go's warnings; with format "ocsf" collector_ocsf_fallbacks_total
 // too. New does not connect.
-func New(cfg Config, streams []record.Stream, deadLetterDir string, reg prometheus.Registerer, log *slog.Logger) (*Sink, error) {
+func New(cfg Config, streams []record.Stream, deadLetterDir string, reg prometheus.Registerer, log *slog.Logger, opts ...Option) (*Sink, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cn, err := prepare(cfg, log.With("sink", sinkName))
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cn, err := prepare(cfg, log.With("sink", sinkName), o.scrub)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +107,7 @@ func New(cfg Config, streams []record.Stream, deadLetterDir string, reg promethe
 	}
 	s.base, err = sinkhelper.New(sinkName, reg, s.push, sinkhelper.WithLogger(s.log),
 		sinkhelper.WithStart(s.start), sinkhelper.WithReady(s.ping),
-		sinkhelper.WithDrain(s.drain), sinkhelper.WithClose(s.close),
+		sinkhelper.WithDrain(s.drain), sinkhelper.WithClose(s.close), sinkhelper.WithErrorScrub(cn.scrub.Error),
 		sinkhelper.WithDeadLetters(deadLetterDir, "topic"))
 	if err != nil {
 		return nil, err
@@ -262,10 +284,13 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 
 	if len(send) > 0 {
 		produceStart := time.Now()
-		results, err := s.produce(ctx, s.client.Load(), send)
+		cl := s.client.Load()
+		gen := s.purges.generation()
+		results, err := s.produce(ctx, cl, send)
 		if err != nil {
 			return sinkhelper.Delivered{}, s.fail(b, kindCanceled, fmt.Errorf("%d records not all acknowledged before the context ended: %w", n, err))
 		}
+		results = s.healRecreated(ctx, cl, results, gen)
 		more, err := s.sortFailures(ctx, b, send, idx, topics, results)
 		if err != nil {
 			return sinkhelper.Delivered{}, err

@@ -80,6 +80,16 @@ func WithLogger(log *slog.Logger) Option {
 	return func(b *Base) { b.log = log }
 }
 
+// WithErrorScrub sets what every error of the sink's steps (start, push,
+// ready, drain, close) passes before Base returns or logs it: the
+// process's secret scrubber (secret.Scrubber.Error), for sinks whose
+// errors may hold a server's words, which may echo a credential. It must
+// keep the error's class (errors.Is, errors.As, Kind, sink.Permanent).
+// Default: errors pass unchanged.
+func WithErrorScrub(f func(error) error) Option {
+	return func(b *Base) { b.scrub = f }
+}
+
 // WithDeadLetters gives the sink a dead-letter file, DeadLetterFile (see
 // DeadLetterFileOf for a sink built through Named) in dir
 // (created by Start when missing), whose lines name the destination under
@@ -109,6 +119,7 @@ type Base struct {
 	drain func(context.Context) error
 	close func() error
 	log   *slog.Logger
+	scrub func(error) error // never nil after New
 	dlDir string
 	dlKey string
 
@@ -144,6 +155,9 @@ func New(name string, reg prometheus.Registerer, push PushFunc, opts ...Option) 
 	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
+	}
+	if b.scrub == nil {
+		b.scrub = func(err error) error { return err }
 	}
 	m, err := newMetrics(reg, name, b.dlDir != "")
 	if err != nil {
@@ -186,7 +200,7 @@ func (b *Base) Start(ctx context.Context) error {
 	}
 	if b.start != nil {
 		if err := b.start(ctx); err != nil {
-			return err
+			return b.scrub(err)
 		}
 	}
 	b.mu.Lock()
@@ -259,7 +273,8 @@ func (b *Base) write(ctx context.Context, batch *record.Batch) (Delivered, error
 	if err := ctx.Err(); err != nil {
 		return Delivered{}, Kind(KindCanceled, fmt.Errorf("%s sink: write %s/%s page %d: %w", b.name, batch.Source, batch.Account, batch.Page, err))
 	}
-	return b.push(ctx, batch)
+	d, err := b.push(ctx, batch)
+	return d, b.scrub(err)
 }
 
 // Ready returns ErrNotStarted or ErrClosed outside Start..Shutdown, else
@@ -272,7 +287,7 @@ func (b *Base) Ready(ctx context.Context) error {
 	if b.ready == nil {
 		return nil
 	}
-	return b.ready(ctx)
+	return b.scrub(b.ready(ctx))
 }
 
 // Shutdown stops accepting Writes, runs the drain step, waits for the
@@ -308,7 +323,7 @@ func (b *Base) Shutdown(ctx context.Context) error {
 
 	var errs []error
 	if b.drain != nil {
-		errs = append(errs, b.drain(ctx))
+		errs = append(errs, b.scrub(b.drain(ctx)))
 	}
 	b.mu.Lock()
 	if b.inflight > 0 {
@@ -336,7 +351,7 @@ func (b *Base) Shutdown(ctx context.Context) error {
 func (b *Base) finish() error {
 	var errs []error
 	if b.close != nil {
-		errs = append(errs, b.close())
+		errs = append(errs, b.scrub(b.close()))
 	}
 	if b.dl != nil {
 		errs = append(errs, b.dl.close())

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/sinkhelper"
 	"github.com/svcexport/collector/internal/sink/sinktest"
@@ -226,6 +228,38 @@ func TestErrorsAreCountedByTheirKindAndKeepTheirClass(t *testing.T) {
 	}
 	if sinkhelper.Kind("x", nil) != nil {
 		t.Error("Kind of nil is not nil")
+	}
+}
+
+// Every step's error passes the scrub (WithErrorScrub) before Base returns
+// it, and keeps its class: kind, permanence, a context's end.
+func TestErrorScrubSeesEveryStepsErrorsAndKeepsTheirClass(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	scr := secret.NewScrubber(secret.New("hunter2"))
+	ty := newToy(t, nil, sinkhelper.WithErrorScrub(scr.Error),
+		sinkhelper.WithReady(func(context.Context) error {
+			return fmt.Errorf("ping: server says key=hunter2: %w", context.DeadlineExceeded)
+		}),
+		sinkhelper.WithClose(func() error { return errors.New("close: hunter2") }))
+	ty.startErr = errors.New("server refused password hunter2")
+	err := ty.Start(ctx)
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("Start = %v", err)
+	}
+	if err := ty.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ty.Ready(ctx); strings.Contains(fmt.Sprint(err), "hunter2") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Ready = %v", err)
+	}
+	ty.rec.FailNext(1, sink.Permanent(sinkhelper.Kind("insert", errors.New("server echoed hunter2"))))
+	err = ty.Write(ctx, batch("a"))
+	if strings.Contains(fmt.Sprint(err), "hunter2") || !sink.IsPermanent(err) || sinkhelper.KindOf(err) != "insert" {
+		t.Errorf("Write = %v: permanent %v, kind %q", err, sink.IsPermanent(err), sinkhelper.KindOf(err))
+	}
+	if err := ty.Shutdown(ctx); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("Shutdown = %v", err)
 	}
 }
 

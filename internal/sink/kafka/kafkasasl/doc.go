@@ -12,7 +12,9 @@
 //
 // Secrets (passwords, tokens, client secrets, secret access keys) are
 // secret.Secret values or files: no error, log line or metric of this
-// package holds one.
+// package holds one. What a token endpoint says passes the process's
+// secret.Scrubber (Options.Scrubber), which learns each secret Build
+// reads, in case the endpoint echoes the request.
 //
 // It knows franz-go's SASL packages, net/http and package secret; nothing
 // of records, topics or the pipeline. Package kafka is its only user.

@@ -42,6 +42,12 @@ type Options struct {
 	Getenv func(string) string
 	// Now is the clock of the token cache. Default time.Now.
 	Now func() time.Time
+	// Scrubber removes secrets from the errors and log lines that hold a
+	// token endpoint's words (an endpoint that echoes the request): the
+	// process's one (secret.Scrubber). Build adds every secret it reads
+	// to it, each time it reads one (a file rewritten with a new secret).
+	// Default: a scrubber of this configuration's secrets alone.
+	Scrubber *secret.Scrubber
 }
 
 func (o *Options) defaults() {
@@ -66,6 +72,9 @@ func (o *Options) defaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Scrubber == nil {
+		o.Scrubber = secret.NewScrubber()
+	}
 }
 
 // Build returns the franz-go mechanism of c, nil when SASL is off. It
@@ -88,6 +97,7 @@ func (c Config) Build(o Options) (sasl.Mechanism, error) {
 		if err != nil {
 			return nil, err
 		}
+		o.Scrubber.Add(secret.New(pw))
 		switch c.Mechanism {
 		case Plain:
 			return plain.Auth{User: c.Username, Pass: pw}.AsMechanism(), nil
@@ -110,7 +120,7 @@ func (c Config) Build(o Options) (sasl.Mechanism, error) {
 			return oauth.Auth{Token: t, Extensions: ext}, nil
 		}), nil
 	case AWSMSKIAM:
-		creds, err := c.AWS.credentials(p+".aws", o.Getenv)
+		creds, err := c.AWS.credentials(p+".aws", o.Getenv, o.Scrubber)
 		if err != nil {
 			return nil, err
 		}
@@ -127,9 +137,10 @@ func (o OAuthConfig) tokenFunc(p string, opts Options) (func(context.Context) (s
 	switch {
 	case o.Token.IsSet():
 		t := strings.TrimSpace(o.Token.Reveal())
+		opts.Scrubber.Add(secret.New(t))
 		return func(context.Context) (string, error) { return t, nil }, nil
 	case o.TokenFile != "":
-		read := fileSecret(p+".token_file", o.TokenFile)
+		read := scrubbed(opts.Scrubber, "", fileSecret(p+".token_file", o.TokenFile))
 		if _, err := read(); err != nil {
 			return nil, err
 		}
@@ -138,14 +149,17 @@ func (o OAuthConfig) tokenFunc(p string, opts Options) (func(context.Context) (s
 	cs := func() (string, error) { return o.ClientSecret.Reveal(), nil }
 	if !o.ClientSecret.IsSet() {
 		cs = fileSecret(p+".client_secret_file", o.ClientSecretFile)
-		if _, err := cs(); err != nil {
-			return nil, err
-		}
+	}
+	// The client secret travels in a form body or in HTTP Basic with the
+	// client id: the scrubber learns both.
+	cs = scrubbed(opts.Scrubber, o.ClientID, cs)
+	if _, err := cs(); err != nil {
+		return nil, err
 	}
 	src := &clientCredentials{
 		key: p + ".token_url", url: o.TokenURL, clientID: o.ClientID, secret: cs,
 		post: o.ClientAuth == ClientAuthPost, scopes: o.Scopes,
-		client: opts.HTTPClient, now: opts.Now, log: opts.Log, sem: make(chan struct{}, 1),
+		client: opts.HTTPClient, now: opts.Now, log: opts.Log, scrub: opts.Scrubber, sem: make(chan struct{}, 1),
 	}
 	return src.Token, nil
 }
@@ -157,6 +171,24 @@ func readSecret(key string, inline secret.Secret, fileKey, file string) (string,
 		return inline.Reveal(), nil
 	}
 	return fileSecret(fileKey, file)()
+}
+
+// scrubbed returns read that adds each value it reads to scr (with user
+// set, as the password of HTTP Basic credentials of user: AddBasic), so
+// that no error shows it, a value read anew from a rewritten file
+// included.
+func scrubbed(scr *secret.Scrubber, user string, read func() (string, error)) func() (string, error) {
+	return func() (string, error) {
+		v, err := read()
+		if err == nil {
+			if user != "" {
+				scr.AddBasic(user, secret.New(v))
+			} else {
+				scr.Add(secret.New(v))
+			}
+		}
+		return v, err
+	}
 }
 
 // fileSecret returns a reader of the secret in path: the file's content

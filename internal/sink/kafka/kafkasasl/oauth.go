@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/svcexport/collector/internal/secret"
 )
 
 // maxTokenResponse bounds the body of a token response read.
@@ -26,7 +28,9 @@ const maxRefreshMargin = time.Minute
 // clientCredentials asks a token endpoint for tokens (RFC 6749 section
 // 4.4) and keeps each until shortly before it expires. Concurrent
 // authentications share one request. Its errors and logs name the key
-// and the endpoint, never the client secret or a token.
+// and the endpoint, never the client secret or a token: what the endpoint
+// says passes the scrubber, in case it echoes the request (the form body,
+// the Authorization header).
 type clientCredentials struct {
 	key      string // configuration path of the token URL, for messages
 	url      string
@@ -37,6 +41,7 @@ type clientCredentials struct {
 	client   *http.Client
 	now      func() time.Time
 	log      *slog.Logger
+	scrub    *secret.Scrubber // knows the client secret (and the process's others)
 
 	// sem (capacity 1) is held while the fields below are read or a
 	// request is under way; a channel so that waiting honours ctx.
@@ -92,9 +97,9 @@ type tokenResponse struct {
 // (0: unknown).
 func (c *clientCredentials) fetch(ctx context.Context) (string, time.Duration, error) {
 	fail := func(format string, args ...any) (string, time.Duration, error) {
-		return "", 0, fmt.Errorf("%s: token request to %s: %w", c.key, redactURL(c.url), fmt.Errorf(format, args...))
+		return "", 0, c.scrub.Error(fmt.Errorf("%s: token request to %s: %w", c.key, redactURL(c.url), fmt.Errorf(format, args...)))
 	}
-	secret, err := c.secret()
+	cs, err := c.secret()
 	if err != nil {
 		return "", 0, err
 	}
@@ -104,7 +109,7 @@ func (c *clientCredentials) fetch(ctx context.Context) (string, time.Duration, e
 	}
 	if c.post {
 		form.Set("client_id", c.clientID)
-		form.Set("client_secret", secret)
+		form.Set("client_secret", cs)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(form.Encode()))
 	if err != nil {
@@ -114,7 +119,7 @@ func (c *clientCredentials) fetch(ctx context.Context) (string, time.Duration, e
 	req.Header.Set("Accept", "application/json")
 	if !c.post {
 		// RFC 6749 section 2.3.1: both form-encoded before Basic.
-		req.SetBasicAuth(url.QueryEscape(c.clientID), url.QueryEscape(secret))
+		req.SetBasicAuth(url.QueryEscape(c.clientID), url.QueryEscape(cs))
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
@@ -133,7 +138,9 @@ func (c *clientCredentials) fetch(ctx context.Context) (string, time.Duration, e
 	jsonErr := json.Unmarshal(body, &tr)
 	if resp.StatusCode != http.StatusOK {
 		if jsonErr == nil && tr.Error != "" {
-			return fail("status %d: %s%s", resp.StatusCode, clip(tr.Error), describe(tr.ErrorDescription))
+			// Scrubbed whole before clip cuts them: a secret cut in two
+			// is no longer recognized.
+			return fail("status %d: %s%s", resp.StatusCode, clip(c.scrub.Scrub(tr.Error)), describe(c.scrub.Scrub(tr.ErrorDescription)))
 		}
 		return fail("status %d", resp.StatusCode)
 	}
@@ -145,7 +152,7 @@ func (c *clientCredentials) fetch(ctx context.Context) (string, time.Duration, e
 		return fail("the answer has no access_token")
 	}
 	if tr.TokenType != "" && !strings.EqualFold(tr.TokenType, "bearer") {
-		return fail("token_type %q, want Bearer", clip(tr.TokenType))
+		return fail("token_type %q, want Bearer", clip(c.scrub.Scrub(tr.TokenType)))
 	}
 	lifetime, err := expiresIn(tr.ExpiresIn)
 	if err != nil {

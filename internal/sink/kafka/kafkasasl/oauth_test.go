@@ -6,13 +6,18 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -352,4 +357,134 @@ func writeFile(t *testing.T, dir, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestTokenEndpointEchoingTheRequestLeaksNoSecret: a token endpoint (a
+// misbehaving IdP, a debugging proxy) that answers 400 or 401 with an
+// error_description echoing the whole request (the form body, the
+// Authorization header, what it decoded of them) makes an error, and a log
+// line when a still valid token is kept, that show no form of the client
+// secret, with client_auth basic and post alike (issue 20 item 3). A
+// secret of another component that the process's scrubber knows is not
+// shown either.
+func TestTokenEndpointEchoingTheRequestLeaksNoSecret(t *testing.T) {
+	t.Parallel()
+	const (
+		id      = "collector client"
+		secretV = `echo+me/s3cr3t=&"é%`
+		other   = "the-core-api-secret"
+	)
+	for _, post := range []bool{false, true} {
+		for _, status := range []int{http.StatusBadRequest, http.StatusUnauthorized} {
+			name := fmt.Sprintf("basic %d", status)
+			if post {
+				name = fmt.Sprintf("post %d", status)
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				var served atomic.Bool // the first request gets a token, the others a refusal
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					body, _ := io.ReadAll(r.Body)
+					form, _ := url.ParseQuery(string(body))
+					u, p, _ := r.BasicAuth()
+					w.Header().Set("Content-Type", "application/json")
+					if !served.Swap(true) {
+						fmt.Fprint(w, `{"access_token":"tok-1","token_type":"Bearer","expires_in":100}`)
+						return
+					}
+					w.WriteHeader(status)
+					json.NewEncoder(w).Encode(map[string]string{
+						"error": "invalid_client",
+						"error_description": fmt.Sprintf("bad request %s with Authorization %q: client_secret %s, basic %s:%s, and %s",
+							body, r.Header.Get("Authorization"), form.Get("client_secret"), u, p, other),
+					})
+				}))
+				t.Cleanup(srv.Close)
+				if !strings.HasPrefix(srv.Listener.Addr().String(), "127.0.0.1:") {
+					t.Fatalf("token endpoint on %s, want loopback", srv.Listener.Addr())
+				}
+
+				clk := &clock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+				var logs bytes.Buffer
+				var logMu sync.Mutex
+				log := slog.New(slog.NewJSONHandler(lockedWriter{&logMu, &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+				o := OAuthConfig{TokenURL: srv.URL + "/token", ClientID: id, ClientSecret: secret.New(secretV)}
+				if post {
+					o.ClientAuth = ClientAuthPost
+				}
+				shared := secret.NewScrubber(secret.New(other))
+				opts := Options{Now: clk.now, Log: log, Scrubber: shared}
+				opts.defaults()
+				f, err := o.tokenFunc("sink.kafka.sasl.oauth", opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mustToken(t, f)
+				clk.add(80 * time.Second) // past the refresh, before the expiry: logged, token kept
+				if tok := mustToken(t, f); tok != "tok-1" {
+					t.Fatalf("the valid token was not kept: %q", tok)
+				}
+				clk.add(30 * time.Second) // expired: the error is the caller's
+				_, err = f(context.Background())
+				if err == nil {
+					t.Fatal("no error from a refusing endpoint")
+				}
+				if want := fmt.Sprintf("status %d: invalid_client (bad request", status); !strings.Contains(err.Error(), want) ||
+					!strings.Contains(err.Error(), secret.Redacted) {
+					t.Errorf("error %q lacks %q or the redaction mark", err, want)
+				}
+				t.Log(err)
+				logMu.Lock()
+				logged := logs.String()
+				logMu.Unlock()
+				if !strings.Contains(logged, "token refresh failed") {
+					t.Errorf("the failed refresh is not logged:\n%s", logged)
+				}
+				for _, form := range secretForms(id, secretV) {
+					if strings.Contains(err.Error(), form) {
+						t.Errorf("the error holds %q: %v", form, err)
+					}
+					if strings.Contains(logged, form) {
+						t.Errorf("the log holds %q:\n%s", form, logged)
+					}
+				}
+				if strings.Contains(err.Error(), other) || strings.Contains(logged, other) {
+					t.Errorf("another secret of the process leaked: %v\n%s", err, logged)
+				}
+			})
+		}
+	}
+}
+
+// secretForms are the forms of a client secret a token request carries,
+// as an endpoint may echo them and a log or error may encode them again.
+func secretForms(id, s string) []string {
+	jsonForm, _ := json.Marshal(s)
+	basic := base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(id) + ":" + url.QueryEscape(s)))
+	out := []string{
+		s,
+		url.QueryEscape(s),
+		strings.Trim(string(jsonForm), `"`),
+		strings.Trim(strconv.Quote(s), `"`),
+		basic,
+		base64.StdEncoding.EncodeToString([]byte(id + ":" + s)),
+	}
+	// And those forms as a JSON log line or a %q shows them.
+	for _, f := range slices.Clone(out) {
+		j, _ := json.Marshal(f)
+		out = append(out, strings.Trim(string(j), `"`), strings.Trim(strconv.Quote(f), `"`))
+	}
+	return out
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
