@@ -11,13 +11,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/backoff"
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
 	"github.com/svcexport/collector/internal/pipeline"
 	"github.com/svcexport/collector/internal/recheck"
+	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/status"
 	"github.com/svcexport/collector/internal/telemetry"
 )
@@ -83,24 +87,9 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	}
 	defer shutdownTelemetry(tel)
 
-	srcMetrics, err := source.NewMetrics(reg)
-	if err != nil {
-		return err
-	}
-	apiMetrics, err := api.NewMetrics(reg)
-	if err != nil {
-		return err
-	}
-	recheckMetrics, err := recheck.NewMetrics(reg)
-	if err != nil {
-		return err
-	}
 	// One scrubber for every error that may hold a server's words.
 	scr := newScrubber(cfg, srcCfg, os.Getenv)
-	// A page larger than the buffer is emitted in batches of at most
-	// pipeline.buffer_records, so memory stays bounded by configuration.
-	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: log, Metrics: apiMetrics, Scrubber: scr},
-		Metrics: srcMetrics, MaxBatchRecords: cfg.Pipeline.BufferRecords, RecheckMetrics: recheckMetrics}, once)
+	set, err := buildSources(cfg, srcCfg, reg, log, scr, once)
 	if err != nil {
 		return err
 	}
@@ -110,32 +99,10 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		return err
 	}
 	start.waitFor(sinks)
-	if tel != nil {
-		// Per sink: whether it started and can reach its destination.
-		for _, r := range sinks {
-			tel.AddReadiness("sink:"+r.name(), func(ctx context.Context) error {
-				if err := r.ready.get(); err != nil {
-					return err
-				}
-				return r.sink.Ready(ctx)
-			})
-		}
-	}
-	// One stop deadline for everything: the drain (in the pipeline) and the
-	// sinks' shutdown share pipeline.stop_timeout from the stop signal on.
+	addSinkReadiness(tel, sinks)
 	// Sinks that started are shut down also when another cannot start
 	// (Shutdown without Start is harmless).
-	var stopAt atomic.Int64
-	context.AfterFunc(ctx, func() { stopAt.Store(time.Now().UnixNano()) })
-	defer func() {
-		left := cfg.Pipeline.StopTimeout
-		if at := stopAt.Load(); at != 0 {
-			left -= time.Since(time.Unix(0, at))
-		}
-		sctx, cancel := context.WithTimeout(context.Background(), max(left, 5*time.Second))
-		defer cancel()
-		shutdownSinks(sctx, sinks, log)
-	}()
+	defer shutdownSinksBy(stopDeadline(ctx, cfg.Pipeline.StopTimeout), sinks, log)
 	if err := startSinks(ctx, sinks, log); err != nil {
 		var cfgErr *config.KeyError
 		if ctx.Err() != nil && !errors.As(err, &cfgErr) {
@@ -161,46 +128,13 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	if o.Progress != nil {
 		prog.ShowOn(o.Progress)
 	}
-	if tel != nil {
-		tel.AddReadiness("checkpoint", func(context.Context) error { return pl.CommitError() })
-		// A sink's own Ready says whether it can reach its destination;
-		// this says whether its last write actually succeeded (a full disk).
-		for _, r := range sinks {
-			tel.AddReadiness("sink_write:"+r.name(), func(context.Context) error { return pl.SinkWriteError(r.name()) })
-		}
-		// Streams refused for good (C5: a 403 for a sub-account, org-level
-		// audit logs) keep failing: named here with their scrubbed reason.
-		tel.AddReadiness("streams", func(context.Context) error { return source.BlockedError(set.Pollers) })
-		// Streams whose polls keep failing (a 5xx or a timeout that never
-		// clears) and that have not committed for three intervals (at
-		// least metrics.failing_after), with their scrubbed errors.
-		tel.AddReadiness("streams_failing", func(context.Context) error { return prog.FailingError(time.Now()) })
-		// Liveness fails only for a wedged process: records wait, nothing is
-		// acknowledged, and yet every sink says it is reachable. A sink that
-		// is down shows in /readyz; restarting would not bring it back.
-		tel.AddLiveness("pipeline", func(ctx context.Context) error {
-			err := pl.Stalled()
-			if err == nil || allReady(ctx, sinks) != nil {
-				return nil
-			}
-			return err
-		})
-		tel.AddHandler("/state", prog.Handler())
-	}
+	addRunReadiness(tel, pl, sinks, set.Pollers, prog)
 	start.finish()
 
 	log.Info("collector started", "streams", len(set.Pollers), "sinks", describeSinks(sinks), "once", once,
 		"checkpoint", cfg.Checkpoint.Path, "buffer_records", cfg.Pipeline.BufferRecords)
-	progCtx, stopProg := context.WithCancel(context.Background())
-	progDone := make(chan struct{})
-	go func() { defer close(progDone); prog.Run(progCtx) }()
-
-	runErr := pl.Run(ctx)
-	stopProg()
-	<-progDone
-	prog.Summary()
-	if runErr != nil {
-		return runErr
+	if err := runWithProgress(ctx, pl, prog); err != nil {
+		return err
 	}
 	if once && ctx.Err() != nil {
 		// A stop is not a failure (README: SIGTERM exits 0): what was
@@ -208,6 +142,109 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		log.Info("stopped before every source caught up; the next run continues from the checkpoint")
 	}
 	return nil
+}
+
+// buildSources builds the pollers of srcCfg with their metrics registered
+// on reg. A page larger than the buffer is emitted in batches of at most
+// pipeline.buffer_records, so memory stays bounded by configuration.
+func buildSources(cfg config.Config, srcCfg catalog.Config, reg prometheus.Registerer, log *slog.Logger, scr *secret.Scrubber, once bool) (*source.Set, error) {
+	srcMetrics, err := source.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	apiMetrics, err := api.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	recheckMetrics, err := recheck.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: log, Metrics: apiMetrics, Scrubber: scr},
+		Metrics: srcMetrics, MaxBatchRecords: cfg.Pipeline.BufferRecords, RecheckMetrics: recheckMetrics}, once)
+}
+
+// addSinkReadiness adds to tel (nil: none) a check per sink: whether it
+// started and can reach its destination.
+func addSinkReadiness(tel *telemetry.Server, sinks []*sinkRun) {
+	if tel == nil {
+		return
+	}
+	for _, r := range sinks {
+		tel.AddReadiness("sink:"+r.name(), func(ctx context.Context) error {
+			if err := r.ready.get(); err != nil {
+				return err
+			}
+			return r.sink.Ready(ctx)
+		})
+	}
+}
+
+// addRunReadiness adds to tel (nil: none) the checks of a running
+// collector and its live /state.
+func addRunReadiness(tel *telemetry.Server, pl *pipeline.Pipeline, sinks []*sinkRun, pollers []*source.Poller, prog *status.Reporter) {
+	if tel == nil {
+		return
+	}
+	tel.AddReadiness("checkpoint", func(context.Context) error { return pl.CommitError() })
+	// A sink's own Ready says whether it can reach its destination;
+	// this says whether its last write actually succeeded (a full disk).
+	for _, r := range sinks {
+		tel.AddReadiness("sink_write:"+r.name(), func(context.Context) error { return pl.SinkWriteError(r.name()) })
+	}
+	// Streams refused for good (C5: a 403 for a sub-account, org-level
+	// audit logs) keep failing: named here with their scrubbed reason.
+	tel.AddReadiness("streams", func(context.Context) error { return source.BlockedError(pollers) })
+	// Streams whose polls keep failing (a 5xx or a timeout that never
+	// clears) and that have not committed for three intervals (at
+	// least metrics.failing_after), with their scrubbed errors.
+	tel.AddReadiness("streams_failing", func(context.Context) error { return prog.FailingError(time.Now()) })
+	// Liveness fails only for a wedged process: records wait, nothing is
+	// acknowledged, and yet every sink says it is reachable. A sink that
+	// is down shows in /readyz; restarting would not bring it back.
+	tel.AddLiveness("pipeline", func(ctx context.Context) error {
+		err := pl.Stalled()
+		if err == nil || allReady(ctx, sinks) != nil {
+			return nil
+		}
+		return err
+	})
+	tel.AddHandler("/state", prog.Handler())
+}
+
+// stopDeadline is when everything must have stopped: the drain (in the
+// pipeline) and the sinks' shutdown share stopTimeout from the moment ctx
+// ends (the stop signal) on. Call the returned func when shutting down.
+func stopDeadline(ctx context.Context, stopTimeout time.Duration) func() time.Duration {
+	var stopAt atomic.Int64
+	context.AfterFunc(ctx, func() { stopAt.Store(time.Now().UnixNano()) })
+	return func() time.Duration {
+		left := stopTimeout
+		if at := stopAt.Load(); at != 0 {
+			left -= time.Since(time.Unix(0, at))
+		}
+		return max(left, 5*time.Second)
+	}
+}
+
+// shutdownSinksBy shuts the sinks down within what left returns.
+func shutdownSinksBy(left func() time.Duration, sinks []*sinkRun, log *slog.Logger) {
+	sctx, cancel := context.WithTimeout(context.Background(), left())
+	defer cancel()
+	shutdownSinks(sctx, sinks, log)
+}
+
+// runWithProgress runs pl until it ends, with prog reporting meanwhile and
+// its summary logged at the end.
+func runWithProgress(ctx context.Context, pl *pipeline.Pipeline, prog *status.Reporter) error {
+	progCtx, stopProg := context.WithCancel(context.Background())
+	progDone := make(chan struct{})
+	go func() { defer close(progDone); prog.Run(progCtx) }()
+	err := pl.Run(ctx)
+	stopProg()
+	<-progDone
+	prog.Summary()
+	return err
 }
 
 // openCheckpoint opens the checkpoint file. A path that is not a
