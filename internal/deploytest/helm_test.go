@@ -147,16 +147,14 @@ func TestHelmValuesAreDocumentedKeyByKey(t *testing.T) {
 	documented := func(k, v *yaml.Node) bool {
 		return strings.TrimSpace(k.HeadComment+k.LineComment+v.LineComment) != ""
 	}
-	// The chart's own structured values: each of their keys is explained
-	// (config, resources, securityContexts and the like are Kubernetes' or
-	// the collector's and documented there).
-	nested := map[string]bool{"image": true, "secret": true, "persistence": true, "serviceMonitor": true, "prometheusRule": true, "service": true}
+	// The chart's own structured values (helmStructured): each of their
+	// keys is explained.
 	for i := 0; i+1 < len(top.Content); i += 2 {
 		k, v := top.Content[i], top.Content[i+1]
 		if !documented(k, v) {
 			t.Errorf("%s/values.yaml: %s has no comment", chartDir, k.Value)
 		}
-		if nested[k.Value] {
+		if helmStructured[k.Value] {
 			for j := 0; j+1 < len(v.Content); j += 2 {
 				if !documented(v.Content[j], v.Content[j+1]) {
 					t.Errorf("%s/values.yaml: %s.%s has no comment", chartDir, k.Value, v.Content[j].Value)

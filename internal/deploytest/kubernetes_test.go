@@ -36,8 +36,9 @@ var builtinGroups = map[string]bool{"v1": true, "apps/v1": true, "batch/v1": tru
 	"networking.k8s.io/v1": true, "rbac.authorization.k8s.io/v1": true, "autoscaling/v2": true}
 
 // k8sOptional are the files of deploy/kubernetes that are neither resources
-// nor generator inputs of the base.
-var k8sOptional = map[string]bool{"servicemonitor.yaml": true}
+// nor generator inputs of the base (components/ holds kustomize components
+// for overlays, which deploy/helm/test builds).
+var k8sOptional = map[string]bool{"servicemonitor.yaml": true, "components": true}
 
 // loadK8s reads the base as kustomize would: the files kustomization.yaml
 // lists as resources, and the ConfigMap its configMapGenerator makes from

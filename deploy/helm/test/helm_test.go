@@ -145,6 +145,18 @@ secret:
 		"monitoring": values(t, `
 serviceMonitor: {enabled: true, labels: {release: kube-prometheus-stack}, scrapeTimeout: 10s}
 prometheusRule: {enabled: true, labels: {release: kube-prometheus-stack}}`),
+		"extras": values(t, `
+secretMounts: [{name: kafka-tls, secretName: collector-kafka-tls, mountPath: /etc/collector-tls/kafka}]
+config:
+  sink:
+    type: kafka
+    file: null
+    kafka:
+      brokers: ["kafka-0.kafka-headless.kafka.svc:9093"]
+      tls: {enabled: true, ca_file: /etc/collector-tls/kafka/ca.crt, cert_file: /etc/collector-tls/kafka/tls.crt, key_file: /etc/collector-tls/kafka/tls.key}
+podDisruptionBudget: {enabled: true}
+networkPolicy: {enabled: true, metricsFrom: [{podSelector: {matchLabels: {app.kubernetes.io/name: prometheus}}}], egress: [{ports: [{port: 9093}]}]}
+grafanaDashboard: {enabled: true}`),
 		"kafkaConfig": kustomizeConfigValues(t),
 		"readme":      readmeValues(t),
 		"custom": values(t, `

@@ -11,6 +11,8 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -46,7 +48,12 @@ type objects struct {
 	secret *corev1.Secret
 	sm     *monitoringv1.ServiceMonitor
 	rule   *monitoringv1.PrometheusRule
-	kinds  []string // every kind, in order
+	pdb    *policyv1.PodDisruptionBudget
+	netpol *networkingv1.NetworkPolicy
+	// The Grafana dashboard's ConfigMap (the one with key collector.json).
+	dashboard *corev1.ConfigMap
+	testPod   *corev1.Pod // the helm test hook
+	kinds     []string    // every kind, in order
 }
 
 // decodeAll decodes a stream of YAML documents strictly: each must be one of
@@ -88,9 +95,27 @@ func decodeAll(t testing.TB, where string, docs []string) objects {
 			o.svc = new(corev1.Service)
 			strict(o.svc)
 		case "v1, Kind=ConfigMap":
+			cm := new(corev1.ConfigMap)
+			strict(cm)
+			if _, ok := cm.Data["collector.json"]; ok {
+				dup(o.dashboard != nil)
+				o.dashboard = cm
+				break
+			}
 			dup(o.cm != nil)
-			o.cm = new(corev1.ConfigMap)
-			strict(o.cm)
+			o.cm = cm
+		case "v1, Kind=Pod":
+			dup(o.testPod != nil)
+			o.testPod = new(corev1.Pod)
+			strict(o.testPod)
+		case "policy/v1, Kind=PodDisruptionBudget":
+			dup(o.pdb != nil)
+			o.pdb = new(policyv1.PodDisruptionBudget)
+			strict(o.pdb)
+		case "networking.k8s.io/v1, Kind=NetworkPolicy":
+			dup(o.netpol != nil)
+			o.netpol = new(networkingv1.NetworkPolicy)
+			strict(o.netpol)
 		case "v1, Kind=Secret":
 			dup(o.secret != nil)
 			o.secret = new(corev1.Secret)

@@ -11,7 +11,7 @@ import (
 
 // TestPrintRendering prints what the chart renders, for reading, when RENDER
 // is set: the name of a value set of valueSets (default, existingSecret,
-// chartSecret, monitoring, kafkaConfig, custom), or a values file.
+// chartSecret, monitoring, extras, kafkaConfig, custom), or a values file.
 //
 //	RENDER=monitoring go test -count=1 -run TestPrintRendering
 //	RENDER=$PWD/team-a.yaml go test -count=1 -run TestPrintRendering

@@ -85,18 +85,122 @@ the checkpoint (and a file sink) on the /data volume, metrics on
 {{- if ne $listen "0.0.0.0:9464" }}
 {{- fail (printf "config.metrics.listen %q must be 0.0.0.0:9464: the probes, the Service and the ServiceMonitor use that port" $listen) }}
 {{- end }}
-{{- if eq (dig "sink" "type" "file" $c) "file" }}
-{{- $dir := dig "sink" "file" "dir" "" $c }}
+{{- $keys := .Files.Get "files/config-keys.yaml" | fromYaml }}
+{{- if or (hasKey $keys "Error") (not (get $keys "secrets")) (not (get $keys "files")) }}
+{{- fail (printf "files/config-keys.yaml: %v" (get $keys "Error" | default "no secrets or files lists")) }}
+{{- end }}
+{{- /* The sink blocks: the one-sink section and every entry of "sinks". */}}
+{{- $blocks := list (list "sink" (get $c "sink")) }}
+{{- $secretBlocks := list }}
+{{- $sinks := get $c "sinks" }}
+{{- if $sinks }}
+{{- if not (kindIs "slice" $sinks) }}
+{{- fail "config.sinks must be a list of sink blocks" }}
+{{- end }}
+{{- /* The collector takes "sink" or "sinks", not both: with sinks, the
+chart's default sink goes (after the secret check below). */}}
+{{- $blocks = list }}
+{{- with get $c "sink" }}
+{{- $secretBlocks = list (list "sink" .) }}
+{{- end }}
+{{- $c = omit $c "sink" }}
+{{- range $i, $s := $sinks }}
+{{- $blocks = append $blocks (list (printf "sinks[%d]" $i) $s) }}
+{{- end }}
+{{- end }}
+{{- /* A file sink writes to the volume. */}}
+{{- range $b := $blocks }}
+{{- $s := index $b 1 }}
+{{- if eq (include "collector.dig" (list $s "type") | default "file") "file" }}
+{{- $dir := include "collector.dig" (list $s "file.dir") }}
 {{- if not (or (eq $dir "/data") (hasPrefix "/data/" $dir)) }}
-{{- fail (printf "config.sink.file.dir %q must be under /data, the persistent volume (the root filesystem is read-only)" $dir) }}
+{{- fail (printf "config.%s.file.dir %q must be under /data, the persistent volume (the root filesystem is read-only)" (index $b 0) $dir) }}
 {{- end }}
 {{- end }}
-{{- range $key, $v := dict "api.secret" (dig "api" "secret" "" $c) "edge.token" (dig "edge" "token" "" $c) "sink.kafka.sasl.password" (dig "sink" "kafka" "sasl" "password" "" $c) "sink.clickhouse.password" (dig "sink" "clickhouse" "password" "" $c) }}
-{{- if $v }}
-{{- fail (printf "config.%s is a secret: put it in the Secret (existingSecret or secret.*), not in config" $key) }}
+{{- end }}
+{{- /* Every key to check, as [config path, block, path in the block]. */}}
+{{- $secrets := list }}
+{{- range $k := $keys.secrets.global }}
+{{- $secrets = append $secrets (list $k $c $k) }}
+{{- end }}
+{{- $files := list }}
+{{- range $k := $keys.files.global }}
+{{- $files = append $files (list $k $c $k) }}
+{{- end }}
+{{- range $b := concat $blocks $secretBlocks }}
+{{- range $k := $keys.secrets.sink }}
+{{- $secrets = append $secrets (list (printf "%s.%s" (index $b 0) $k) (index $b 1) $k) }}
+{{- end }}
+{{- end }}
+{{- range $b := $blocks }}
+{{- range $k := $keys.files.sink }}
+{{- $files = append $files (list (printf "%s.%s" (index $b 0) $k) (index $b 1) $k) }}
+{{- end }}
+{{- end }}
+{{- /* No secret in config: the ConfigMap and the release's history would hold it. */}}
+{{- $fromSecret := dict "api.secret" "api-secret" "edge.token" "edge-token" "sink.kafka.sasl.password" "kafka-sasl-password" "sink.clickhouse.password" "clickhouse-password" }}
+{{- range $s := $secrets }}
+{{- if include "collector.dig" (list (index $s 1) (index $s 2)) }}
+{{- $key := index $s 0 }}
+{{- $alt := "" }}
+{{- with get $fromSecret $key }}
+{{- $alt = printf ", or give it as key %s of the Secret (existingSecret)" . }}
+{{- end }}
+{{- fail (printf "config.%s is a secret: in config it would sit in the ConfigMap and the release's history. Keep it in a Kubernetes Secret, mount that with secretMounts and set config.%s_file to the file%s" $key $key $alt) }}
+{{- end }}
+{{- end }}
+{{- /* Every file the collector reads is on a volume of the pod. */}}
+{{- $roots := list "/data" "/etc/ssl/certs" }}
+{{- range .Values.secretMounts }}
+{{- $roots = append $roots .mountPath }}
+{{- end }}
+{{- range .Values.extraVolumeMounts }}
+{{- $roots = append $roots .mountPath }}
+{{- end }}
+{{- range $f := $files }}
+{{- $p := include "collector.dig" (list (index $f 1) (index $f 2)) }}
+{{- if $p }}
+{{- if not (hasPrefix "/" $p) }}
+{{- fail (printf "config.%s %q must be an absolute path (the pod's working directory is /, read-only)" (index $f 0) $p) }}
+{{- end }}
+{{- $on := false }}
+{{- range $r := $roots }}
+{{- if include "collector.under" (list (clean $p) $r) }}
+{{- $on = true }}
+{{- end }}
+{{- end }}
+{{- if not $on }}
+{{- fail (printf "config.%s %q is on no volume of the pod, so the collector cannot read it: mount the Secret that holds it with secretMounts (e.g. [{name: tls, secretName: kafka-client-tls, mountPath: %s}]) or with extraVolumes and extraVolumeMounts" (index $f 0) $p (dir (clean $p))) }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- toYaml $c }}
+{{- end }}
+
+{{/*
+The value at a dotted path of a map, as a string ("" when a step is missing
+or not a map): (list MAP "a.b.c").
+*/}}
+{{- define "collector.dig" -}}
+{{- $v := index . 0 }}
+{{- range $seg := splitList "." (index . 1) }}
+{{- if kindIs "map" $v }}
+{{- $v = get $v $seg }}
+{{- else }}
+{{- $v = "" }}
+{{- end }}
+{{- end }}
+{{- if kindIs "string" $v }}{{ $v }}{{ else if $v }}{{ toYaml $v }}{{ end }}
+{{- end }}
+
+{{/*
+"true" when the clean absolute path (index . 0) is the directory (index . 1)
+or under it.
+*/}}
+{{- define "collector.under" -}}
+{{- $p := index . 0 }}
+{{- $r := clean (index . 1) }}
+{{- if or (eq $p $r) (eq $r "/") (hasPrefix (printf "%s/" $r) $p) }}true{{ end }}
 {{- end }}
 
 {{/*
@@ -109,4 +213,66 @@ Checks of the values that are not about config.
 {{- if and .Values.secret.create (not .Values.secret.apiSecret) }}
 {{- fail "secret.create needs secret.apiSecret (better: create the Secret yourself and set existingSecret)" }}
 {{- end }}
+{{- /* Extra volumes: unique names, mounts that leave the chart's own alone. */}}
+{{- $volumes := list "config" "data" "tmp" }}
+{{- range $m := .Values.secretMounts }}
+{{- if has $m.name $volumes }}
+{{- fail (printf "secretMounts: the volume name %q is taken (config, data and tmp are the chart's)" $m.name) }}
+{{- end }}
+{{- $volumes = append $volumes $m.name }}
+{{- end }}
+{{- range $v := .Values.extraVolumes }}
+{{- if has $v.name $volumes }}
+{{- fail (printf "extraVolumes: the volume name %q is taken (config, data, tmp and secretMounts' names)" $v.name) }}
+{{- end }}
+{{- $volumes = append $volumes $v.name }}
+{{- end }}
+{{- $mounts := list }}
+{{- range $m := .Values.secretMounts }}
+{{- $mounts = append $mounts (list (printf "secretMounts %s" $m.name) $m.mountPath) }}
+{{- end }}
+{{- range $m := .Values.extraVolumeMounts }}
+{{- if not (has $m.name $volumes) }}
+{{- fail (printf "extraVolumeMounts: %s mounts volume %q, which is not in extraVolumes or secretMounts" $m.mountPath $m.name) }}
+{{- end }}
+{{- $mounts = append $mounts (list (printf "extraVolumeMounts %s" $m.name) $m.mountPath) }}
+{{- end }}
+{{- $seen := list }}
+{{- range $m := $mounts }}
+{{- $p := index $m 1 }}
+{{- if not (hasPrefix "/" $p) }}
+{{- fail (printf "%s: mountPath %q must be absolute" (index $m 0) $p) }}
+{{- end }}
+{{- if has (clean $p) $seen }}
+{{- fail (printf "%s: mountPath %q is mounted twice" (index $m 0) $p) }}
+{{- end }}
+{{- $seen = append $seen (clean $p) }}
+{{- range $own := list "/etc/collector" "/data" "/tmp" }}
+{{- if or (include "collector.under" (list (clean $p) $own)) (include "collector.under" (list $own $p)) }}
+{{- fail (printf "%s: mountPath %q overlaps the chart's mount %s (config at /etc/collector, checkpoint at /data, /tmp): mount it elsewhere, e.g. /etc/collector-tls" (index $m 0) $p $own) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The image of the helm test pod.
+*/}}
+{{- define "collector.testImage" -}}
+{{- $i := .Values.test.image }}
+{{- if $i.digest }}
+{{- printf "%s@%s" $i.repository $i.digest }}
+{{- else }}
+{{- printf "%s:%s" $i.repository $i.tag }}
+{{- end }}
+{{- end }}
+
+{{/*
+The labels of the helm test pod: the release's, but not the collector's
+selector labels.
+*/}}
+{{- define "collector.testLabels" -}}
+app.kubernetes.io/name: {{ include "collector.name" . }}-test
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: test
 {{- end }}
