@@ -91,6 +91,7 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error)
 	}
 	s.base, err = sinkhelper.New(SinkName, reg, s.push, sinkhelper.WithLogger(log),
 		sinkhelper.WithStart(s.start), sinkhelper.WithReady(s.ping),
+		sinkhelper.WithErrorKinds(errKindInsert, errKindTimeout, errKindSource),
 		sinkhelper.WithDrain(s.drain), sinkhelper.WithClose(s.close))
 	if err != nil {
 		return nil, err
