@@ -149,10 +149,11 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error)
 }
 
 // Start creates the root directory, takes an exclusive lock on it (a
-// second collector on the same directory fails here), and repairs what a
-// crash may have left in every stream directory: the torn last line of the
-// newest plain file, and the torn last member of every *.part gzip file,
-// which it then renames to its final name. It fails when the directory is
+// second collector on the same directory fails here), repairs what a
+// crash may have left in every stream directory (the torn tail of every
+// *.part file, which it then renames to its final name; the torn last line
+// of the newest plain file an earlier version wrote in place), and applies
+// Config.Retention to the files of earlier runs. It fails when the directory is
 // unusable or a file cannot be repaired. With MaxAge or Retention it starts
 // one goroutine that closes old files of quiet streams and deletes what
 // retention allows; Shutdown stops it.
@@ -198,6 +199,11 @@ func (s *Sink) start(ctx context.Context) error {
 		_ = unlock()
 		return err
 	}
+	// The files earlier runs left: their records were committed or are
+	// fetched again, so retention applies to them at once.
+	if err := s.prune(); err != nil {
+		s.log.Error("file sink: retention at start", "err", err)
+	}
 	s.mu.Lock()
 	s.unlockDir = unlock
 	if s.cfg.MaxAge > 0 || s.cfg.Retention.enabled() {
@@ -205,7 +211,6 @@ func (s *Sink) start(ctx context.Context) error {
 		go s.janitor(s.stopJanitor, s.janitorDone)
 	}
 	s.mu.Unlock()
-	s.kickRetention() // the files earlier runs left
 	r := s.cfg.Retention
 	s.log.Info("file sink started", "dir", s.dir, "path", s.cfg.Path, "format", s.cfg.Format, "gzip", s.cfg.Gzip, "max_bytes", s.cfg.MaxBytes, "fsync", s.cfg.Fsync,
 		"retention_max_files", r.MaxFiles, "retention_max_bytes", r.MaxBytes, "retention_max_age", r.MaxAge)
