@@ -196,6 +196,9 @@ func newClient(api, base, originsKey string, allowed []string, b Budget, o Optio
 	hc := *o.HTTPClient
 	hc.CheckRedirect = origins.CheckRedirect(o.HTTPClient.CheckRedirect)
 	log := o.Logger.With("api", api)
+	if api == "core" {
+		o.Metrics.initFunctionality(FunctionalityToken) // its retries too, at 0
+	}
 	return &Client{
 		api: api, base: u, http: &hc, clk: o.Clock, log: log,
 		m: o.Metrics, budget: b, rnd: rand.Int64N, origins: origins,

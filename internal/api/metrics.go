@@ -139,4 +139,11 @@ func (m *Metrics) initFunctionality(fn string) {
 	}
 	m.rateLimited.WithLabelValues(fn)
 	m.rateWait.WithLabelValues(fn)
+	for _, reason := range retryReasons {
+		m.retries.WithLabelValues(fn, reason)
+	}
 }
+
+// retryReasons are the reasons of collector_retries_total: every
+// transientError's, and a 401 answered by a new token.
+var retryReasons = []string{"429", "5xx", "network", "body", "malformed", "status", "timeout", "401"}

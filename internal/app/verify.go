@@ -346,7 +346,7 @@ func streamsOf(p verify.Plan) []record.Stream {
 func deliveredOf(sc config.SinkConfig, p verify.Plan, o Options) (verify.Delivered, func(), error) {
 	switch sc.Type {
 	case config.SinkFile:
-		return verify.FileSink{Dir: sc.File.Dir}, func() {}, nil
+		return verify.FileSink{Dir: sc.File.Dir, Path: sc.File.Path}, func() {}, nil
 	case config.SinkClickHouse:
 		conn, names, err := clickhouse.OpenReader(sc.ClickHouse)
 		if err != nil {

@@ -89,6 +89,14 @@ func silentStream(t *testing.T, cfg harness.Config, account, kind, reason, okAcc
 		"collector_stream_failed{" + lbl + "}",
 		"collector_backfill_windows_left{" + lbl + "}",
 	}
+	// Sink errors and API retries exist at 0 too, for every kind and
+	// reason, before their first increment (issue 24).
+	for _, k := range []string{"state", "canceled", "write", "invalid", "open", "sync", "truncate"} {
+		zero = append(zero, fmt.Sprintf(`collector_sink_errors_total{kind=%q,sink="file"}`, k))
+	}
+	for _, r := range []string{"401", "429", "body", "malformed", "network", "status", "timeout"} {
+		zero = append(zero, fmt.Sprintf(`collector_retries_total{reason=%q,source="dns"}`, r), fmt.Sprintf(`collector_retries_total{reason=%q,source="token"}`, r))
+	}
 	for _, k := range source.PollErrorKinds() {
 		if k != kind {
 			zero = append(zero, fmt.Sprintf(`collector_poll_errors_total{account=%q,kind=%q,source="dns"}`, account, k))

@@ -8,6 +8,7 @@ import (
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink"
 )
 
 // Store is what the pipeline needs of the checkpoint: the states, and
@@ -50,7 +51,7 @@ func (p *Pipeline) commitLoop(ctx context.Context, stop <-chan struct{}) {
 }
 
 func (p *Pipeline) commit(ctx context.Context) error {
-	dirty := p.tracker.takeDirty()
+	dirty, next := p.tracker.takeDirtyNext()
 	logs := p.tracker.takeLogs()
 	if len(dirty) == 0 && logs.Empty() {
 		return nil
@@ -71,6 +72,13 @@ func (p *Pipeline) commit(ctx context.Context) error {
 	p.m.commits.Inc()
 	for k, st := range dirty {
 		p.observe(k, st)
+	}
+	for _, t := range p.targets {
+		if o, ok := t.Sink.(sink.CommitObserver); ok {
+			for k, n := range next {
+				o.Committed(k, n)
+			}
+		}
 	}
 	return nil
 }

@@ -127,17 +127,27 @@ func (t *tracker) fail(k record.Stream) {
 // takeDirty returns the states changed since the last call and forgets
 // them; putBack returns them after a failed commit.
 func (t *tracker) takeDirty() map[record.Stream]checkpoint.State {
+	out, _ := t.takeDirtyNext()
+	return out
+}
+
+// takeDirtyNext is takeDirty that also returns, per stream, the seq of
+// its oldest page the states do not cover: once they are committed, every
+// page of the stream below it is (sink.CommitObserver).
+func (t *tracker) takeDirtyNext() (map[record.Stream]checkpoint.State, map[record.Stream]uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.dirty) == 0 {
-		return nil
+		return nil, nil
 	}
 	out := make(map[record.Stream]checkpoint.State, len(t.dirty))
+	next := make(map[record.Stream]uint64, len(t.dirty))
 	for k := range t.dirty {
 		out[k] = t.streams[k].state
+		next[k] = t.streams[k].nextCommit
 		delete(t.dirty, k)
 	}
-	return out
+	return out, next
 }
 
 func (t *tracker) putBack(states map[record.Stream]checkpoint.State) {

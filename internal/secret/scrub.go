@@ -85,12 +85,18 @@ func (s *Scrubber) AddBasic(user string, pass Secret) {
 	}
 }
 
+// MinScrubLen is the length under which a form of a secret is not
+// scrubbed: a secret of one to three characters is no credential worth the
+// name, and removing it from every text would garble ordinary words (a
+// secret "s" would turn "connection refused" into "refu[redacted]ed").
+const MinScrubLen = 4
+
 // add records the forms of v and reports whether any was new. s.mu is
 // held.
 func (s *Scrubber) add(v string) bool {
 	changed := false
 	for _, f := range forms(v) {
-		if f != "" && !s.forms[f] {
+		if len(f) >= MinScrubLen && !s.forms[f] {
 			s.forms[f] = true
 			changed = true
 		}

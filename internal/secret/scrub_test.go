@@ -77,8 +77,8 @@ func TestScrubberLeavesOtherTextAndNilAlone(t *testing.T) {
 // one.
 func TestScrubberReplacesTheLongestSecretFirst(t *testing.T) {
 	t.Parallel()
-	s := NewScrubber(New("abc"), New("xxabcxx"))
-	if got := s.Scrub("1 xxabcxx 2 abc"); got != "1 "+Redacted+" 2 "+Redacted {
+	s := NewScrubber(New("abcd"), New("xxabcdxx"))
+	if got := s.Scrub("1 xxabcdxx 2 abcd"); got != "1 "+Redacted+" 2 "+Redacted {
 		t.Fatalf("Scrub = %q", got)
 	}
 }
@@ -120,5 +120,15 @@ func TestScrubberAddWhileScrubbing(t *testing.T) {
 	wg.Wait()
 	if got := s.Scrub("rotated-3-99"); got != Redacted {
 		t.Fatalf("a secret added last: %q", got)
+	}
+}
+
+// A secret shorter than MinScrubLen is no credential and is not scrubbed:
+// a test configuration's "s" must not garble "connection refused".
+func TestScrubberLeavesTooShortSecretsAlone(t *testing.T) {
+	t.Parallel()
+	s := NewScrubber(New("s"), New("long-enough-secret"))
+	if got := s.Scrub("connection refused: long-enough-secret"); got != "connection refused: "+Redacted {
+		t.Fatalf("Scrub = %q", got)
 	}
 }

@@ -35,6 +35,17 @@ type Sink interface {
 	Shutdown(ctx context.Context) error
 }
 
+// CommitObserver is a Sink that acts on what the checkpoint has committed
+// (the file sink's retention deletes only files whose batches are). After
+// every checkpoint commit the pipeline calls Committed for each stream the
+// commit moved, with the Seq (record.Batch.Seq) of the stream's oldest
+// page the commit does not cover: every batch of the stream with a lower
+// Seq that this run handed to Write is committed. Seqs count from 0 in
+// each run. Committed must return quickly and be safe for concurrent use.
+type CommitObserver interface {
+	Committed(stream record.Stream, next uint64)
+}
+
 // PermanentError marks a Write error that repeating the same batch cannot
 // cure (a record the destination's schema can never take, a permission the
 // sink lacks for good). The pipeline does not retry it forever: it stops

@@ -16,18 +16,53 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink/file"
 )
 
 // FileSink counts what the file sink wrote under Dir (layout: package
-// internal/sink/file): every *.ndjson, *.ndjson.gz and *.ndjson.gz.part
-// file in DIR/SOURCE/ACCOUNT/ of each target's stream. What a crash may
-// have left torn was never acknowledged and is not counted: a last line
-// without its newline, a last gzip member that does not end whole.
+// internal/sink/file): every *.ndjson, *.ndjson.gz and in-progress *.part
+// file in the directories Path gives each target's stream. What a crash
+// may have left torn was never acknowledged and is not counted: a last
+// line without its newline, a last gzip member that does not end whole.
+// Days whose files retention deleted are reported by Pruned.
 type FileSink struct {
 	Dir string
+	// Path is sink.file.path; "" is the default, DIR/SOURCE/ACCOUNT.
+	Path string
 }
 
-var _ Delivered = FileSink{}
+var (
+	_ Delivered = FileSink{}
+	_ Pruner    = FileSink{}
+)
+
+// Pruned implements Pruner: the targets whose time overlaps a file that
+// the sink's retention deleted (its record in DIR/.pruned).
+func (f FileSink) Pruned(ctx context.Context, targets []Target) (map[Key]bool, error) {
+	out := map[Key]bool{}
+	byStream := map[record.Stream][]file.PrunedFile{}
+	for _, x := range targets {
+		ps, ok := byStream[x.Stream]
+		if !ok {
+			account := x.Stream.Account
+			if x.Edge {
+				account = "" // an edge stream holds every account's files (C6)
+			}
+			var err error
+			if ps, err = file.ReadPruned(f.Dir, x.Stream.Source, account); err != nil {
+				return nil, fmt.Errorf("file sink %s: %w", f.Dir, err)
+			}
+			byStream[x.Stream] = ps
+		}
+		for _, p := range ps {
+			if !p.First.IsZero() && p.First.Before(x.End) && !p.Last.Before(x.Start) {
+				out[x.Key()] = true
+				break
+			}
+		}
+	}
+	return out, ctx.Err()
+}
 
 // Delivered implements Delivered.
 func (f FileSink) Delivered(ctx context.Context, targets []Target) (map[Key]int64, error) {
@@ -51,26 +86,18 @@ func (f FileSink) Delivered(ctx context.Context, targets []Target) (map[Key]int6
 	return t.counts(), nil
 }
 
-// dirs are the directories that hold x's stream: DIR/SOURCE/ACCOUNT, or
-// for an edge stream every DIR/SOURCE/* (the file sink files a batch by
-// its stream, and an edge stream holds every envelope account, C6).
+// dirs are the directories that hold x's stream (DIR/SOURCE/ACCOUNT by
+// default), for an edge stream those of every account of its source (the
+// file sink files a batch by its stream, and an edge stream holds every
+// envelope account, C6).
 func (f FileSink) dirs(x Target) ([]string, error) {
-	src := filepath.Join(f.Dir, escapeName(x.Stream.Source))
-	if !x.Edge {
-		return []string{filepath.Join(src, escapeName(x.Stream.Account))}, nil
+	account := x.Stream.Account
+	if x.Edge {
+		account = ""
 	}
-	entries, err := os.ReadDir(src)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	out, err := file.StreamDirs(f.Dir, f.Path, x.Stream.Source, account)
 	if err != nil {
 		return nil, fmt.Errorf("file sink %s: %w", f.Dir, err)
-	}
-	var out []string
-	for _, e := range entries {
-		if e.IsDir() {
-			out = append(out, filepath.Join(src, e.Name()))
-		}
 	}
 	return out, nil
 }
@@ -95,7 +122,7 @@ func readDir(ctx context.Context, dir string, t *tally) error {
 		}
 		path := filepath.Join(dir, name)
 		switch {
-		case strings.HasSuffix(name, ".ndjson"):
+		case strings.HasSuffix(name, ".ndjson"), strings.HasSuffix(name, ".ndjson.part"):
 			err = readPlain(path, t)
 		case strings.HasSuffix(name, ".ndjson.gz"), strings.HasSuffix(name, ".ndjson.gz.part"):
 			err = readGzip(path, t)
@@ -107,22 +134,6 @@ func readDir(ctx context.Context, dir string, t *tally) error {
 		}
 	}
 	return nil
-}
-
-// escapeName is the file sink's escaping of a source or account as one
-// path component: bytes outside [A-Za-z0-9_.-] and a leading dot become
-// %XX.
-func escapeName(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || (c == '.' && i > 0) {
-			b.WriteByte(c)
-			continue
-		}
-		fmt.Fprintf(&b, "%%%02X", c)
-	}
-	return b.String()
 }
 
 // fileEnvelope is what verify reads of an envelope line.

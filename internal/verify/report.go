@@ -70,7 +70,17 @@ const (
 	StatusOK    = "ok"
 	StatusGap   = "gap"
 	StatusExtra = "extra"
+	// StatusPruned: the sink has fewer records than the API because its
+	// retention deleted files of the day on purpose (Pruner); not a gap.
+	StatusPruned = "pruned"
 )
+
+// Pruner is a Delivered that knows which targets lost records to the
+// sink's own retention (the file sink's record of deleted files). Run
+// reports such a target with fewer records as pruned, not as a gap.
+type Pruner interface {
+	Pruned(ctx context.Context, targets []Target) (map[Key]bool, error)
+}
 
 // Row is the verdict on one target.
 type Row struct {
@@ -113,9 +123,10 @@ const (
 // Report is the verdict on a plan.
 type Report struct {
 	Rows []Row `json:"rows"`
-	// Gaps and Extra count the rows of each status.
-	Gaps  int `json:"gaps"`
-	Extra int `json:"extra"`
+	// Gaps, Extra and Pruned count the rows of each status.
+	Gaps   int `json:"gaps"`
+	Extra  int `json:"extra"`
+	Pruned int `json:"pruned"`
 	// Missing is the sum of API minus delivered over the gaps.
 	Missing int64 `json:"missing"`
 	// Requests is how many times the Counter was asked.
@@ -130,6 +141,12 @@ func Run(ctx context.Context, p Plan, api Counter, sink Delivered) (Report, erro
 	if err != nil {
 		return r, fmt.Errorf("verify: count what the sink delivered: %w", err)
 	}
+	var pruned map[Key]bool
+	if pr, ok := sink.(Pruner); ok {
+		if pruned, err = pr.Pruned(ctx, p.Targets); err != nil {
+			return r, fmt.Errorf("verify: read what the sink's retention deleted: %w", err)
+		}
+	}
 	for _, t := range p.Targets {
 		var n int64
 		for _, w := range t.Windows() {
@@ -141,6 +158,12 @@ func Run(ctx context.Context, p Plan, api Counter, sink Delivered) (Report, erro
 			n += c
 		}
 		r.add(t, n, got[t.Key()])
+		if row := &r.Rows[len(r.Rows)-1]; row.Status == StatusGap && pruned[t.Key()] {
+			row.Status = StatusPruned
+			r.Gaps--
+			r.Missing -= n - row.Delivered
+			r.Pruned++
+		}
 		if row := &r.Rows[len(r.Rows)-1]; row.Status == StatusGap {
 			for _, w := range t.Rechecked {
 				c, err := api.Count(ctx, t.Stream, w.Start, w.End)
@@ -199,8 +222,12 @@ func (r Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d days verified with %d API requests: %d with a gap (%d records missing), %d with extra records\n",
-		len(r.Rows), r.Requests, r.Gaps, r.Missing, r.Extra)
+	pruned := ""
+	if r.Pruned > 0 {
+		pruned = fmt.Sprintf(", %d pruned by the sink's retention", r.Pruned)
+	}
+	_, err := fmt.Fprintf(w, "%d days verified with %d API requests: %d with a gap (%d records missing), %d with extra records%s\n",
+		len(r.Rows), r.Requests, r.Gaps, r.Missing, r.Extra, pruned)
 	return err
 }
 

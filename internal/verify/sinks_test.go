@@ -384,3 +384,75 @@ func TestVerifyFindsTheGapsOfTheClickHouseSink(t *testing.T) {
 		t.Fatalf("a database without the tables: %v, %+v", err, r)
 	}
 }
+
+// A day whose files the file sink's retention deleted is reported as
+// pruned, not as a gap (and exits 0); a real gap on another day still is
+// one. The sink writes into time-partitioned directories, which verify
+// finds through sink.file.path.
+func TestVerifyReportsTheDaysTheFileSinkPrunedAsPruned(t *testing.T) {
+	s := newScenario(t)
+	dir := t.TempDir()
+	cfg := file.DefaultConfig()
+	cfg.Dir, cfg.Fsync = dir, false
+	cfg.Path = "{source}/{account}/{yyyy}/{mm}/{dd}"
+	cfg.MaxBytes = 1 // a file per batch
+	sk, err := file.New(cfg, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.deliver(t, sk)
+	if left, _ := file.ReadPruned(dir, logins.Source, logins.Account); len(left) != 0 {
+		t.Fatalf("pruned without retention: %v", left)
+	}
+	// The next run keeps the newest 2 files of each stream: day 0 goes
+	// (audit logs: its batch and its repeat; alerts: its one batch).
+	cfg.Retention.MaxFiles = 2
+	sk2, err := file.New(cfg, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := sk2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := sk2.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ps, _ := file.ReadPruned(dir, logins.Source, logins.Account); len(ps) != 2 {
+		t.Fatalf("%d audit-log files pruned, want 2: %+v", len(ps), ps)
+	}
+
+	d := verify.FileSink{Dir: dir, Path: cfg.Path}
+	r, err := verify.Run(ctx, s.plan(), s.truth(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	_ = r.WriteTable(&table)
+	want := map[string]string{
+		"audit_logs 0": verify.StatusPruned, "audit_logs 1": verify.StatusGap, "audit_logs 2": verify.StatusOK,
+		"edge_alerts 0": verify.StatusPruned, "edge_alerts 1": verify.StatusOK, "edge_alerts 2": verify.StatusOK,
+	}
+	for i, row := range r.Rows {
+		k := fmt.Sprintf("%s %d", row.Source, i%3)
+		if row.Status != want[k] {
+			t.Errorf("%s: %s, want %s\n%s", k, row.Status, want[k], table.String())
+		}
+	}
+	if r.Gaps != 1 || r.Pruned != 2 || r.Missing != 7 || r.ExitCode() != 1 || !strings.Contains(table.String(), "2 pruned by the sink's retention") {
+		t.Fatalf("report %+v\n%s", r, table.String())
+	}
+	// Day 0 alone: pruned only, exit 0.
+	day0 := verify.NewPlan([]verify.StreamInfo{
+		{Stream: logins, Start: s.from, State: checkpoint.State{Watermark: s.wm}},
+		{Stream: alerts, Edge: true, Start: s.from, State: checkpoint.State{Watermark: s.wm}},
+	}, verify.Filter{From: s.from, To: s.from.Add(verify.Day)}, verify.Limits{Now: time.Now()})
+	r0, err := verify.Run(ctx, day0, s.truth(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r0.Rows) != 2 || r0.Pruned != 2 || r0.Gaps != 0 || r0.ExitCode() != 0 {
+		t.Errorf("day 0 alone: %+v", r0)
+	}
+	t.Logf("\n%s", table.String())
+}

@@ -117,6 +117,7 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger, opts ...Option
 	}
 	s.base, err = sinkhelper.New(SinkName, reg, s.push, sinkhelper.WithLogger(log),
 		sinkhelper.WithStart(s.start), sinkhelper.WithReady(s.ping),
+		sinkhelper.WithErrorKinds(errKindInsert, errKindTimeout, errKindSource),
 		sinkhelper.WithDrain(s.drain), sinkhelper.WithClose(s.close), sinkhelper.WithErrorScrub(o.scrub.Error))
 	if err != nil {
 		return nil, err

@@ -32,6 +32,17 @@ type Config struct {
 	// Dir is the root directory; files go to DIR/SOURCE/ACCOUNT/.
 	// Default "./out", resolved to an absolute path by New.
 	Dir string `koanf:"dir"`
+	// Path is where below Dir a stream's files go: '/'-separated
+	// components, {source} and {account} each a whole component (escaped
+	// names), and the UTC time the batch's page was fetched as {yyyy},
+	// {mm}, {dd}, {hh}, alone or inside a component
+	// ("{source}/{account}/{yyyy}/{mm}/{dd}", "{source}/{account}/dt={yyyy}-{mm}-{dd}").
+	// A batch is never split: a file is closed when the next batch goes to
+	// another directory. Default "{source}/{account}".
+	Path string `koanf:"path"`
+	// Retention bounds what stays on disk (keys under sink.file.retention);
+	// off by default.
+	Retention RetentionConfig `koanf:"retention"`
 	// MaxBytes is the size at which a file is closed and a new one begun:
 	// a batch that would take the current file past MaxBytes goes to a new
 	// file, so files stay at or under MaxBytes unless one batch alone is
@@ -44,8 +55,9 @@ type Config struct {
 	// plain one handed to retention tools in bounded time. 0 turns it off:
 	// files are then closed only by size and at Shutdown. Default 1h.
 	MaxAge time.Duration `koanf:"max_age"`
-	// Gzip writes NDJSON.gz: every batch is one complete gzip member, and a
-	// file is named *.ndjson.gz.part until it is complete. Default false.
+	// Gzip writes NDJSON.gz: every batch is one complete gzip member. A
+	// file, plain or gzip, is named *.part until it is complete. Default
+	// false.
 	Gzip bool `koanf:"gzip"`
 	// FileMode is the permission of new files (octal in YAML and the
 	// environment: 0640). It must let the owner read and write and have no
@@ -67,12 +79,13 @@ type Config struct {
 	OCSF ocsfenc.Config `koanf:"ocsf"`
 }
 
-// DefaultConfig returns the defaults: Dir "./out", MaxBytes 256 MiB, MaxAge
-// 1h, Gzip off, FileMode 0640, Fsync on, Format "envelope" and the
+// DefaultConfig returns the defaults: Dir "./out", Path
+// "{source}/{account}", no retention, MaxBytes 256 MiB, MaxAge 1h, Gzip off, FileMode 0640, Fsync on, Format "envelope" and the
 // defaults of the ocsf block.
 func DefaultConfig() Config {
 	return Config{
 		Dir:      DefaultDir,
+		Path:     DefaultPath,
 		MaxBytes: DefaultMaxBytes,
 		MaxAge:   DefaultMaxAge,
 		FileMode: DefaultFileMode,
@@ -89,6 +102,10 @@ func (c Config) Validate() error {
 	if c.Dir == "" {
 		errs = append(errs, errors.New("sink.file.dir: must not be empty"))
 	}
+	if _, err := parseLayout(c.Path); err != nil {
+		errs = append(errs, fmt.Errorf("sink.file.path: %w", err))
+	}
+	errs = append(errs, c.Retention.validate("sink.file.retention"))
 	if c.MaxBytes <= 0 {
 		errs = append(errs, fmt.Errorf("sink.file.max_bytes: must be > 0, got %d", c.MaxBytes))
 	}

@@ -32,9 +32,10 @@ func TestConfigFromYAML(t *testing.T) {
 		file string
 		want Config
 	}{
-		{"full.yaml", Config{Dir: "/var/lib/collector/out", MaxBytes: 1 << 20, MaxAge: 15 * time.Minute, Gzip: true, FileMode: 0o644, Fsync: false,
+		{"full.yaml", Config{Dir: "/var/lib/collector/out", Path: "{source}/{account}/{yyyy}/{mm}/{dd}",
+			Retention: RetentionConfig{MaxFiles: 100, MaxBytes: 10 << 30, MaxAge: 7 * 24 * time.Hour}, MaxBytes: 1 << 20, MaxAge: 15 * time.Minute, Gzip: true, FileMode: 0o644, Fsync: false,
 			Format: "ocsf", OCSF: ocsfenc.Config{RawData: true, ProductName: "Platform", EdgeProductName: "Edge", VendorName: "Vendor", ProductVersion: "2026.11"}}},
-		{"partial.yaml", Config{Dir: "./out", MaxBytes: 256 << 20, MaxAge: time.Hour, Gzip: true, FileMode: 0o640, Fsync: true,
+		{"partial.yaml", Config{Dir: "./out", Path: DefaultPath, MaxBytes: 256 << 20, MaxAge: time.Hour, Gzip: true, FileMode: 0o640, Fsync: true,
 			Format: "envelope", OCSF: ocsfenc.DefaultConfig()}},
 	}
 	for _, tt := range tests {
@@ -56,7 +57,8 @@ func TestInvalidConfigNamesEveryBadKey(t *testing.T) {
 		want []string
 	}{
 		{"bad.yaml", []string{"sink.file.dir: must not be empty", "sink.file.max_bytes: must be > 0", "sink.file.max_age: must be >= 0", "sink.file.file_mode: 01200 has bits outside 0777",
-			`sink.file.format: unknown format "xml" (envelope, ocsf)`}},
+			`sink.file.format: unknown format "xml" (envelope, ocsf)`, `sink.file.path: "{source}/{day}": unknown placeholder {day}`,
+			"sink.file.retention.max_files: must be >= 0", "sink.file.retention.max_bytes: must be >= 0", "sink.file.retention.max_age: must be >= 0"}},
 		{"readonly_mode.yaml", []string{"sink.file.file_mode: 0440 must let the owner read and write"}},
 	}
 	for _, tt := range tests {
@@ -71,6 +73,32 @@ func TestInvalidConfigNamesEveryBadKey(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestPathTemplatesThatCannotWorkAreRefused(t *testing.T) {
+	for path, want := range map[string]string{
+		"{source}":                     "must hold {source} and {account}",
+		"{source}/x-{account}":         "unknown placeholder {account}",
+		"/{source}/{account}":          "relative path",
+		"{source}/../{account}":        "'..'",
+		"{source}/{account}/.{yyyy}":   "starts with a dot",
+		"{source}/{account}/{yyyy":     "unclosed",
+		"{source}/{account}/a b":       "literal text",
+		"{source}/{account}/{minutes}": "unknown placeholder",
+	} {
+		c := DefaultConfig()
+		c.Path = path
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "sink.file.path: ") || !strings.Contains(err.Error(), want) {
+			t.Errorf("path %q: %v, want an error naming sink.file.path with %q", path, err, want)
+		}
+	}
+	for _, path := range []string{DefaultPath, "{source}/{account}/{yyyy}/{mm}/{dd}/{hh}", "{yyyy}/{source}/{account}/dt={yyyy}-{mm}-{dd}"} {
+		c := DefaultConfig()
+		c.Path = path
+		if err := c.Validate(); err != nil {
+			t.Errorf("path %q: %v", path, err)
+		}
 	}
 }
 

@@ -12,11 +12,19 @@
 // # Layout
 //
 //	DIR/.lock                                    flock: one collector per DIR
+//	DIR/.pruned/SOURCE/ACCOUNT.ndjson            what retention deleted (PrunedFile lines)
 //	DIR/SOURCE/ACCOUNT/SOURCE-ACCOUNT-20261122T153000.123Z-000001.ndjson
-//	DIR/SOURCE/ACCOUNT/SOURCE-ACCOUNT-20261122T153000.123Z-000002.ndjson.gz
-//	DIR/SOURCE/ACCOUNT/SOURCE-ACCOUNT-20261122T154512.004Z-000003.ndjson.gz.part
+//	DIR/SOURCE/ACCOUNT/SOURCE-ACCOUNT-20261122T154512.004Z-000002.ndjson.part
+//	(gzip: *.ndjson.gz, and *.ndjson.gz.part while written)
 //
-// Directories are 0750, files Config.FileMode (0640). Source and account
+// SOURCE/ACCOUNT is Config.Path, "{source}/{account}" by default; a
+// template such as "{source}/{account}/{yyyy}/{mm}/{dd}" partitions a
+// stream by the UTC time its pages were fetched (the envelopes'
+// fetched_at: a retry of a batch goes where its first attempt went, and a
+// batch is never split across directories; record times may lie earlier,
+// by the window's span and the API's ingestion delay). A file is closed
+// when the stream's next batch goes to another directory. Directories are
+// 0750, files Config.FileMode (0640). Source and account
 // names are escaped (bytes outside [A-Za-z0-9_.-] and a leading dot become
 // %XX), so no name can leave its directory. The stamp is when the file was
 // begun (UTC, milliseconds, never earlier than the stream's previous file);
@@ -34,19 +42,25 @@
 // Delivery is at least once: a batch written again after a crash or a
 // cancelled Write appears twice, with the same C7 ids.
 //
-// # Plain files: written in place
+// # Plain files: *.ndjson.part until complete
 //
-// Shippers tail files, so a plain file is written under its final name. A
-// file is closed when the next batch would take it past Config.MaxBytes or
+// A file is closed when the next batch would take it past Config.MaxBytes,
 // when it is Config.MaxAge old (1h; checked at the stream's next write, and
-// for quiet streams by one goroutine that Start starts and Shutdown stops);
-// a batch is never split across files. A crash
-// can leave the newest file of a stream with a torn last line (or, on some
-// file systems, a tail of zero bytes): Start cuts it after the last complete
-// line before any such damage. Those bytes were never acknowledged, so the
-// collector sends them again. A tailer that read the torn line before the
-// repair sees it once; shippers emit a line only at its newline, so most
-// never do.
+// for quiet streams by one goroutine that Start starts and Shutdown stops),
+// when the next batch goes to another directory (Config.Path), and at
+// Shutdown; a batch is never split across files. A file is written as
+// *.ndjson.part and renamed to *.ndjson when it is closed: a batch loader
+// that takes *.ndjson never sees a file that still grows. Shippers that
+// tail (Filebeat's filestream, Vector's file source) follow a file across
+// a rename (by inode or fingerprint): give them both names, *.ndjson.part
+// and *.ndjson, and they read each line once, as soon as it is written.
+//
+// A crash can leave the .part file of a stream with a torn last line (or,
+// on some file systems, a tail of zero bytes): Start cuts it after the last
+// complete line before any such damage and renames it. Those bytes were
+// never acknowledged, so the collector sends them again. A tailer that read
+// the torn line before the repair sees it once; shippers emit a line only
+// at its newline, so most never do. Every file under a final name is whole.
 //
 // # Gzip files: one member per batch, renamed when complete
 //
@@ -61,6 +75,37 @@
 // without inflating it, checks the CRC of the last one, cuts a torn last
 // member off and renames the file. Readers must not read *.part files; if
 // they do, they must tolerate a truncated last member.
+//
+// # Retention
+//
+// Config.Retention (off by default: the sink cannot know what a shipper
+// has read) deletes closed files: beyond max_files per stream, beyond
+// max_bytes for the whole DIR (oldest first, by modification time), or
+// last written more than max_age ago. It never deletes a *.part file, the
+// newest closed file of a stream, or a file holding a batch of this run
+// that the checkpoint has not committed: the pipeline reports commits
+// (sink.CommitObserver, Committed), and a file waits until every batch in
+// it is covered. Files of earlier runs wait for nothing: their records
+// were either committed then or are fetched and written again now, so no
+// commit depends on them. Each deleted file is first recorded, with its
+// record-time range and line count, in DIR/.pruned/SOURCE/ACCOUNT.ndjson
+// (fsynced before the file goes), which collector verify reads to report
+// such days as pruned instead of gaps. Passes run after each rotation and
+// commit, every minute, and at Start; each deletion counts in
+// collector_sink_files_pruned_total{sink,reason} and
+// collector_sink_pruned_bytes_total{sink}. Deleting a file is safe once it
+// is closed and committed: the collector never reads it again. Whether a
+// reader downstream has read it is the operator's to size the limits for.
+//
+//	write batch ──> X.ndjson.part (fsync) ──> ack ──> checkpoint commit ──> Committed(stream, next)
+//	rotate ──> rename X.ndjson.part -> X.ndjson (fsync dir)           │
+//	                                   retention: closed AND committed AND not newest
+//	                                   ──> append DIR/.pruned line (fsync) ──> unlink X.ndjson
+//
+// A crash before the rename leaves X.ndjson.part: Start repairs and
+// renames it. A crash between the .pruned line and the unlink leaves the
+// file and its record: the next pass deletes it and records it again
+// (verify counts the day pruned either way).
 //
 // # Errors
 //

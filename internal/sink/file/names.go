@@ -9,11 +9,12 @@ import (
 
 // File name parts. A file is named
 //
-//	SOURCE-ACCOUNT-20261122T153000.123Z-000001.ndjson      plain
-//	SOURCE-ACCOUNT-20261122T153000.123Z-000001.ndjson.gz   gzip, complete
+//	SOURCE-ACCOUNT-20261122T153000.123Z-000001.ndjson.part     plain, being written
+//	SOURCE-ACCOUNT-20261122T153000.123Z-000001.ndjson          plain, complete
 //	SOURCE-ACCOUNT-20261122T153000.123Z-000001.ndjson.gz.part  gzip, being written
+//	SOURCE-ACCOUNT-20261122T153000.123Z-000001.ndjson.gz       gzip, complete
 //
-// in DIR/SOURCE/ACCOUNT/. The time is when the file was begun (UTC, never
+// in the stream's directory (Config.Path below DIR). The time is when the file was begun (UTC, never
 // before the stream's previous file) and the sequence number grows by one
 // per file of the stream across restarts, so the names of one stream sort
 // in the order they were written.
@@ -58,9 +59,9 @@ func (n fileName) format(prefix string) string {
 	ext := extPlain
 	if n.gzip {
 		ext = extGzip
-		if n.part {
-			ext += extPart
-		}
+	}
+	if n.part {
+		ext += extPart
 	}
 	return fmt.Sprintf("%s%s-%0*d%s", prefix, n.stamp.UTC().Format(stampLayout), seqDigits, n.seq, ext)
 }
@@ -78,6 +79,8 @@ func parseFileName(prefix, name string) (fileName, bool) {
 		rest, n.gzip, n.part = strings.TrimSuffix(rest, extGzip+extPart), true, true
 	case strings.HasSuffix(rest, extGzip):
 		rest, n.gzip = strings.TrimSuffix(rest, extGzip), true
+	case strings.HasSuffix(rest, extPlain+extPart):
+		rest, n.part = strings.TrimSuffix(rest, extPlain+extPart), true
 	case strings.HasSuffix(rest, extPlain):
 		rest = strings.TrimSuffix(rest, extPlain)
 	default:
@@ -100,6 +103,30 @@ func parseFileName(prefix, name string) (fileName, bool) {
 	return n, true
 }
 
+// splitFileName parses name if it has the shape of one of our file names,
+// whatever its stream, and returns its prefix ("SOURCE-ACCOUNT-") too.
+// Retention and Start use it on every file below DIR.
+func splitFileName(name string) (prefix string, n fileName, ok bool) {
+	base := name
+	for _, ext := range []string{extGzip + extPart, extGzip, extPlain + extPart, extPlain} {
+		if b, found := strings.CutSuffix(name, ext); found {
+			base = b
+			break
+		}
+	}
+	// base is PREFIX STAMP-SEQ: the sequence number is the digits after the
+	// last '-', the stamp the stampLen bytes before it.
+	dash := strings.LastIndexByte(base, '-')
+	if base == name || dash < stampLen {
+		return "", n, false
+	}
+	prefix = base[:dash-stampLen]
+	if n, ok = parseFileName(prefix, name); !ok {
+		return "", n, false
+	}
+	return prefix, n, true
+}
+
 // less orders file names as they were written.
 func (n fileName) less(m fileName) bool {
 	if !n.stamp.Equal(m.stamp) {
@@ -117,7 +144,7 @@ const maxNameLen = 255
 // says: no retry can make them shorter.
 func checkNames(source, account string, gzip bool) error {
 	src, acct := escapeName(source), escapeName(account)
-	longest := fileName{gzip: gzip, part: gzip}.format(src + "-" + acct + "-")
+	longest := fileName{gzip: gzip, part: true}.format(src + "-" + acct + "-")
 	if len(src) > maxNameLen || len(acct) > maxNameLen || len(longest) > maxNameLen {
 		return fmt.Errorf("source %q and account %q make file names of %d bytes, longer than the %d a file system takes",
 			source, account, len(longest), maxNameLen)

@@ -16,42 +16,26 @@ import (
 // data did). JSON text never holds a raw NUL, so one marks damage.
 const tailWindow = 8 << 20
 
-// repairAll visits every stream directory DIR/SOURCE/ACCOUNT. Names that
-// start with a dot (the lock, probes) and plain files at the upper levels
-// are not ours and are left alone.
+// repairAll visits every directory Config.Path gives a stream below DIR.
+// Names that start with a dot (the lock, probes, the record of pruned
+// files) and files elsewhere are not ours and are left alone.
 func (s *Sink) repairAll(ctx context.Context) error {
-	sources, err := os.ReadDir(s.dir)
-	if err != nil {
-		return fmt.Errorf("file sink: %w", err)
+	err := s.layout.walk(s.dir, "", "", func(dir, src, acct string) error {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("file sink: start: %w", err)
+		}
+		return s.repairStream(dir, src+"-"+acct+"-")
+	})
+	if err != nil && ctx.Err() == nil {
+		err = fmt.Errorf("file sink: %w", err)
 	}
-	for _, src := range sources {
-		if !src.IsDir() || strings.HasPrefix(src.Name(), ".") {
-			continue
-		}
-		accounts, err := os.ReadDir(filepath.Join(s.dir, src.Name()))
-		if err != nil {
-			return fmt.Errorf("file sink: %w", err)
-		}
-		for _, acct := range accounts {
-			if !acct.IsDir() || strings.HasPrefix(acct.Name(), ".") {
-				continue
-			}
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("file sink: start: %w", err)
-			}
-			dir := filepath.Join(s.dir, src.Name(), acct.Name())
-			if err := s.repairStream(dir, src.Name()+"-"+acct.Name()+"-"); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return err
 }
 
-// repairStream repairs the newest plain file of one stream directory and
-// finishes every *.part gzip file in it. Only the newest plain file can
-// hold a torn line: a file is left for the next one only after its last
-// batch was complete.
+// repairStream finishes every *.part file of one stream directory (a
+// crash left it being written): it cuts a torn tail and gives the file its
+// final name. It also repairs the newest complete plain file, which an
+// earlier version of the sink wrote in place.
 func (s *Sink) repairStream(dir, prefix string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -69,6 +53,10 @@ func (s *Sink) repairStream(dir, prefix string) error {
 		}
 		path := filepath.Join(dir, e.Name())
 		switch {
+		case n.part && !n.gzip:
+			if err := s.finishPlain(path); err != nil {
+				return fmt.Errorf("file sink: repair %s: %w", path, err)
+			}
 		case n.part:
 			if err := s.repairPart(path); err != nil {
 				return fmt.Errorf("file sink: repair %s: %w", path, err)
@@ -83,6 +71,27 @@ func (s *Sink) repairStream(dir, prefix string) error {
 		}
 	}
 	return nil
+}
+
+// finishPlain repairs a plain *.part file (repairPlain) and gives it its
+// final name; an empty one is removed.
+func (s *Sink) finishPlain(path string) error {
+	if err := s.repairPlain(path); err != nil {
+		return err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Size() == 0 {
+		err = os.Remove(path)
+	} else {
+		err = os.Rename(path, strings.TrimSuffix(path, extPart))
+	}
+	if err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
 }
 
 // repairPlain cuts a plain file after its last complete line, and before

@@ -43,6 +43,7 @@ type Sink struct {
 	log     *slog.Logger
 	base    *sinkhelper.Base
 	rotated prometheus.Counter
+	layout  layout           // Config.Path
 	line    lineFunc         // per Config.Format
 	now     func() time.Time // file name stamps; tests replace it
 	open    openFunc         // tests inject faults here
@@ -52,6 +53,15 @@ type Sink struct {
 	unlockDir   func() error
 	stopJanitor chan struct{} // closed by Shutdown
 	janitorDone chan struct{} // closed when the janitor returns
+
+	// Retention (retention.go).
+	retKick     chan struct{} // capacity 1: "run a retention pass"
+	pruned      map[string]prometheus.Counter
+	prunedBytes prometheus.Counter
+	pruneMu     sync.Mutex               // one retention pass at a time
+	retMu       sync.Mutex               // guards the two maps below
+	committed   map[record.Stream]uint64 // Committed's next per stream
+	uncommitted map[string]closedFile    // closed files of this run whose batches are not all committed
 
 	bufs sync.Pool // *[]byte, encoded batches and scratch lines
 	zws  sync.Pool // *gzip.Writer
@@ -81,6 +91,25 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error)
 	if err != nil {
 		return nil, fmt.Errorf("file sink: metrics: %w", err)
 	}
+	lay, err := parseLayout(cfg.Path)
+	if err != nil {
+		return nil, fmt.Errorf("sink.file.path: %w", err)
+	}
+	prunedFiles, err := sinkhelper.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "collector_sink_files_pruned_total",
+		Help: "Closed files a sink's retention deleted, by the limit that deleted them (max_files, max_bytes, max_age).",
+	}, []string{"sink", "reason"}))
+	if err != nil {
+		return nil, fmt.Errorf("file sink: metrics: %w", err)
+	}
+	prunedBytes, err := sinkhelper.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "collector_sink_pruned_bytes_total",
+		Help: "Bytes of the closed files a sink's retention deleted.",
+	}, []string{"sink"}))
+	if err != nil {
+		return nil, fmt.Errorf("file sink: metrics: %w", err)
+	}
+	name := sinkhelper.NameOf(reg, SinkName)
 	line := envelopeLine
 	if cfg.Format == FormatOCSF {
 		enc, err := ocsfenc.New(cfg.OCSF, reg)
@@ -93,13 +122,24 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error)
 		cfg:     cfg,
 		dir:     dir,
 		log:     log.With("sink", SinkName),
-		rotated: rotated.WithLabelValues(sinkhelper.NameOf(reg, SinkName)),
+		rotated: rotated.WithLabelValues(name),
+		layout:  lay,
 		line:    line,
 		now:     time.Now,
 		open:    openOS,
 		streams: map[streamKey]*stream{},
+
+		retKick:     make(chan struct{}, 1),
+		pruned:      map[string]prometheus.Counter{},
+		prunedBytes: prunedBytes.WithLabelValues(name),
+		committed:   map[record.Stream]uint64{},
+		uncommitted: map[string]closedFile{},
+	}
+	for _, reason := range []string{pruneCount, pruneBytes, pruneAge} {
+		s.pruned[reason] = prunedFiles.WithLabelValues(name, reason) // 0 from the start
 	}
 	s.base, err = sinkhelper.New(SinkName, reg, s.push, sinkhelper.WithLogger(s.log),
+		sinkhelper.WithErrorKinds(kindInvalid, kindOpen, kindWrite, kindSync, kindTruncate, kindCanceled),
 		sinkhelper.WithStart(s.start), sinkhelper.WithReady(s.ready),
 		sinkhelper.WithDrain(s.drain), sinkhelper.WithClose(s.closeAll))
 	if err != nil {
@@ -109,12 +149,14 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error)
 }
 
 // Start creates the root directory, takes an exclusive lock on it (a
-// second collector on the same directory fails here), and repairs what a
-// crash may have left in every stream directory: the torn last line of the
-// newest plain file, and the torn last member of every *.part gzip file,
-// which it then renames to its final name. It fails when the directory is
-// unusable or a file cannot be repaired. With MaxAge it starts one
-// goroutine that closes old files of quiet streams; Shutdown stops it.
+// second collector on the same directory fails here), repairs what a
+// crash may have left in every stream directory (the torn tail of every
+// *.part file, which it then renames to its final name; the torn last line
+// of the newest plain file an earlier version wrote in place), and applies
+// Config.Retention to the files of earlier runs. It fails when the directory is
+// unusable or a file cannot be repaired. With MaxAge or Retention it starts
+// one goroutine that closes old files of quiet streams and deletes what
+// retention allows; Shutdown stops it.
 func (s *Sink) Start(ctx context.Context) error { return s.base.Start(ctx) }
 
 // Write appends b's envelopes, one NDJSON line each, to the current file of
@@ -157,14 +199,21 @@ func (s *Sink) start(ctx context.Context) error {
 		_ = unlock()
 		return err
 	}
+	// The files earlier runs left: their records were committed or are
+	// fetched again, so retention applies to them at once.
+	if err := s.prune(); err != nil {
+		s.log.Error("file sink: retention at start", "err", err)
+	}
 	s.mu.Lock()
 	s.unlockDir = unlock
-	if s.cfg.MaxAge > 0 {
+	if s.cfg.MaxAge > 0 || s.cfg.Retention.enabled() {
 		s.stopJanitor, s.janitorDone = make(chan struct{}), make(chan struct{})
 		go s.janitor(s.stopJanitor, s.janitorDone)
 	}
 	s.mu.Unlock()
-	s.log.Info("file sink started", "dir", s.dir, "format", s.cfg.Format, "gzip", s.cfg.Gzip, "max_bytes", s.cfg.MaxBytes, "fsync", s.cfg.Fsync)
+	r := s.cfg.Retention
+	s.log.Info("file sink started", "dir", s.dir, "path", s.cfg.Path, "format", s.cfg.Format, "gzip", s.cfg.Gzip, "max_bytes", s.cfg.MaxBytes, "fsync", s.cfg.Fsync,
+		"retention_max_files", r.MaxFiles, "retention_max_bytes", r.MaxBytes, "retention_max_age", r.MaxAge)
 	return nil
 }
 
@@ -179,6 +228,15 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 	}
 	st := s.stream(b.Source, b.Account)
 	p, err := s.encode(ctx, b)
+	if p != nil {
+		// The page's fetch time places it (Config.Path): a retry goes
+		// where the first attempt went.
+		fetched := s.now()
+		if len(b.Envelopes) > 0 && !b.Envelopes[0].FetchedAt.IsZero() {
+			fetched = b.Envelopes[0].FetchedAt
+		}
+		p.dir, p.seq = st.dirFor(fetched), b.Seq
+	}
 	if err != nil {
 		err = fmt.Errorf("file sink: encode %s: %w", st.name, err)
 		if errors.Is(err, errUnwritable) {
@@ -264,16 +322,32 @@ func (s *Sink) putBuf(bp *[]byte) {
 	}
 }
 
-// janitor closes the old files of quiet streams until stop is closed.
+// janitor closes the old files of quiet streams and runs retention (when
+// a file was closed, a commit came, and every tick) until stop is closed.
 func (s *Sink) janitor(stop, done chan struct{}) {
 	defer close(done)
-	tick := time.NewTicker(min(max(s.cfg.MaxAge/4, time.Second), time.Minute))
+	every := time.Minute
+	if s.cfg.MaxAge > 0 {
+		every = min(max(s.cfg.MaxAge/4, time.Second), time.Minute)
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {
 		case <-stop:
 			return
+		case <-s.retKick:
+			if err := s.prune(); err != nil {
+				s.log.Error("file sink: retention", "err", err)
+			}
+			continue
 		case <-tick.C:
+		}
+		if err := s.prune(); err != nil {
+			s.log.Error("file sink: retention", "err", err)
+		}
+		if s.cfg.MaxAge <= 0 {
+			continue
 		}
 		s.mu.Lock()
 		streams := make([]*stream, 0, len(s.streams))

@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink/sinkhelper"
 )
 
@@ -45,10 +47,10 @@ type streamKey struct{ source, account string }
 // touches the file fields.
 type stream struct {
 	s      *Sink
+	key    record.Stream
 	name   string // "source/account", for messages
 	src    string // escaped source, a directory name
 	acct   string // escaped account, a directory name
-	dir    string // DIR/SOURCE/ACCOUNT
 	prefix string // "SOURCE-ACCOUNT-"
 
 	sem   chan struct{} // leadership, capacity 1
@@ -57,31 +59,50 @@ type stream struct {
 	// Owned by the holder of sem.
 	f          segment
 	path       string    // current file, "" when none
+	dir        string    // its directory (Config.Path below DIR)
 	cur        fileName  // its name
 	opened     time.Time // when it was created, by Sink.now
 	size       int64     // bytes in f, all durable
+	maxSeq     uint64    // highest record.Batch.Seq in f
+	hasBatch   bool      // f holds a batch (maxSeq is set)
 	last       fileName  // newest name of the stream, for the next one
-	scanned    bool      // last was read from the directory
-	dirsSynced bool      // DIR and DIR/SOURCE entries fsynced in this run
+	scannedDir string    // the directory last was last merged with
+	syncedDir  string    // the directory whose chain of entries was fsynced in this run
 	torn       bool      // f holds bytes past size that could not be truncated
+
+	// shared is dir as retention reads it, "" when no file is open.
+	shared atomic.Value // string
 }
 
 func (s *Sink) newStream(k streamKey) *stream {
 	src, acct := escapeName(k.source), escapeName(k.account)
 	return &stream{
 		s:      s,
+		key:    record.Stream{Source: k.source, Account: k.account},
 		name:   k.source + "/" + k.account,
 		src:    src,
 		acct:   acct,
-		dir:    filepath.Join(s.dir, src, acct),
 		prefix: src + "-" + acct + "-",
 		sem:    make(chan struct{}, 1),
 	}
 }
 
+// dirFor is the directory of the stream's files for a page fetched at t.
+func (st *stream) dirFor(t time.Time) string {
+	return filepath.Join(st.s.dir, st.s.layout.dir(st.src, st.acct, t))
+}
+
+// curDir is the directory of the file being written, "" when none.
+func (st *stream) curDir() string {
+	d, _ := st.shared.Load().(string)
+	return d
+}
+
 // pending is one Write's encoded batch waiting for its group commit.
 type pending struct {
 	ctx   context.Context
+	dir   string        // the directory the batch goes to (Config.Path)
+	seq   uint64        // its record.Batch.Seq
 	buf   *[]byte       // owned by the stream once queued
 	done  chan struct{} // closed when err is set
 	err   error
@@ -117,21 +138,25 @@ func (st *stream) commit(p *pending) error {
 // flush writes one group as the leader and completes every member.
 func (st *stream) flush(group []*pending) {
 	live := group[:0]
-	var n int64
 	for _, p := range group {
 		if err := p.ctx.Err(); err != nil {
 			st.finish(p, sinkhelper.Kind(kindCanceled, fmt.Errorf("file sink: write %s: %w", st.name, err)))
 			continue
 		}
 		live = append(live, p)
-		n += int64(len(*p.buf))
 	}
-	if len(live) == 0 {
-		return
-	}
-	err := st.append(live, n)
-	for _, p := range live {
-		st.finish(p, err)
+	// A group goes to one directory at a time, in the order it came.
+	for len(live) > 0 {
+		run, n := 1, int64(len(*live[0].buf))
+		for run < len(live) && live[run].dir == live[0].dir {
+			n += int64(len(*live[run].buf))
+			run++
+		}
+		err := st.append(live[:run], n)
+		for _, p := range live[:run] {
+			st.finish(p, err)
+		}
+		live = live[run:]
 	}
 }
 
@@ -142,14 +167,16 @@ func (st *stream) finish(p *pending, err error) {
 	close(p.done)
 }
 
-// append writes the group's n bytes to the current file, rotating first
-// when they would take it past MaxBytes, and fsyncs. On failure it cuts the
+// append writes the group's n bytes (all for one directory) to the
+// current file, rotating first when they would take it past MaxBytes or
+// go to another directory, and fsyncs. On failure it cuts the
 // file back to where the group began and closes it.
 func (st *stream) append(group []*pending, n int64) error {
 	if err := st.clearTorn(); err != nil {
 		return err
 	}
-	if st.f != nil && st.size > 0 && (st.size+n > st.s.cfg.MaxBytes || st.tooOld()) {
+	dir := group[0].dir
+	if st.f != nil && (st.dir != dir || st.size > 0 && (st.size+n > st.s.cfg.MaxBytes || st.tooOld())) {
 		old, size := st.path, st.size
 		if err := st.closeFile(); err != nil {
 			// The old file is complete and durable; only its rename or
@@ -160,7 +187,7 @@ func (st *stream) append(group []*pending, n int64) error {
 		st.s.log.Info("file sink: rotated", "stream", st.name, "path", old, "bytes", size)
 	}
 	if st.f == nil {
-		if err := st.openFile(); err != nil {
+		if err := st.openFile(dir); err != nil {
 			return err
 		}
 	}
@@ -179,6 +206,9 @@ func (st *stream) append(group []*pending, n int64) error {
 	}
 	if err == nil {
 		st.size = start + n
+		for _, p := range group {
+			st.maxSeq, st.hasBatch = max(st.maxSeq, p.seq), true
+		}
 		return nil
 	}
 	st.abandon(start)
@@ -225,31 +255,34 @@ func (st *stream) clearTorn() error {
 	return nil
 }
 
-// openFile creates the stream's next file (and its directories) and makes
-// its directory entry durable.
-func (st *stream) openFile() error {
-	if err := st.mkdirs(); err != nil {
+// openFile creates the stream's next file in dir (and its directories)
+// and makes its directory entry durable.
+func (st *stream) openFile(dir string) error {
+	if err := st.mkdirs(dir); err != nil {
 		return sinkhelper.Kind(kindOpen, fmt.Errorf("file sink: %w", err))
 	}
-	if !st.scanned {
-		last, err := lastFileName(st.dir, st.prefix)
+	if st.scannedDir != dir {
+		last, err := lastFileName(dir, st.prefix)
 		if err != nil {
 			return sinkhelper.Kind(kindOpen, fmt.Errorf("file sink: %w", err))
 		}
-		st.last, st.scanned = last, true
+		if st.last.less(last) {
+			st.last = last
+		}
+		st.scannedDir = dir
 	}
 	stamp := st.s.now().UTC().Truncate(time.Millisecond)
 	if stamp.Before(st.last.stamp) { // the clock went back: keep names sorted
 		stamp = st.last.stamp
 	}
-	name := fileName{stamp: stamp, seq: st.last.seq + 1, gzip: st.s.cfg.Gzip, part: st.s.cfg.Gzip}
+	name := fileName{stamp: stamp, seq: st.last.seq + 1, gzip: st.s.cfg.Gzip, part: true}
 	var (
 		f    segment
 		path string
 		err  error
 	)
 	for range 3 {
-		path = filepath.Join(st.dir, name.format(st.prefix))
+		path = filepath.Join(dir, name.format(st.prefix))
 		f, err = st.s.open(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, st.s.cfg.FileMode)
 		if !errors.Is(err, fs.ErrExist) {
 			break
@@ -261,22 +294,30 @@ func (st *stream) openFile() error {
 	}
 	st.last = name
 	if st.s.cfg.Fsync {
-		if err := syncDir(st.dir); err != nil {
+		if err := syncDir(dir); err != nil {
 			_ = f.Close()
 			_ = os.Remove(path)
 			return sinkhelper.Kind(kindSync, fmt.Errorf("file sink: %w", err))
 		}
 	}
-	st.f, st.path, st.cur, st.size, st.opened = f, path, name, 0, st.s.now()
+	st.f, st.path, st.dir, st.cur, st.size, st.opened = f, path, dir, name, 0, st.s.now()
+	st.maxSeq, st.hasBatch = 0, false
+	st.shared.Store(dir)
 	st.s.log.Debug("file sink: new file", "stream", st.name, "path", path)
 	return nil
 }
 
-// mkdirs creates DIR/SOURCE/ACCOUNT (0750) and, once per run, fsyncs the
-// directories whose entries it depends on.
-func (st *stream) mkdirs() error {
+// mkdirs creates dir and the directories between DIR and it (0750) and,
+// once per run and directory, fsyncs the directories whose entries it
+// depends on.
+func (st *stream) mkdirs(target string) error {
+	rel, err := filepath.Rel(st.s.dir, target)
+	if err != nil {
+		return err
+	}
+	parents := []string{st.s.dir}
 	parent := st.s.dir
-	for _, part := range []string{st.src, st.acct} {
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
 		dir := filepath.Join(parent, part)
 		err := os.Mkdir(dir, 0o750)
 		if errors.Is(err, fs.ErrExist) {
@@ -288,15 +329,16 @@ func (st *stream) mkdirs() error {
 		if err != nil {
 			return err
 		}
+		parents = append(parents, dir)
 		parent = dir
 	}
-	if st.s.cfg.Fsync && !st.dirsSynced {
-		for _, d := range []string{st.s.dir, filepath.Join(st.s.dir, st.src)} {
+	if st.s.cfg.Fsync && st.syncedDir != target {
+		for _, d := range parents[:len(parents)-1] {
 			if err := syncDir(d); err != nil {
 				return err
 			}
 		}
-		st.dirsSynced = true
+		st.syncedDir = target
 	}
 	return nil
 }
@@ -329,12 +371,15 @@ func (st *stream) closeIfOld() {
 	}
 }
 
-// closeFile closes the current file: an empty one is removed, a gzip one
-// gets its final name. Without Fsync it syncs the data first, so that a
-// clean shutdown leaves everything on disk.
+// closeFile closes the current file: an empty one is removed, the others
+// get their final name (the *.part suffix goes), the signal that a file is
+// complete. Without Fsync it syncs the data first, so that a clean
+// shutdown leaves everything on disk.
 func (st *stream) closeFile() error {
-	f, path, size, cur := st.f, st.path, st.size, st.cur
+	f, path, size, cur, dir := st.f, st.path, st.size, st.cur, st.dir
+	maxSeq, hasBatch := st.maxSeq, st.hasBatch
 	st.f, st.path, st.size = nil, "", 0
+	st.shared.Store("")
 	var errs []error
 	if !st.s.cfg.Fsync && size > 0 {
 		errs = append(errs, f.Sync())
@@ -342,16 +387,21 @@ func (st *stream) closeFile() error {
 	if err := f.Close(); err != nil {
 		errs = append(errs, err)
 	}
+	final := strings.TrimSuffix(path, extPart)
 	switch {
 	case size == 0:
 		errs = append(errs, os.Remove(path))
 	case cur.part:
-		errs = append(errs, os.Rename(path, strings.TrimSuffix(path, extPart)))
+		if err := os.Rename(path, final); err != nil {
+			errs = append(errs, err)
+		} else {
+			st.s.closed(final, st.key, maxSeq, hasBatch)
+		}
 	default:
 		return errors.Join(errs...)
 	}
 	if st.s.cfg.Fsync {
-		errs = append(errs, syncDir(st.dir))
+		errs = append(errs, syncDir(dir))
 	}
 	return errors.Join(errs...)
 }

@@ -108,7 +108,8 @@ func New(cfg Config, streams []record.Stream, deadLetterDir string, reg promethe
 	s.base, err = sinkhelper.New(sinkName, reg, s.push, sinkhelper.WithLogger(s.log),
 		sinkhelper.WithStart(s.start), sinkhelper.WithReady(s.ping),
 		sinkhelper.WithDrain(s.drain), sinkhelper.WithClose(s.close), sinkhelper.WithErrorScrub(cn.scrub.Error),
-		sinkhelper.WithDeadLetters(deadLetterDir, "topic"))
+		sinkhelper.WithDeadLetters(deadLetterDir, "topic"), sinkhelper.WithDeadLetterReasons(reasonTooLarge),
+		sinkhelper.WithErrorKinds(kindTooLarge, kindTimeout, kindCanceled, kindAuth, kindUnknownTopic, kindBroker, kindClosed, kindOther, kindDeadLetter, kindInvalid))
 	if err != nil {
 		return nil, err
 	}

@@ -99,6 +99,21 @@ func WithDeadLetters(dir, destKey string) Option {
 	return func(b *Base) { b.dlDir, b.dlKey = dir, destKey }
 }
 
+// WithErrorKinds names the kinds of collector_sink_errors_total the sink
+// gives besides Base's own (state, canceled, write, which always exist):
+// New creates every one of them at 0, so that dashboards and rate() alerts
+// see the series before the first error. Default: Base's kinds only.
+func WithErrorKinds(kinds ...string) Option {
+	return func(b *Base) { b.kinds = append(b.kinds, kinds...) }
+}
+
+// WithDeadLetterReasons names the reasons (DeadLetter.Kind) of
+// collector_dead_letters_total the sink gives; New creates each at 0.
+// Only with WithDeadLetters. Default: none.
+func WithDeadLetterReasons(reasons ...string) Option {
+	return func(b *Base) { b.dlReasons = append(b.dlReasons, reasons...) }
+}
+
 type state uint8
 
 const (
@@ -122,6 +137,9 @@ type Base struct {
 	scrub func(error) error // never nil after New
 	dlDir string
 	dlKey string
+
+	kinds     []string // of collector_sink_errors_total, created at 0
+	dlReasons []string // of collector_dead_letters_total, created at 0
 
 	m  *metrics
 	dl *deadLetters // nil without WithDeadLetters
@@ -164,6 +182,16 @@ func New(name string, reg prometheus.Registerer, push PushFunc, opts ...Option) 
 		return nil, fmt.Errorf("%s sink: metrics: %w", name, err)
 	}
 	b.m = m
+	// Every known series at 0 from the start: a counter that appears only
+	// at its first increment leaves panels empty and rate() alerts late.
+	for _, k := range append([]string{KindState, KindCanceled, KindWrite}, b.kinds...) {
+		m.errors.WithLabelValues(k)
+	}
+	if m.deadLetters != nil {
+		for _, r := range b.dlReasons {
+			m.deadLetters.WithLabelValues(r)
+		}
+	}
 	if b.dlDir != "" {
 		b.dl = newDeadLetters(b.dlDir, DeadLetterFileOf(name, typeName), name, b.dlKey, time.Now)
 	}

@@ -71,3 +71,55 @@ func TestANameAndAPushAreRequired(t *testing.T) {
 		t.Error("New accepted a nil push")
 	}
 }
+
+// Every error kind a sink names and every dead-letter reason exist at 0
+// before the first Write, for each sink on the registry: dashboards and
+// rate() alerts see them from the start.
+func TestKnownErrorKindsAndDeadLetterReasonsStartAtZero(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	push := func(context.Context, *record.Batch) (sinkhelper.Delivered, error) { return sinkhelper.Delivered{}, nil }
+	if _, err := sinkhelper.New("file", reg, push, sinkhelper.WithErrorKinds("open", "sync")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sinkhelper.New("kafka", sinkhelper.Named(reg, "siem"), push, sinkhelper.WithErrorKinds("broker"),
+		sinkhelper.WithDeadLetters(t.TempDir(), "topic"), sinkhelper.WithDeadLetterReasons("too_large")); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{
+		"collector_sink_errors_total sink=file kind=state": false, "collector_sink_errors_total sink=file kind=canceled": false,
+		"collector_sink_errors_total sink=file kind=write": false, "collector_sink_errors_total sink=file kind=open": false,
+		"collector_sink_errors_total sink=file kind=sync": false, "collector_sink_errors_total sink=siem kind=broker": false,
+		"collector_sink_errors_total sink=siem kind=state": false, "collector_dead_letters_total sink=siem reason=too_large": false,
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			key += " sink=" + labels["sink"]
+			if k, ok := labels["kind"]; ok {
+				key += " kind=" + k
+			}
+			if r, ok := labels["reason"]; ok {
+				key += " reason=" + r
+			}
+			if _, ok := want[key]; ok {
+				want[key] = true
+				if v := m.GetCounter().GetValue(); v != 0 {
+					t.Errorf("%s = %v, want 0", key, v)
+				}
+			}
+		}
+	}
+	for k, seen := range want {
+		if !seen {
+			t.Errorf("%s is missing from a fresh registry", k)
+		}
+	}
+}

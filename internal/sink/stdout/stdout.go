@@ -112,7 +112,7 @@ func New(cfg Config, w io.Writer, reg prometheus.Registerer) (*Sink, error) {
 			return nil, fmt.Errorf("stdout sink: %w", err)
 		}
 	}
-	if s.base, err = sinkhelper.New(SinkName, reg, s.push); err != nil {
+	if s.base, err = sinkhelper.New(SinkName, reg, s.push, sinkhelper.WithErrorKinds(kindInvalid, "sync")); err != nil {
 		return nil, err
 	}
 	return s, nil

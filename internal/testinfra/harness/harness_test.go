@@ -276,7 +276,7 @@ func TestReadFileSinkReadsEveryFileAndChecksIDs(t *testing.T) {
 		}
 	}
 	write("a.ndjson", append(envelope(1), envelope(2)...))
-	write("b.ndjson.inprogress", append(envelope(2), '\n'))
+	write("b.ndjson.part", append(envelope(2), '\n'))
 	write("notes.txt", []byte("not an envelope\n"))
 	f, err := os.Create(filepath.Join(dir, "c.ndjson.gz"))
 	if err != nil {

@@ -53,10 +53,14 @@ func EachEnvelope(tb testing.TB, dir string, fn func(e *Envelope, line []byte)) 
 }
 
 // eachLine calls fn with every non-blank line of every NDJSON file (plain,
-// gzip, in progress: *.ndjson, *.ndjson.gz, *.part) under dir and the
+// gzip, in progress: *.ndjson, *.ndjson.gz, *.ndjson.part, *.ndjson.gz.part)
+// under dir, at any depth (sink.file.path may partition by time), and the
 // file's path; line is valid during the call. The first error ends it.
 func eachLine(dir string, fn func(path string, line []byte) error) error {
 	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && path != dir && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir // the sink's own (.pruned: what retention deleted)
+		}
 		if err != nil || d.IsDir() || !strings.Contains(d.Name(), ".ndjson") {
 			return err
 		}
