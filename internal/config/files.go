@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/svcexport/collector/internal/config/expand"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
 )
@@ -19,7 +18,7 @@ const MaxTLSFileBytes = 4 << 20
 // cannot be used: a secret file that is missing, unreadable, empty (a
 // secret that resolves to nothing would only fail later, at the first
 // request, with a less helpful message), not a regular file or over
-// expand.MaxFileBytes (/dev/zero would be read until the memory runs out,
+// secret.MaxFileBytes (/dev/zero would be read until the memory runs out,
 // a named pipe would hang: issue 20), and a TLS file that cannot be read,
 // is not a regular file or is over MaxTLSFileBytes. A secret given inline wins over its file (as the clients resolve
 // them), so its file is not read. The commands that contact the API or a
@@ -30,10 +29,10 @@ func (c Config) CheckFiles() error {
 		if inline.IsSet() || path == "" {
 			return
 		}
-		b, err := expand.ReadFile(path, expand.MaxFileBytes)
+		b, err := secret.ReadFile(path, secret.MaxFileBytes)
 		switch {
 		case err != nil:
-			errs = append(errs, &KeyError{Key: key, Msg: expand.FileProblem(path, err)})
+			errs = append(errs, &KeyError{Key: key, Msg: secret.FileProblem(path, err)})
 		case strings.TrimSpace(string(b)) == "":
 			errs = append(errs, &KeyError{Key: key, Msg: fmt.Sprintf("file %s is empty", path)})
 		}
@@ -42,10 +41,10 @@ func (c Config) CheckFiles() error {
 		if path == "" {
 			return
 		}
-		b, err := expand.ReadFile(path, MaxTLSFileBytes)
+		b, err := secret.ReadFile(path, MaxTLSFileBytes)
 		switch {
 		case err != nil:
-			errs = append(errs, &KeyError{Key: key, Msg: expand.FileProblem(path, err)})
+			errs = append(errs, &KeyError{Key: key, Msg: secret.FileProblem(path, err)})
 		case len(strings.TrimSpace(string(b))) == 0:
 			errs = append(errs, &KeyError{Key: key, Msg: fmt.Sprintf("file %s is empty", path)})
 		}

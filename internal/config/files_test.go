@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svcexport/collector/internal/config/expand"
+	"github.com/svcexport/collector/internal/secret"
 )
 
 // A ${file:PATH} and a *_file key name a small regular file: /dev/zero, a
@@ -17,7 +17,7 @@ func TestLoadWith_RefusesFilesThatAreNotSmallRegularFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big")
-	if err := os.WriteFile(big, []byte(strings.Repeat("x", expand.MaxFileBytes+1)), 0o600); err != nil {
+	if err := os.WriteFile(big, []byte(strings.Repeat("x", secret.MaxFileBytes+1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {

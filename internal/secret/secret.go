@@ -9,7 +9,6 @@ package secret
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 )
 
@@ -24,11 +23,12 @@ type Secret struct {
 // New wraps value.
 func New(value string) Secret { return Secret{value: value} }
 
-// FromFile reads a secret from path, trimming one trailing newline (files
+// FromFile reads a secret from path (a regular file of at most
+// MaxFileBytes, ReadFile), trimming one trailing newline (files
 // written by editors and Kubernetes mounts end with one). The error names the
 // file, never its content.
 func FromFile(path string) (Secret, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadFile(path, MaxFileBytes)
 	if err != nil {
 		return Secret{}, fmt.Errorf("read secret file: %w", err)
 	}

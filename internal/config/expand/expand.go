@@ -8,9 +8,10 @@ package expand
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"regexp"
 	"strings"
+
+	"github.com/svcexport/collector/internal/secret"
 )
 
 // References in the file's values, as the OpenTelemetry Collector and
@@ -22,7 +23,7 @@ import (
 //	${file:PATH}       the content of the file PATH, one trailing newline
 //	                   trimmed (a relative PATH is relative to the working
 //	                   directory, as every *_file key is); a regular file
-//	                   of at most MaxFileBytes (ReadFile)
+//	                   of at most secret.MaxFileBytes (secret.ReadFile)
 //	$${                a literal ${
 //
 // A "$" anywhere else is literal, so a password holding one needs no
@@ -103,9 +104,9 @@ func (e *expander) resolve(ref string, lenient bool) (string, error) {
 		if lenient {
 			return "", &unresolved{ref: ref}
 		}
-		b, err := ReadFile(path, MaxFileBytes)
+		b, err := secret.ReadFile(path, secret.MaxFileBytes)
 		if err != nil {
-			return "", fmt.Errorf("%s: %s", ref, FileProblem(path, err))
+			return "", fmt.Errorf("%s: %s", ref, secret.FileProblem(path, err))
 		}
 		return strings.TrimRight(string(b), "\r\n"), nil
 	}
@@ -225,22 +226,4 @@ func JoinKey(prefix, k string) string {
 		return k
 	}
 	return prefix + "." + k
-}
-
-// FileProblem says why path cannot be used, without its content.
-func FileProblem(path string, err error) string {
-	var fe *fileError
-	switch {
-	case errors.As(err, &fe):
-		return fe.Error()
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Sprintf("file %s does not exist", path)
-	case errors.Is(err, fs.ErrPermission):
-		return fmt.Sprintf("file %s is not readable by this user", path)
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return fmt.Sprintf("file %s cannot be read: %v", path, pe.Err)
-	}
-	return fmt.Sprintf("file %s cannot be read: %v", path, err)
 }

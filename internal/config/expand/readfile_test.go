@@ -1,11 +1,12 @@
 package expand
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/svcexport/collector/internal/secret"
 )
 
 // A ${file:PATH} reads a small regular file and nothing else (issue 20,
@@ -15,7 +16,7 @@ func TestTreeRefusesFilesThatAreNotSmallRegularFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big")
-	if err := os.WriteFile(big, []byte(strings.Repeat("s", MaxFileBytes+1)), 0o600); err != nil {
+	if err := os.WriteFile(big, []byte(strings.Repeat("s", secret.MaxFileBytes+1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -44,26 +45,5 @@ func TestTreeRefusesFilesThatAreNotSmallRegularFiles(t *testing.T) {
 				t.Fatalf("error %q holds the file's content", got)
 			}
 		})
-	}
-}
-
-func TestReadFileTakesUpToItsBound(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	at := filepath.Join(dir, "at")
-	if err := os.WriteFile(at, []byte(strings.Repeat("a", 100)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := ReadFile(at, 100); err != nil || len(b) != 100 {
-		t.Fatalf("a file of exactly the bound: %d bytes, %v", len(b), err)
-	}
-	if _, err := ReadFile(at, 99); !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("a file one byte over the bound: %v, want ErrTooLarge", err)
-	}
-	if _, err := ReadFile(filepath.Join(dir, "nope"), 100); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("a missing file: %v", err)
-	}
-	if _, err := ReadFile(dir, 100); !errors.Is(err, ErrNotRegular) {
-		t.Fatalf("a directory: %v, want ErrNotRegular", err)
 	}
 }

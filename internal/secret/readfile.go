@@ -1,4 +1,4 @@
-package expand
+package secret
 
 import (
 	"errors"
@@ -8,8 +8,10 @@ import (
 	"os"
 )
 
-// MaxFileBytes is the most a ${file:PATH} reference reads: a secret or a
-// setting is a few bytes, never megabytes. A larger file, or one that
+// MaxFileBytes is the most a secret file (a *_file key, re-read at every
+// authentication where the client does so) or a ${file:PATH} reference of
+// the configuration reads: a secret or a setting is a few bytes, never
+// megabytes. A larger file, or one that
 // never ends (/dev/zero), is refused instead of read into memory.
 const MaxFileBytes = 64 << 10
 
@@ -107,4 +109,22 @@ func sizeText(n int64) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// FileProblem says why path cannot be used, without its content.
+func FileProblem(path string, err error) string {
+	var fe *fileError
+	switch {
+	case errors.As(err, &fe):
+		return fe.Error()
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("file %s does not exist", path)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Sprintf("file %s is not readable by this user", path)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("file %s cannot be read: %v", path, pe.Err)
+	}
+	return fmt.Sprintf("file %s cannot be read: %v", path, err)
 }

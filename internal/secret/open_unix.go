@@ -1,6 +1,6 @@
 //go:build unix
 
-package expand
+package secret
 
 import (
 	"os"
