@@ -46,6 +46,61 @@ type CommitObserver interface {
 	Committed(stream record.Stream, next uint64)
 }
 
+// Ledger is a Sink that stores each record once across crashes and
+// restarts: what it has made durable and what the checkpoint says agree
+// after a SIGKILL at any instant.
+//
+// The pipeline's promises to a Ledger (and to every sink): it writes a
+// stream's batches to a sink one at a time, in Seq order, and never a batch
+// of a stream after one it failed to write in the same run. So what a sink
+// stored of a stream in a run is a run of batches in Seq order, and what
+// the checkpoint covers is a prefix of it.
+//
+// The protocol:
+//   - Mark is called by every checkpoint commit, before its transaction,
+//     and the mark it returns is committed in that transaction.
+//   - Recover is called once per run, after Start and before any Write,
+//     with the mark of the last commit. Right after it the pipeline commits
+//     a fresh Mark(nil), so that a crash before the run's first regular
+//     commit recovers to the same point.
+type Ledger interface {
+	Sink
+
+	// Mark returns the sink's position for a checkpoint commit: everything
+	// the sink stored of the batches the commit covers lies before it.
+	// next holds, for each stream the commit moves, the Seq of the
+	// stream's oldest batch the commit does not cover (every batch of the
+	// stream with a lower Seq written in this run is covered); streams
+	// absent from next keep what earlier calls said (none covered when no
+	// call named them). The mark is opaque to the pipeline and at most a
+	// few kilobytes.
+	Mark(ctx context.Context, next map[record.Stream]uint64) ([]byte, error)
+
+	// Recover makes the sink agree with the checkpoint whose commit stored
+	// mark (nil: no commit stored a mark of this sink yet). It removes what
+	// the sink stored after the mark where it can (the file sink cuts its
+	// files) and returns the ids of the records it stored after the mark
+	// and cannot remove, per stream: the pipeline writes those to this sink
+	// no more. An error stops the start: nothing may be written to a sink
+	// that does not know what it holds.
+	Recover(ctx context.Context, mark []byte) (Stored, error)
+
+	// Delivery is the sink's delivery mode as state and /state show it:
+	// DeliveryExactlyOnce or DeliveryAtLeastOnce (a sink configured to
+	// skip the protocol still answers Mark and Recover, with nil).
+	Delivery() string
+}
+
+// Delivery modes (Ledger.Delivery).
+const (
+	DeliveryExactlyOnce = "exactly_once"
+	DeliveryAtLeastOnce = "at_least_once"
+)
+
+// Stored is what a sink holds beyond the checkpoint (Ledger.Recover): the
+// record ids (record.Envelope.ID) per stream.
+type Stored map[record.Stream]map[string]struct{}
+
 // PermanentError marks a Write error that repeating the same batch cannot
 // cure (a record the destination's schema can never take, a permission the
 // sink lacks for good). The pipeline does not retry it forever: it stops
