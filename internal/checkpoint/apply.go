@@ -41,6 +41,12 @@ type Changes struct {
 	Windows map[record.Stream]cursor.WindowChanges
 	// Alerts change the streams' alert marks.
 	Alerts map[record.Stream]cursor.AlertChanges
+	// Delivered add to the streams' delivered sets (cursor.Delivered):
+	// the records the pages of States delivered. A stream's set is cut, in
+	// the same transaction, before the earliest time it may still ask
+	// again (its watermark, the window in flight, its oldest window log
+	// entry).
+	Delivered map[record.Stream][]cursor.Delivered
 }
 
 // Merge folds later, changes that come after c, into c (State: the later
@@ -62,6 +68,12 @@ func (c *Changes) Merge(later Changes) {
 		cw.Merge(w)
 		c.Windows[k] = cw
 	}
+	for k, d := range later.Delivered {
+		if c.Delivered == nil {
+			c.Delivered = map[record.Stream][]cursor.Delivered{}
+		}
+		c.Delivered[k] = append(c.Delivered[k], d...)
+	}
 	for k, a := range later.Alerts {
 		if c.Alerts == nil {
 			c.Alerts = map[record.Stream]cursor.AlertChanges{}
@@ -81,6 +93,11 @@ func (c Changes) Empty() bool {
 	}
 	for _, a := range c.Alerts {
 		if !a.Empty() {
+			return false
+		}
+	}
+	for _, d := range c.Delivered {
+		if len(d) > 0 {
 			return false
 		}
 	}
@@ -137,6 +154,13 @@ func (d *DB) apply(ctx context.Context, c Changes, what string) error {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
+	for k := range c.Delivered {
+		if err := validateKey(k); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	dkeys := slices.SortedFunc(maps.Keys(c.Delivered), compareStreams)
+	skeys := slices.SortedFunc(maps.Keys(c.States), compareStreams)
 	// Streams in a fixed order: the same changes make the same file.
 	wkeys := slices.SortedFunc(maps.Keys(c.Windows), compareStreams)
 	akeys := slices.SortedFunc(maps.Keys(c.Alerts), compareStreams)
@@ -165,6 +189,17 @@ func (d *DB) apply(ctx context.Context, c Changes, what string) error {
 				return fmt.Errorf("alert marks of %s: %w", k, err)
 			}
 			droppedA += n
+		}
+		for _, k := range dkeys {
+			if err := applyDelivered(tx, encodeKey(k), c.Delivered[k]); err != nil {
+				return fmt.Errorf("delivered set of %s: %w", k, err)
+			}
+		}
+		for _, k := range skeys {
+			key := encodeKey(k)
+			if err := pruneDelivered(tx, key, deliveredCutoff(tx, key, c.States[k])); err != nil {
+				return fmt.Errorf("delivered set of %s: %w", k, err)
+			}
 		}
 		return nil
 	})

@@ -186,7 +186,7 @@ func (d *DB) Reset(ctx context.Context, source, account string) (int, error) {
 // resetLogs removes the window logs and alert marks of one account of
 // source, or of every account of source when account is "".
 func resetLogs(tx *bolt.Tx, source, account string) error {
-	for _, name := range [][]byte{bucketWindows, bucketAlerts} {
+	for _, name := range [][]byte{bucketWindows, bucketAlerts, bucketDelivered} {
 		root := tx.Bucket(name)
 		if root == nil {
 			continue

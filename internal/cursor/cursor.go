@@ -1,8 +1,10 @@
 package cursor
 
 import (
+	"hash/fnv"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/svcexport/collector/internal/record"
@@ -72,6 +74,11 @@ type Page struct {
 	// Log, when not nil, changes the window log and alert marks once
 	// the page is delivered.
 	Log *LogChanges
+	// Delivered are the keys of the page's records, remembered once the
+	// page is delivered (committed with its cursor) so that asking the
+	// period again does not deliver them twice; nil when the stream keeps
+	// no such memory.
+	Delivered []Delivered
 }
 
 // Stream is the stream the page belongs to.
@@ -212,3 +219,37 @@ func (c *AlertChanges) Merge(later AlertChanges) {
 
 // Empty reports whether c changes nothing.
 func (c AlertChanges) Empty() bool { return len(c.Put) == 0 && c.PruneCreatedBefore.IsZero() }
+
+// Delivered is what a stream remembers of one record it delivered, so that
+// whatever asks a period again (a recheck that found growth, a chain
+// restarted after its next-page URL expired, a window asked again in
+// parts, a resume after a restart) delivers only the records not delivered
+// before: 64 bits of the record's C7 id and its record time to the
+// millisecond. Two records are taken for one only when both agree, and a
+// page holding more records of one key than were delivered delivers all
+// of them (a copy, never a loss).
+type Delivered struct {
+	// Hash is the first 64 bits of the record id (a SHA-256 in hex, C7),
+	// or an FNV-1a hash of an id of another form.
+	Hash uint64
+	// Time is the record time, Unix milliseconds.
+	Time int64
+}
+
+// DeliveredOf returns the key of a record of id and time t.
+func DeliveredOf(id string, t time.Time) Delivered {
+	return Delivered{Hash: idHash(id), Time: t.UnixMilli()}
+}
+
+// idHash is the first 16 hex digits of id as a number when id is hex, an
+// FNV-1a hash of id otherwise.
+func idHash(id string) uint64 {
+	if len(id) >= 16 {
+		if v, err := strconv.ParseUint(id[:16], 16, 64); err == nil {
+			return v
+		}
+	}
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return h.Sum64()
+}

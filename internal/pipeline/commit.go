@@ -18,6 +18,7 @@ type Store interface {
 	Apply(ctx context.Context, c checkpoint.Changes) error
 	Windows(ctx context.Context, k record.Stream) ([]cursor.LoggedWindow, error)
 	Alerts(ctx context.Context, k record.Stream) (map[string]cursor.AlertMark, error)
+	DeliveredIn(ctx context.Context, k record.Stream, from, to time.Time) ([]cursor.Delivered, error)
 }
 
 // commitLoop commits dirty stream states as acknowledgements move them,
@@ -70,6 +71,7 @@ func (p *Pipeline) commit(ctx context.Context) error {
 	}
 	p.commitE.Store(errBox{})
 	p.m.commits.Inc()
+	p.tracker.setCommitted(next)
 	for k, st := range dirty {
 		p.observe(k, st)
 	}

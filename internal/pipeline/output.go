@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"time"
 
 	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
@@ -17,7 +18,20 @@ type output struct {
 	held   int // records of room reserved for the next Emit
 }
 
-var _ source.Output = (*output)(nil)
+var (
+	_ source.Output    = (*output)(nil)
+	_ source.Remembers = (*output)(nil)
+)
+
+// DeliveredIn returns the stream's delivered set in [from, to) as
+// committed (source.Remembers).
+func (o *output) DeliveredIn(ctx context.Context, from, to time.Time) ([]cursor.Delivered, error) {
+	return o.p.store.DeliveredIn(ctx, o.stream, from, to)
+}
+
+// Committed is how many of the pages the stream emitted in this run are
+// committed: those with the lowest seqs (source.Remembers).
+func (o *output) Committed() uint64 { return o.p.tracker.committedBelow(o.stream) }
 
 func (p *Pipeline) output(k record.Stream) *output { return &output{p: p, stream: k} }
 

@@ -43,7 +43,11 @@ func recheckRun(t *testing.T, hc *http.Client, path string, start, until time.Ti
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := source.Build(cfg, nil, source.Options{Client: api.Options{HTTPClient: hc}, RecheckMetrics: rm}, false)
+	sm, err := source.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := source.Build(cfg, nil, source.Options{Client: api.Options{HTTPClient: hc}, RecheckMetrics: rm, Metrics: sm}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,12 +106,26 @@ func testRechecksRecoverLateRecords(t *testing.T) {
 	recs = append(recs, recheckRun(t, hc, path, start, start.Add(42*time.Minute), reg2)...)
 
 	seen := map[string]time.Time{}
+	copies := 0
 	for _, r := range recs {
 		for _, b := range r.Batches() {
 			for _, e := range b.Envelopes {
+				if _, dup := seen[e.ID]; dup {
+					copies++
+				}
 				seen[e.ID] = e.Time
 			}
 		}
+	}
+	// Every record once (issue 22): the rechecks that found growth and
+	// the restart between the runs deliver only what was not delivered.
+	suppressed := testutil.ToFloat64(counterOf(t, reg1, "collector_duplicates_suppressed_total")) +
+		testutil.ToFloat64(counterOf(t, reg2, "collector_duplicates_suppressed_total"))
+	if copies != 0 {
+		t.Errorf("%d records delivered more than once (%d distinct); %d copies suppressed", copies, len(seen), int64(suppressed))
+	}
+	if suppressed == 0 {
+		t.Errorf("no copy suppressed: the rechecks that found growth asked nothing twice?")
 	}
 	// Every record of [start, now - last point - late_max margin) is
 	// visible and was rechecked at its last point.
@@ -123,8 +141,8 @@ func testRechecksRecoverLateRecords(t *testing.T) {
 	n, x := srv.Truth("dns", "acme", start, to)
 	recovered := testutil.ToFloat64(counterOf(t, reg1, "collector_recheck_rows_recovered_total")) +
 		testutil.ToFloat64(counterOf(t, reg2, "collector_recheck_rows_recovered_total"))
-	t.Logf("[%s, %s): %d records delivered, truth %d; %d rows recovered by rechecks; %d log entries after the first run",
-		record.FormatTime(start), record.FormatTime(to), got.Count, n, int64(recovered), len(ws))
+	t.Logf("[%s, %s): %d records delivered, truth %d; %d rows recovered by rechecks, %d copies suppressed; %d log entries after the first run",
+		record.FormatTime(start), record.FormatTime(to), got.Count, n, int64(recovered), int64(suppressed), len(ws))
 	if n < 50 {
 		t.Fatalf("truth holds only %d records: nothing to test", n)
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -29,13 +30,19 @@ type stream struct {
 	// (takeLogs).
 	logs   cursor.LogChanges
 	logged bool
+	// delivered are the delivered-set keys of the contiguous run not yet
+	// committed; committed is the seq of the oldest page the last
+	// successful commit did not cover (source.Remembers).
+	delivered []cursor.Delivered
+	committed uint64
 }
 
 type ackedPage struct {
 	after   cursor.Cursor
 	revisit bool
-	log     *cursor.LogChanges
-	rows    int
+	log       *cursor.LogChanges
+	delivered []cursor.Delivered
+	rows      int
 }
 
 func newTracker(initial map[record.Stream]checkpoint.State) *tracker {
@@ -87,6 +94,10 @@ func (t *tracker) ack(k record.Stream, seq uint64, p ackedPage, now time.Time) {
 		s.state.Delivered += int64(a.rows)
 		if !a.log.Empty() {
 			s.logs.Merge(*a.log)
+			s.logged = true
+		}
+		if len(a.delivered) > 0 {
+			s.delivered = append(s.delivered, a.delivered...)
 			s.logged = true
 		}
 		if !a.revisit {
@@ -185,7 +196,13 @@ func (t *tracker) takeLogs() checkpoint.Changes {
 			c.Alerts = map[record.Stream]cursor.AlertChanges{}
 		}
 		c.Windows[k], c.Alerts[k] = s.logs.Windows, s.logs.Alerts
-		s.logs, s.logged = cursor.LogChanges{}, false
+		if len(s.delivered) > 0 {
+			if c.Delivered == nil {
+				c.Delivered = map[record.Stream][]cursor.Delivered{}
+			}
+			c.Delivered[k] = s.delivered
+		}
+		s.logs, s.logged, s.delivered = cursor.LogChanges{}, false, nil
 	}
 	return c
 }
@@ -199,4 +216,28 @@ func (t *tracker) putBackLogs(c checkpoint.Changes) {
 		l.Merge(s.logs)
 		s.logs, s.logged = l, true
 	}
+	for k, d := range c.Delivered {
+		s := t.streamLocked(k)
+		s.delivered = append(slices.Clip(d), s.delivered...)
+		s.logged = true
+	}
+}
+
+// setCommitted records that the commit of the states taken with next
+// succeeded: every page of stream k below next[k] is committed.
+func (t *tracker) setCommitted(next map[record.Stream]uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, n := range next {
+		if s := t.streamLocked(k); n > s.committed {
+			s.committed = n
+		}
+	}
+}
+
+// committedBelow is the seq of stream k's oldest page not yet committed.
+func (t *tracker) committedBelow(k record.Stream) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.streamLocked(k).committed
 }

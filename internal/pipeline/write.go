@@ -70,7 +70,7 @@ func (p *Pipeline) finish(t *target, it *item, acked bool) {
 	}
 	p.m.lastAckUnixTime.Set(float64(now.UnixNano()) / 1e9)
 	p.lastAck.Store(now.UnixNano())
-	p.tracker.ack(it.key, it.seq, ackedPage{after: it.page.After, revisit: it.page.Revisit, log: it.page.Log, rows: rows}, now)
+	p.tracker.ack(it.key, it.seq, ackedPage{after: it.page.After, revisit: it.page.Revisit, log: it.page.Log, delivered: it.page.Delivered, rows: rows}, now)
 	p.slots.release(it.held)
 	inUse := p.pending.Add(-int64(it.held))
 	p.m.buffered.Set(float64(inUse))

@@ -20,6 +20,7 @@ type run struct {
 	p                 *Poller
 	cur               cursor.Cursor
 	out               Output
+	mem               *memory // nil when out does not remember (Remembers)
 	started           time.Time
 	warnedUnreachable bool
 }
@@ -150,16 +151,30 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 		if err != nil {
 			return &api.PermanentError{Err: fmt.Errorf("%s/%s page %d of %s: %w", p.cfg.Spec.Name, p.cfg.Account, idx+1, w, err)}
 		}
+		if ex != nil {
+			// Every record of the window, delivered now or before: an edge
+			// window's digest is of what it holds.
+			ex.add(envs)
+		}
+		fetched := len(envs)
+		envs, keys, skipped, err := r.mem.filter(ctx, envs)
+		if err != nil {
+			return &emitError{err}
+		}
+		if revisit || skipped > 0 {
+			cause := SuppressedRefetch
+			if revisit {
+				cause = SuppressedRecheck
+			}
+			p.m.Refetched(p.cfg.Spec.Name, p.cfg.Account, cause, fetched, skipped)
+		}
 		page := cursor.Page{
 			Batch: record.Batch{Source: p.cfg.Spec.Name, Account: p.cfg.Account,
 				WindowStart: w.Start, WindowEnd: w.End, Page: idx, Envelopes: envs},
-			After: after, Revisit: revisit, FetchedAt: received,
+			After: after, Revisit: revisit, FetchedAt: received, Delivered: keys,
 		}
-		if ex != nil {
-			ex.add(envs)
-			if last && ex.log != nil {
-				page.Log = ex.log()
-			}
+		if ex != nil && last && ex.log != nil {
+			page.Log = ex.log()
 		}
 		if !last {
 			page.After, page.Revisit = r.cur, true
@@ -169,6 +184,7 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 		if err := r.out.Emit(ctx, page); err != nil {
 			return &emitError{err}
 		}
+		r.mem.emit(keys)
 		if !revisit {
 			p.st.Delivered(page.After, n, last)
 		}

@@ -26,9 +26,12 @@ type Store struct {
 	commits []map[record.Stream]checkpoint.State
 	windows map[record.Stream][]cursor.LoggedWindow
 	alerts  map[record.Stream]map[string]cursor.AlertMark
-	applied []checkpoint.Changes
-	err     error
-	closed  bool
+	// delivered keeps every delivered-set key, never cut (a test's run is
+	// short).
+	delivered map[record.Stream][]cursor.Delivered
+	applied   []checkpoint.Changes
+	err       error
+	closed    bool
 }
 
 // Store has the methods of *checkpoint.DB that pipeline.Store and the
@@ -95,7 +98,7 @@ func (s *Store) Apply(ctx context.Context, c checkpoint.Changes) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, ks := range [][]record.Stream{slices.Collect(maps.Keys(c.States)), slices.Collect(maps.Keys(c.Windows)), slices.Collect(maps.Keys(c.Alerts))} {
+	for _, ks := range [][]record.Stream{slices.Collect(maps.Keys(c.States)), slices.Collect(maps.Keys(c.Windows)), slices.Collect(maps.Keys(c.Alerts)), slices.Collect(maps.Keys(c.Delivered))} {
 		for _, k := range ks {
 			if err := s.usable(ctx, k); err != nil {
 				return fmt.Errorf("commit checkpoints: %w", err)
@@ -139,8 +142,30 @@ func (s *Store) Apply(ctx context.Context, c checkpoint.Changes) error {
 		}
 		s.alerts[k] = m
 	}
+	for k, d := range c.Delivered {
+		if s.delivered == nil {
+			s.delivered = map[record.Stream][]cursor.Delivered{}
+		}
+		s.delivered[k] = append(s.delivered[k], d...)
+	}
 	s.applied = append(s.applied, c)
 	return nil
+}
+
+// DeliveredIn implements the delivered-set read of checkpoint.DB.
+func (s *Store) DeliveredIn(ctx context.Context, k record.Stream, from, to time.Time) ([]cursor.Delivered, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(ctx, k); err != nil {
+		return nil, fmt.Errorf("load delivered set: %w", err)
+	}
+	var out []cursor.Delivered
+	for _, d := range s.delivered[k] {
+		if d.Time >= from.UnixMilli() && d.Time < to.UnixMilli() {
+			out = append(out, d)
+		}
+	}
+	return out, nil
 }
 
 func applyWindows(log []cursor.LoggedWindow, c cursor.WindowChanges) []cursor.LoggedWindow {

@@ -1,0 +1,120 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/svcexport/collector/internal/cursor"
+	"github.com/svcexport/collector/internal/record"
+)
+
+// Remembers is an Output that keeps what the stream delivered (the
+// pipeline's, over the checkpoint): with it a poller delivers each record
+// once, whatever asks a period again (a recheck that found growth, a chain
+// restarted after its next-page URL expired, a window asked again in
+// parts, a resume after a restart). An Output without it (tools, tests)
+// delivers every record fetched.
+type Remembers interface {
+	// DeliveredIn returns the stream's delivered set for record times in
+	// [from, to) as last committed.
+	DeliveredIn(ctx context.Context, from, to time.Time) ([]cursor.Delivered, error)
+	// Committed is how many of the pages this run emitted (counted from
+	// 0, in order) are committed, the oldest first.
+	Committed() uint64
+}
+
+// memory is a poller's side of Remembers: the keys of the pages it
+// emitted that may not be committed yet (the checkpoint does not know
+// them), so that asking again while they are in the pipeline does not
+// deliver them twice either. It holds at most the pipeline's buffer of
+// keys (16 bytes each).
+type memory struct {
+	out     Remembers
+	emitted uint64        // pages emitted by this run
+	pending []pendingKeys // pages emitted and maybe not committed, oldest first
+}
+
+type pendingKeys struct {
+	seq  uint64
+	keys []cursor.Delivered
+}
+
+func newMemory(out Output) *memory {
+	r, ok := out.(Remembers)
+	if !ok {
+		return nil
+	}
+	return &memory{out: r}
+}
+
+// filter returns the envelopes of envs not delivered before, and their
+// keys (the page's cursor.Page.Delivered), and how many it left out.
+//
+// A key stands for a record only when the id's first 64 bits and the
+// record time to the millisecond agree; and a page holding more records of
+// one key than the stream delivered of it delivers all of them: a doubt
+// (two records of one key) resolves toward delivering.
+func (m *memory) filter(ctx context.Context, envs []record.Envelope) ([]record.Envelope, []cursor.Delivered, int, error) {
+	if m == nil || len(envs) == 0 {
+		return envs, nil, 0, nil
+	}
+	keys := make([]cursor.Delivered, len(envs))
+	lo, hi := int64(1<<62), int64(-1<<62)
+	for i := range envs {
+		keys[i] = cursor.DeliveredOf(envs[i].ID, envs[i].Time)
+		lo, hi = min(lo, keys[i].Time), max(hi, keys[i].Time)
+	}
+	// The checkpoint first, then what it did not hold yet: a page
+	// committed in between is in neither, so its records may come twice
+	// (never lost).
+	stored, err := m.out.DeliveredIn(ctx, time.UnixMilli(lo), time.UnixMilli(hi+1))
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("read the delivered set: %w", err)
+	}
+	committed := m.out.Committed()
+	n := 0
+	for n < len(m.pending) && m.pending[n].seq < committed {
+		n++
+	}
+	m.pending = m.pending[n:]
+	have := make(map[cursor.Delivered]int, len(stored))
+	for _, k := range stored {
+		have[k]++
+	}
+	for _, p := range m.pending {
+		for _, k := range p.keys {
+			if k.Time >= lo && k.Time <= hi {
+				have[k]++
+			}
+		}
+	}
+	if len(have) == 0 {
+		return envs, keys, 0, nil
+	}
+	page := make(map[cursor.Delivered]int, len(keys))
+	for _, k := range keys {
+		page[k]++
+	}
+	kept := envs[:0:0]
+	keptKeys := keys[:0:0]
+	for i, k := range keys {
+		if c := page[k]; c <= have[k] {
+			continue
+		}
+		kept = append(kept, envs[i])
+		keptKeys = append(keptKeys, k)
+	}
+	return kept, keptKeys, len(envs) - len(kept), nil
+}
+
+// emitted records that the next page emitted holds keys.
+func (m *memory) emit(keys []cursor.Delivered) {
+	if m == nil {
+		return
+	}
+	if len(keys) > 0 {
+		m.pending = append(m.pending, pendingKeys{seq: m.emitted, keys: keys})
+	}
+	m.emitted++
+}
