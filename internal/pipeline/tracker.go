@@ -38,8 +38,8 @@ type stream struct {
 }
 
 type ackedPage struct {
-	after   cursor.Cursor
-	revisit bool
+	after     cursor.Cursor
+	revisit   bool
 	log       *cursor.LogChanges
 	delivered []cursor.Delivered
 	rows      int
