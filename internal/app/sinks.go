@@ -174,7 +174,7 @@ func (p pipelineState) SinkLagsByStream() map[record.Stream][]status.SinkLag {
 	for k, ls := range in {
 		sl := make([]status.SinkLag, len(ls))
 		for i, l := range ls {
-			sl[i] = status.SinkLag{Sink: l.Sink, PendingRecords: l.Records, OldestPendingSeconds: l.Oldest.Round(time.Millisecond).Seconds()}
+			sl[i] = status.SinkLag{Sink: l.Sink, Delivery: l.Delivery, PendingRecords: l.Records, OldestPendingSeconds: l.Oldest.Round(time.Millisecond).Seconds()}
 		}
 		out[k] = sl
 	}

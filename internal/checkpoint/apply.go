@@ -47,6 +47,9 @@ type Changes struct {
 	// again (its watermark, the window in flight, its oldest window log
 	// entry).
 	Delivered map[record.Stream][]cursor.Delivered
+	// Marks are the sinks' marks (sink.Ledger.Mark) by sink name: where
+	// each sink stood when the pages these changes cover were stored.
+	Marks map[string][]byte
 }
 
 // Merge folds later, changes that come after c, into c (State: the later
@@ -67,6 +70,12 @@ func (c *Changes) Merge(later Changes) {
 		cw := c.Windows[k]
 		cw.Merge(w)
 		c.Windows[k] = cw
+	}
+	for name, m := range later.Marks {
+		if c.Marks == nil {
+			c.Marks = map[string][]byte{}
+		}
+		c.Marks[name] = m
 	}
 	for k, d := range later.Delivered {
 		if c.Delivered == nil {
@@ -101,7 +110,7 @@ func (c Changes) Empty() bool {
 			return false
 		}
 	}
-	return len(c.States) == 0
+	return len(c.States) == 0 && len(c.Marks) == 0
 }
 
 // Apply durably stores every change of c in one fsynced transaction:
@@ -194,6 +203,9 @@ func (d *DB) apply(ctx context.Context, c Changes, what string) error {
 			if err := applyDelivered(tx, encodeKey(k), c.Delivered[k]); err != nil {
 				return fmt.Errorf("delivered set of %s: %w", k, err)
 			}
+		}
+		if err := applyMarks(tx, c.Marks); err != nil {
+			return fmt.Errorf("sink marks: %w", err)
 		}
 		for _, k := range skeys {
 			key := encodeKey(k)

@@ -19,6 +19,7 @@ type Store interface {
 	Windows(ctx context.Context, k record.Stream) ([]cursor.LoggedWindow, error)
 	Alerts(ctx context.Context, k record.Stream) (map[string]cursor.AlertMark, error)
 	DeliveredIn(ctx context.Context, k record.Stream, from, to time.Time) ([]cursor.Delivered, error)
+	Marks(ctx context.Context) (map[string][]byte, error)
 }
 
 // commitLoop commits dirty stream states as acknowledgements move them,
@@ -58,8 +59,18 @@ func (p *Pipeline) commit(ctx context.Context) error {
 		return nil
 	}
 	logs.States = dirty
+	marks, err := p.marks(ctx, next)
+	if err != nil {
+		p.tracker.putBack(dirty)
+		p.tracker.putBackLogs(logs)
+		p.m.commitErrors.Inc()
+		p.commitE.Store(errBox{err})
+		p.log.Error("checkpoint commit failed; will retry", "streams", len(dirty), "err", err)
+		return err
+	}
+	logs.Marks = marks
 	start := p.now()
-	err := p.store.Apply(ctx, logs)
+	err = p.store.Apply(ctx, logs)
 	p.m.commitDuration.Observe(p.now().Sub(start).Seconds())
 	if err != nil {
 		p.tracker.putBack(dirty)

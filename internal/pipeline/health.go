@@ -109,7 +109,7 @@ func (p *Pipeline) StreamSinkLags() map[record.Stream][]SinkLag {
 	for _, pr := range p.producers {
 		ls := make([]SinkLag, len(p.targets))
 		for i, t := range p.targets {
-			ls[i].Sink = t.Name
+			ls[i].Sink, ls[i].Delivery = t.Name, t.delivery()
 		}
 		out[pr.Stream()] = ls
 	}

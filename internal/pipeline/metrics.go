@@ -21,6 +21,7 @@ type metrics struct {
 	lastAckUnixTime prometheus.Gauge
 	streamFailed    *prometheus.GaugeVec
 	permanentErrors *prometheus.CounterVec
+	sinkSuppressed  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, p *Pipeline) *metrics {
@@ -79,10 +80,14 @@ func newMetrics(reg prometheus.Registerer, p *Pipeline) *metrics {
 			Name: "collector_sink_permanent_errors_total",
 			Help: "Batches a sink refused for good (a permanent error): they are not retried, and their stream stops for every sink.",
 		}, []string{"source", "account", "sink"}),
+		sinkSuppressed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "collector_sink_duplicates_suppressed_total",
+			Help: "Records not written to a sink again because it had stored them before a crash, past what the checkpoint covered (its Recover at start said so), by sink.",
+		}, []string{"sink", "source", "account"}),
 	}
 	reg.MustRegister(m.delivered, m.buffered, m.capacity, m.batchDuration, m.commits,
 		m.commitErrors, m.commitDuration, m.watermark, m.lag, m.pollersRunning, m.lastAckUnixTime,
-		m.streamFailed, m.permanentErrors, &lagCollector{p: p})
+		m.streamFailed, m.permanentErrors, m.sinkSuppressed, &lagCollector{p: p})
 	return m
 }
 
@@ -93,6 +98,7 @@ func (m *metrics) initStream(k record.Stream, targets []*target) {
 	m.streamFailed.WithLabelValues(k.Source, k.Account).Set(0)
 	for _, t := range targets {
 		m.permanentErrors.WithLabelValues(k.Source, k.Account, t.Name)
+		m.sinkSuppressed.WithLabelValues(t.Name, k.Source, k.Account)
 	}
 }
 

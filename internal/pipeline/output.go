@@ -93,7 +93,7 @@ func (o *output) Emit(ctx context.Context, pg cursor.Page) error {
 	for i, t := range p.targets {
 		t.hand(it)
 		select {
-		case t.queue <- it:
+		case t.queue(o.stream) <- it:
 		case <-ctx.Done():
 			// The sinks from t on never see the page (those before may
 			// write it): it is never acknowledged, the producer stops and

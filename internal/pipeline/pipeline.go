@@ -88,7 +88,7 @@ func New(cfg Config, store Store, targets []Target, producers []Producer, reg pr
 		slots: newSlots(cfg.BufferRecords, now), failures: map[record.Stream]error{}}
 	p.m = newMetrics(reg, p)
 	for _, t := range targets {
-		p.targets = append(p.targets, newTarget(t, p.m))
+		p.targets = append(p.targets, newTarget(t, p.m, max(cfg.SinkWorkers, 1)))
 	}
 	p.m.capacity.Set(float64(cfg.BufferRecords))
 	return p
@@ -114,6 +114,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return fmt.Errorf("load checkpoint: %w", err)
 	}
 	p.tracker = newTracker(initial)
+	if err := p.recoverSinks(ctx); err != nil {
+		return err
+	}
 	from := make(map[record.Stream]cursor.Cursor, len(p.producers))
 	for _, pr := range p.producers {
 		k := pr.Stream()
@@ -143,11 +146,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	defer cancelWork()
 	var workers sync.WaitGroup
 	for _, t := range p.targets {
-		for i := 0; i < p.cfg.SinkWorkers; i++ {
+		for _, q := range t.queues {
 			workers.Add(1)
 			go func() {
 				defer workers.Done()
-				p.work(workCtx, t)
+				p.work(workCtx, t, q)
 			}()
 		}
 	}
@@ -162,7 +165,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 
 	// Producers are gone: nobody sends any more; drain.
 	for _, t := range p.targets {
-		close(t.queue)
+		for _, q := range t.queues {
+			close(q)
+		}
 	}
 	drained := make(chan struct{})
 	go func() { workers.Wait(); close(drained) }()

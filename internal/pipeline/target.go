@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,27 +20,60 @@ type Target struct {
 	Sink sink.Sink
 }
 
-// target is a Target at work: the queue its own sink workers read, their
-// last write error, and the pages handed to it that it has not finished
-// with yet (its lag).
+// target is a Target at work: the queues of its own sink workers (one
+// each: a stream's pages always go to the same worker, so the sink gets a
+// stream's batches one at a time and in order, as sink.Ledger promises),
+// their last write error, and the pages handed to it that it has not
+// finished with yet (its lag).
 type target struct {
 	Target
-	queue         chan *item
+	queues        []chan *item
+	ledger        sink.Ledger // nil when the sink is no Ledger
 	writeE        atomic.Value // errBox: the last failed Write since the last success
 	batchDuration prometheus.Observer
+	suppressed    *prometheus.CounterVec // source, account: records left out by skip
+
+	// skip holds, per stream, the ids of records the sink stored after
+	// the checkpoint's mark, as its Recover returned them: they are not
+	// written to it again. Only the stream's worker touches its entry
+	// after Run starts.
+	skip sink.Stored
 
 	mu      sync.Mutex
 	pending map[*item]struct{} // handed to this sink, not yet acknowledged or dropped by it
 	records int64              // records of pending
 }
 
-func newTarget(t Target, m *metrics) *target {
-	return &target{Target: t, queue: make(chan *item, queueItems), pending: map[*item]struct{}{},
-		batchDuration: m.batchDuration.WithLabelValues(t.Name)}
+func newTarget(t Target, m *metrics, workers int) *target {
+	tg := &target{Target: t, pending: map[*item]struct{}{}, batchDuration: m.batchDuration.WithLabelValues(t.Name),
+		suppressed: m.sinkSuppressed.MustCurryWith(prometheus.Labels{"sink": t.Name})}
+	tg.ledger, _ = t.Sink.(sink.Ledger)
+	for range workers {
+		tg.queues = append(tg.queues, make(chan *item, queueItems))
+	}
+	return tg
 }
 
-// queueItems bounds each sink's queue in pages. Pages holding records are
-// bounded by pipeline.buffer_records already; this bounds the empty ones.
+// queue is the queue of the worker that writes stream k's pages.
+func (t *target) queue(k record.Stream) chan *item {
+	h := fnv.New32a()
+	h.Write([]byte(k.Source))
+	h.Write([]byte{0})
+	h.Write([]byte(k.Account))
+	return t.queues[int(h.Sum32()%uint32(len(t.queues)))]
+}
+
+// delivery is the sink's delivery mode (sink.Ledger.Delivery).
+func (t *target) delivery() string {
+	if t.ledger == nil {
+		return sink.DeliveryAtLeastOnce
+	}
+	return t.ledger.Delivery()
+}
+
+// queueItems bounds each queue of a sink's workers in pages. Pages
+// holding records are bounded by pipeline.buffer_records already; this
+// bounds the empty ones.
 const queueItems = 1024
 
 // hand counts it as pending for t, before it enters t's queue.
@@ -73,13 +107,16 @@ type SinkLag struct {
 	// Oldest is how long the oldest of those pages has waited since it
 	// was handed on (Emit); 0 when none waits.
 	Oldest time.Duration
+	// Delivery is the sink's delivery mode: sink.DeliveryExactlyOnce or
+	// sink.DeliveryAtLeastOnce.
+	Delivery string
 }
 
 // lag returns t's lag at now.
 func (t *target) lag(now time.Time) SinkLag {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	l := SinkLag{Sink: t.Name, Records: t.records, Pages: len(t.pending)}
+	l := SinkLag{Sink: t.Name, Records: t.records, Pages: len(t.pending), Delivery: t.delivery()}
 	for it := range t.pending {
 		l.Oldest = max(l.Oldest, now.Sub(it.handed))
 	}

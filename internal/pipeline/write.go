@@ -16,18 +16,27 @@ import (
 	"github.com/svcexport/collector/internal/sink"
 )
 
-// work writes the batches of t's queue to t's sink until the queue is
-// closed and empty or ctx ends.
-func (p *Pipeline) work(ctx context.Context, t *target) {
-	for it := range t.queue {
-		if ctx.Err() != nil || p.stopped(it.key) {
-			// A stop deadline, or a stream a permanent error stopped: the
-			// page is never acknowledged and comes again after a restart.
+// work writes the batches of q, one of t's queues, to t's sink until the
+// queue is closed and empty or ctx ends: one at a time, in the order they
+// came, so that a stream's batches reach the sink in Seq order. Once a
+// batch of a stream is dropped, no later one of that stream is written in
+// this run (none of them could be committed).
+func (p *Pipeline) work(ctx context.Context, t *target, q <-chan *item) {
+	dropped := map[record.Stream]bool{}
+	for it := range q {
+		if dropped[it.key] {
 			p.finish(t, it, false)
 			continue
 		}
-		if it.batch != nil {
-			err := p.write(ctx, t, it.batch)
+		if ctx.Err() != nil || p.stopped(it.key) {
+			// A stop deadline, or a stream a permanent error stopped: the
+			// page is never acknowledged and comes again after a restart.
+			dropped[it.key] = true
+			p.finish(t, it, false)
+			continue
+		}
+		if b := t.unstored(it.batch); b != nil {
+			err := p.write(ctx, t, b)
 			if sink.IsPermanent(err) {
 				p.fail(t, it.key, it.batch, err)
 			}
@@ -35,6 +44,7 @@ func (p *Pipeline) work(ctx context.Context, t *target) {
 			// A batch written while its stream was being stopped is not
 			// acknowledged either: nothing after the refused batch is.
 			if err != nil || p.stopped(it.key) {
+				dropped[it.key] = true
 				p.finish(t, it, false)
 				continue
 			}

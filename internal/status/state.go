@@ -87,7 +87,10 @@ type LearntState struct {
 // (its records wait in the buffer: the checkpoint follows the slowest
 // sink).
 type SinkLag struct {
-	Sink                 string  `json:"sink"`
+	Sink string `json:"sink"`
+	// Delivery is the sink's delivery mode: exactly_once (it stores each
+	// record once across crashes) or at_least_once.
+	Delivery             string  `json:"delivery,omitempty"`
 	PendingRecords       int64   `json:"pending_records"`
 	OldestPendingSeconds float64 `json:"oldest_pending_seconds"`
 }

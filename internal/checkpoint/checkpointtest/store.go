@@ -29,6 +29,7 @@ type Store struct {
 	// delivered keeps every delivered-set key, never cut (a test's run is
 	// short).
 	delivered map[record.Stream][]cursor.Delivered
+	marks     map[string][]byte
 	applied   []checkpoint.Changes
 	err       error
 	closed    bool
@@ -142,6 +143,12 @@ func (s *Store) Apply(ctx context.Context, c checkpoint.Changes) error {
 		}
 		s.alerts[k] = m
 	}
+	for name, m := range c.Marks {
+		if s.marks == nil {
+			s.marks = map[string][]byte{}
+		}
+		s.marks[name] = m
+	}
 	for k, d := range c.Delivered {
 		if s.delivered == nil {
 			s.delivered = map[record.Stream][]cursor.Delivered{}
@@ -150,6 +157,16 @@ func (s *Store) Apply(ctx context.Context, c checkpoint.Changes) error {
 	}
 	s.applied = append(s.applied, c)
 	return nil
+}
+
+// Marks implements the sinks' marks read of checkpoint.DB.
+func (s *Store) Marks(ctx context.Context) (map[string][]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return nil, fmt.Errorf("load the sinks' marks: %w", s.err)
+	}
+	return maps.Clone(s.marks), nil
 }
 
 // DeliveredIn implements the delivered-set read of checkpoint.DB.
