@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/ocsfenc"
 )
 
@@ -77,6 +78,12 @@ type Config struct {
 	Format string `koanf:"format"`
 	// OCSF shapes the events of format "ocsf" (keys under sink.file.ocsf).
 	OCSF ocsfenc.Config `koanf:"ocsf"`
+	// Delivery is "exactly_once" (default): after a crash the files hold
+	// exactly what the checkpoint covers (a restart cuts what lies past
+	// it, which is fetched again), so no line comes twice; or
+	// "at_least_once": what a crash left past the checkpoint stays and
+	// comes again (the same C7 ids).
+	Delivery string `koanf:"delivery"`
 }
 
 // DefaultConfig returns the defaults: Dir "./out", Path
@@ -92,6 +99,7 @@ func DefaultConfig() Config {
 		Fsync:    true,
 		Format:   FormatEnvelope,
 		OCSF:     ocsfenc.DefaultConfig(),
+		Delivery: sink.DeliveryExactlyOnce,
 	}
 }
 
@@ -124,5 +132,10 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("sink.file.format: unknown format %q (%s, %s)", c.Format, FormatEnvelope, FormatOCSF))
 	}
 	errs = append(errs, c.OCSF.Validate("sink.file.ocsf"))
+	switch c.Delivery {
+	case sink.DeliveryExactlyOnce, sink.DeliveryAtLeastOnce:
+	default:
+		errs = append(errs, fmt.Errorf("sink.file.delivery: unknown mode %q (%s, %s)", c.Delivery, sink.DeliveryExactlyOnce, sink.DeliveryAtLeastOnce))
+	}
 	return errors.Join(errs...)
 }

@@ -34,9 +34,9 @@ func TestConfigFromYAML(t *testing.T) {
 	}{
 		{"full.yaml", Config{Dir: "/var/lib/collector/out", Path: "{source}/{account}/{yyyy}/{mm}/{dd}",
 			Retention: RetentionConfig{MaxFiles: 100, MaxBytes: 10 << 30, MaxAge: 7 * 24 * time.Hour}, MaxBytes: 1 << 20, MaxAge: 15 * time.Minute, Gzip: true, FileMode: 0o644, Fsync: false,
-			Format: "ocsf", OCSF: ocsfenc.Config{RawData: true, ProductName: "Platform", EdgeProductName: "Edge", VendorName: "Vendor", ProductVersion: "2026.11"}}},
+			Format: "ocsf", OCSF: ocsfenc.Config{RawData: true, ProductName: "Platform", EdgeProductName: "Edge", VendorName: "Vendor", ProductVersion: "2026.11"}, Delivery: "at_least_once"}},
 		{"partial.yaml", Config{Dir: "./out", Path: DefaultPath, MaxBytes: 256 << 20, MaxAge: time.Hour, Gzip: true, FileMode: 0o640, Fsync: true,
-			Format: "envelope", OCSF: ocsfenc.DefaultConfig()}},
+			Format: "envelope", OCSF: ocsfenc.DefaultConfig(), Delivery: "exactly_once"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

@@ -63,6 +63,10 @@ type Sink struct {
 	committed   map[record.Stream]uint64 // Committed's next per stream
 	uncommitted map[string]closedFile    // closed files of this run whose batches are not all committed
 
+	// The ledger (ledger.go).
+	ledMu sync.Mutex
+	led   ledger
+
 	bufs sync.Pool // *[]byte, encoded batches and scratch lines
 	zws  sync.Pool // *gzip.Writer
 }
@@ -134,6 +138,7 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error)
 		prunedBytes: prunedBytes.WithLabelValues(name),
 		committed:   map[record.Stream]uint64{},
 		uncommitted: map[string]closedFile{},
+		led:         ledger{pos: map[string]filePos{}, written: map[string][]written{}, prefix: map[record.Stream]string{}},
 	}
 	for _, reason := range []string{pruneCount, pruneBytes, pruneAge} {
 		s.pruned[reason] = prunedFiles.WithLabelValues(name, reason) // 0 from the start

@@ -206,8 +206,11 @@ func (st *stream) append(group []*pending, n int64) error {
 	}
 	if err == nil {
 		st.size = start + n
+		end := start
 		for _, p := range group {
 			st.maxSeq, st.hasBatch = max(st.maxSeq, p.seq), true
+			end += int64(len(*p.buf))
+			st.s.noteWritten(st, p.seq, end)
 		}
 		return nil
 	}
