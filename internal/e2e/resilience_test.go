@@ -153,7 +153,9 @@ func TestFaultsTogetherLoseNothing(t *testing.T) {
 }
 
 // SIGKILL at random moments of a backfill, 20 times, restarting each time:
-// finally complete per truth; duplicates only from pages in flight.
+// finally complete per truth, and every record once in the files (issue
+// 22: a restart cuts what the checkpoint does not cover, and asks the
+// window in flight again without delivering what it delivered).
 func TestCrashesAtRandomMomentsLoseNothing(t *testing.T) {
 	t.Parallel()
 	// A budget of 20 requests per 5 s and 500-row pages make the backfill
@@ -181,8 +183,8 @@ func TestCrashesAtRandomMomentsLoseNothing(t *testing.T) {
 	dup := out.Duplicates()
 	// Each kill can repeat what was fetched and not yet committed: at most
 	// the buffer plus the pages being written.
-	if limit := kills * 2 * buffer; dup > limit {
-		t.Errorf("%d duplicates after %d kills: more than pages in flight (%d)", dup, kills, limit)
+	if dup != 0 {
+		t.Errorf("%d duplicates after %d kills", dup, kills)
 	}
 	t.Logf("%d records complete after %d SIGKILLs; %d duplicates", n, kills, dup)
 }
