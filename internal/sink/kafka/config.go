@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
 	"github.com/svcexport/collector/internal/sink/ocsfenc"
 	"github.com/svcexport/collector/internal/tlsconfig"
@@ -90,6 +91,12 @@ type Config struct {
 	// (stable delivery order and no duplicates from its own retries),
 	// requires it. Default "all".
 	Acks string `koanf:"acks"`
+	// Delivery is "exactly_once" (default): after a crash the sink reads
+	// back what its partitions hold past the checkpoint's mark and does
+	// not write those records again, so the log holds each record once;
+	// or "at_least_once": a crash between a write and the checkpoint
+	// commit writes those records again (the same keys and ids).
+	Delivery string `koanf:"delivery"`
 	// Linger is how long a partition waits for more records before a
 	// request is sent. Write stops lingering for its partitions once the
 	// whole batch is buffered (franz-go ProduceSync), so a linger only lets
@@ -156,6 +163,7 @@ func DefaultConfig() Config {
 		OCSF:               ocsfenc.DefaultConfig(),
 		Compression:        DefaultCompression,
 		Acks:               "all",
+		Delivery:           sink.DeliveryExactlyOnce,
 		Linger:             DefaultLinger,
 		BatchMaxBytes:      DefaultBatchMaxBytes,
 		MaxBufferedRecords: DefaultMaxBufferedRecords,
@@ -210,6 +218,9 @@ func (c Config) Validate() error {
 	}
 	if c.Acks != "all" {
 		add("acks", "%q is not supported: the idempotent producer, which this sink never disables, needs acks=all (the only accepted value is \"all\")", c.Acks)
+	}
+	if c.Delivery != sink.DeliveryExactlyOnce && c.Delivery != sink.DeliveryAtLeastOnce {
+		add("delivery", "unknown mode %q (%s, %s)", c.Delivery, sink.DeliveryExactlyOnce, sink.DeliveryAtLeastOnce)
 	}
 	if c.Linger < 0 || c.Linger > time.Minute {
 		add("linger", "must be between 0 and 1m, got %v", c.Linger)

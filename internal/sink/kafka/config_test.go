@@ -45,6 +45,7 @@ func TestConfigFromYAML(t *testing.T) {
 		OCSF:               ocsfenc.Config{RawData: true, ProductName: ocsf.DefaultProductName, EdgeProductName: ocsf.DefaultEdgeProductName, VendorName: "Vendor"},
 		Compression:        "lz4",
 		Acks:               "all",
+		Delivery:           "at_least_once",
 		Linger:             25 * time.Millisecond,
 		BatchMaxBytes:      512 << 10,
 		MaxBufferedRecords: 20_000,

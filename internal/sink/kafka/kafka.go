@@ -58,6 +58,8 @@ type Sink struct {
 	// purges are the topics purged from the client after their
 	// recreation (healRecreated).
 	purges purges
+	// led is the ledger of delivery exactly_once (ledger.go).
+	led kledger
 }
 
 // Option is an optional dependency of New.
@@ -104,6 +106,7 @@ func New(cfg Config, streams []record.Stream, deadLetterDir string, reg promethe
 		topics: make(map[record.Stream]string),
 		ready:  make(map[string]bool),
 		limits: make(map[string]int32),
+		led:    kledger{end: map[tp]int64{}, uncovered: map[record.Stream][]batchAt{}},
 	}
 	s.base, err = sinkhelper.New(sinkName, reg, s.push, sinkhelper.WithLogger(s.log),
 		sinkhelper.WithStart(s.start), sinkhelper.WithReady(s.ping),
@@ -299,6 +302,7 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 		if len(more) == 0 && len(results) == len(send) {
 			s.m.produceLatency.Observe(time.Since(produceStart).Seconds())
 		}
+		s.noteStored(b, results)
 		dead = append(dead, more...)
 	}
 

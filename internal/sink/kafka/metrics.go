@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -44,6 +45,14 @@ type metrics struct {
 	produceLatency  prometheus.Histogram
 	bufferedRecords prometheus.GaugeFunc
 	bufferedBytes   prometheus.GaugeFunc
+	readBackRecords prometheus.Counter
+	readBackSeconds prometheus.Counter
+}
+
+// readBack counts a read-back of Recover: n records in d.
+func (m *metrics) readBack(n int, d time.Duration) {
+	m.readBackRecords.Add(float64(n))
+	m.readBackSeconds.Add(d.Seconds())
 }
 
 // newMetrics registers the sink's series with reg (nil: none); the
@@ -91,11 +100,19 @@ func newMetrics(reg prometheus.Registerer, client *atomic.Pointer[kgo.Client], c
 			Name: "collector_kafka_buffered_bytes",
 			Help: "Bytes (keys, values, headers) held by the producer, not yet acknowledged by a broker.",
 		}, buffered(func(cl *kgo.Client) int64 { return cl.BufferedProduceBytes() })),
+		readBackRecords: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "collector_kafka_read_back_records_total",
+			Help: "Records a start read back from the partitions past the checkpoint's mark (delivery exactly_once): stored before a crash, they are not written again.",
+		}),
+		readBackSeconds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "collector_kafka_read_back_seconds_total",
+			Help: "Time starts spent reading back what the partitions hold past the checkpoint's mark.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.bufferedRecords, m.bufferedBytes, m.produced, m.bytesProduced, m.uncompressed, m.produceErrors, m.produceLatency} {
+	for _, c := range []prometheus.Collector{m.bufferedRecords, m.bufferedBytes, m.produced, m.bytesProduced, m.uncompressed, m.produceErrors, m.produceLatency, m.readBackRecords, m.readBackSeconds} {
 		if err := reg.Register(c); err != nil {
 			if _, dup := errors.AsType[prometheus.AlreadyRegisteredError](err); dup {
 				return nil, fmt.Errorf("kafka sink metrics: collector_kafka_buffered_records reads one sink's client; a second Kafka sink on the registry cannot share it: %w", err)
