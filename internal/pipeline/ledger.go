@@ -79,20 +79,21 @@ func (t *target) unstored(b *record.Batch) *record.Batch {
 	if b == nil {
 		return nil
 	}
-	k := record.Stream{Source: b.Source, Account: b.Account}
-	ids := t.skip[k]
-	if len(ids) == 0 {
+	if t.skip == nil {
 		return b
 	}
+	// A sink may know a record under its own account rather than the
+	// stream's (an edge stream's records name theirs, C6).
 	var keep []record.Envelope
 	left := 0
 	for i := range b.Envelopes {
-		if _, ok := ids[b.Envelopes[i].ID]; ok {
-			delete(ids, b.Envelopes[i].ID)
+		e := &b.Envelopes[i]
+		if t.skipped(record.Stream{Source: b.Source, Account: b.Account}, e.ID) ||
+			e.Account != b.Account && t.skipped(record.Stream{Source: b.Source, Account: e.Account}, e.ID) {
 			left++
 			continue
 		}
-		keep = append(keep, b.Envelopes[i])
+		keep = append(keep, *e)
 	}
 	if left == 0 {
 		return b
@@ -104,4 +105,17 @@ func (t *target) unstored(b *record.Batch) *record.Batch {
 	c := *b
 	c.Envelopes = keep
 	return &c
+}
+
+// skipped reports whether t holds id of stream k, and forgets it: a
+// record stored once is left out once.
+func (t *target) skipped(k record.Stream, id string) bool {
+	t.skipMu.Lock()
+	defer t.skipMu.Unlock()
+	ids := t.skip[k]
+	if _, ok := ids[id]; !ok {
+		return false
+	}
+	delete(ids, id)
+	return true
 }

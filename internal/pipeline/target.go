@@ -28,16 +28,16 @@ type Target struct {
 type target struct {
 	Target
 	queues        []chan *item
-	ledger        sink.Ledger // nil when the sink is no Ledger
+	ledger        sink.Ledger  // nil when the sink is no Ledger
 	writeE        atomic.Value // errBox: the last failed Write since the last success
 	batchDuration prometheus.Observer
 	suppressed    *prometheus.CounterVec // source, account: records left out by skip
 
 	// skip holds, per stream, the ids of records the sink stored after
 	// the checkpoint's mark, as its Recover returned them: they are not
-	// written to it again. Only the stream's worker touches its entry
-	// after Run starts.
-	skip sink.Stored
+	// written to it again (nil: none). Set before the workers start.
+	skip   sink.Stored
+	skipMu sync.Mutex // guards the maps of skip
 
 	mu      sync.Mutex
 	pending map[*item]struct{} // handed to this sink, not yet acknowledged or dropped by it

@@ -11,6 +11,7 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/svcexport/collector/internal/secret"
+	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/clickhouse/schema"
 	"github.com/svcexport/collector/internal/tlsconfig"
 )
@@ -112,6 +113,15 @@ type Config struct {
 	// to the Distributed table synchronously (see docs/clickhouse.md).
 	// Default "": one server.
 	Cluster string `koanf:"cluster"`
+	// Delivery is "exactly_once": every table gets a column _inserted
+	// (the server's insert time, 8 bytes a row before compression) and
+	// after a crash a start reads the ids of the rows inserted since the
+	// checkpoint's mark and does not insert them again, so no row is
+	// stored twice and count() needs no FINAL; or "at_least_once": a crash
+	// may store rows twice until ReplacingMergeTree merges them. Default
+	// "" is exactly_once on one server and at_least_once with Cluster
+	// (which exactly_once does not support yet).
+	Delivery string `koanf:"delivery"`
 }
 
 // DefaultConfig returns the defaults documented on Config.
@@ -128,6 +138,17 @@ func DefaultConfig() Config {
 		MaxOpenConns:   DefaultMaxOpenConns,
 		InsertAttempts: DefaultInsertAttempts,
 	}
+}
+
+// delivery is the effective delivery mode (Config.Delivery).
+func (c Config) delivery() string {
+	if c.Delivery == "" {
+		if c.Cluster != "" {
+			return sink.DeliveryAtLeastOnce
+		}
+		return sink.DeliveryExactlyOnce
+	}
+	return c.Delivery
 }
 
 // schemaOptions are the parts of c that shape the tables.
@@ -153,6 +174,12 @@ func (c Config) Validate() error {
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 			bad("addr", "entry %d %q has no valid port", i, a)
 		}
+	}
+	switch {
+	case c.Delivery != "" && c.Delivery != sink.DeliveryExactlyOnce && c.Delivery != sink.DeliveryAtLeastOnce:
+		bad("delivery", "unknown mode %q (%s, %s, or empty for the default)", c.Delivery, sink.DeliveryExactlyOnce, sink.DeliveryAtLeastOnce)
+	case c.Delivery == sink.DeliveryExactlyOnce && c.Cluster != "":
+		bad("delivery", "exactly_once needs one server; with sink.clickhouse.cluster set leave it empty or choose at_least_once")
 	}
 	if c.Protocol != ProtocolNative && c.Protocol != ProtocolHTTP {
 		bad("protocol", "must be native or http, got %q", c.Protocol)

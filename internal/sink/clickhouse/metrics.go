@@ -28,6 +28,9 @@ type metrics struct {
 	duration  *prometheus.HistogramVec
 	errors    *prometheus.CounterVec
 	rowsPerIn prometheus.Histogram
+	// readBackRows and readBackSeconds count Recover's read-backs.
+	readBackRows    prometheus.Counter
+	readBackSeconds prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -49,11 +52,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Rows in each confirmed insert.",
 			Buckets: []float64{10, 100, 1000, 5000, 10_000, 25_000, 50_000, 100_000, 250_000, 1_000_000},
 		}),
+		readBackRows: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "collector_clickhouse_read_back_rows_total",
+			Help: "Rows a start read back as inserted past the checkpoint's mark (delivery exactly_once): stored before a crash, they are not inserted again.",
+		}),
+		readBackSeconds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "collector_clickhouse_read_back_seconds_total",
+			Help: "Time starts spent reading back the rows inserted past the checkpoint's mark.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.rows, m.bytes, m.inserts, m.duration, m.errors, m.rowsPerIn} {
+	for _, c := range []prometheus.Collector{m.rows, m.bytes, m.inserts, m.duration, m.errors, m.rowsPerIn, m.readBackRows, m.readBackSeconds} {
 		if err := reg.Register(c); err != nil {
 			if _, dup := errors.AsType[prometheus.AlreadyRegisteredError](err); dup {
 				return nil, fmt.Errorf("register clickhouse sink metrics: a second ClickHouse sink on one registry: %w", err)

@@ -56,6 +56,8 @@ type Sink struct {
 	writers map[string]*tableWriter
 	cancel  context.CancelFunc // ends inserts in flight (forced shutdown)
 	version atomic.Pointer[string]
+	// led is the ledger of delivery exactly_once (ledger.go).
+	led chLedger
 }
 
 // Option is an optional dependency of New.
@@ -108,6 +110,7 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger, opts ...Option
 		return nil, err
 	}
 	s := &Sink{
+		led:   chLedger{uncovered: map[record.Stream][]handed{}},
 		cfg:   cfg,
 		names: cfg.schemaOptions(),
 		log:   log,
@@ -178,8 +181,13 @@ func (s *Sink) start(ctx context.Context) error {
 		_ = conn.Close()
 		return err
 	}
+	s.conn = conn
+	if err := s.prepareLedger(ctx); err != nil {
+		_ = conn.Close()
+		return err
+	}
 	base, cancel := context.WithCancel(context.Background())
-	s.conn, s.cancel = conn, cancel
+	s.cancel = cancel
 	s.version.Store(&version)
 	s.writers = make(map[string]*tableWriter)
 	for _, t := range schema.Tables() {
@@ -243,6 +251,7 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 			fmt.Errorf("write %d records: no ClickHouse table for source %q", len(b.Envelopes), b.Source)))
 	}
 	c := w.layout.newChunk(b)
+	s.handedOver(b)
 	if err := w.enqueue(c); err != nil {
 		return sinkhelper.Delivered{}, sinkhelper.Kind(sinkhelper.KindState, fmt.Errorf("write %d %s records: %w", c.rows, b.Source, err))
 	}

@@ -1,0 +1,173 @@
+package clickhouse
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink"
+	"github.com/svcexport/collector/internal/sink/clickhouse/schema"
+)
+
+// The ClickHouse sink's ledger (sink.Ledger). Every table gets a column
+// _inserted DateTime64(3) DEFAULT now64(3), the server's time of the
+// insert, with a minmax index. The mark is a time at or before the insert
+// of every row of a batch the checkpoint does not cover: the hand-over
+// time of the oldest such batch (or the time of the mark when there is
+// none), in the server's clock, less a slack. After a crash Recover reads the ids of
+// the rows inserted since the mark: the pipeline does not write those to
+// ClickHouse again, so no row is stored twice and count() needs no FINAL.
+// Over-reading is harmless (rows the checkpoint covers are never written
+// again anyway).
+
+var _ sink.Ledger = (*Sink)(nil)
+
+// InsertedColumn is the column that holds a row's insert time.
+const InsertedColumn = "_inserted"
+
+// markSlack is taken off every mark: the clocks of the collector and of
+// the server, compared once at start, may drift by this much.
+const markSlack = 5 * time.Second
+
+type chMark struct {
+	Version int   `json:"v"`
+	Since   int64 `json:"since_ms"` // server time, Unix milliseconds
+}
+
+const chMarkVersion = 1
+
+type handed struct {
+	seq uint64
+	at  time.Time
+}
+
+// chLedger is the sink's side of the protocol.
+type chLedger struct {
+	mu        sync.Mutex
+	skew      time.Duration // server clock - local clock, measured at start
+	uncovered map[record.Stream][]handed
+}
+
+// Delivery implements sink.Ledger.
+func (s *Sink) Delivery() string { return s.cfg.delivery() }
+
+func (s *Sink) exactlyOnce() bool { return s.cfg.delivery() == sink.DeliveryExactlyOnce }
+
+// handedOver records that the batch b is about to be inserted.
+func (s *Sink) handedOver(b *record.Batch) {
+	if !s.exactlyOnce() {
+		return
+	}
+	k := record.Stream{Source: b.Source, Account: b.Account}
+	s.led.mu.Lock()
+	s.led.uncovered[k] = append(s.led.uncovered[k], handed{seq: b.Seq, at: time.Now()})
+	s.led.mu.Unlock()
+}
+
+// Mark implements sink.Ledger.
+func (s *Sink) Mark(_ context.Context, next map[record.Stream]uint64) ([]byte, error) {
+	if !s.exactlyOnce() {
+		return nil, nil
+	}
+	s.led.mu.Lock()
+	defer s.led.mu.Unlock()
+	for k, n := range next {
+		hs := s.led.uncovered[k]
+		i := 0
+		for i < len(hs) && hs[i].seq < n {
+			i++
+		}
+		s.led.uncovered[k] = hs[i:]
+	}
+	since := time.Now()
+	for _, hs := range s.led.uncovered {
+		for _, h := range hs {
+			if h.at.Before(since) {
+				since = h.at
+			}
+		}
+	}
+	return json.Marshal(chMark{Version: chMarkVersion, Since: since.Add(s.led.skew - markSlack).UnixMilli()})
+}
+
+// prepareLedger adds the _inserted column and its index to every table
+// (in place: older rows get the time of the change) and measures the
+// clock skew. Start calls it.
+func (s *Sink) prepareLedger(ctx context.Context) error {
+	if !s.exactlyOnce() {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
+	defer cancel()
+	for _, t := range schema.Tables() {
+		table := s.names.Qualified(s.names.Table(t.Source))
+		for _, q := range []string{
+			"ALTER TABLE " + table + " ADD COLUMN IF NOT EXISTS " + InsertedColumn + " DateTime64(3) DEFAULT now64(3) CODEC(Delta, ZSTD(1))",
+			"ALTER TABLE " + table + " ADD INDEX IF NOT EXISTS " + InsertedColumn + "_idx " + InsertedColumn + " TYPE minmax GRANULARITY 1",
+		} {
+			if err := s.conn.Exec(cctx, q); err != nil {
+				return fmt.Errorf("clickhouse: prepare %s for delivery exactly_once: %w", table, err)
+			}
+		}
+	}
+	before := time.Now()
+	var server time.Time
+	if err := s.conn.QueryRow(cctx, "SELECT now64(3)").Scan(&server); err != nil {
+		return fmt.Errorf("clickhouse: read the server's clock: %w", err)
+	}
+	s.led.mu.Lock()
+	s.led.skew = server.Sub(before.Add(time.Since(before) / 2))
+	s.led.mu.Unlock()
+	return nil
+}
+
+// Recover implements sink.Ledger: the ids of the rows inserted since the
+// mark, by stream (nothing without a mark).
+func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
+	if !s.exactlyOnce() || mark == nil {
+		return nil, nil
+	}
+	var m chMark
+	if err := json.Unmarshal(mark, &m); err != nil || m.Version != chMarkVersion {
+		return nil, fmt.Errorf("clickhouse: the checkpoint's mark of this sink is unreadable (version %d): %v", m.Version, err)
+	}
+	began := time.Now()
+	out := sink.Stored{}
+	n := 0
+	for _, t := range schema.Tables() {
+		table := s.names.Qualified(s.names.Table(t.Source))
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
+		rows, err := s.conn.Query(cctx, "SELECT account, id FROM "+table+" WHERE "+InsertedColumn+" >= fromUnixTimestamp64Milli(?)", m.Since)
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("clickhouse: recover: read back %s: %w", table, err)
+		}
+		for rows.Next() {
+			var acct, id string
+			if err := rows.Scan(&acct, &id); err != nil {
+				rows.Close()
+				cancel()
+				return nil, fmt.Errorf("clickhouse: recover: read back %s: %w", table, err)
+			}
+			k := record.Stream{Source: t.Source, Account: acct}
+			if out[k] == nil {
+				out[k] = map[string]struct{}{}
+			}
+			out[k][id] = struct{}{}
+			n++
+		}
+		err = rows.Err()
+		rows.Close()
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("clickhouse: recover: read back %s: %w", table, err)
+		}
+	}
+	s.m.readBackRows.Add(float64(n))
+	s.m.readBackSeconds.Add(time.Since(began).Seconds())
+	s.log.Info("clickhouse sink: read back the rows inserted past the checkpoint", "rows", n, "took", time.Since(began).Round(time.Millisecond))
+	return out, nil
+}
