@@ -298,8 +298,10 @@ func TestKafkaCrashesMidBackfillLoseNothing(t *testing.T) {
 	out := kafkaharness.ReadEnvelopeTopics(t, broker.Addr, kafkaharness.Topics(harness.AllSources(), "svc."), svcTopic)
 	n := c.Compare(t, out, harness.AllStreams())
 	dup := out.Duplicates()
-	if limit := kills * 2 * buffer; dup > limit {
-		t.Errorf("%d duplicates after %d kills: more than the batches in flight (%d)", dup, kills, limit)
+	// Every record once in the log (issue 22): a start reads back what
+	// the partitions hold past the checkpoint and writes it no more.
+	if dup != 0 {
+		t.Errorf("%d duplicates after %d kills", dup, kills)
 	}
 	kafkaharness.NoDeadLetters(t, c)
 	t.Logf("%d records complete after %d SIGKILLs (%d committed before the last run); %d duplicates", n, kills, committed, dup)

@@ -37,7 +37,14 @@ type target struct {
 	// the checkpoint's mark, as its Recover returned them: they are not
 	// written to it again (nil: none). Set before the workers start.
 	skip   sink.Stored
-	skipMu sync.Mutex // guards the maps of skip
+	skipMu sync.Mutex // guards skip's maps and the fields below
+	// remain is what the checkpoint keeps of skip (ledger.go): the ids
+	// not yet resolved; consumed are the ids pages left out, by the
+	// page's stream in Seq order, until a commit covers the page.
+	remain      sink.Stored
+	consumed    map[record.Stream][]consumed
+	remainDirty bool
+	persisted   time.Time // when remain was last stored
 
 	mu      sync.Mutex
 	pending map[*item]struct{} // handed to this sink, not yet acknowledged or dropped by it

@@ -2,8 +2,12 @@ package clickhouse
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,19 +29,37 @@ import (
 
 var _ sink.Ledger = (*Sink)(nil)
 
-// InsertedColumn is the column that holds a row's insert time.
-const InsertedColumn = "_inserted"
+// InsertedColumn is the column that holds a row's insert time, and
+// BatchColumn the one that names its batch: RUN/SEQ/ACCOUNT, the run (a
+// random id per start), the batch's Seq and its stream's account.
+const (
+	InsertedColumn  = "_inserted"
+	BatchColumn     = "_batch"
+	batchColumnType = "LowCardinality(String)"
+)
 
 // markSlack is taken off every mark: the clocks of the collector and of
 // the server, compared once at start, may drift by this much.
 const markSlack = 5 * time.Second
 
+// chMark is the mark: rows inserted since Since (server time, Unix
+// milliseconds) whose _batch names Run and a Seq at or past their
+// stream's Covered are the ones the checkpoint does not cover. Rows of
+// other runs were resolved before this mark or are kept by the pipeline.
 type chMark struct {
-	Version int   `json:"v"`
-	Since   int64 `json:"since_ms"` // server time, Unix milliseconds
+	Version int       `json:"v"`
+	Since   int64     `json:"since_ms"`
+	Run     string    `json:"run"`
+	Covered []covered `json:"covered"`
 }
 
-const chMarkVersion = 1
+type covered struct {
+	Source  string `json:"s"`
+	Account string `json:"a"`
+	Next    uint64 `json:"n"`
+}
+
+const chMarkVersion = 2
 
 type handed struct {
 	seq uint64
@@ -48,7 +70,16 @@ type handed struct {
 type chLedger struct {
 	mu        sync.Mutex
 	skew      time.Duration // server clock - local clock, measured at start
+	run       string        // this run's id (BatchColumn)
 	uncovered map[record.Stream][]handed
+	covered   map[record.Stream]uint64 // next of the marks so far
+}
+
+// newRunID is a random id of a run.
+func newRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // Delivery implements sink.Ledger.
@@ -56,15 +87,17 @@ func (s *Sink) Delivery() string { return s.cfg.delivery() }
 
 func (s *Sink) exactlyOnce() bool { return s.cfg.delivery() == sink.DeliveryExactlyOnce }
 
-// handedOver records that the batch b is about to be inserted.
-func (s *Sink) handedOver(b *record.Batch) {
+// handedOver records that the batch b is about to be inserted and
+// returns the _batch value of its rows ("" without the ledger).
+func (s *Sink) handedOver(b *record.Batch) string {
 	if !s.exactlyOnce() {
-		return
+		return ""
 	}
 	k := record.Stream{Source: b.Source, Account: b.Account}
 	s.led.mu.Lock()
+	defer s.led.mu.Unlock()
 	s.led.uncovered[k] = append(s.led.uncovered[k], handed{seq: b.Seq, at: time.Now()})
-	s.led.mu.Unlock()
+	return s.led.run + "/" + strconv.FormatUint(b.Seq, 10) + "/" + b.Account
 }
 
 // Mark implements sink.Ledger.
@@ -75,6 +108,9 @@ func (s *Sink) Mark(_ context.Context, next map[record.Stream]uint64) ([]byte, e
 	s.led.mu.Lock()
 	defer s.led.mu.Unlock()
 	for k, n := range next {
+		if n > s.led.covered[k] {
+			s.led.covered[k] = n
+		}
 		hs := s.led.uncovered[k]
 		i := 0
 		for i < len(hs) && hs[i].seq < n {
@@ -90,7 +126,11 @@ func (s *Sink) Mark(_ context.Context, next map[record.Stream]uint64) ([]byte, e
 			}
 		}
 	}
-	return json.Marshal(chMark{Version: chMarkVersion, Since: since.Add(s.led.skew - markSlack).UnixMilli()})
+	m := chMark{Version: chMarkVersion, Since: since.Add(s.led.skew - markSlack).UnixMilli(), Run: s.led.run}
+	for k, n := range s.led.covered {
+		m.Covered = append(m.Covered, covered{Source: k.Source, Account: k.Account, Next: n})
+	}
+	return json.Marshal(m)
 }
 
 // prepareLedger adds the _inserted column and its index to every table
@@ -103,10 +143,11 @@ func (s *Sink) prepareLedger(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
 	for _, t := range schema.Tables() {
-		table := s.names.Qualified(s.names.Table(t.Source))
+		table := s.names.Qualified(t.Source)
 		for _, q := range []string{
 			"ALTER TABLE " + table + " ADD COLUMN IF NOT EXISTS " + InsertedColumn + " DateTime64(3) DEFAULT now64(3) CODEC(Delta, ZSTD(1))",
 			"ALTER TABLE " + table + " ADD INDEX IF NOT EXISTS " + InsertedColumn + "_idx " + InsertedColumn + " TYPE minmax GRANULARITY 1",
+			"ALTER TABLE " + table + " ADD COLUMN IF NOT EXISTS " + BatchColumn + " " + batchColumnType + " DEFAULT ''",
 		} {
 			if err := s.conn.Exec(cctx, q); err != nil {
 				return fmt.Errorf("clickhouse: prepare %s for delivery exactly_once: %w", table, err)
@@ -127,6 +168,10 @@ func (s *Sink) prepareLedger(ctx context.Context) error {
 // Recover implements sink.Ledger: the ids of the rows inserted since the
 // mark, by stream (nothing without a mark).
 func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
+	s.led.mu.Lock()
+	s.led.run, s.led.covered = newRunID(), map[record.Stream]uint64{}
+	s.led.uncovered = map[record.Stream][]handed{}
+	s.led.mu.Unlock()
 	if !s.exactlyOnce() || mark == nil {
 		return nil, nil
 	}
@@ -134,25 +179,40 @@ func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
 	if err := json.Unmarshal(mark, &m); err != nil || m.Version != chMarkVersion {
 		return nil, fmt.Errorf("clickhouse: the checkpoint's mark of this sink is unreadable (version %d): %v", m.Version, err)
 	}
+	cov := map[record.Stream]uint64{}
+	for _, c := range m.Covered {
+		cov[record.Stream{Source: c.Source, Account: c.Account}] = c.Next
+	}
 	began := time.Now()
+	if err := s.awaitOrphanInserts(ctx); err != nil {
+		return nil, err
+	}
 	out := sink.Stored{}
 	n := 0
 	for _, t := range schema.Tables() {
-		table := s.names.Qualified(s.names.Table(t.Source))
+		table := s.names.Qualified(t.Source)
 		cctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
-		rows, err := s.conn.Query(cctx, "SELECT account, id FROM "+table+" WHERE "+InsertedColumn+" >= fromUnixTimestamp64Milli(?)", m.Since)
+		rows, err := s.conn.Query(cctx, "SELECT "+BatchColumn+", id FROM "+table+" WHERE "+InsertedColumn+" >= fromUnixTimestamp64Milli(?) AND startsWith("+BatchColumn+", ?)", m.Since, m.Run+"/")
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("clickhouse: recover: read back %s: %w", table, err)
 		}
 		for rows.Next() {
-			var acct, id string
-			if err := rows.Scan(&acct, &id); err != nil {
+			var batch, id string
+			if err := rows.Scan(&batch, &id); err != nil {
 				rows.Close()
 				cancel()
 				return nil, fmt.Errorf("clickhouse: recover: read back %s: %w", table, err)
 			}
-			k := record.Stream{Source: t.Source, Account: acct}
+			parts := strings.SplitN(batch, "/", 3)
+			if len(parts) != 3 {
+				continue
+			}
+			seq, err := strconv.ParseUint(parts[1], 10, 64)
+			k := record.Stream{Source: t.Source, Account: parts[2]}
+			if err != nil || seq < cov[k] {
+				continue
+			}
 			if out[k] == nil {
 				out[k] = map[string]struct{}{}
 			}
@@ -170,4 +230,34 @@ func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
 	s.m.readBackSeconds.Add(time.Since(began).Seconds())
 	s.log.Info("clickhouse sink: read back the rows inserted past the checkpoint", "rows", n, "took", time.Since(began).Round(time.Millisecond))
 	return out, nil
+}
+
+// awaitOrphanInserts waits, up to the query timeout, until the server runs
+// no insert into this sink's database: a collector killed while the
+// server was still storing its insert leaves it running, and its rows must
+// be there before the read-back looks.
+func (s *Sink) awaitOrphanInserts(ctx context.Context) error {
+	deadline := time.Now().Add(s.cfg.QueryTimeout)
+	q := s.names.Qualified("x")
+	prefix := "INSERT INTO " + q[:strings.LastIndex(q, ".")+1]
+	for {
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
+		var n uint64
+		err := s.conn.QueryRow(cctx, "SELECT count() FROM system.processes WHERE startsWith(query, ?)", prefix).Scan(&n)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("clickhouse: recover: read system.processes: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("clickhouse: recover: %d inserts into %s still run after %v (a collector killed during an insert?); try again later", n, s.cfg.Database, s.cfg.QueryTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("clickhouse: recover: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

@@ -35,6 +35,9 @@ type chunk struct {
 
 	layout *layout
 	row    int // the row extraction is filling
+	// batch is the _batch value of every row (delivery exactly_once,
+	// ledger.go), "" when the table has no such column.
+	batch string
 
 	arrived time.Time
 	done    chan error // buffered 1: the insert's outcome
@@ -165,6 +168,13 @@ func (c *chunk) column(i int) any {
 		return c.original
 	}
 	f := i - schema.NumCommon
+	if f == len(c.layout.table.Fields) {
+		col := make([]string, c.rows)
+		for j := range col {
+			col[j] = c.batch
+		}
+		return col
+	}
 	s := c.layout.slot[f]
 	switch c.layout.table.Fields[f].Kind {
 	case schema.KindString:

@@ -110,7 +110,7 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger, opts ...Option
 		return nil, err
 	}
 	s := &Sink{
-		led:   chLedger{uncovered: map[record.Stream][]handed{}},
+		led:   chLedger{uncovered: map[record.Stream][]handed{}, covered: map[record.Stream]uint64{}, run: newRunID()},
 		cfg:   cfg,
 		names: cfg.schemaOptions(),
 		log:   log,
@@ -193,7 +193,11 @@ func (s *Sink) start(ctx context.Context) error {
 	for _, t := range schema.Tables() {
 		w := newTableWriter(s, t)
 		for _, c := range w.cols {
-			w.httpCols = append(w.httpCols, ch.ColumnNameAndType{Name: c.Name, Type: found[t.Source][c.Name]})
+			typ := found[t.Source][c.Name]
+			if typ == "" {
+				typ = c.Type // the ledger's column, added after Ensure looked
+			}
+			w.httpCols = append(w.httpCols, ch.ColumnNameAndType{Name: c.Name, Type: typ})
 		}
 		s.writers[t.Source] = w
 		go w.run(base)
@@ -251,7 +255,7 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 			fmt.Errorf("write %d records: no ClickHouse table for source %q", len(b.Envelopes), b.Source)))
 	}
 	c := w.layout.newChunk(b)
-	s.handedOver(b)
+	c.batch = s.handedOver(b)
 	if err := w.enqueue(c); err != nil {
 		return sinkhelper.Delivered{}, sinkhelper.Kind(sinkhelper.KindState, fmt.Errorf("write %d %s records: %w", c.rows, b.Source, err))
 	}

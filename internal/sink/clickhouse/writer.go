@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,7 +41,7 @@ type tableWriter struct {
 }
 
 func newTableWriter(s *Sink, t schema.Table) *tableWriter {
-	return &tableWriter{
+	w := &tableWriter{
 		s:      s,
 		table:  s.names.Table(t.Source),
 		layout: newLayout(t),
@@ -49,6 +50,13 @@ func newTableWriter(s *Sink, t schema.Table) *tableWriter {
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
 	}
+	if s.exactlyOnce() {
+		// The ledger's column (ledger.go), after every column of the
+		// schema.
+		w.cols = append(w.cols, schema.Column{Name: BatchColumn, Type: batchColumnType})
+		w.query = strings.TrimSuffix(w.query, ")") + ", `" + BatchColumn + "`)"
+	}
+	return w
 }
 
 func (w *tableWriter) poke() {

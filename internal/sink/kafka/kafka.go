@@ -106,7 +106,7 @@ func New(cfg Config, streams []record.Stream, deadLetterDir string, reg promethe
 		topics: make(map[record.Stream]string),
 		ready:  make(map[string]bool),
 		limits: make(map[string]int32),
-		led:    kledger{end: map[tp]int64{}, uncovered: map[record.Stream][]batchAt{}},
+		led:    kledger{end: map[tp]int64{}, uncovered: map[record.Stream][]batchAt{}, covered: map[record.Stream]uint64{}, run: newRunID()},
 	}
 	s.base, err = sinkhelper.New(sinkName, reg, s.push, sinkhelper.WithLogger(s.log),
 		sinkhelper.WithStart(s.start), sinkhelper.WithReady(s.ping),
@@ -287,6 +287,13 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 	}
 
 	if len(send) > 0 {
+		s.noteHanded(b)
+		if s.exactlyOnce() {
+			h := kgo.RecordHeader{Key: HeaderBatch, Value: s.batchHeader(b)}
+			for _, r := range send {
+				r.Headers = append(r.Headers, h)
+			}
+		}
 		produceStart := time.Now()
 		cl := s.client.Load()
 		gen := s.purges.generation()
@@ -302,7 +309,7 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 		if len(more) == 0 && len(results) == len(send) {
 			s.m.produceLatency.Observe(time.Since(produceStart).Seconds())
 		}
-		s.noteStored(b, results)
+		s.noteStored(results)
 		dead = append(dead, more...)
 	}
 

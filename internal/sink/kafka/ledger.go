@@ -2,11 +2,15 @@ package kafka
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,17 +40,35 @@ type tp struct {
 	Partition int32  `json:"p"`
 }
 
-// kafkaMark is the mark: Offsets[i] is where to read Partitions[i] from.
+// kafkaMark is the mark: Offsets[i] is where to read Partitions[i] from;
+// Run is the run (Sink instance) whose batches the commit covered as far
+// as Covered says, per stream: a record read back is one the checkpoint
+// does not cover when its batch header (HeaderBatch) names Run and a Seq
+// at or past its stream's Covered. Records of other runs were resolved
+// before this mark or are kept by the pipeline.
 type kafkaMark struct {
-	Version    int     `json:"v"`
-	Partitions []tp    `json:"tp"`
-	Offsets    []int64 `json:"o"`
+	Version    int       `json:"v"`
+	Run        string    `json:"run"`
+	Covered    []covered `json:"covered"`
+	Partitions []tp      `json:"tp"`
+	Offsets    []int64   `json:"o"`
 }
 
-const kafkaMarkVersion = 1
+type covered struct {
+	Source  string `json:"s"`
+	Account string `json:"a"`
+	Next    uint64 `json:"n"`
+}
 
-// batchAt is a batch stored in this run and not yet covered: its Seq and
-// the first offset it took in each partition.
+const kafkaMarkVersion = 2
+
+// HeaderBatch is the header of every record the sink writes with delivery
+// exactly_once: RUN/SEQ/ACCOUNT, the run (a random id per start), the
+// batch's Seq and its stream's account, which Recover reads back.
+const HeaderBatch = "collector_batch"
+
+// batchAt is a batch handed to the producer in this run and not yet
+// covered: its Seq and, per partition, an offset at or before any it took.
 type batchAt struct {
 	seq   uint64
 	first map[tp]int64
@@ -55,8 +77,28 @@ type batchAt struct {
 // kledger is the sink's side of the protocol.
 type kledger struct {
 	mu        sync.Mutex
+	run       string                      // this run's id (HeaderBatch)
 	end       map[tp]int64                // past the last offset produced (or known at Recover), per partition
 	uncovered map[record.Stream][]batchAt // in Seq order
+	covered   map[record.Stream]uint64    // next of the marks so far
+}
+
+// batchHeader is the HeaderBatch value of batch b.
+func (s *Sink) batchHeader(b *record.Batch) []byte {
+	return []byte(s.led.run + "/" + strconv.FormatUint(b.Seq, 10) + "/" + b.Account)
+}
+
+// parseBatchHeader splits a HeaderBatch value.
+func parseBatchHeader(v []byte) (run string, seq uint64, account string, ok bool) {
+	parts := strings.SplitN(string(v), "/", 3)
+	if len(parts) != 3 {
+		return "", 0, "", false
+	}
+	seq, err := strconv.ParseUint(parts[1], 10, 64)
+	if err != nil {
+		return "", 0, "", false
+	}
+	return parts[0], seq, parts[2], true
 }
 
 // Delivery implements sink.Ledger.
@@ -64,13 +106,26 @@ func (s *Sink) Delivery() string { return s.cfg.Delivery }
 
 func (s *Sink) exactlyOnce() bool { return s.cfg.Delivery == sink.DeliveryExactlyOnce }
 
-// noteStored records where the records of batch b went (results of a
-// produce without error).
-func (s *Sink) noteStored(b *record.Batch, results kgo.ProduceResults) {
+// noteHanded records that batch b is about to be produced: whatever of it
+// lands in a partition lands at or past the end the sink knows of it now
+// (later records get later offsets), so that end is where a read-back
+// must start until a commit covers the batch, whether its Write succeeds,
+// fails or is cut by a crash.
+func (s *Sink) noteHanded(b *record.Batch) {
+	if !s.exactlyOnce() {
+		return
+	}
+	k := record.Stream{Source: b.Source, Account: b.Account}
+	s.led.mu.Lock()
+	defer s.led.mu.Unlock()
+	s.led.uncovered[k] = append(s.led.uncovered[k], batchAt{seq: b.Seq, first: maps.Clone(s.led.end)})
+}
+
+// noteStored moves the ends the sink knows past the records of a produce.
+func (s *Sink) noteStored(results kgo.ProduceResults) {
 	if !s.exactlyOnce() || len(results) == 0 {
 		return
 	}
-	first := map[tp]int64{}
 	s.led.mu.Lock()
 	defer s.led.mu.Unlock()
 	for _, r := range results {
@@ -78,15 +133,10 @@ func (s *Sink) noteStored(b *record.Batch, results kgo.ProduceResults) {
 			continue
 		}
 		p := tp{r.Record.Topic, r.Record.Partition}
-		if o, ok := first[p]; !ok || r.Record.Offset < o {
-			first[p] = r.Record.Offset
-		}
 		if r.Record.Offset+1 > s.led.end[p] {
 			s.led.end[p] = r.Record.Offset + 1
 		}
 	}
-	k := record.Stream{Source: b.Source, Account: b.Account}
-	s.led.uncovered[k] = append(s.led.uncovered[k], batchAt{seq: b.Seq, first: first})
 }
 
 // Mark implements sink.Ledger.
@@ -97,6 +147,9 @@ func (s *Sink) Mark(_ context.Context, next map[record.Stream]uint64) ([]byte, e
 	s.led.mu.Lock()
 	defer s.led.mu.Unlock()
 	for k, n := range next {
+		if n > s.led.covered[k] {
+			s.led.covered[k] = n
+		}
 		bs := s.led.uncovered[k]
 		i := 0
 		for i < len(bs) && bs[i].seq < n {
@@ -114,7 +167,10 @@ func (s *Sink) Mark(_ context.Context, next map[record.Stream]uint64) ([]byte, e
 			}
 		}
 	}
-	m := kafkaMark{Version: kafkaMarkVersion}
+	m := kafkaMark{Version: kafkaMarkVersion, Run: s.led.run}
+	for k, n := range s.led.covered {
+		m.Covered = append(m.Covered, covered{Source: k.Source, Account: k.Account, Next: n})
+	}
 	for _, p := range slices.SortedFunc(maps.Keys(from), func(a, b tp) int {
 		if a.Topic != b.Topic {
 			if a.Topic < b.Topic {
@@ -159,8 +215,12 @@ func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
 				from[p] = m.Offsets[i]
 			}
 		}
+		cov := map[record.Stream]uint64{}
+		for _, c := range m.Covered {
+			cov[record.Stream{Source: c.Source, Account: c.Account}] = c.Next
+		}
 		began := time.Now()
-		if stored, err = s.readBack(ctx, from, end); err != nil {
+		if stored, err = s.readBack(ctx, from, end, m.Run, cov); err != nil {
 			return nil, err
 		}
 		n := 0
@@ -174,15 +234,25 @@ func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
 	s.led.mu.Lock()
 	s.led.end = end
 	s.led.uncovered = map[record.Stream][]batchAt{}
+	s.led.covered = map[record.Stream]uint64{}
+	s.led.run = newRunID()
 	s.led.mu.Unlock()
 	return stored, nil
 }
 
+// newRunID is a random id of a run.
+func newRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
 // readBack consumes every partition of from, from its offset up to its end
-// in end, and returns the record ids found, by stream (the source and
-// account headers; the id is the header id when there is one, else the
+// in end, and returns the ids of the records the mark does not cover, by
+// their batch's stream: their batch header names run and a Seq at or past
+// cov of the stream (the id is the header id when there is one, else the
 // key).
-func (s *Sink) readBack(ctx context.Context, from, end map[tp]int64) (sink.Stored, error) {
+func (s *Sink) readBack(ctx context.Context, from, end map[tp]int64, run string, cov map[record.Stream]uint64) (sink.Stored, error) {
 	out := sink.Stored{}
 	if len(from) == 0 {
 		return out, nil
@@ -229,13 +299,14 @@ func (s *Sink) readBack(ctx context.Context, from, end map[tp]int64) (sink.Store
 			if e, ok := left[p]; ok && r.Offset+1 >= e {
 				delete(left, p)
 			}
-			var src, acct, id string
+			var src, id string
+			var batch []byte
 			for _, h := range r.Headers {
 				switch h.Key {
 				case kafkarecord.HeaderSource:
 					src = string(h.Value)
-				case kafkarecord.HeaderAccount:
-					acct = string(h.Value)
+				case HeaderBatch:
+					batch = h.Value
 				case "id":
 					id = string(h.Value)
 				}
@@ -243,10 +314,14 @@ func (s *Sink) readBack(ctx context.Context, from, end map[tp]int64) (sink.Store
 			if id == "" {
 				id = string(r.Key)
 			}
-			if src == "" || id == "" {
+			brun, seq, acct, ok := parseBatchHeader(batch)
+			if src == "" || id == "" || !ok || brun != run {
 				return
 			}
 			k := record.Stream{Source: src, Account: acct}
+			if seq < cov[k] {
+				return
+			}
 			if out[k] == nil {
 				out[k] = map[string]struct{}{}
 			}
