@@ -83,8 +83,10 @@ func TestWriteDeliversEveryRecordWithKeyHeadersAndEnvelope(t *testing.T) {
 					t.Errorf("record %s header %s = %q, want %q", e.ID, k, v, want)
 				}
 			}
-			if len(r.Headers) != 7 {
-				t.Errorf("record %s has %d headers, want 7", e.ID, len(r.Headers))
+			// The envelope's seven and the batch header of delivery
+			// exactly_once (the default).
+			if len(r.Headers) != 8 || header(t, r, kafka.HeaderBatch) == "" {
+				t.Errorf("record %s has %d headers, want 8 with %s", e.ID, len(r.Headers), kafka.HeaderBatch)
 			}
 			if ct := r.Attrs.CompressionType(); ct != 4 {
 				t.Errorf("record %s batch codec %d, want 4 (zstd)", e.ID, ct)
