@@ -60,18 +60,12 @@ func (p *Pipeline) commit(ctx context.Context) error {
 	}
 	logs.States = dirty
 	marks, err := p.marks(ctx, next)
-	if err != nil {
-		p.tracker.putBack(dirty)
-		p.tracker.putBackLogs(logs)
-		p.m.commitErrors.Inc()
-		p.commitE.Store(errBox{err})
-		p.log.Error("checkpoint commit failed; will retry", "streams", len(dirty), "err", err)
-		return err
+	if err == nil {
+		logs.Marks = marks
+		start := p.now()
+		err = p.store.Apply(ctx, logs)
+		p.m.commitDuration.Observe(p.now().Sub(start).Seconds())
 	}
-	logs.Marks = marks
-	start := p.now()
-	err = p.store.Apply(ctx, logs)
-	p.m.commitDuration.Observe(p.now().Sub(start).Seconds())
 	if err != nil {
 		p.tracker.putBack(dirty)
 		p.tracker.putBackLogs(logs)

@@ -2,11 +2,8 @@ package clickhouse
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +11,7 @@ import (
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/clickhouse/schema"
+	"github.com/svcexport/collector/internal/sink/sinkhelper"
 )
 
 // The ClickHouse sink's ledger (sink.Ledger). Every table gets a column
@@ -47,16 +45,9 @@ const markSlack = 5 * time.Second
 // stream's Covered are the ones the checkpoint does not cover. Rows of
 // other runs were resolved before this mark or are kept by the pipeline.
 type chMark struct {
-	Version int       `json:"v"`
-	Since   int64     `json:"since_ms"`
-	Run     string    `json:"run"`
-	Covered []covered `json:"covered"`
-}
-
-type covered struct {
-	Source  string `json:"s"`
-	Account string `json:"a"`
-	Next    uint64 `json:"n"`
+	Version int   `json:"v"`
+	Since   int64 `json:"since_ms"`
+	sinkhelper.Covered
 }
 
 const chMarkVersion = 2
@@ -70,16 +61,8 @@ type handed struct {
 type chLedger struct {
 	mu        sync.Mutex
 	skew      time.Duration // server clock - local clock, measured at start
-	run       string        // this run's id (BatchColumn)
 	uncovered map[record.Stream][]handed
-	covered   map[record.Stream]uint64 // next of the marks so far
-}
-
-// newRunID is a random id of a run.
-func newRunID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	cov       *sinkhelper.Coverage // the run and what the commits covered (BatchColumn)
 }
 
 // Delivery implements sink.Ledger.
@@ -97,7 +80,7 @@ func (s *Sink) handedOver(b *record.Batch) string {
 	s.led.mu.Lock()
 	defer s.led.mu.Unlock()
 	s.led.uncovered[k] = append(s.led.uncovered[k], handed{seq: b.Seq, at: time.Now()})
-	return s.led.run + "/" + strconv.FormatUint(b.Seq, 10) + "/" + b.Account
+	return s.led.cov.BatchName(b)
 }
 
 // Mark implements sink.Ledger.
@@ -108,9 +91,6 @@ func (s *Sink) Mark(_ context.Context, next map[record.Stream]uint64) ([]byte, e
 	s.led.mu.Lock()
 	defer s.led.mu.Unlock()
 	for k, n := range next {
-		if n > s.led.covered[k] {
-			s.led.covered[k] = n
-		}
 		hs := s.led.uncovered[k]
 		i := 0
 		for i < len(hs) && hs[i].seq < n {
@@ -126,11 +106,7 @@ func (s *Sink) Mark(_ context.Context, next map[record.Stream]uint64) ([]byte, e
 			}
 		}
 	}
-	m := chMark{Version: chMarkVersion, Since: since.Add(s.led.skew - markSlack).UnixMilli(), Run: s.led.run}
-	for k, n := range s.led.covered {
-		m.Covered = append(m.Covered, covered{Source: k.Source, Account: k.Account, Next: n})
-	}
-	return json.Marshal(m)
+	return json.Marshal(chMark{Version: chMarkVersion, Since: since.Add(s.led.skew - markSlack).UnixMilli(), Covered: s.led.cov.Advance(next)})
 }
 
 // prepareLedger adds the _inserted column and its index to every table
@@ -169,9 +145,9 @@ func (s *Sink) prepareLedger(ctx context.Context) error {
 // mark, by stream (nothing without a mark).
 func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
 	s.led.mu.Lock()
-	s.led.run, s.led.covered = newRunID(), map[record.Stream]uint64{}
 	s.led.uncovered = map[record.Stream][]handed{}
 	s.led.mu.Unlock()
+	s.led.cov.Reset()
 	if !s.exactlyOnce() || mark == nil {
 		return nil, nil
 	}
@@ -179,10 +155,7 @@ func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
 	if err := json.Unmarshal(mark, &m); err != nil || m.Version != chMarkVersion {
 		return nil, fmt.Errorf("clickhouse: the checkpoint's mark of this sink is unreadable (version %d): %v", m.Version, err)
 	}
-	cov := map[record.Stream]uint64{}
-	for _, c := range m.Covered {
-		cov[record.Stream{Source: c.Source, Account: c.Account}] = c.Next
-	}
+	uncovered := m.Covered.Uncovered()
 	began := time.Now()
 	if err := s.awaitOrphanInserts(ctx); err != nil {
 		return nil, err
@@ -204,20 +177,10 @@ func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
 				cancel()
 				return nil, fmt.Errorf("clickhouse: recover: read back %s: %w", table, err)
 			}
-			parts := strings.SplitN(batch, "/", 3)
-			if len(parts) != 3 {
-				continue
+			if k, ok := uncovered(t.Source, batch); ok {
+				sinkhelper.Add(out, k, id)
+				n++
 			}
-			seq, err := strconv.ParseUint(parts[1], 10, 64)
-			k := record.Stream{Source: t.Source, Account: parts[2]}
-			if err != nil || seq < cov[k] {
-				continue
-			}
-			if out[k] == nil {
-				out[k] = map[string]struct{}{}
-			}
-			out[k][id] = struct{}{}
-			n++
 		}
 		err = rows.Err()
 		rows.Close()

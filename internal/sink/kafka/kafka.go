@@ -106,7 +106,7 @@ func New(cfg Config, streams []record.Stream, deadLetterDir string, reg promethe
 		topics: make(map[record.Stream]string),
 		ready:  make(map[string]bool),
 		limits: make(map[string]int32),
-		led:    kledger{end: map[tp]int64{}, uncovered: map[record.Stream][]batchAt{}, covered: map[record.Stream]uint64{}, run: newRunID()},
+		led:    kledger{end: map[tp]int64{}, uncovered: map[record.Stream][]batchAt{}, cov: sinkhelper.NewCoverage()},
 	}
 	s.base, err = sinkhelper.New(sinkName, reg, s.push, sinkhelper.WithLogger(s.log),
 		sinkhelper.WithStart(s.start), sinkhelper.WithReady(s.ping),
@@ -289,7 +289,7 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 	if len(send) > 0 {
 		s.noteHanded(b)
 		if s.exactlyOnce() {
-			h := kgo.RecordHeader{Key: HeaderBatch, Value: s.batchHeader(b)}
+			h := kgo.RecordHeader{Key: HeaderBatch, Value: []byte(s.led.cov.BatchName(b))}
 			for _, r := range send {
 				r.Headers = append(r.Headers, h)
 			}

@@ -2,15 +2,11 @@ package kafka
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +16,7 @@ import (
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkarecord"
+	"github.com/svcexport/collector/internal/sink/sinkhelper"
 )
 
 // The Kafka sink's ledger (sink.Ledger). Its mark is, per partition of
@@ -47,17 +44,10 @@ type tp struct {
 // at or past its stream's Covered. Records of other runs were resolved
 // before this mark or are kept by the pipeline.
 type kafkaMark struct {
-	Version    int       `json:"v"`
-	Run        string    `json:"run"`
-	Covered    []covered `json:"covered"`
-	Partitions []tp      `json:"tp"`
-	Offsets    []int64   `json:"o"`
-}
-
-type covered struct {
-	Source  string `json:"s"`
-	Account string `json:"a"`
-	Next    uint64 `json:"n"`
+	Version int `json:"v"`
+	sinkhelper.Covered
+	Partitions []tp    `json:"tp"`
+	Offsets    []int64 `json:"o"`
 }
 
 const kafkaMarkVersion = 2
@@ -77,28 +67,9 @@ type batchAt struct {
 // kledger is the sink's side of the protocol.
 type kledger struct {
 	mu        sync.Mutex
-	run       string                      // this run's id (HeaderBatch)
 	end       map[tp]int64                // past the last offset produced (or known at Recover), per partition
 	uncovered map[record.Stream][]batchAt // in Seq order
-	covered   map[record.Stream]uint64    // next of the marks so far
-}
-
-// batchHeader is the HeaderBatch value of batch b.
-func (s *Sink) batchHeader(b *record.Batch) []byte {
-	return []byte(s.led.run + "/" + strconv.FormatUint(b.Seq, 10) + "/" + b.Account)
-}
-
-// parseBatchHeader splits a HeaderBatch value.
-func parseBatchHeader(v []byte) (run string, seq uint64, account string, ok bool) {
-	parts := strings.SplitN(string(v), "/", 3)
-	if len(parts) != 3 {
-		return "", 0, "", false
-	}
-	seq, err := strconv.ParseUint(parts[1], 10, 64)
-	if err != nil {
-		return "", 0, "", false
-	}
-	return parts[0], seq, parts[2], true
+	cov       *sinkhelper.Coverage        // the run and what the commits covered (HeaderBatch)
 }
 
 // Delivery implements sink.Ledger.
@@ -147,9 +118,6 @@ func (s *Sink) Mark(_ context.Context, next map[record.Stream]uint64) ([]byte, e
 	s.led.mu.Lock()
 	defer s.led.mu.Unlock()
 	for k, n := range next {
-		if n > s.led.covered[k] {
-			s.led.covered[k] = n
-		}
 		bs := s.led.uncovered[k]
 		i := 0
 		for i < len(bs) && bs[i].seq < n {
@@ -167,10 +135,7 @@ func (s *Sink) Mark(_ context.Context, next map[record.Stream]uint64) ([]byte, e
 			}
 		}
 	}
-	m := kafkaMark{Version: kafkaMarkVersion, Run: s.led.run}
-	for k, n := range s.led.covered {
-		m.Covered = append(m.Covered, covered{Source: k.Source, Account: k.Account, Next: n})
-	}
+	m := kafkaMark{Version: kafkaMarkVersion, Covered: s.led.cov.Advance(next)}
 	for _, p := range slices.SortedFunc(maps.Keys(from), func(a, b tp) int {
 		if a.Topic != b.Topic {
 			if a.Topic < b.Topic {
@@ -215,12 +180,8 @@ func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
 				from[p] = m.Offsets[i]
 			}
 		}
-		cov := map[record.Stream]uint64{}
-		for _, c := range m.Covered {
-			cov[record.Stream{Source: c.Source, Account: c.Account}] = c.Next
-		}
 		began := time.Now()
-		if stored, err = s.readBack(ctx, from, end, m.Run, cov); err != nil {
+		if stored, err = s.readBack(ctx, from, end, m.Covered.Uncovered()); err != nil {
 			return nil, err
 		}
 		n := 0
@@ -234,25 +195,16 @@ func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
 	s.led.mu.Lock()
 	s.led.end = end
 	s.led.uncovered = map[record.Stream][]batchAt{}
-	s.led.covered = map[record.Stream]uint64{}
-	s.led.run = newRunID()
 	s.led.mu.Unlock()
+	s.led.cov.Reset()
 	return stored, nil
 }
 
-// newRunID is a random id of a run.
-func newRunID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 // readBack consumes every partition of from, from its offset up to its end
-// in end, and returns the ids of the records the mark does not cover, by
-// their batch's stream: their batch header names run and a Seq at or past
-// cov of the stream (the id is the header id when there is one, else the
-// key).
-func (s *Sink) readBack(ctx context.Context, from, end map[tp]int64, run string, cov map[record.Stream]uint64) (sink.Stored, error) {
+// in end, and returns the ids of the records the mark does not cover
+// (uncovered, by their source and batch header), by their batch's stream
+// (the id is the header id when there is one, else the key).
+func (s *Sink) readBack(ctx context.Context, from, end map[tp]int64, uncovered func(source, batch string) (record.Stream, bool)) (sink.Stored, error) {
 	out := sink.Stored{}
 	if len(from) == 0 {
 		return out, nil
@@ -299,14 +251,13 @@ func (s *Sink) readBack(ctx context.Context, from, end map[tp]int64, run string,
 			if e, ok := left[p]; ok && r.Offset+1 >= e {
 				delete(left, p)
 			}
-			var src, id string
-			var batch []byte
+			var src, id, batch string
 			for _, h := range r.Headers {
 				switch h.Key {
 				case kafkarecord.HeaderSource:
 					src = string(h.Value)
 				case HeaderBatch:
-					batch = h.Value
+					batch = string(h.Value)
 				case "id":
 					id = string(h.Value)
 				}
@@ -314,18 +265,9 @@ func (s *Sink) readBack(ctx context.Context, from, end map[tp]int64, run string,
 			if id == "" {
 				id = string(r.Key)
 			}
-			brun, seq, acct, ok := parseBatchHeader(batch)
-			if src == "" || id == "" || !ok || brun != run {
-				return
+			if k, ok := uncovered(src, batch); ok && id != "" {
+				sinkhelper.Add(out, k, id)
 			}
-			k := record.Stream{Source: src, Account: acct}
-			if seq < cov[k] {
-				return
-			}
-			if out[k] == nil {
-				out[k] = map[string]struct{}{}
-			}
-			out[k][id] = struct{}{}
 		})
 	}
 	return out, nil

@@ -1,0 +1,117 @@
+package sinkhelper
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/svcexport/collector/internal/record"
+)
+
+// Coverage is what the sinks that read back after a crash (Kafka,
+// ClickHouse; sink.Ledger) share: every record they write names its batch
+// (BatchName: the run, a random id per start, the batch's Seq and its
+// stream's account), and their marks say which run wrote and how far the
+// checkpoint covers each stream's batches of it (Covered). A record read
+// back is one the checkpoint does not cover when its batch names the mark's
+// run and a Seq at or past its stream's entry. Records of other runs were
+// resolved before the mark, or the pipeline keeps their ids. The zero
+// Coverage is not usable: use NewCoverage. Its methods are safe for
+// concurrent use.
+type Coverage struct {
+	mu      sync.Mutex
+	run     string
+	covered map[record.Stream]uint64
+}
+
+// NewCoverage returns the coverage of a new run.
+func NewCoverage() *Coverage {
+	return &Coverage{run: newRunID(), covered: map[record.Stream]uint64{}}
+}
+
+// newRunID is a random id of a run, 16 hex digits.
+func newRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Covered is a mark's part of Coverage: the run, and per stream the Seq
+// of its oldest batch the checkpoint does not cover.
+type Covered struct {
+	Run     string          `json:"run"`
+	Streams []CoveredStream `json:"covered"`
+}
+
+// CoveredStream is one stream's entry of Covered.
+type CoveredStream struct {
+	Source  string `json:"s"`
+	Account string `json:"a"`
+	Next    uint64 `json:"n"`
+}
+
+// Reset begins a new run: a new run id, nothing covered.
+func (c *Coverage) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.run, c.covered = newRunID(), map[record.Stream]uint64{}
+}
+
+// Advance records that a commit covers, per stream of next, the batches
+// below next[k] (sink.Ledger.Mark), and returns the coverage to store in
+// the mark.
+func (c *Coverage) Advance(next map[record.Stream]uint64) Covered {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, n := range next {
+		if n > c.covered[k] {
+			c.covered[k] = n
+		}
+	}
+	out := Covered{Run: c.run}
+	for k, n := range c.covered {
+		out.Streams = append(out.Streams, CoveredStream{Source: k.Source, Account: k.Account, Next: n})
+	}
+	return out
+}
+
+// BatchName is the name the records of b carry: RUN/SEQ/ACCOUNT.
+func (c *Coverage) BatchName(b *record.Batch) string {
+	c.mu.Lock()
+	run := c.run
+	c.mu.Unlock()
+	return run + "/" + strconv.FormatUint(b.Seq, 10) + "/" + b.Account
+}
+
+// Uncovered returns a test of the records read back against the mark's
+// coverage m: given a record's source and the name of its batch, it
+// reports whether the checkpoint does not cover it, and its batch's
+// stream.
+func (m Covered) Uncovered() func(source, batch string) (record.Stream, bool) {
+	next := make(map[record.Stream]uint64, len(m.Streams))
+	for _, s := range m.Streams {
+		next[record.Stream{Source: s.Source, Account: s.Account}] = s.Next
+	}
+	return func(source, batch string) (record.Stream, bool) {
+		parts := strings.SplitN(batch, "/", 3)
+		if len(parts) != 3 || parts[0] != m.Run || m.Run == "" {
+			return record.Stream{}, false
+		}
+		seq, err := strconv.ParseUint(parts[1], 10, 64)
+		k := record.Stream{Source: source, Account: parts[2]}
+		if err != nil || seq < next[k] {
+			return record.Stream{}, false
+		}
+		return k, true
+	}
+}
+
+// Add puts id of stream k into s, creating its set.
+func Add(s map[record.Stream]map[string]struct{}, k record.Stream, id string) {
+	if s[k] == nil {
+		s[k] = map[string]struct{}{}
+	}
+	s[k][id] = struct{}{}
+}
