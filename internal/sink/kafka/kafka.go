@@ -106,7 +106,7 @@ func New(cfg Config, streams []record.Stream, deadLetterDir string, reg promethe
 		topics: make(map[record.Stream]string),
 		ready:  make(map[string]bool),
 		limits: make(map[string]int32),
-		led:    kledger{end: map[tp]int64{}, uncovered: map[record.Stream][]batchAt{}, cov: sinkhelper.NewCoverage()},
+		led:    kledger{end: map[tp]int64{}, uncovered: map[record.Stream][]batchAt{}, cov: sinkhelper.NewCoverage(), landed: map[record.Stream]landedBatch{}},
 	}
 	s.base, err = sinkhelper.New(sinkName, reg, s.push, sinkhelper.WithLogger(s.log),
 		sinkhelper.WithStart(s.start), sinkhelper.WithReady(s.ping),
@@ -238,6 +238,7 @@ func (s *Sink) close() error {
 
 // push is the sink's sinkhelper.PushFunc: Write's body.
 func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered, error) {
+	b = s.unlanded(b)
 	n := len(b.Envelopes)
 	topics := make([]string, n)
 	for i := range b.Envelopes {
@@ -304,6 +305,7 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 		results = s.healRecreated(ctx, cl, results, gen)
 		more, err := s.sortFailures(ctx, b, send, idx, topics, results)
 		if err != nil {
+			s.noteLanded(b, results)
 			return sinkhelper.Delivered{}, err
 		}
 		if len(more) == 0 && len(results) == len(send) {

@@ -70,6 +70,59 @@ type kledger struct {
 	end       map[tp]int64                // past the last offset produced (or known at Recover), per partition
 	uncovered map[record.Stream][]batchAt // in Seq order
 	cov       *sinkhelper.Coverage        // the run and what the commits covered (HeaderBatch)
+	// landed holds, per stream, the ids of the batch whose Write failed
+	// after the broker stored part of it: its retry (the same Seq: a sink
+	// gets a stream's batches in order) does not write them again.
+	landed map[record.Stream]landedBatch
+}
+
+type landedBatch struct {
+	seq uint64
+	ids map[string]struct{}
+}
+
+// unlanded returns b without the records a failed Write of the same batch
+// stored (b itself when none), and forgets them.
+func (s *Sink) unlanded(b *record.Batch) *record.Batch {
+	if !s.exactlyOnce() {
+		return b
+	}
+	k := record.Stream{Source: b.Source, Account: b.Account}
+	s.led.mu.Lock()
+	l, ok := s.led.landed[k]
+	delete(s.led.landed, k)
+	s.led.mu.Unlock()
+	if !ok || l.seq != b.Seq {
+		return b
+	}
+	c := *b
+	c.Envelopes = nil
+	for _, e := range b.Envelopes {
+		if _, done := l.ids[e.ID]; !done {
+			c.Envelopes = append(c.Envelopes, e)
+		}
+	}
+	return &c
+}
+
+// noteLanded records the records of a failed Write of b the broker stored
+// (their key is their id).
+func (s *Sink) noteLanded(b *record.Batch, results kgo.ProduceResults) {
+	if !s.exactlyOnce() {
+		return
+	}
+	ids := map[string]struct{}{}
+	for _, r := range results {
+		if r.Err == nil && r.Record != nil {
+			ids[string(r.Record.Key)] = struct{}{}
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	s.led.mu.Lock()
+	s.led.landed[record.Stream{Source: b.Source, Account: b.Account}] = landedBatch{seq: b.Seq, ids: ids}
+	s.led.mu.Unlock()
 }
 
 // Delivery implements sink.Ledger.
@@ -235,6 +288,8 @@ func (s *Sink) readBack(ctx context.Context, from, end map[tp]int64, uncovered f
 			return nil, fmt.Errorf("kafka sink: recover: read back: %w", err)
 		}
 		if fs.NumRecords() == 0 && pctx.Err() != nil {
+			s.log.Warn("kafka sink: read-back stopped before the end of some partitions (nothing came for a while); what lies past is taken as not stored",
+				"partitions", len(left), "idle", readBackIdle)
 			break
 		}
 		var ferr error
@@ -274,5 +329,6 @@ func (s *Sink) readBack(ctx context.Context, from, end map[tp]int64, uncovered f
 }
 
 // readBackIdle is how long Recover's read-back waits for more records of
-// a partition it has not read to its end.
-const readBackIdle = 3 * time.Second
+// a partition it has not read to its end (a partition whose last offsets
+// are transaction markers of another producer yields none).
+const readBackIdle = 30 * time.Second
