@@ -5,6 +5,7 @@
 //	collector check --config FILE [--offline] [--print] [--timeout 10s]
 //	collector state --config FILE [--json] [--watch [--interval 2s]] [--reset SOURCE[/ACCOUNT]]
 //	collector verify --config FILE [--source S] [--account A] [--from T] [--to T] [--sink NAME] [--json] [--dry-run] [--yes]
+//	collector healthcheck [--addr HOST:PORT] [--path /readyz] [--timeout 3s]
 //	collector version
 package main
 
@@ -68,8 +69,10 @@ Usage:
         requests it will spend first (the running collector's budget) and
         asks before it spends them (--yes: don't ask; --dry-run: plan only).
         T is RFC 3339 or YYYY-MM-DD (UTC midnight). See docs/verify.md
+  collector healthcheck [--addr 127.0.0.1:9464] [--path /readyz] [--timeout 3s]
+        GET /readyz of the running collector: exit 0 ready, 1 not (container health checks)
   collector version
-        print the version
+        print the version (the release build's, else the commit go build recorded)
 
 Configuration: a YAML file (configs/collector.yaml documents every key), whose
 values may hold ${VAR}, ${VAR:-default}, ${file:PATH} ($${ for a literal ${),
@@ -90,8 +93,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "version", "--version", "-version":
-		fmt.Fprintf(stdout, "collector %s (commit %s, built %s)\n", version, commit, date)
+		v, c, d := buildInfo()
+		fmt.Fprintf(stdout, "collector %s (commit %s, built %s)\n", v, c, d)
 		return exitOK
+	case "healthcheck":
+		return healthcheck(rest, stdout, stderr)
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -192,7 +198,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		logOut = bars
 	}
 	log := newLogger(cfg.Log, logOut)
-	opts := app.Options{Log: log, Stdout: stdout, Version: version, Commit: commit}
+	ver, com, _ := buildInfo()
+	opts := app.Options{Log: log, Stdout: stdout, Version: ver, Commit: com}
 	if bars != nil {
 		opts.Progress = bars
 	}

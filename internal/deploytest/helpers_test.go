@@ -28,8 +28,9 @@ const (
 	testDate    = "2026-01-02T03:04:05Z"
 )
 
-// The image's entrypoint, which the Kubernetes and Compose files rely on
-// (they mount the configuration at its --config path).
+// The image's default command line (ENTRYPOINT + CMD), which the
+// Kubernetes and Compose files rely on (they mount the configuration at its
+// --config path).
 var wantEntrypoint = []string{"/collector", "run", "--config", "/etc/collector/collector.yaml"}
 
 // TestMain runs the package under the harness, which removes the release

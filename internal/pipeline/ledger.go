@@ -169,16 +169,19 @@ func (t *target) resolve(next map[record.Stream]uint64, now time.Time) ([]byte, 
 	}
 	for k, n := range next {
 		cs := t.consumed[k]
-		i := 0
-		for i < len(cs) && cs[i].seq < n {
-			delete(t.remain[cs[i].key], cs[i].id)
-			if len(t.remain[cs[i].key]) == 0 {
-				delete(t.remain, cs[i].key)
+		kept := cs[:0]
+		for _, c := range cs {
+			if c.seq >= n {
+				kept = append(kept, c)
+				continue
 			}
-			i++
+			delete(t.remain[c.key], c.id)
+			if len(t.remain[c.key]) == 0 {
+				delete(t.remain, c.key)
+			}
 		}
-		if i > 0 {
-			t.consumed[k] = cs[i:]
+		if len(kept) < len(cs) {
+			t.consumed[k] = kept
 			t.remainDirty = true
 		}
 	}

@@ -147,11 +147,13 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	var workers sync.WaitGroup
 	for _, t := range p.targets {
 		for _, q := range t.queues {
-			workers.Add(1)
-			go func() {
-				defer workers.Done()
-				p.work(workCtx, t, q)
-			}()
+			for range t.workersPerQueue {
+				workers.Add(1)
+				go func() {
+					defer workers.Done()
+					p.work(workCtx, t, q)
+				}()
+			}
 		}
 	}
 	commitDone := make(chan struct{})

@@ -189,47 +189,68 @@ func TestOnceDeliversEverythingAndCommitsTheLastWatermark(t *testing.T) {
 	}
 }
 
-func TestCheckpointNeverPassesAnUnacknowledgedPage(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		store := &checkpointtest.Store{}
-		// The stream's first page is held in the sink; the committed state
-		// must not move past it, and the sink, which gets a stream's pages
-		// one at a time in order (sink.Ledger), writes none after it.
-		release := make(chan struct{})
-		s := &testSink{delay: func(b *record.Batch) time.Duration {
-			if b.Page == 0 && b.WindowStart.Equal(t0) {
-				<-release
-			}
-			return 0
-		}}
-		key := record.Stream{Source: "dns", Account: "acme"}
-		cfg := testConfig()
-		cfg.SinkWorkers = 4
-		pl := &scriptedPoller{key: key, windows: 3, pages: 2, rows: 10, tail: true}
-		p := New(cfg, store, one(s), []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- p.Run(ctx) }()
+// orderedSink is a testSink that asks for a stream's batches one at a time
+// and in order (sink.InOrder), as the file sink does.
+type orderedSink struct{ *testSink }
 
-		synctest.Wait() // the first page waits in the sink, the others in its queue
-		if n := s.written(); n != 0 {
-			t.Fatalf("%d records written past the held page, want 0: a stream's pages reach a sink in order", n)
+func (orderedSink) InOrder() bool { return true }
+
+func TestCheckpointNeverPassesAnUnacknowledgedPage(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ordered bool
+		written int // records written while the first page is held
+	}{{"concurrent", false, 50}, {"in order", true, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testCheckpointNeverPasses(t, tc.ordered, tc.written) })
+		})
+	}
+}
+
+// testCheckpointNeverPasses holds the stream's first page in the sink:
+// the committed state must not move past it. A sink that takes a stream's
+// batches concurrently writes every later page meanwhile; one that asks
+// for them in order (sink.InOrder) writes none after it.
+func testCheckpointNeverPasses(t *testing.T, ordered bool, written int) {
+	store := &checkpointtest.Store{}
+	release := make(chan struct{})
+	s := &testSink{delay: func(b *record.Batch) time.Duration {
+		if b.Page == 0 && b.WindowStart.Equal(t0) {
+			<-release
 		}
-		time.Sleep(time.Minute) // commit ticks come and go
-		synctest.Wait()
-		if st, ok, _ := store.Load(t.Context(), key); ok {
-			t.Fatalf("state committed while page 0 was unacknowledged: %+v", st)
-		}
-		close(release)
-		synctest.Wait()
-		if st, ok, _ := store.Load(t.Context(), key); !ok || !st.Watermark.Equal(t0.Add(3*time.Hour)) || st.Delivered != 60 {
-			t.Fatalf("committed %+v (%v) once every page was acknowledged, want watermark %s and 60 rows", st, ok, t0.Add(3*time.Hour))
-		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	})
+		return 0
+	}}
+	var target sink.Sink = s
+	if ordered {
+		target = orderedSink{s}
+	}
+	key := record.Stream{Source: "dns", Account: "acme"}
+	cfg := testConfig()
+	cfg.SinkWorkers = 4
+	pl := &scriptedPoller{key: key, windows: 3, pages: 2, rows: 10, tail: true}
+	p := New(cfg, store, []Target{{Name: "s", Sink: target}}, []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+
+	synctest.Wait() // the first page waits in the sink
+	if n := s.written(); n != written {
+		t.Fatalf("%d records written while the first page is held, want %d", n, written)
+	}
+	time.Sleep(time.Minute) // commit ticks come and go
+	synctest.Wait()
+	if st, ok, _ := store.Load(t.Context(), key); ok {
+		t.Fatalf("state committed while page 0 was unacknowledged: %+v", st)
+	}
+	close(release)
+	synctest.Wait()
+	if st, ok, _ := store.Load(t.Context(), key); !ok || !st.Watermark.Equal(t0.Add(3*time.Hour)) || st.Delivered != 60 {
+		t.Fatalf("committed %+v (%v) once every page was acknowledged, want watermark %s and 60 rows", st, ok, t0.Add(3*time.Hour))
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestAStalledSinkBoundsTheBufferAndHoldsTheCheckpoint(t *testing.T) {

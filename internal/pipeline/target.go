@@ -20,18 +20,20 @@ type Target struct {
 	Sink sink.Sink
 }
 
-// target is a Target at work: the queues of its own sink workers (one
-// each: a stream's pages always go to the same worker, so the sink gets a
-// stream's batches one at a time and in order, as sink.Ledger promises),
+// target is a Target at work: the queues of its own sink workers (for a
+// sink.InOrder sink one each, a stream's pages always going to the same
+// worker, so the sink gets a stream's batches one at a time and in order;
+// for others one queue all workers share),
 // their last write error, and the pages handed to it that it has not
 // finished with yet (its lag).
 type target struct {
 	Target
-	queues        []chan *item
-	ledger        sink.Ledger  // nil when the sink is no Ledger
-	writeE        atomic.Value // errBox: the last failed Write since the last success
-	batchDuration prometheus.Observer
-	suppressed    *prometheus.CounterVec // source, account: records left out by skip
+	queues          []chan *item
+	workersPerQueue int
+	ledger          sink.Ledger  // nil when the sink is no Ledger
+	writeE          atomic.Value // errBox: the last failed Write since the last success
+	batchDuration   prometheus.Observer
+	suppressed      *prometheus.CounterVec // source, account: records left out by skip
 
 	// skip holds, per stream, the ids of records the sink stored after
 	// the checkpoint's mark, as its Recover returned them: they are not
@@ -40,7 +42,7 @@ type target struct {
 	skipMu sync.Mutex // guards skip's maps and the fields below
 	// remain is what the checkpoint keeps of skip (ledger.go): the ids
 	// not yet resolved; consumed are the ids pages left out, by the
-	// page's stream in Seq order, until a commit covers the page.
+	// page's stream, until a commit covers the page.
 	remain      sink.Stored
 	consumed    map[record.Stream][]consumed
 	remainDirty bool
@@ -55,8 +57,15 @@ func newTarget(t Target, m *metrics, workers int) *target {
 	tg := &target{Target: t, pending: map[*item]struct{}{}, batchDuration: m.batchDuration.WithLabelValues(t.Name),
 		suppressed: m.sinkSuppressed.MustCurryWith(prometheus.Labels{"sink": t.Name})}
 	tg.ledger, _ = t.Sink.(sink.Ledger)
-	for range workers {
-		tg.queues = append(tg.queues, make(chan *item, queueItems))
+	if o, ok := t.Sink.(sink.InOrder); ok && o.InOrder() {
+		// One queue a worker; a stream always goes to the same one.
+		for range workers {
+			tg.queues = append(tg.queues, make(chan *item, queueItems))
+		}
+		tg.workersPerQueue = 1
+	} else {
+		tg.queues = []chan *item{make(chan *item, queueItems)}
+		tg.workersPerQueue = workers
 	}
 	return tg
 }

@@ -17,10 +17,11 @@ import (
 )
 
 // work writes the batches of q, one of t's queues, to t's sink until the
-// queue is closed and empty or ctx ends: one at a time, in the order they
-// came, so that a stream's batches reach the sink in Seq order. Once a
-// batch of a stream is dropped, no later one of that stream is written in
-// this run (none of them could be committed).
+// queue is closed and empty or ctx ends, one at a time: for a sink.InOrder
+// sink, whose every queue has one worker, a stream's batches reach the
+// sink in Seq order. Once this worker dropped a batch of a stream, it
+// writes no later one of that stream in this run (none of them could be
+// committed).
 func (p *Pipeline) work(ctx context.Context, t *target, q <-chan *item) {
 	dropped := map[record.Stream]bool{}
 	for it := range q {

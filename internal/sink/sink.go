@@ -50,11 +50,14 @@ type CommitObserver interface {
 // restarts: what it has made durable and what the checkpoint says agree
 // after a SIGKILL at any instant.
 //
-// The pipeline's promises to a Ledger (and to every sink): it writes a
-// stream's batches to a sink one at a time, in Seq order, and never a batch
-// of a stream after one it failed to write in the same run. So what a sink
-// stored of a stream in a run is a run of batches in Seq order, and what
-// the checkpoint covers is a prefix of it.
+// The pipeline's promise to a sink that asks for it (InOrder): it writes a
+// stream's batches to it one at a time, in Seq order, and never a batch of
+// a stream after one it failed to write in the same run. So what such a
+// sink stored of a stream in a run is a run of batches in Seq order, and
+// what the checkpoint covers is a prefix of it (the file sink cuts its
+// files there). Other sinks get a stream's batches concurrently, from
+// pipeline.sink_workers workers, and name the batch of every record they
+// store (Kafka, ClickHouse), so that their read-back needs no order.
 //
 // The protocol:
 //   - Mark is called by every checkpoint commit, before its transaction,
@@ -89,6 +92,12 @@ type Ledger interface {
 	// DeliveryExactlyOnce or DeliveryAtLeastOnce (a sink configured to
 	// skip the protocol still answers Mark and Recover, with nil).
 	Delivery() string
+}
+
+// InOrder is a Sink that must get a stream's batches one at a time and in
+// Seq order (see Ledger) when InOrder returns true.
+type InOrder interface {
+	InOrder() bool
 }
 
 // Delivery modes (Ledger.Delivery).

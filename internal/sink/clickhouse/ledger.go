@@ -92,11 +92,13 @@ func (s *Sink) Mark(_ context.Context, next map[record.Stream]uint64) ([]byte, e
 	defer s.led.mu.Unlock()
 	for k, n := range next {
 		hs := s.led.uncovered[k]
-		i := 0
-		for i < len(hs) && hs[i].seq < n {
-			i++
+		kept := hs[:0]
+		for _, h := range hs {
+			if h.seq >= n {
+				kept = append(kept, h)
+			}
 		}
-		s.led.uncovered[k] = hs[i:]
+		s.led.uncovered[k] = kept
 	}
 	since := time.Now()
 	for _, hs := range s.led.uncovered {

@@ -52,6 +52,11 @@ type ledger struct {
 	prefix  map[record.Stream]string // stream -> prefix, of streams written in this run
 }
 
+// InOrder implements sink.InOrder: with delivery exactly_once a stream's
+// batches must come in order, so that the checkpoint covers a prefix of
+// each file.
+func (s *Sink) InOrder() bool { return s.exactlyOnce() }
+
 // Delivery implements sink.Ledger.
 func (s *Sink) Delivery() string { return s.cfg.Delivery }
 

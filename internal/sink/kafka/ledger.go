@@ -67,38 +67,37 @@ type batchAt struct {
 // kledger is the sink's side of the protocol.
 type kledger struct {
 	mu        sync.Mutex
-	end       map[tp]int64                // past the last offset produced (or known at Recover), per partition
-	uncovered map[record.Stream][]batchAt // in Seq order
-	cov       *sinkhelper.Coverage        // the run and what the commits covered (HeaderBatch)
-	// landed holds, per stream, the ids of the batch whose Write failed
-	// after the broker stored part of it: its retry (the same Seq: a sink
-	// gets a stream's batches in order) does not write them again.
-	landed map[record.Stream]landedBatch
+	end       map[tp]int64 // past the last offset produced (or known at Recover), per partition
+	uncovered map[record.Stream][]batchAt
+	cov       *sinkhelper.Coverage // the run and what the commits covered (HeaderBatch)
+	// landed holds, per batch, the ids of a Write that failed after the
+	// broker stored part of it: its retry does not write them again.
+	landed map[landedKey]map[string]struct{}
 }
 
-type landedBatch struct {
+type landedKey struct {
+	k   record.Stream
 	seq uint64
-	ids map[string]struct{}
 }
 
 // unlanded returns b without the records a failed Write of the same batch
-// stored (b itself when none), and forgets them.
+// stored (b itself when none); Mark forgets them once a commit covers the
+// batch.
 func (s *Sink) unlanded(b *record.Batch) *record.Batch {
 	if !s.exactlyOnce() {
 		return b
 	}
-	k := record.Stream{Source: b.Source, Account: b.Account}
+	key := landedKey{record.Stream{Source: b.Source, Account: b.Account}, b.Seq}
 	s.led.mu.Lock()
-	l, ok := s.led.landed[k]
-	delete(s.led.landed, k)
+	ids, ok := s.led.landed[key]
 	s.led.mu.Unlock()
-	if !ok || l.seq != b.Seq {
+	if !ok {
 		return b
 	}
 	c := *b
 	c.Envelopes = nil
 	for _, e := range b.Envelopes {
-		if _, done := l.ids[e.ID]; !done {
+		if _, done := ids[e.ID]; !done {
 			c.Envelopes = append(c.Envelopes, e)
 		}
 	}
@@ -111,18 +110,19 @@ func (s *Sink) noteLanded(b *record.Batch, results kgo.ProduceResults) {
 	if !s.exactlyOnce() {
 		return
 	}
-	ids := map[string]struct{}{}
+	key := landedKey{record.Stream{Source: b.Source, Account: b.Account}, b.Seq}
+	s.led.mu.Lock()
+	defer s.led.mu.Unlock()
+	ids := s.led.landed[key]
 	for _, r := range results {
 		if r.Err == nil && r.Record != nil {
+			if ids == nil {
+				ids = map[string]struct{}{}
+				s.led.landed[key] = ids
+			}
 			ids[string(r.Record.Key)] = struct{}{}
 		}
 	}
-	if len(ids) == 0 {
-		return
-	}
-	s.led.mu.Lock()
-	s.led.landed[record.Stream{Source: b.Source, Account: b.Account}] = landedBatch{seq: b.Seq, ids: ids}
-	s.led.mu.Unlock()
 }
 
 // Delivery implements sink.Ledger.
@@ -172,11 +172,18 @@ func (s *Sink) Mark(_ context.Context, next map[record.Stream]uint64) ([]byte, e
 	defer s.led.mu.Unlock()
 	for k, n := range next {
 		bs := s.led.uncovered[k]
-		i := 0
-		for i < len(bs) && bs[i].seq < n {
-			i++
+		kept := bs[:0]
+		for _, b := range bs {
+			if b.seq >= n {
+				kept = append(kept, b)
+			}
 		}
-		s.led.uncovered[k] = bs[i:]
+		s.led.uncovered[k] = kept
+		for key := range s.led.landed {
+			if key.k == k && key.seq < n {
+				delete(s.led.landed, key)
+			}
+		}
 	}
 	from := maps.Clone(s.led.end)
 	for _, bs := range s.led.uncovered {
