@@ -126,9 +126,9 @@ func producerOpts(cfg Config, limit func(topic string) int32) []kgo.Opt {
 	if cfg.MaxBufferedBytes > 0 {
 		opts = append(opts, kgo.MaxBufferedBytes(cfg.MaxBufferedBytes))
 	}
-	if cfg.DeliveryTimeout > 0 {
-		opts = append(opts, kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout))
-	}
+	// No kgo.RecordDeliveryTimeout: franz-go counts it from the record's
+	// timestamp, which is the record time (Config.Timestamp); the sink
+	// bounds a Write's produce by DeliveryTimeout instead (push).
 	switch cfg.Partitioner {
 	case PartitionByAccount:
 		opts = append(opts, kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {

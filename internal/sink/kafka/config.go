@@ -97,6 +97,14 @@ type Config struct {
 	// or "at_least_once": a crash between a write and the checkpoint
 	// commit writes those records again (the same keys and ids).
 	Delivery string `koanf:"delivery"`
+	// Timestamp is what the message timestamp holds: "record" (default),
+	// the record time (C7), so that time-based retention, offsetsForTimes
+	// and time partitioners downstream see when the event happened, also
+	// in a backfill; or "fetched", when its page was fetched. With
+	// "record", a backfill older than the topic's retention.ms is deleted
+	// by the broker as soon as it is written, and a broker with
+	// log.message.timestamp.before.max.ms refuses records older than it.
+	Timestamp string `koanf:"timestamp"`
 	// Linger is how long a partition waits for more records before a
 	// request is sent. Write stops lingering for its partitions once the
 	// whole batch is buffered (franz-go ProduceSync), so a linger only lets
@@ -125,11 +133,12 @@ type Config struct {
 	// how long an OAuth token endpoint has to answer (sasl.oauth.token_url).
 	// Default 10s.
 	RequestTimeout time.Duration `koanf:"request_timeout"`
-	// DeliveryTimeout bounds how long a record may wait in the producer
-	// before it fails (franz-go RecordDeliveryTimeout; only enforced when
-	// failing cannot break idempotency). The failed Write is retried by the
-	// pipeline. 0 means no bound. Default 1m, under the pipeline's
-	// sink_timeout, so an unreachable cluster surfaces as a produce error.
+	// DeliveryTimeout bounds how long a Write's records may wait in the
+	// producer before they fail (the produce's context; franz-go fails
+	// only records whose failing cannot break idempotency). The failed
+	// Write is retried by the pipeline. 0 means no bound. Default 1m, under
+	// the pipeline's sink_timeout, so an unreachable cluster surfaces as a
+	// produce error.
 	DeliveryTimeout time.Duration `koanf:"delivery_timeout"`
 	// Partitioner is "key" (default: hash of the record id) or "account"
 	// (hash of the account: one account, one partition).
@@ -164,6 +173,7 @@ func DefaultConfig() Config {
 		Compression:        DefaultCompression,
 		Acks:               "all",
 		Delivery:           sink.DeliveryExactlyOnce,
+		Timestamp:          TimestampRecord,
 		Linger:             DefaultLinger,
 		BatchMaxBytes:      DefaultBatchMaxBytes,
 		MaxBufferedRecords: DefaultMaxBufferedRecords,
@@ -179,6 +189,12 @@ func DefaultConfig() Config {
 // codecNames lists the accepted compression names in the order error
 // messages show them.
 var codecNames = []string{"zstd", "lz4", "snappy", "gzip", "none"}
+
+// Values of Config.Timestamp.
+const (
+	TimestampRecord  = "record"
+	TimestampFetched = "fetched"
+)
 
 // prefix is the configuration path of this section.
 const prefix = "sink.kafka"
@@ -218,6 +234,9 @@ func (c Config) Validate() error {
 	}
 	if c.Acks != "all" {
 		add("acks", "%q is not supported: the idempotent producer, which this sink never disables, needs acks=all (the only accepted value is \"all\")", c.Acks)
+	}
+	if c.Timestamp != TimestampRecord && c.Timestamp != TimestampFetched {
+		add("timestamp", "unknown value %q (%s, %s)", c.Timestamp, TimestampRecord, TimestampFetched)
 	}
 	if c.Delivery != sink.DeliveryExactlyOnce && c.Delivery != sink.DeliveryAtLeastOnce {
 		add("delivery", "unknown mode %q (%s, %s)", c.Delivery, sink.DeliveryExactlyOnce, sink.DeliveryAtLeastOnce)

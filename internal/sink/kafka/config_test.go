@@ -46,6 +46,7 @@ func TestConfigFromYAML(t *testing.T) {
 		Compression:        "lz4",
 		Acks:               "all",
 		Delivery:           "at_least_once",
+		Timestamp:          "fetched",
 		Linger:             25 * time.Millisecond,
 		BatchMaxBytes:      512 << 10,
 		MaxBufferedRecords: 20_000,

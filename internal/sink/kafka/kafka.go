@@ -102,7 +102,7 @@ func New(cfg Config, streams []record.Stream, deadLetterDir string, reg promethe
 		cfg:    cfg,
 		conn:   cn,
 		log:    log.With("sink", sinkName),
-		enc:    kafkarecord.Encoder{Raw: cfg.Format == FormatRecord},
+		enc:    kafkarecord.Encoder{Raw: cfg.Format == FormatRecord, FetchedTimestamp: cfg.Timestamp == TimestampFetched},
 		topics: make(map[record.Stream]string),
 		ready:  make(map[string]bool),
 		limits: make(map[string]int32),
@@ -298,7 +298,13 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 		produceStart := time.Now()
 		cl := s.client.Load()
 		gen := s.purges.generation()
-		results, err := s.produce(ctx, cl, send)
+		pctx := ctx
+		if s.cfg.DeliveryTimeout > 0 {
+			var cancel context.CancelFunc
+			pctx, cancel = context.WithTimeout(ctx, s.cfg.DeliveryTimeout)
+			defer cancel()
+		}
+		results, err := s.produce(ctx, pctx, cl, send)
 		if err != nil {
 			return sinkhelper.Delivered{}, s.fail(b, kindCanceled, fmt.Errorf("%d records not all acknowledged before the context ended: %w", n, err))
 		}
@@ -331,16 +337,17 @@ func (s *Sink) fail(b *record.Batch, kind string, err error) error {
 	return err
 }
 
-// produce hands recs to the producer and waits for every promise or for
-// ctx. The producing goroutine outlives an early return until franz-go has
-// settled each record (acknowledged, failed, or failed by Shutdown's Close);
-// Shutdown waits for it.
-func (s *Sink) produce(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) (kgo.ProduceResults, error) {
+// produce hands recs to the producer under deliver (which bounds their
+// delivery: franz-go fails those it safely can when it ends) and waits for
+// every promise or for ctx. The producing goroutine outlives an early
+// return until franz-go has settled each record (acknowledged, failed, or
+// failed by Shutdown's Close); Shutdown waits for it.
+func (s *Sink) produce(ctx, deliver context.Context, cl *kgo.Client, recs []*kgo.Record) (kgo.ProduceResults, error) {
 	done := make(chan kgo.ProduceResults, 1)
 	s.producing.Go(func() {
 		// ProduceSync stops the linger of these records' partitions once
 		// all are buffered, so a Write never waits a full linger.
-		res := cl.ProduceSync(ctx, recs...)
+		res := cl.ProduceSync(deliver, recs...)
 		for _, r := range res {
 			if r.Err != nil {
 				s.m.produceErrors.WithLabelValues(errKind(r.Err)).Inc()

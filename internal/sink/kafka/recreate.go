@@ -114,7 +114,7 @@ func (s *Sink) healRecreated(ctx context.Context, cl *kgo.Client, results kgo.Pr
 			r.Partition, r.Offset, r.ProducerID, r.ProducerEpoch, r.LeaderEpoch, r.Context = 0, 0, 0, 0, 0, nil
 			recs[j] = r
 		}
-		res, err := s.produce(ctx, cl, recs)
+		res, err := s.produce(ctx, ctx, cl, recs)
 		if err != nil {
 			return results
 		}

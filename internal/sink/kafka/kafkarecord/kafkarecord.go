@@ -71,6 +71,12 @@ type Encoder struct {
 	// (format "ocsf") and the content-type ContentTypeOCSF; the key and
 	// the other headers stay as in the other formats. It wins over Raw.
 	OCSF Mapper
+	// FetchedTimestamp makes the message timestamp the time the record's
+	// page was fetched; by default it is the record time (C7), so that
+	// time-based retention, offsetsForTimes and time partitioners
+	// downstream see when the event happened, also in a backfill. A
+	// record without a time takes its fetch time.
+	FetchedTimestamp bool
 }
 
 // Encode returns one record per envelope; topics[i] is the topic of
@@ -123,6 +129,10 @@ func (e Encoder) Encode(envs []record.Envelope, topics []string) ([]kgo.Record, 
 		r := &recs[i]
 		r.Topic = topics[i]
 		r.Key = put(env.ID)
+		r.Timestamp = env.Time
+		if e.FetchedTimestamp || r.Timestamp.IsZero() {
+			r.Timestamp = env.FetchedAt
+		}
 		switch {
 		case e.OCSF != nil:
 			start := len(events)

@@ -153,3 +153,28 @@ func BenchmarkEncode(b *testing.B) {
 		})
 	}
 }
+
+// The message timestamp is the record time by default, the page's fetch
+// time with FetchedTimestamp, and the fetch time for a record without a
+// time.
+func TestTheMessageTimestampIsTheRecordTime(t *testing.T) {
+	t.Parallel()
+	rec, fetched := time.Date(2026, 11, 1, 10, 0, 0, 123_000_000, time.UTC), time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)
+	envs := []record.Envelope{{ID: "a", Source: "dns", Account: "acme", Time: rec, FetchedAt: fetched, Record: []byte(`{}`)},
+		{ID: "b", Source: "dns", Account: "acme", FetchedAt: fetched, Record: []byte(`{}`)}}
+	topics := []string{"svc.dns", "svc.dns"}
+	for _, tc := range []struct {
+		enc  kafkarecord.Encoder
+		want [2]time.Time
+	}{{kafkarecord.Encoder{}, [2]time.Time{rec, fetched}}, {kafkarecord.Encoder{FetchedTimestamp: true}, [2]time.Time{fetched, fetched}}} {
+		recs, err := tc.enc.Encode(envs, topics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range recs {
+			if !r.Timestamp.Equal(tc.want[i]) {
+				t.Errorf("FetchedTimestamp %v, record %s: timestamp %v, want %v", tc.enc.FetchedTimestamp, r.Key, r.Timestamp, tc.want[i])
+			}
+		}
+	}
+}

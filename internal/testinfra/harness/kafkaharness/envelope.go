@@ -93,6 +93,11 @@ func CheckEnvelope(m *Message, topicOf func(source string) string) Checked {
 	if want := topicOf(h["source"]); m.Topic != want {
 		return fail("record of %s/%s in topic %s, want %s", h["source"], h["account"], m.Topic, want)
 	}
+	// The message timestamp is the record time (sink.kafka.timestamp
+	// record, the default).
+	if ts, err := time.Parse(time.RFC3339Nano, h["time"]); err != nil || ts.UnixMilli() != m.Timestamp {
+		return fail("message timestamp %d, want the record time %s (%v)", m.Timestamp, h["time"], err)
+	}
 	// Fast path: the envelope as record.Envelope.AppendJSON lays it out,
 	// with exactly the key and the headers as its fields; only the record
 	// is parsed (canonicalized for its id, which also proves it one JSON

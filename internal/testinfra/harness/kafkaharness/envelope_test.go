@@ -27,7 +27,7 @@ func TestKafkaEnvelopeCheckOfTheReadBack(t *testing.T) {
 		`"window_end":"2026-11-21T00:00:00.000Z","window_start":"2026-11-20T00:00:00.000Z","fetched_at":"2026-11-22T00:00:00.000Z"}`
 	topicOf := func(src string) string { return "svc." + src }
 	msg := func(value string, hdrs []string) *Message {
-		return &Message{Topic: "svc.dns", Key: []byte(id), Value: []byte(value), Headers: hdrs}
+		return &Message{Topic: "svc.dns", Key: []byte(id), Value: []byte(value), Headers: hdrs, Timestamp: 1795168800123} // the record time
 	}
 	for _, v := range []string{sinkLayout, reordered} {
 		if r := CheckEnvelope(msg(v, headers), topicOf); r.Err != nil || r.ID != id || r.Account != "acme" {
@@ -40,9 +40,11 @@ func TestKafkaEnvelopeCheckOfTheReadBack(t *testing.T) {
 	wrongKey.Key = []byte(strings.Repeat("0", 64))
 	otherTopic := msg(sinkLayout, headers)
 	otherTopic.Topic = "svc.connections"
+	fetchTime := msg(sinkLayout, headers)
+	fetchTime.Timestamp = 1795305600000 // fetched_at, not the record time
 	for name, m := range map[string]*Message{
 		"header": msg(sinkLayout, badHeader), "header, reordered": msg(reordered, badHeader),
-		"key": wrongKey, "topic": otherTopic, "missing header": msg(sinkLayout, headers[:12]),
+		"key": wrongKey, "topic": otherTopic, "timestamp": fetchTime, "missing header": msg(sinkLayout, headers[:12]),
 		"record":   msg(strings.Replace(sinkLayout, `"n": 1`, `"n": 2`, 1), headers),
 		"trailing": msg(sinkLayout+" x", headers),
 	} {

@@ -27,14 +27,16 @@ type Message struct {
 	Headers   []string // key, value, key, value, ...
 	Key       []byte   // nil: a NULL key
 	Value     []byte   // nil: a NULL value
+	// Timestamp is the message timestamp, Unix milliseconds.
+	Timestamp int64
 }
 
 // kcatFormat frames every record exactly: a line "PARTITION OFFSET
-// KEYLEN VALUELEN HEADERS" (headers as kcat's n=v CSV), then the key and
+// KEYLEN VALUELEN TIMESTAMP HEADERS" (headers as kcat's n=v CSV), then the key and
 // the value by their lengths and a newline. Lengths make the framing
 // independent of the bytes of a raw record (newlines, tabs), and nothing
 // needs unescaping, unlike -J.
-const kcatFormat = `%p %o %K %S %h\n%k%s\n`
+const kcatFormat = `%p %o %K %S %T %h\n%k%s\n`
 
 // readMessage reads one record of kcatFormat; io.EOF at a clean end.
 func readMessage(r *bufio.Reader, topic string) (*Message, error) {
@@ -45,21 +47,21 @@ func readMessage(r *bufio.Reader, topic string) (*Message, error) {
 		}
 		return nil, fmt.Errorf("frame line %q: %w", line, err)
 	}
-	f := strings.SplitN(strings.TrimSuffix(line, "\n"), " ", 5)
-	if len(f) < 4 {
+	f := strings.SplitN(strings.TrimSuffix(line, "\n"), " ", 6)
+	if len(f) < 5 {
 		return nil, fmt.Errorf("frame line %q", line)
 	}
 	m := &Message{Topic: topic}
-	var n [4]int64
+	var n [5]int64
 	for i := range n {
 		if n[i], err = strconv.ParseInt(f[i], 10, 64); err != nil {
 			return nil, fmt.Errorf("frame line %q: field %d: %v", line, i, err)
 		}
 	}
-	m.Partition, m.Offset = int32(n[0]), n[1]
+	m.Partition, m.Offset, m.Timestamp = int32(n[0]), n[1], n[4]
 	klen, vlen := int(n[2]), int(n[3])
-	if len(f) == 5 && f[4] != "" {
-		for _, kv := range strings.Split(f[4], ",") {
+	if len(f) == 6 && f[5] != "" {
+		for _, kv := range strings.Split(f[5], ",") {
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok {
 				return nil, fmt.Errorf("frame line %q: header %q is not n=v", line, kv)
