@@ -105,6 +105,15 @@ type Config struct {
 	// by the broker as soon as it is written, and a broker with
 	// log.message.timestamp.before.max.ms refuses records older than it.
 	Timestamp string `koanf:"timestamp"`
+	// Key is what the message key holds: "id" (default), the record id
+	// (C7), spread evenly over the partitions; or "entity", the record's
+	// entity (kafkarecord.Entity per source: the alert uuid of an edge
+	// alert, the agent mid of agent info, the user of a login, the FQDN of
+	// a DNS record...), so that one entity's records go to one partition
+	// in order and a compacted topic keeps the latest of each; the id
+	// then travels in the header "id". A record without its entity
+	// member keeps its id as the key.
+	Key string `koanf:"key"`
 	// Linger is how long a partition waits for more records before a
 	// request is sent. Write stops lingering for its partitions once the
 	// whole batch is buffered (franz-go ProduceSync), so a linger only lets
@@ -174,6 +183,7 @@ func DefaultConfig() Config {
 		Acks:               "all",
 		Delivery:           sink.DeliveryExactlyOnce,
 		Timestamp:          TimestampRecord,
+		Key:                KeyID,
 		Linger:             DefaultLinger,
 		BatchMaxBytes:      DefaultBatchMaxBytes,
 		MaxBufferedRecords: DefaultMaxBufferedRecords,
@@ -189,6 +199,12 @@ func DefaultConfig() Config {
 // codecNames lists the accepted compression names in the order error
 // messages show them.
 var codecNames = []string{"zstd", "lz4", "snappy", "gzip", "none"}
+
+// Values of Config.Key.
+const (
+	KeyID     = "id"
+	KeyEntity = "entity"
+)
 
 // Values of Config.Timestamp.
 const (
@@ -234,6 +250,9 @@ func (c Config) Validate() error {
 	}
 	if c.Acks != "all" {
 		add("acks", "%q is not supported: the idempotent producer, which this sink never disables, needs acks=all (the only accepted value is \"all\")", c.Acks)
+	}
+	if c.Key != KeyID && c.Key != KeyEntity {
+		add("key", "unknown value %q (%s, %s)", c.Key, KeyID, KeyEntity)
 	}
 	if c.Timestamp != TimestampRecord && c.Timestamp != TimestampFetched {
 		add("timestamp", "unknown value %q (%s, %s)", c.Timestamp, TimestampRecord, TimestampFetched)

@@ -47,6 +47,7 @@ func TestConfigFromYAML(t *testing.T) {
 		Acks:               "all",
 		Delivery:           "at_least_once",
 		Timestamp:          "fetched",
+		Key:                "entity",
 		Linger:             25 * time.Millisecond,
 		BatchMaxBytes:      512 << 10,
 		MaxBufferedRecords: 20_000,

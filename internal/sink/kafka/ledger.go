@@ -105,7 +105,7 @@ func (s *Sink) unlanded(b *record.Batch) *record.Batch {
 }
 
 // noteLanded records the records of a failed Write of b the broker stored
-// (their key is their id).
+// (their id: the header id, else the key).
 func (s *Sink) noteLanded(b *record.Batch, results kgo.ProduceResults) {
 	if !s.exactlyOnce() {
 		return
@@ -120,7 +120,13 @@ func (s *Sink) noteLanded(b *record.Batch, results kgo.ProduceResults) {
 				ids = map[string]struct{}{}
 				s.led.landed[key] = ids
 			}
-			ids[string(r.Record.Key)] = struct{}{}
+			id := string(r.Record.Key)
+			for _, h := range r.Record.Headers {
+				if h.Key == kafkarecord.HeaderID {
+					id = string(h.Value)
+				}
+			}
+			ids[id] = struct{}{}
 		}
 	}
 }
@@ -320,7 +326,7 @@ func (s *Sink) readBack(ctx context.Context, from, end map[tp]int64, uncovered f
 					src = string(h.Value)
 				case HeaderBatch:
 					batch = string(h.Value)
-				case "id":
+				case kafkarecord.HeaderID:
 					id = string(h.Value)
 				}
 			}

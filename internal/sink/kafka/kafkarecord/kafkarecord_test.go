@@ -178,3 +178,53 @@ func TestTheMessageTimestampIsTheRecordTime(t *testing.T) {
 		}
 	}
 }
+
+// With EntityKeys the key is the record's entity per source, the id goes
+// to the header id, and a record without its entity member keeps its id
+// as the key.
+func TestEntityKeysKeyEachSourceByItsEntity(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ source, rec, key string }{
+		{"edge_alerts", `{"uuid":"7f3c-alert","update_time":"2026-11-01T10:00:00.000Z"}`, "7f3c-alert"},
+		{"agent_info", `{"mid":4211,"hostname":"web-1"}`, "4211"},
+		{"connections", `{"srcEntityId":{"mid":77},"dstEntityId":{"mid":78}}`, "77"},
+		{"dns", `{"fqdn":"x.example.com"}`, "x.example.com"},
+		{"user_logins", `{"username":"alice"}`, "alice"},
+		{"audit_logs", `{"userName":"bob"}`, "bob"},
+		{"edge_audit_events", `{"user_login":"carol"}`, "carol"},
+		{"changed_files", `{"mid":5}`, "5"},
+		{"cloud_activities", `{"eventType":"ConsoleLogin"}`, "ConsoleLogin"},
+		{"dns", `{"name":"no fqdn"}`, ""},            // falls back to the id
+		{"edge_alerts", `{"uuid":{"nested":1}}`, ""}, // not a scalar
+	}
+	var envs []record.Envelope
+	var topics []string
+	for i, c := range cases {
+		envs = append(envs, record.Envelope{ID: strings.Repeat(string(rune('a'+i)), 64), Source: c.source, Account: "acme",
+			Time: time.Unix(1_800_000_000, 0), FetchedAt: time.Unix(1_800_000_100, 0), Record: []byte(c.rec)})
+		topics = append(topics, "svc."+c.source)
+	}
+	recs, err := kafkarecord.Encoder{EntityKeys: true}.Encode(envs, topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cases {
+		want := c.key
+		if want == "" {
+			want = envs[i].ID
+		}
+		var id string
+		for _, h := range recs[i].Headers {
+			if h.Key == kafkarecord.HeaderID {
+				id = string(h.Value)
+			}
+		}
+		if string(recs[i].Key) != want || id != envs[i].ID || len(recs[i].Headers) != 8 {
+			t.Errorf("%s %s: key %q, id header %q, %d headers; want key %q and the id", c.source, c.rec, recs[i].Key, id, len(recs[i].Headers), want)
+		}
+	}
+	plain, err := kafkarecord.Encoder{}.Encode(envs[:1], topics[:1])
+	if err != nil || string(plain[0].Key) != envs[0].ID || len(plain[0].Headers) != 7 {
+		t.Errorf("id keys: key %q, %d headers (%v)", plain[0].Key, len(plain[0].Headers), err)
+	}
+}

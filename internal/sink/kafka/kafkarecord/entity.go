@@ -1,0 +1,67 @@
+package kafkarecord
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// HeaderID is the header that holds the record id (C7) when the key is the
+// record's entity (Encoder.EntityKeys): the id is then no longer the key.
+const HeaderID = "id"
+
+// Entities is the entity each source's records are keyed by with
+// Encoder.EntityKeys: the member of the record (a path, dots between
+// levels) that names what a consumer orders or compacts by. Records of one
+// entity go to one partition, in order, and a compacted topic keeps the
+// latest record of each (the current state of an alert, of an agent).
+var entities = map[string]string{
+	"changed_files":     "mid",             // the host (agent) the file changed on
+	"connections":       "srcEntityId.mid", // the host that opened the connection
+	"dns":               "fqdn",            // the name asked
+	"user_logins":       "username",        // the user
+	"cloud_activities":  "eventType",       // the kind of activity
+	"audit_logs":        "userName",        // who did it
+	"agent_info":        "mid",             // the agent: compaction keeps its latest report
+	"edge_audit_events": "user_login",      // the user
+	"edge_alerts":       "uuid",            // the alert: compaction keeps its latest version
+}
+
+// Entity returns the member path source's records are keyed by with
+// EntityKeys, "" for a source it does not know.
+func Entity(source string) string { return entities[source] }
+
+// entityOf returns the entity of a record of source: the member's string,
+// or the text of a number or boolean; ok false when the record has no
+// such member or it is null, an object or an array (the id is then the
+// key).
+func entityOf(source string, rec []byte) (string, bool) {
+	path := entities[source]
+	if path == "" {
+		return "", false
+	}
+	v := json.RawMessage(rec)
+	for _, name := range strings.Split(path, ".") {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(v, &obj) != nil {
+			return "", false
+		}
+		var ok bool
+		if v, ok = obj[name]; !ok {
+			return "", false
+		}
+	}
+	if len(v) == 0 {
+		return "", false
+	}
+	switch v[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(v, &s) != nil || s == "" {
+			return "", false
+		}
+		return s, true
+	case '{', '[', 'n':
+		return "", false
+	}
+	return string(v), true
+}
