@@ -129,6 +129,9 @@ func producerOpts(cfg Config, limit func(topic string) int32) []kgo.Opt {
 	if cfg.DeliveryTimeout > 0 {
 		opts = append(opts, kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout))
 	}
+	if cfg.TransactionalID != "" {
+		opts = append(opts, kgo.TransactionalID(cfg.TransactionalID))
+	}
 	switch cfg.Partitioner {
 	case PartitionByAccount:
 		opts = append(opts, kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
