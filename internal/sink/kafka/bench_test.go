@@ -82,6 +82,9 @@ func BenchmarkWrite(b *testing.B) {
 		{"none", func(c *kafka.Config) { c.Compression = "none" }},
 		{"format=record", func(c *kafka.Config) { c.Format = kafka.FormatRecord }},
 		{"partitioner=account", func(c *kafka.Config) { c.Partitioner = kafka.PartitionByAccount }},
+		// One transaction per Write (4 Writers take turns: one open
+		// transaction per producer).
+		{"transactional", func(c *kafka.Config) { c.TransactionalID = "bench" }},
 	}
 	targets := []struct {
 		name    string

@@ -129,6 +129,9 @@ func producerOpts(cfg Config, limit func(topic string) int32) []kgo.Opt {
 	// No kgo.RecordDeliveryTimeout: franz-go counts it from the record's
 	// timestamp, which is the record time (Config.Timestamp); the sink
 	// bounds a Write's produce by DeliveryTimeout instead (push).
+	if cfg.TransactionalID != "" {
+		opts = append(opts, kgo.TransactionalID(cfg.TransactionalID))
+	}
 	switch cfg.Partitioner {
 	case PartitionByAccount:
 		opts = append(opts, kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {

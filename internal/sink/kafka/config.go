@@ -169,6 +169,20 @@ type Config struct {
 	// SASL configures authentication to the brokers (keys under
 	// sink.kafka.sasl; package kafkasasl).
 	SASL kafkasasl.Config `koanf:"sasl"`
+
+	// Transactions (issue 22; kept apart from the record keys above).
+
+	// TransactionalID, when set (delivery exactly_once only), makes the
+	// producer transactional: each Write is one transaction, so a
+	// read_committed consumer sees a batch whole or not at all, and Recover
+	// fences the id first (any open transaction of a dead process is
+	// aborted). Empty (default): the idempotent producer without
+	// transactions; the read-back of delivery exactly_once still keeps the
+	// log at each record once. Two collectors must never share an id: the
+	// one that starts fences the other. The brokers must allow transactions
+	// and the principal needs WRITE and DESCRIBE on the transactional id
+	// (and IDEMPOTENT_WRITE on the cluster for brokers before 3.0).
+	TransactionalID string `koanf:"transactional_id"`
 }
 
 // DefaultConfig returns the documented defaults. Brokers is empty and must
@@ -259,6 +273,9 @@ func (c Config) Validate() error {
 	}
 	if c.Delivery != sink.DeliveryExactlyOnce && c.Delivery != sink.DeliveryAtLeastOnce {
 		add("delivery", "unknown mode %q (%s, %s)", c.Delivery, sink.DeliveryExactlyOnce, sink.DeliveryAtLeastOnce)
+	}
+	if c.TransactionalID != "" && c.Delivery != sink.DeliveryExactlyOnce {
+		add("transactional_id", "needs %s.delivery %s (got %q): transactions only serve the exactly-once read-back", prefix, sink.DeliveryExactlyOnce, c.Delivery)
 	}
 	if c.Linger < 0 || c.Linger > time.Minute {
 		add("linger", "must be between 0 and 1m, got %v", c.Linger)

@@ -167,6 +167,7 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 		{"zero partitions", func(c *kafka.Config) { c.Partitions = 0 }, "sink.kafka.partitions: must be -1 (broker default) or at least 1"},
 		{"zero replicas", func(c *kafka.Config) { c.ReplicationFactor = 0 }, "sink.kafka.replication_factor: must be -1 (broker default)"},
 		{"an empty client id", func(c *kafka.Config) { c.ClientID = "" }, "sink.kafka.client_id: must not be empty"},
+		{"transactions without exactly once", func(c *kafka.Config) { c.TransactionalID = "x"; c.Delivery = "at_least_once" }, "sink.kafka.transactional_id: needs sink.kafka.delivery exactly_once"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -54,6 +54,39 @@
 // permanently), until the topic is back. Nothing is acknowledged that the
 // new topic does not hold; what the old topic held is gone with it.
 //
+// # Transactions
+//
+// With sink.kafka.transactional_id set (delivery exactly_once; empty by
+// default) each Write is one transaction: begin, produce the batch,
+// commit. A read_committed consumer sees a batch whole or not at all; a
+// Write a record of which fails is aborted whole and retried, so a
+// partial batch never lands; a crash mid-Write leaves an open
+// transaction that Recover aborts by fencing the id (InitProducerID)
+// before it reads back, which also stops a zombie of the dead process
+// from committing anything more. Writes of different streams take turns
+// (one open transaction per producer): BenchmarkWrite measured 127,000
+// records per CPU-second with transactions against 146,000 without, in
+// process (kfake), pages of 5,000 records.
+//
+// Kafka Connect's exactly-once sources (KIP-618) commit the source's
+// progress in the same transaction as the records. Here the progress
+// lives in the bbolt checkpoint, and the read-back stands in for that
+// atomicity: a crash between a Kafka commit and the checkpoint commit
+// leaves committed records past the mark, which the next start reads back
+// (read_committed) and does not write again, so the log holds them once,
+// as if the progress had been committed with them. What it does not give
+// that KIP-618 gives: the read-back costs a read of the partitions' tails
+// at start, and a commit whose outcome the sink never learnt (the EndTxn
+// answer lost) is retried within the run, which may commit the batch
+// twice; only a restart's read-back would have caught it.
+//
+// Transactions need brokers that offer them (Kafka 0.11+, the
+// transaction state topic) and, with ACLs, WRITE and DESCRIBE on the
+// transactional id (IDEMPOTENT_WRITE on the cluster before Kafka 3.0).
+// Refused, Recover stops the start with an error naming
+// sink.kafka.transactional_id. Two collectors must never share an id: the
+// one that starts fences the other, whose Writes fail from then on.
+//
 // TLS comes from package tlsconfig; SASL (PLAIN, SCRAM-SHA-256/512,
 // OAUTHBEARER with a token, a token file or a client-credentials grant,
 // AWS_MSK_IAM) from package kafkasasl, with franz-go's mechanisms.

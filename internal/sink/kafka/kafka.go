@@ -60,6 +60,10 @@ type Sink struct {
 	purges purges
 	// led is the ledger of delivery exactly_once (ledger.go).
 	led kledger
+	// txMu holds one transaction at a time (transactional_id set): a
+	// transactional producer has one open transaction, so the Writes of
+	// different streams take turns.
+	txMu sync.Mutex
 }
 
 // Option is an optional dependency of New.
@@ -298,6 +302,9 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 		produceStart := time.Now()
 		cl := s.client.Load()
 		gen := s.purges.generation()
+		if s.transactional() {
+			return s.pushTx(ctx, b, cl, send, dead, produceStart)
+		}
 		pctx := ctx
 		if s.cfg.DeliveryTimeout > 0 {
 			var cancel context.CancelFunc

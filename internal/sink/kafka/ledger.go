@@ -224,6 +224,13 @@ func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
 	if !s.exactlyOnce() {
 		return nil, nil
 	}
+	if s.transactional() {
+		// Fence first: an open transaction of the dead process would hold
+		// back what read_committed can read (its last stable offset).
+		if err := s.fence(ctx, s.client.Load()); err != nil {
+			return nil, err
+		}
+	}
 	ends, err := s.adm.ListEndOffsets(ctx, s.Topics()...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka sink: recover: list end offsets: %w", err)
@@ -284,7 +291,10 @@ func (s *Sink) readBack(ctx context.Context, from, end map[tp]int64, uncovered f
 		parts[p.Topic][p.Partition] = kgo.NewOffset().At(o)
 		left[p] = end[p]
 	}
-	opts := append(connOpts(s.cfg, s.conn, s.log), kgo.ConsumePartitions(parts), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	opts := append(connOpts(s.cfg, s.conn, s.log), kgo.ConsumePartitions(parts), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Transaction markers come back too, so a partition whose last
+		// offset is a commit or abort marker is read to its end at once.
+		kgo.KeepControlRecords())
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka sink: recover: create a reader: %w", err)
@@ -318,6 +328,9 @@ func (s *Sink) readBack(ctx context.Context, from, end map[tp]int64, uncovered f
 			p := tp{r.Topic, r.Partition}
 			if e, ok := left[p]; ok && r.Offset+1 >= e {
 				delete(left, p)
+			}
+			if r.Attrs.IsControl() {
+				return
 			}
 			var src, id, batch string
 			for _, h := range r.Headers {

@@ -47,6 +47,8 @@ type metrics struct {
 	bufferedBytes   prometheus.GaugeFunc
 	readBackRecords prometheus.Counter
 	readBackSeconds prometheus.Counter
+	txCommitted     prometheus.Counter
+	txAborted       prometheus.Counter
 }
 
 // readBack counts a read-back of Recover: n records in d.
@@ -108,11 +110,19 @@ func newMetrics(reg prometheus.Registerer, client *atomic.Pointer[kgo.Client], c
 			Name: "collector_kafka_read_back_seconds_total",
 			Help: "Time starts spent reading back what the partitions hold past the checkpoint's mark.",
 		}),
+		txCommitted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "collector_kafka_transactions_committed_total",
+			Help: "Transactions committed (sink.kafka.transactional_id set): one per Write.",
+		}),
+		txAborted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "collector_kafka_transactions_aborted_total",
+			Help: "Transactions aborted or whose commit failed (sink.kafka.transactional_id set): their batch is retried whole.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.bufferedRecords, m.bufferedBytes, m.produced, m.bytesProduced, m.uncompressed, m.produceErrors, m.produceLatency, m.readBackRecords, m.readBackSeconds} {
+	for _, c := range []prometheus.Collector{m.bufferedRecords, m.bufferedBytes, m.produced, m.bytesProduced, m.uncompressed, m.produceErrors, m.produceLatency, m.readBackRecords, m.readBackSeconds, m.txCommitted, m.txAborted} {
 		if err := reg.Register(c); err != nil {
 			if _, dup := errors.AsType[prometheus.AlreadyRegisteredError](err); dup {
 				return nil, fmt.Errorf("kafka sink metrics: collector_kafka_buffered_records reads one sink's client; a second Kafka sink on the registry cannot share it: %w", err)

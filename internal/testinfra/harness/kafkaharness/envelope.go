@@ -141,6 +141,19 @@ func CheckEnvelope(m *Message, topicOf func(source string) string) Checked {
 // them; the first bad record fails tb.
 func ReadEnvelopeTopics(tb testing.TB, addr string, topics []string, topicOf func(source string) string) *harness.Output {
 	tb.Helper()
+	return readEnvelopeTopics(tb, addr, topics, topicOf, Consume)
+}
+
+// ReadCommittedEnvelopeTopics is ReadEnvelopeTopics for topics written
+// with transactions (ConsumeCommitted: kcat with read_committed).
+func ReadCommittedEnvelopeTopics(tb testing.TB, addr string, topics []string, topicOf func(source string) string) *harness.Output {
+	tb.Helper()
+	return readEnvelopeTopics(tb, addr, topics, topicOf, ConsumeCommitted)
+}
+
+func readEnvelopeTopics(tb testing.TB, addr string, topics []string, topicOf func(source string) string,
+	consume func(tb testing.TB, addr string, topics []string, fn func(m *Message)) int) *harness.Output {
+	tb.Helper()
 	jobs := make(chan *Message, 512)
 	results := make(chan Checked, 512)
 	var workers sync.WaitGroup
@@ -177,7 +190,7 @@ func ReadEnvelopeTopics(tb testing.TB, addr string, topics []string, topicOf fun
 			stop()
 		}
 	}()
-	Consume(tb, addr, topics, func(m *Message) { jobs <- m })
+	consume(tb, addr, topics, func(m *Message) { jobs <- m })
 	stopped = true
 	stop()
 	if firstErr != nil {
