@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"reflect"
@@ -82,16 +83,9 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 			n = len(streams)
 		}
 		fmt.Fprintf(w, "ok    configuration valid, %d streams (offline: secrets, files and network not checked)\n", n)
+		printWarnings(w, startWarnings(cfg.SourceConfig(), time.Now()))
 		return nil
 	}
-	dump, err := cfg.Dump()
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "# effective configuration (secrets redacted)")
-	w.Write(dump)
-	fmt.Fprintln(w)
-
 	srcCfg, sim, err := resolveSource(cfg, o.Log)
 	if err != nil {
 		return err
@@ -116,12 +110,21 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 	srcCfg.API.Retry.MaxAttempts = 1
 	srcCfg.API.Timeout = min(srcCfg.API.Timeout, co.timeout())
 	srcCfg.Edge.Timeout = min(srcCfg.Edge.Timeout, co.timeout())
-	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: o.Log, Scrubber: scr}}, true)
+	// Every request check makes is counted: it says what it spent of the
+	// API's budget (C4).
+	counter := &countingTransport{next: http.DefaultTransport}
+	defer func() {
+		fmt.Fprintf(w, "# check spent %d API requests of the key's budget (api.rate: %d per %s, shared with a running collector)\n",
+			counter.n.Load(), rateLimit(srcCfg), ratePeriod(srcCfg))
+	}()
+	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: o.Log, Scrubber: scr, HTTPClient: &http.Client{Transport: counter}}}, true)
 	if err != nil {
 		report("sources", err)
 		return ErrCheckFailed
 	}
+	configSummary(w, cfg, srcCfg, len(set.Pollers))
 	fmt.Fprintf(w, "ok    %d streams configured\n", len(set.Pollers))
+	printWarnings(w, startWarnings(srcCfg, time.Now()))
 	// What run checks before it starts, with run's messages.
 	streams := source.Streams(srcCfg)
 	pre := runPreflight(cfg, streams)
