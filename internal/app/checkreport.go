@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/svcexport/collector/internal/config"
@@ -104,15 +104,45 @@ func ratePeriod(src catalog.Config) time.Duration {
 	return time.Hour
 }
 
-// countingTransport counts the requests made through it: check says how
-// many of the API's budget (C4) it spent.
+// countingTransport counts the requests made through it, by path: check
+// says how many of the API's budgets (C4: one bucket per functionality,
+// the token endpoint's and each search's) it spent.
 type countingTransport struct {
-	next http.RoundTripper
-	n    atomic.Int64
+	next   http.RoundTripper
+	mu     sync.Mutex
+	byPath map[string]int
 }
 
 // RoundTrip counts req and sends it on.
 func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	c.n.Add(1)
+	c.mu.Lock()
+	if c.byPath == nil {
+		c.byPath = map[string]int{}
+	}
+	c.byPath[req.URL.Path]++
+	c.mu.Unlock()
 	return c.next.RoundTrip(req)
+}
+
+// summary is the line check ends with: the requests spent, and of which
+// buckets (C4), each of rate requests per period.
+func (c *countingTransport) summary(rate int, period time.Duration) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	total, token, most := 0, 0, 0
+	for p, n := range c.byPath {
+		total += n
+		if strings.HasSuffix(p, "/access/tokens") {
+			token += n
+			continue
+		}
+		most = max(most, n)
+	}
+	buckets := len(c.byPath)
+	if token > 0 {
+		buckets--
+	}
+	return fmt.Sprintf("# check spent %d API requests: %d of the token endpoint's bucket, at most %d of each of %d search buckets "+
+		"(C4: %d per %s each, shared by every client of the API user, a running collector too)",
+		total, token, most, buckets, rate, period)
 }

@@ -114,8 +114,7 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 	// API's budget (C4).
 	counter := &countingTransport{next: http.DefaultTransport}
 	defer func() {
-		fmt.Fprintf(w, "# check spent %d API requests of the key's budget (api.rate: %d per %s, shared with a running collector)\n",
-			counter.n.Load(), rateLimit(srcCfg), ratePeriod(srcCfg))
+		fmt.Fprintln(w, counter.summary(rateLimit(srcCfg), ratePeriod(srcCfg)))
 	}()
 	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: o.Log, Scrubber: scr, HTTPClient: &http.Client{Transport: counter}}}, true)
 	if err != nil {
