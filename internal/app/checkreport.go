@@ -72,7 +72,7 @@ func printWarnings(w io.Writer, warnings []string) {
 func configSummary(w io.Writer, cfg config.Config, src catalog.Config, streams int) {
 	fmt.Fprintf(w, "# configuration (check --print shows all of it, secrets redacted)\n")
 	if src.API.BaseURL != "" {
-		fmt.Fprintf(w, "#   core API  %s, %d accounts, rate %d per %s\n", redactedURL(src.API.BaseURL), max(len(src.Accounts), 1), rateLimit(src), ratePeriod(src))
+		fmt.Fprintf(w, "#   core API  %s (accounts: %d, rate: %d per %s)\n", redactedURL(src.API.BaseURL), max(len(src.Accounts), 1), rateLimit(src), ratePeriod(src))
 	}
 	if src.Edge.BaseURL != "" {
 		fmt.Fprintf(w, "#   edge API  %s\n", redactedURL(src.Edge.BaseURL))
