@@ -61,12 +61,14 @@ func redactedURL(u string) string {
 // says which.
 var ErrCheckFailed = errors.New("check failed")
 
-// Check validates the configuration (already done by loading it) and,
-// online, prints the effective configuration with secrets redacted, makes
+// Check validates the configuration (already done by loading it), warns of
+// a sources.*.start beyond api.max_history (startWarnings, online and
+// offline) and, online, prints a summary of the configuration, makes
 // the checks run makes before it starts (runPreflight: the checkpoint
 // path, each sink's configuration; read-only, so beside a running
 // collector too), asks the core API for one token, and checks every sink
-// can be reached, without moving any data. Its error wraps ErrCheckFailed
+// can be reached, without moving any data, and says how many API requests
+// it spent of which buckets (C4). Its error wraps ErrCheckFailed
 // when a check failed, and the *config.KeyError of each failure that run
 // refuses to start with (exit 2). Offline it only says the configuration
 // is valid and how many streams it defines; with Print it prints the
