@@ -53,7 +53,9 @@ Usage:
         run the daemon (--once: exit 0 when every source caught up); on a
         terminal with text logs it shows a bar per source (--no-progress: off)
   collector check --config FILE [--timeout 10s]
-        validate, print the effective configuration, ask for one token, check the sink
+        validate, summarise the configuration (--print: all of it), warn of a
+        start beyond api.max_history, ask for one token, check the sink, and
+        say how many API requests it spent
   collector check --config FILE --offline
         validate only: no secrets needed, no file read, no network (CI lint)
   collector check --config FILE --print [--offline]

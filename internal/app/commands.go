@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"reflect"
@@ -60,12 +61,14 @@ func redactedURL(u string) string {
 // says which.
 var ErrCheckFailed = errors.New("check failed")
 
-// Check validates the configuration (already done by loading it) and,
-// online, prints the effective configuration with secrets redacted, makes
+// Check validates the configuration (already done by loading it), warns of
+// a sources.*.start beyond api.max_history (startWarnings, online and
+// offline) and, online, prints a summary of the configuration, makes
 // the checks run makes before it starts (runPreflight: the checkpoint
 // path, each sink's configuration; read-only, so beside a running
 // collector too), asks the core API for one token, and checks every sink
-// can be reached, without moving any data. Its error wraps ErrCheckFailed
+// can be reached, without moving any data, and says how many API requests
+// it spent of which buckets (C4). Its error wraps ErrCheckFailed
 // when a check failed, and the *config.KeyError of each failure that run
 // refuses to start with (exit 2). Offline it only says the configuration
 // is valid and how many streams it defines; with Print it prints the
@@ -82,16 +85,9 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 			n = len(streams)
 		}
 		fmt.Fprintf(w, "ok    configuration valid, %d streams (offline: secrets, files and network not checked)\n", n)
+		printWarnings(w, startWarnings(cfg.SourceConfig(), time.Now()))
 		return nil
 	}
-	dump, err := cfg.Dump()
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "# effective configuration (secrets redacted)")
-	w.Write(dump)
-	fmt.Fprintln(w)
-
 	srcCfg, sim, err := resolveSource(cfg, o.Log)
 	if err != nil {
 		return err
@@ -116,12 +112,20 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 	srcCfg.API.Retry.MaxAttempts = 1
 	srcCfg.API.Timeout = min(srcCfg.API.Timeout, co.timeout())
 	srcCfg.Edge.Timeout = min(srcCfg.Edge.Timeout, co.timeout())
-	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: o.Log, Scrubber: scr}}, true)
+	// Every request check makes is counted: it says what it spent of the
+	// API's budget (C4).
+	counter := &countingTransport{next: http.DefaultTransport}
+	defer func() {
+		fmt.Fprintln(w, counter.summary(rateLimit(srcCfg), ratePeriod(srcCfg)))
+	}()
+	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: o.Log, Scrubber: scr, HTTPClient: &http.Client{Transport: counter}}}, true)
 	if err != nil {
 		report("sources", err)
 		return ErrCheckFailed
 	}
+	configSummary(w, cfg, srcCfg, len(set.Pollers))
 	fmt.Fprintf(w, "ok    %d streams configured\n", len(set.Pollers))
+	printWarnings(w, startWarnings(srcCfg, time.Now()))
 	// What run checks before it starts, with run's messages.
 	streams := source.Streams(srcCfg)
 	pre := runPreflight(cfg, streams)

@@ -111,7 +111,7 @@ func load(path string, environ []string, dst any, lenient func(key string) bool)
 		DecoderConfig: decoderConfig(dst),
 	})
 	if err != nil {
-		res.problems = append(res.problems, splitJoined(decodeErrors(err))...)
+		res.problems = append(res.problems, splitJoined(withValues(decodeErrors(err), k.Get))...)
 	}
 	return res, nil
 }
@@ -358,6 +358,43 @@ func decodeErrors(err error) error {
 		return err
 	}
 	return errors.Join(out...)
+}
+
+// withValues appends to each KeyError of err, a value of the wrong type,
+// the value the configuration gave (`pipeline.buffer_records: is not a
+// valid int (invalid syntax), got "abc"`), looked up by get with the
+// error's key; the values of keys that may hold a credential and values
+// that are not scalars are not echoed.
+func withValues(err error, get func(key string) any) error {
+	if err == nil {
+		return nil
+	}
+	var out []error
+	for _, e := range splitJoined(err) {
+		var ke *KeyError
+		if errors.As(e, &ke) && !mayBeSecret(ke.Key) {
+			switch v := get(ke.Key).(type) {
+			case string:
+				e = &KeyError{Key: ke.Key, Msg: fmt.Sprintf("%s, got %q", ke.Msg, v)}
+			case bool, int, int64, uint64, float64:
+				e = &KeyError{Key: ke.Key, Msg: fmt.Sprintf("%s, got %v", ke.Msg, v)}
+			}
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
+}
+
+// mayBeSecret reports whether the last part of key names a credential
+// (secret, password, token, key...): its value is never echoed.
+func mayBeSecret(key string) bool {
+	last := strings.ToLower(key[strings.LastIndex(key, ".")+1:])
+	for _, w := range []string{"secret", "password", "token", "key", "credential", "sasl"} {
+		if strings.Contains(last, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // decoderConfig is how every part of a configuration is decoded into

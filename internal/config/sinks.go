@@ -213,7 +213,7 @@ func (s *SinkConfig) UnmarshalMapstructure(in any) error {
 			err = dec.Decode(m)
 		}
 		if err != nil {
-			errs = append(errs, decodeErrors(err))
+			errs = append(errs, withValues(decodeErrors(err), func(key string) any { return lookup(m, key) }))
 		}
 	}
 	_, d.typed = m["type"]
@@ -309,4 +309,17 @@ func (c Config) validateSinks() []error {
 		}
 	}
 	return errs
+}
+
+// lookup is the value at a dotted key of m, nil when there is none.
+func lookup(m map[string]any, key string) any {
+	var v any = m
+	for _, part := range strings.Split(key, ".") {
+		mm, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = mm[part]
+	}
+	return v
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +23,8 @@ func TestBadConfigurationsExit2NamingTheKey(t *testing.T) {
 	}{
 		{"an unknown key", base + "sinkk:\n  type: file\n", nil, `sinkk: unknown key (did you mean "sink"?)`},
 		{"a misspelt nested key", base + "pipeline:\n  bufer_records: 10\n", nil, `pipeline.bufer_records: unknown key (did you mean "buffer_records"?)`},
-		{"a wrong type", base + "pipeline:\n  buffer_records: lots\n", nil, "pipeline.buffer_records"},
+		{"a wrong type", base + "pipeline:\n  buffer_records: lots\n", nil, `pipeline.buffer_records: is not a valid int (invalid syntax), got "lots"`},
+		{"a wrong type in sinks[]", base + "sinks:\n  - {name: f, type: file, file: {dir: /tmp, max_bytes: much}}\n", nil, `sinks[0].file.max_bytes: is not a valid int64 (invalid syntax), got "much"`},
 		{"max_window over 7 days", base + "sources:\n  dns:\n    max_window: 8d\n", nil, "sources.dns.max_window"},
 		{"a missing secret", "api:\n  base_url: http://127.0.0.1:1\n  key_id: k\n", nil, "api.secret"},
 		{"an unknown source", base + "sources:\n  dnss:\n    enabled: true\n", nil, "sources.dnss"},
@@ -60,24 +62,36 @@ func TestBadConfigurationsExit2NamingTheKey(t *testing.T) {
 	}
 }
 
-// check prints the effective configuration with the secret redacted, gets a
-// token, proves access to each core stream with one page and checks the sink; environment variables override the file.
+// check prints a summary of the configuration (check --print all of it,
+// the secret redacted), gets a token, proves access to each core stream
+// with one page, checks the sink and says what it spent of which budget
+// (C4); environment variables override the file.
 func TestCheckRedactsSecretsAndHonoursTheEnvironment(t *testing.T) {
 	t.Parallel()
 	sim := harness.StartSim(t, harness.QuickRates)
 	other := filepath.Join(t.TempDir(), "elsewhere")
 	c := harness.New(t, harness.Config{Sim: sim, Start: time.Now().Add(-time.Hour), Env: []string{"COLLECTOR_SINK__FILE__DIR=" + other}})
+	code, printed := c.CLI(t, nil, "check", "--print")
+	if code != 0 || !strings.Contains(printed, "[redacted]") || !strings.Contains(printed, other) {
+		t.Fatalf("check --print exit %d, want the secret redacted and %s:\n%s", code, other, printed)
+	}
 	code, out := c.CLI(t, nil, "check")
 	if code != 0 {
 		t.Fatalf("check exit %d:\n%s", code, out)
 	}
-	for _, want := range []string{"[redacted]", "ok    core API token", "ok    sink file", other} {
+	for _, want := range []string{"ok    core API token", "ok    sink file", "check --print shows all of it"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("check output lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, harness.Secret) || strings.Contains(out, harness.EdgeToken) {
-		t.Fatalf("check printed a secret:\n%s", out)
+	for _, o := range []string{out, printed} {
+		if strings.Contains(o, harness.Secret) || strings.Contains(o, harness.EdgeToken) {
+			t.Fatalf("check printed a secret:\n%s", o)
+		}
+	}
+	// Issue 24: a summary, not the whole configuration, before the results.
+	if n := strings.Count(out, "\n# "); n > 10 {
+		t.Errorf("check printed %d lines of configuration, want a summary:\n%s", n, out)
 	}
 	if st := sim.Stats().Get("sim-admin", "token"); st.Requests != 1 {
 		t.Errorf("check made %d token requests, want 1", st.Requests)
@@ -108,6 +122,10 @@ func TestCheckRedactsSecretsAndHonoursTheEnvironment(t *testing.T) {
 	}
 	if core == 0 || total != int64(core) {
 		t.Errorf("check made %d data requests %v, want one per core stream (%d)", total, data, core)
+	}
+	// It says what it spent, and of which buckets (C4).
+	if want := fmt.Sprintf("# check spent %d API requests: 1 of the token endpoint's bucket, at most %d of each of 7 search buckets", total+1, len(c.Config().Accounts)); !strings.Contains(out, want) {
+		t.Errorf("check output lacks %q:\n%s", want, out)
 	}
 
 	// A wrong secret fails the check, and the wrong secret is not shown.
@@ -142,5 +160,26 @@ func TestSIGTERMDrainsCommitsAndExits0(t *testing.T) {
 	}
 	if _, ok := c.Watermarks(t)[record.Stream{Source: "dns", Account: "acme"}]; ok {
 		t.Fatal("dns/acme still has a checkpoint after --reset")
+	}
+}
+
+// A sources.*.start further back than api.max_history (C3) is said by
+// check and check --offline, once for the key, with its value and what run
+// will do; a start within reach is not.
+func TestCheckWarnsOfAStartBeyondMaxHistory(t *testing.T) {
+	t.Parallel()
+	sim := harness.StartSim(t, harness.QuickRates)
+	c := harness.New(t, harness.Config{Sim: sim, Start: time.Now().Add(-time.Hour)})
+	far := []string{"COLLECTOR_SOURCES__DNS__START=200d"}
+	want := `warn  sources.dns.start: "200d" reaches further back than api.max_history (92d); run starts those streams at the oldest time the API serves`
+	for _, args := range [][]string{{"check", "--offline"}, {"check"}} {
+		code, out := c.CLI(t, far, args...)
+		if code != 0 || strings.Count(out, want) != 1 || strings.Count(out, "warn  ") != 1 {
+			t.Errorf("%v with sources.dns.start 200d: exit %d, want exit 0 and one %q:\n%s", args, code, want, out)
+		}
+		code, out = c.CLI(t, []string{"COLLECTOR_SOURCES__DNS__START=30d"}, args...)
+		if code != 0 || strings.Contains(out, "warn  ") {
+			t.Errorf("%v with sources.dns.start 30d: exit %d, want no warning:\n%s", args, code, out)
+		}
 	}
 }
