@@ -359,12 +359,8 @@ func states(ctx context.Context, cfg config.Config, o Options) ([]status.StreamS
 // configuredStreams lists the streams the configuration defines. It needs
 // no credentials: state and reset work with the secrets absent.
 func configuredStreams(cfg config.Config) ([]record.Stream, error) {
-	sc := cfg.SourceConfig()
-	if cfg.Simulator.Enabled {
-		// The edge streams are on: the simulator serves the edge API.
-		sc = simulatorEndpoints("http://127.0.0.1:1").Fill(sc)
-	}
-	streams := source.Streams(sc)
+	// With the simulator on, the edge streams are on: it serves the edge API.
+	streams := source.Streams(cfg.PlannedSourceConfig())
 	if len(streams) == 0 {
 		return nil, errors.New("sources: no source enabled")
 	}

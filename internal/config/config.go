@@ -242,12 +242,21 @@ func splitJoined(err error) []error {
 	return []error{err}
 }
 
-// validateSource validates the pollers' part. With the simulator on, the
-// application fills the API locations and credentials the configuration
-// leaves unset from the simulator it starts, so they may be missing here:
-// stand-ins take their place while the rest is validated. The simulator's
-// own settings (simulator.settings) are the application's to check.
+// validateSource validates the pollers' part, as PlannedSourceConfig
+// returns it. The simulator's own settings (simulator.settings) are the
+// application's to check.
 func (c Config) validateSource() error {
+	return c.PlannedSourceConfig().Validate()
+}
+
+// PlannedSourceConfig is SourceConfig for what needs the streams but no
+// running API: validation, and the commands that list streams (state,
+// reset). With the simulator on, the application fills the API locations
+// and credentials the configuration leaves unset from the simulator it
+// starts (internal/app resolveSource), so they may be missing here:
+// stand-ins take their place, which turn the edge streams on as the
+// simulator does. Nothing connects to them.
+func (c Config) PlannedSourceConfig() catalog.Config {
 	sc := c.SourceConfig()
 	if c.Simulator.Enabled {
 		sc = catalog.Endpoints{
@@ -255,7 +264,7 @@ func (c Config) validateSource() error {
 			KeyID: "simulator", Secret: "simulator", EdgeToken: "simulator",
 		}.Fill(sc)
 	}
-	return sc.Validate()
+	return sc
 }
 
 // Dump writes the effective configuration as YAML with every secret

@@ -57,16 +57,18 @@ func Build(cfg catalog.Config, b api.Budget, o Options, once bool) (*Set, error)
 	}
 	set := &Set{}
 	var errs []error
-	limiters := recheckLimiters(cfg, o)
-	for _, pc := range plan(cfg) {
+	pcs := Resolve(cfg)
+	limiters := recheckLimiters(pcs, o)
+	for _, pc := range pcs {
 		c, err := set.client(cfg, b, o, pc.Spec.Edge)
 		if err != nil {
 			return nil, err
 		}
-		pc.API, pc.Edge, pc.Once = cfg.API, cfg.Edge, once
-		pc.Settings = cfg.Sources.Resolve(pc.Spec.Name)
+		// What the configuration says of the stream is in pc (Resolve);
+		// what is added here is the process's: the run mode, logger,
+		// metrics, batch bound and the shared recheck limiter.
+		pc.Once = once
 		pc.Logger, pc.Metrics, pc.MaxBatchRecords = o.Client.Logger, o.Metrics, o.MaxBatchRecords
-		pc.Recheck = pc.Settings.RecheckConfig(cfg.Edge.MaxRows)
 		pc.RecheckLimiter, pc.RecheckMetrics = limiters[limiterKey(pc.Spec)], o.RecheckMetrics
 		p, err := NewPoller(c, pc)
 		if err != nil {
@@ -108,7 +110,7 @@ func (set *Set) client(cfg catalog.Config, b api.Budget, o Options, edge bool) (
 // account in the envelope, see PollerConfig.Account). It needs no credentials and builds no client: the
 // state command, the check command and the sinks' stream lists use it.
 func Streams(cfg catalog.Config) []record.Stream {
-	pcs := plan(cfg)
+	pcs := Resolve(cfg)
 	out := make([]record.Stream, len(pcs))
 	for i, pc := range pcs {
 		out[i] = record.Stream{Source: pc.Spec.Name, Account: pc.Account}
@@ -116,19 +118,33 @@ func Streams(cfg catalog.Config) []record.Stream {
 	return out
 }
 
-// plan returns the poller of every stream of cfg, with its spec and
-// account set (see Streams).
-func plan(cfg catalog.Config) []PollerConfig {
+// Resolve is where the configuration becomes streams: it returns, for
+// every stream of cfg in the order of Streams, everything the
+// configuration says of that stream and nothing else: its spec, account
+// and Account-Name header (org access for the "org" stream, C2), the
+// source's settings (sources.<name> over the defaults), the API and edge
+// sections, and the recheck configuration. Build adds only what the
+// process provides (clients, logger, metrics, run mode, limiters); a
+// reader asking "what does stream X get from the configuration" reads
+// this function. It does not validate cfg (Build does, catalog.Config.
+// Validate).
+func Resolve(cfg catalog.Config) []PollerConfig {
 	var out []PollerConfig
+	add := func(spec catalog.Spec, pc PollerConfig) {
+		pc.Spec, pc.API, pc.Edge = spec, cfg.API, cfg.Edge
+		pc.Settings = cfg.Sources.Resolve(spec.Name)
+		pc.Recheck = pc.Settings.RecheckConfig(cfg.Edge.MaxRows)
+		out = append(out, pc)
+	}
 	for _, spec := range catalog.Specs() {
 		if spec.Edge || !cfg.Sources.Resolve(spec.Name).Enabled {
 			continue
 		}
 		for _, a := range streamAccounts(cfg.Accounts) {
-			out = append(out, PollerConfig{Spec: spec, Account: a.name, AccountHeader: a.header})
+			add(spec, PollerConfig{Account: a.name, AccountHeader: a.header})
 		}
 		if spec.OrgLevel && cfg.OrgAuditLogs {
-			out = append(out, PollerConfig{Spec: spec, Account: OrgAccountName, OrgAccess: true})
+			add(spec, PollerConfig{Account: OrgAccountName, OrgAccess: true})
 		}
 	}
 	if cfg.Edge.BaseURL == "" {
@@ -141,7 +157,7 @@ func plan(cfg catalog.Config) []PollerConfig {
 		if !spec.Edge || !cfg.Sources.Resolve(spec.Name).Enabled {
 			continue
 		}
-		out = append(out, PollerConfig{Spec: spec, Account: edgeAccount(cfg.Edge)})
+		add(spec, PollerConfig{Account: edgeAccount(cfg.Edge)})
 	}
 	return out
 }
@@ -181,13 +197,13 @@ func limiterKey(spec catalog.Spec) string {
 }
 
 // recheckLimiters makes one recheck.Limiter per functionality whose
-// streams recheck: the smallest recheck_share of those streams of the
-// functionality's rate (api.rate, edge.rate).
-func recheckLimiters(cfg catalog.Config, o Options) map[string]*recheck.Limiter {
+// streams (pcs, from Resolve) recheck: the smallest recheck_share of those
+// streams of the functionality's rate (api.rate, edge.rate).
+func recheckLimiters(pcs []PollerConfig, o Options) map[string]*recheck.Limiter {
 	shares := map[string]float64{}
 	rates := map[string]api.RateConfig{}
-	for _, pc := range plan(cfg) {
-		st := cfg.Sources.Resolve(pc.Spec.Name)
+	for _, pc := range pcs {
+		st := pc.Settings
 		if len(st.Recheck) == 0 {
 			continue
 		}
@@ -195,9 +211,9 @@ func recheckLimiters(cfg catalog.Config, o Options) map[string]*recheck.Limiter 
 		if s, ok := shares[k]; !ok || st.RecheckShare < s {
 			shares[k] = st.RecheckShare
 		}
-		rates[k] = cfg.API.Rate
+		rates[k] = pc.API.Rate
 		if pc.Spec.Edge {
-			rates[k] = cfg.Edge.Rate
+			rates[k] = pc.Edge.Rate
 		}
 	}
 	now := time.Now

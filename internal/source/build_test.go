@@ -3,6 +3,7 @@ package source
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
@@ -64,6 +65,47 @@ func TestStreams_NoAccountIsTheDefaultAccountAndNoEdgeURLNoEdgeStreams(t *testin
 		}
 		if spec, _ := catalog.LookupSpec(s.Source); spec.Edge {
 			t.Fatalf("edge stream %v without edge.base_url", s)
+		}
+	}
+}
+
+// Resolve gives each stream what the configuration says of it and of no
+// other: its source's own block over "default", its account and
+// Account-Name header (none for the org and edge streams, C2 and C6), the
+// API and edge sections, the recheck configuration with edge.max_rows.
+func TestResolve_EachStreamGetsItsOwnSourceBlockAccountAndSections(t *testing.T) {
+	t.Parallel()
+	cfg := catalog.DefaultConfig()
+	cfg.Accounts = []string{"acme"}
+	cfg.OrgAuditLogs = true
+	cfg.Edge.BaseURL, cfg.Edge.MaxRows = "http://127.0.0.1:1/edge", 777
+	cfg.API.MaxPages = 42
+	lag := 7 * time.Minute
+	cfg.Sources[catalog.SourceDNS] = catalog.SourceOverride{Lag: &lag, Recheck: &[]time.Duration{time.Hour}}
+	pcs := Resolve(cfg)
+	if got, want := len(pcs), len(Streams(cfg)); got != want {
+		t.Fatalf("Resolve gives %d streams, Streams %d", got, want)
+	}
+	for _, pc := range pcs {
+		if pc.Settings.Lag != cfg.Sources.Resolve(pc.Spec.Name).Lag {
+			t.Errorf("%s/%s: lag %v, its block says %v", pc.Spec.Name, pc.Account, pc.Settings.Lag, cfg.Sources.Resolve(pc.Spec.Name).Lag)
+		}
+		if pc.API.MaxPages != 42 || pc.Edge.BaseURL != cfg.Edge.BaseURL {
+			t.Errorf("%s/%s: api or edge section not carried: %+v", pc.Spec.Name, pc.Account, pc.API)
+		}
+		if pc.Recheck.EdgeMaxRows != 777 || len(pc.Recheck.Offsets) != len(pc.Settings.Recheck) {
+			t.Errorf("%s/%s: recheck %+v, settings %v", pc.Spec.Name, pc.Account, pc.Recheck, pc.Settings.Recheck)
+		}
+		switch {
+		case pc.Spec.Edge, pc.OrgAccess:
+			if pc.AccountHeader != "" {
+				t.Errorf("%s/%s sends Account-Name %q", pc.Spec.Name, pc.Account, pc.AccountHeader)
+			}
+		case pc.AccountHeader != "acme":
+			t.Errorf("%s/%s sends Account-Name %q", pc.Spec.Name, pc.Account, pc.AccountHeader)
+		}
+		if pc.Spec.Name == catalog.SourceDNS && (pc.Settings.Lag != lag || len(pc.Recheck.Offsets) != 1) {
+			t.Errorf("dns: its own block not applied: %+v", pc.Settings)
 		}
 	}
 }

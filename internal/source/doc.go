@@ -14,13 +14,16 @@
 // ones the pipeline passes on and the checkpoint stores: this package
 // produces them and re-exports none.
 //
-// Building: Build validates a catalog.Config, makes one process-wide
-// budget (or uses the one given), the core and edge api.Clients and one
-// Poller per stream; Streams lists those streams without credentials or
-// clients. Each Poller's Run(ctx, from, out) is started in its own
+// Building: Resolve is the one place the configuration becomes streams: a
+// PollerConfig per stream with everything the configuration says of it
+// (spec, account, the source's settings, the API and edge sections, the
+// recheck configuration). Build validates a catalog.Config, makes one
+// process-wide budget (or uses the one given), the core and edge
+// api.Clients and one Poller per stream of Resolve; Streams lists those
+// streams without credentials or clients. Each Poller's Run(ctx, from, out) is started in its own
 // goroutine; Poller.Snapshot reports progress at any time.
 //
-// Files, one job each: build.go (Build, Streams), poller.go (a poller,
+// Files, one job each: build.go (Resolve, Build, Streams), poller.go (a poller,
 // its run loop and failures), walk.go (the step of a run, requests,
 // bounded batches), chain.go (windows, splits, chains, resume), limits.go
 // (the paging limits learnt from the server), envelope.go (C7 envelopes

@@ -28,6 +28,7 @@ func loadConfig(t *testing.T, name string) Config {
 }
 
 func TestConfigFromYAML(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file string
 		want Config
@@ -52,6 +53,7 @@ func TestConfigFromYAML(t *testing.T) {
 }
 
 func TestInvalidConfigNamesEveryBadKey(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file string
 		want []string
@@ -77,6 +79,7 @@ func TestInvalidConfigNamesEveryBadKey(t *testing.T) {
 }
 
 func TestPathTemplatesThatCannotWorkAreRefused(t *testing.T) {
+	t.Parallel()
 	for path, want := range map[string]string{
 		"{source}":                     "must hold {source} and {account}",
 		"{source}/x-{account}":         "unknown placeholder {account}",
@@ -103,6 +106,7 @@ func TestPathTemplatesThatCannotWorkAreRefused(t *testing.T) {
 }
 
 func TestDefaultConfigIsValid(t *testing.T) {
+	t.Parallel()
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 )
 
 func TestEscapedNamesCannotLeaveTheirDirectory(t *testing.T) {
+	t.Parallel()
 	tests := map[string]string{
 		"dns":         "dns",
 		"acme-corp_1": "acme-corp_1",
@@ -27,6 +28,7 @@ func TestEscapedNamesCannotLeaveTheirDirectory(t *testing.T) {
 }
 
 func TestFileNamesRoundTripAndSortInWritingOrder(t *testing.T) {
+	t.Parallel()
 	prefix := "dns-acme-corp-"
 	t0 := time.Date(2026, 11, 22, 15, 30, 0, 123e6, time.UTC)
 	names := []fileName{

@@ -39,6 +39,7 @@ func ocsfBatches(t testing.TB) []*record.Batch {
 // per the vendored schema, in the order of the batch, in plain and gzip
 // files, with raw_data only when asked for; nothing is a fallback.
 func TestOCSFFormatWritesOneValidEventPerRecord(t *testing.T) {
+	t.Parallel()
 	batches := ocsfBatches(t)
 	s := ocsftest.Load(t)
 	for _, tt := range []struct {
@@ -87,6 +88,7 @@ func TestOCSFFormatWritesOneValidEventPerRecord(t *testing.T) {
 // member under unmapped, and counted in collector_ocsf_fallbacks_total
 // under its source.
 func TestOCSFFallbacksAreCountedBySource(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t.TempDir())
 	cfg.Format = FormatOCSF
 	snk, reg := startSink(t, cfg)
@@ -120,6 +122,7 @@ func TestOCSFFallbacksAreCountedBySource(t *testing.T) {
 // can never be written: the batch fails with a permanent error of kind
 // invalid, and nothing of it reaches the file.
 func TestOCSFRefusesAnUnmappableBatchForGood(t *testing.T) {
+	t.Parallel()
 	for _, gz := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
 			cfg := testConfig(t.TempDir())

@@ -118,6 +118,7 @@ func checkNothingLost(t *testing.T, dir, source, account string, batches int) {
 // each stream, the open file, and every file with a batch the checkpoint
 // has not committed; a stream nobody commits keeps everything.
 func TestRetentionByCountKeepsTheNewestTheOpenAndTheUncommittedFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const maxFiles = 4
 	s, _ := startSink(t, retentionConfig(dir, RetentionConfig{MaxFiles: maxFiles}))
@@ -173,6 +174,7 @@ func TestRetentionByCountKeepsTheNewestTheOpenAndTheUncommittedFiles(t *testing.
 // of every stream first, but never the newest closed file of a stream, the
 // open files or an uncommitted file.
 func TestRetentionByBytesDeletesTheOldestFilesOfTheWholeDirectory(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const limit = 40 << 10
 	s, _ := startSink(t, retentionConfig(dir, RetentionConfig{MaxBytes: limit}))
@@ -241,6 +243,7 @@ func TestRetentionByBytesDeletesTheOldestFilesOfTheWholeDirectory(t *testing.T) 
 // max_age deletes the closed files last written longer ago than it, but
 // not the newest closed file nor an uncommitted one.
 func TestRetentionByAgeDeletesOldClosedFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, reg := startSink(t, retentionConfig(dir, RetentionConfig{MaxAge: time.Hour}))
 	k := record.Stream{Source: "dns", Account: "acme"}
@@ -303,6 +306,7 @@ func TestRetentionByAgeDeletesOldClosedFiles(t *testing.T) {
 // records were committed or are fetched again. Without a limit nothing
 // goes.
 func TestRetentionOfFilesOfAnEarlierRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := retentionConfig(dir, RetentionConfig{})
 	s1, err := New(cfg, nil, nil)
@@ -362,6 +366,7 @@ func prunedCounter(t *testing.T, reg *prometheus.Registry, reason string) promet
 // is still growing or a line that is not whole; only the file being
 // written has the in-progress name.
 func TestAFileGetsItsFinalNameOnlyWhenComplete(t *testing.T) {
+	t.Parallel()
 	for _, gz := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
 			dir := t.TempDir()
@@ -434,6 +439,7 @@ func TestAFileGetsItsFinalNameOnlyWhenComplete(t *testing.T) {
 // Start cuts its torn tail and gives it its final name, and every file
 // with a final name is whole.
 func TestACrashLeavesOnlyTheInProgressNameWhichStartFinishes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s1, _ := startSink(t, retentionConfig(dir, RetentionConfig{}))
 	var bs []*record.Batch
@@ -474,6 +480,7 @@ func TestACrashLeavesOnlyTheInProgressNameWhichStartFinishes(t *testing.T) {
 // time its page was fetched; a file never spans two directories, and
 // retention, Start and StreamDirs find the files there.
 func TestTimePartitionedPathsFollowTheFetchTime(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := retentionConfig(dir, RetentionConfig{MaxFiles: 1})
 	cfg.Path = "{source}/{account}/{yyyy}/{mm}/dt={dd}"
@@ -564,6 +571,7 @@ func TestTimePartitionedPathsFollowTheFetchTime(t *testing.T) {
 // Every series of the sink's error and retention counters exists at 0
 // before anything happened.
 func TestCountersExistAtZeroFromTheStart(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	if _, err := New(testConfig(t.TempDir()), reg, nil); err != nil {
 		t.Fatal(err)

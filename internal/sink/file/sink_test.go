@@ -27,6 +27,7 @@ import (
 )
 
 func TestEveryLineIsTheEnvelopeAsJSON(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, _ := startSink(t, testConfig(dir))
 	b := batch(t, "dns", "acme", 0, 50)
@@ -74,6 +75,7 @@ func TestEveryLineIsTheEnvelopeAsJSON(t *testing.T) {
 }
 
 func TestAPrettyPrintedRecordStaysOnOneLineWithTheSameMeaning(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, _ := startSink(t, testConfig(dir))
 	raw := []byte("{\r\n  \"createdTime\": \"2026-11-22T10:00:00Z\",\n  \"note\": \"a\\nb\"\n}")
@@ -102,6 +104,7 @@ func TestAPrettyPrintedRecordStaysOnOneLineWithTheSameMeaning(t *testing.T) {
 }
 
 func TestFilesRotateBeforeTheyPassMaxBytes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := testConfig(dir)
 	one := batch(t, "dns", "acme", 0, 10)
@@ -135,6 +138,7 @@ func TestFilesRotateBeforeTheyPassMaxBytes(t *testing.T) {
 }
 
 func TestABatchLargerThanMaxBytesGetsAFileOfItsOwn(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := testConfig(dir)
 	cfg.MaxBytes = 100
@@ -150,6 +154,7 @@ func TestABatchLargerThanMaxBytesGetsAFileOfItsOwn(t *testing.T) {
 }
 
 func TestGzipFilesAreOneMemberPerBatchAndNamedPartUntilComplete(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := testConfig(dir)
 	cfg.Gzip = true
@@ -216,6 +221,7 @@ func TestGzipFilesAreOneMemberPerBatchAndNamedPartUntilComplete(t *testing.T) {
 }
 
 func TestEightGoroutinesWritingToSeveralStreamsWriteEveryEnvelopeOnce(t *testing.T) {
+	t.Parallel()
 	for _, gz := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
 			dir := t.TempDir()
@@ -265,6 +271,7 @@ func TestEightGoroutinesWritingToSeveralStreamsWriteEveryEnvelopeOnce(t *testing
 }
 
 func TestAFailedWriteLeavesNothingAndItsRetryWritesTheBatchOnce(t *testing.T) {
+	t.Parallel()
 	enospc := &os.PathError{Op: "write", Path: "x", Err: syscall.ENOSPC}
 	tests := []struct {
 		name   string
@@ -313,6 +320,7 @@ func TestAFailedWriteLeavesNothingAndItsRetryWritesTheBatchOnce(t *testing.T) {
 }
 
 func TestAStreamWaitsUntilATornTailCanBeCut(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, reg := startSink(t, testConfig(dir))
 	fl := &faults{}
@@ -341,6 +349,7 @@ func TestAStreamWaitsUntilATornTailCanBeCut(t *testing.T) {
 }
 
 func TestAPathTakenByAFileFailsUntilItIsFreed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, _ := startSink(t, testConfig(dir))
 	// A regular file where the stream's directory belongs.
@@ -363,6 +372,7 @@ func TestAPathTakenByAFileFailsUntilItIsFreed(t *testing.T) {
 }
 
 func TestStartCutsATornPlainTail(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		garbage string
@@ -401,6 +411,7 @@ func TestStartCutsATornPlainTail(t *testing.T) {
 }
 
 func TestStartCutsATornGzipMemberAndFinishesTheFile(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		crash func(t *testing.T, path string, lastMember int64)
@@ -474,6 +485,7 @@ func TestStartCutsATornGzipMemberAndFinishesTheFile(t *testing.T) {
 }
 
 func TestNamesSortInWritingOrderAcrossRestartsEvenWhenTheClockGoesBack(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	clock := time.Date(2026, 11, 22, 15, 30, 0, 0, time.UTC)
 	run := func(at time.Time, first int) *record.Batch {
@@ -514,6 +526,7 @@ func TestNamesSortInWritingOrderAcrossRestartsEvenWhenTheClockGoesBack(t *testin
 }
 
 func TestAnAccountNameCannotEscapeTheDirectory(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "out")
 	s, _ := startSink(t, testConfig(dir))
 	mustWrite(t, s, batch(t, "dns", "../../evil", 0, 3))
@@ -524,6 +537,7 @@ func TestAnAccountNameCannotEscapeTheDirectory(t *testing.T) {
 }
 
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	s, err := New(testConfig(dir), nil, nil)
@@ -583,6 +597,7 @@ func TestLifecycle(t *testing.T) {
 }
 
 func TestReadyFailsWhenTheDirectoryIsGone(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "out")
 	s, _ := startSink(t, testConfig(dir))
 	if err := os.RemoveAll(dir); err != nil {
@@ -597,6 +612,7 @@ func TestReadyFailsWhenTheDirectoryIsGone(t *testing.T) {
 }
 
 func TestASecondSinkOnTheSameDirectoryDoesNotStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	startSink(t, testConfig(dir))
 	other, err := New(testConfig(dir), nil, nil)
@@ -609,6 +625,7 @@ func TestASecondSinkOnTheSameDirectoryDoesNotStart(t *testing.T) {
 }
 
 func TestOnlyABatchThatCanNeverBeWrittenIsPermanent(t *testing.T) {
+	t.Parallel()
 	for _, gz := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
 			dir := t.TempDir()
@@ -655,6 +672,7 @@ func TestOnlyABatchThatCanNeverBeWrittenIsPermanent(t *testing.T) {
 }
 
 func TestMetricsOfWrites(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, reg := startSink(t, testConfig(dir))
 	b := batch(t, "dns", "acme", 0, 25)

@@ -37,6 +37,7 @@ func loadConfig(t *testing.T, name string) kafka.Config {
 }
 
 func TestConfigFromYAML(t *testing.T) {
+	t.Parallel()
 	full := kafka.Config{
 		Brokers:            []string{"kafka-1:9092", "kafka-2:9092"},
 		ClientID:           "collector-eu",
@@ -98,6 +99,7 @@ func TestConfigFromYAML(t *testing.T) {
 }
 
 func TestDefaultsAreDocumentedValues(t *testing.T) {
+	t.Parallel()
 	c := kafka.DefaultConfig()
 	if c.ClientID != "svc-collector" || c.Topic != "svc.{source}" || c.Format != "envelope" || c.Compression != "zstd" ||
 		c.Acks != "all" || c.Partitioner != "key" || c.CreateTopics {
@@ -113,6 +115,7 @@ func TestDefaultsAreDocumentedValues(t *testing.T) {
 }
 
 func TestPasswordNeverPrints(t *testing.T) {
+	t.Parallel()
 	c := loadConfig(t, "full.yaml")
 	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c)} {
 		if strings.Contains(s, "hunter2") {
@@ -122,6 +125,7 @@ func TestPasswordNeverPrints(t *testing.T) {
 }
 
 func TestInvalidConfigNamesTheKey(t *testing.T) {
+	t.Parallel()
 	valid := func() kafka.Config {
 		c := kafka.DefaultConfig()
 		c.Brokers = []string{"127.0.0.1:9092"}
@@ -185,6 +189,7 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 }
 
 func TestBadFileNamesEveryBadKey(t *testing.T) {
+	t.Parallel()
 	err := loadConfig(t, "bad.yaml").Validate()
 	if err == nil {
 		t.Fatal("Validate accepted bad.yaml")
@@ -204,6 +209,7 @@ func TestBadFileNamesEveryBadKey(t *testing.T) {
 }
 
 func TestNewRefusesMissingFilesByKey(t *testing.T) {
+	t.Parallel()
 	c := kafka.DefaultConfig()
 	c.Brokers = []string{"127.0.0.1:9092"}
 	c.TLS = tlsconfig.Config{Enabled: true, CAFile: t.TempDir() + "/missing.pem"}
@@ -222,6 +228,7 @@ func TestNewRefusesMissingFilesByKey(t *testing.T) {
 }
 
 func TestMetricsFollowPrometheusNaming(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	c := kafka.DefaultConfig()
 	c.Brokers = []string{"127.0.0.1:9092"}

@@ -10,6 +10,7 @@ import (
 // knows records and the sink seam, nothing of sources, checkpoints or the
 // pipeline, and no test helper leaks into the build.
 func TestImportsStayInside(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
 		t.Skipf("go list: %v", err)

@@ -35,6 +35,7 @@ import (
 )
 
 func TestWriteDeliversEveryRecordWithKeyHeadersAndEnvelope(t *testing.T) {
+	t.Parallel()
 	c := kafkatest.NewCluster(t, kfake.SeedTopics(3, "svc.dns", "svc.connections"))
 	reg := prometheus.NewRegistry()
 	streams := []record.Stream{{Source: "dns", Account: "acme"}, {Source: "dns", Account: "beta"}, {Source: "connections", Account: "acme"}}
@@ -117,6 +118,7 @@ func TestWriteDeliversEveryRecordWithKeyHeadersAndEnvelope(t *testing.T) {
 }
 
 func TestEachCodecAndTheRecordFormat(t *testing.T) {
+	t.Parallel()
 	c := kafkatest.NewCluster(t)
 	for _, tt := range []struct {
 		codec  string
@@ -168,6 +170,7 @@ func TestEachCodecAndTheRecordFormat(t *testing.T) {
 }
 
 func TestAccountPartitionerPutsOneAccountOnOnePartition(t *testing.T) {
+	t.Parallel()
 	c := kafkatest.NewCluster(t)
 	accounts := []string{"acme", "beta", "gamma", "delta", "epsilon", "zeta"}
 	partitionsOf := func(t *testing.T, partitioner string) map[string]map[int32]int {
@@ -218,6 +221,7 @@ func TestAccountPartitionerPutsOneAccountOnOnePartition(t *testing.T) {
 // Write returns nil and then checks that every record of that batch is
 // readable already. In the end every id is there.
 func TestBrokerFaultsLoseNothing(t *testing.T) {
+	t.Parallel()
 	c := kafkatest.NewCluster(t, kfake.SeedTopics(3, "svc.dns"))
 	cfg := testConfig(c)
 	cfg.RequestTimeout = 500 * time.Millisecond
@@ -307,6 +311,7 @@ func TestBrokerFaultsLoseNothing(t *testing.T) {
 }
 
 func TestWriteReturnsWhenItsContextEnds(t *testing.T) {
+	t.Parallel()
 	c := kafkatest.NewCluster(t, kfake.SeedTopics(1, "svc.dns"))
 	cfg := testConfig(c)
 	cfg.RequestTimeout = time.Second
@@ -375,6 +380,7 @@ func str(t *testing.T, raw json.RawMessage) string {
 }
 
 func TestRecordTooLargeGoesToTheDeadLetterFile(t *testing.T) {
+	t.Parallel()
 	limit := "16384"
 	c := kafkatest.NewCluster(t)
 	for _, topic := range []string{"svc.dns", "svc.audit_logs"} {
@@ -482,6 +488,7 @@ func TestRecordTooLargeGoesToTheDeadLetterFile(t *testing.T) {
 }
 
 func TestTLSWithTheRightCAAndRefusedWithAWrongOne(t *testing.T) {
+	t.Parallel()
 	ca := kafkatest.NewCA(t)
 	c := kafkatest.NewCluster(t, kfake.TLS(ca.ServerTLS(t)), kfake.SeedTopics(1, "svc.dns"))
 	streams := []record.Stream{{Source: "dns", Account: "acme"}}
@@ -516,6 +523,7 @@ func TestTLSWithTheRightCAAndRefusedWithAWrongOne(t *testing.T) {
 }
 
 func TestSASL(t *testing.T) {
+	t.Parallel()
 	c := kafkatest.NewCluster(t, kfake.EnableSASL(),
 		kfake.Superuser("SCRAM-SHA-256", "collector", "s3cret-256"),
 		kfake.Superuser("SCRAM-SHA-512", "collector512", "s3cret-512"),
@@ -579,6 +587,7 @@ func TestSASL(t *testing.T) {
 }
 
 func TestTopicsAreCheckedOrCreatedAtStart(t *testing.T) {
+	t.Parallel()
 	c := kafkatest.NewCluster(t, kfake.SeedTopics(2, "svc.dns"))
 	streams := []record.Stream{{Source: "dns", Account: "acme"}, {Source: "dns", Account: "Beta Corp"}}
 
@@ -637,6 +646,7 @@ func TestTopicsAreCheckedOrCreatedAtStart(t *testing.T) {
 }
 
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	c := kafkatest.NewCluster(t, kfake.SeedTopics(1, "svc.dns"))
 	ctx := context.Background()
 	s, err := kafka.New(testConfig(c), []record.Stream{{Source: "dns", Account: "acme"}}, t.TempDir(), prometheus.NewRegistry(), nil)
@@ -694,6 +704,7 @@ func TestLifecycle(t *testing.T) {
 }
 
 func TestCheckReportsClusterAndTopics(t *testing.T) {
+	t.Parallel()
 	c := kafkatest.NewCluster(t, kfake.NumBrokers(2), kfake.SeedTopics(3, "svc.dns"))
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -736,6 +747,7 @@ func TestCheckReportsClusterAndTopics(t *testing.T) {
 // family: Debian's kcat (librdkafka), as CI does. It fails when kcat is
 // not installed.
 func TestKcatReadsWhatTheSinkWrote(t *testing.T) {
+	t.Parallel()
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
 		t.Fatal("kcat not installed: scripts/test.sh installs it (apt-get install -y kcat)")
@@ -782,6 +794,7 @@ func TestKcatReadsWhatTheSinkWrote(t *testing.T) {
 }
 
 func TestConcurrentWritesDeliverEveryRecord(t *testing.T) {
+	t.Parallel()
 	c := kafkatest.NewCluster(t, kfake.SeedTopics(4, "svc.dns", "svc.connections"))
 	s, _ := startSink(t, testConfig(c), nil, nil)
 	var batches []*record.Batch
@@ -825,6 +838,7 @@ func TestConcurrentWritesDeliverEveryRecord(t *testing.T) {
 }
 
 func TestShutdownKeepsItsDeadlineWhileTheBrokerStalls(t *testing.T) {
+	t.Parallel()
 	c := kafkatest.NewCluster(t, kfake.SeedTopics(1, "svc.dns"))
 	var stall atomic.Bool
 	stall.Store(true)

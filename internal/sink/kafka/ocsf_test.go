@@ -22,6 +22,7 @@ import (
 // documented ones with the OCSF content-type, and no value was a
 // fallback.
 func TestOCSFFormatDeliversValidEventsWithKeyAndHeaders(t *testing.T) {
+	t.Parallel()
 	c := kafkatest.NewCluster(t)
 	envs := ocsftest.Envelopes(t)
 	s := ocsftest.Load(t)
@@ -89,6 +90,7 @@ func TestOCSFFormatDeliversValidEventsWithKeyAndHeaders(t *testing.T) {
 // A record the OCSF mapping can never take (a source without a class)
 // fails its batch with a permanent error before anything is produced.
 func TestOCSFUnmappableBatchIsPermanent(t *testing.T) {
+	t.Parallel()
 	c := kafkatest.NewCluster(t)
 	cfg := testConfig(c)
 	cfg.Format, cfg.CreateTopics = kafka.FormatOCSF, true

@@ -24,6 +24,7 @@ import (
 // may not see, and to topics that do not exist or cannot exist: only the
 // refusals that no repeat can change are permanent.
 func TestOnlyABatchTheBrokerRefusesForGoodIsPermanent(t *testing.T) {
+	t.Parallel()
 	topic := func(name string, op kmsg.ACLOperation) kfake.ACL {
 		return kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: name, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: op, Allow: true}
 	}
@@ -73,6 +74,7 @@ func TestOnlyABatchTheBrokerRefusesForGoodIsPermanent(t *testing.T) {
 // name, so it is told to answer as Kafka does) and records the broker
 // refuses with INVALID_RECORD.
 func TestAnswersNoRepeatCanChangeArePermanent(t *testing.T) {
+	t.Parallel()
 	c := kafkatest.NewCluster(t, kfake.SeedTopics(1, "svc.dns"))
 	cfg := testConfig(c)
 	cfg.Topic = "{source}"
@@ -97,6 +99,7 @@ func TestAnswersNoRepeatCanChangeArePermanent(t *testing.T) {
 // retriable error until the delivery timeout, and a cluster that went away,
 // fail the Write with errors the pipeline retries.
 func TestFailuresThatMayPassAreNotPermanent(t *testing.T) {
+	t.Parallel()
 	c := kafkatest.NewCluster(t, kfake.SeedTopics(1, "svc.dns"))
 	cfg := testConfig(c)
 	s, err := kafka.New(cfg, []record.Stream{{Source: "dns", Account: "acme"}}, t.TempDir(), nil, nil)

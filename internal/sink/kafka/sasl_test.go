@@ -165,6 +165,7 @@ func tokenOf(t *testing.T, a saslAuth) string {
 // broker gave, here 3 s), the connections re-authenticate with the new
 // token, and writing goes on without an error.
 func TestOAuthBearerTokenFileIsPickedUpAtReauthentication(t *testing.T) {
+	t.Parallel()
 	c, broker := newSASLBroker(t, "OAUTHBEARER", acceptTokens(3*time.Second, "token-A"))
 	dir := t.TempDir()
 	path := filepath.Join(dir, "token")
@@ -283,6 +284,7 @@ func (p *oauthIdP) accept(auth []byte) (bool, time.Duration, []byte, string) {
 // level, franz-go's included) and in no error, also when the endpoint
 // refuses the client.
 func TestOAuthBearerClientCredentialsEndToEnd(t *testing.T) {
+	t.Parallel()
 	idp := newIdP(t)
 	c, broker := newSASLBroker(t, "OAUTHBEARER", idp.accept, kfake.SeedTopics(1, "svc.dns"))
 	var logs bytes.Buffer

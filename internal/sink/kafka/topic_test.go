@@ -6,6 +6,7 @@ import (
 )
 
 func TestTopicNames(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		tmpl, source, account, want string
 	}{

@@ -12,6 +12,7 @@ import (
 // Credentials that would cross the network in clear text, and MSK IAM
 // without the TLS it requires, are warned about at start and by check.
 func TestWarningsAboutCredentialsInClearText(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		sasl kafkasasl.Config
