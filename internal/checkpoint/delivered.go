@@ -18,11 +18,13 @@ import (
 // The delivered sets: what each stream delivered within the period it may
 // ask again (cursor.Delivered), so that a recheck, a restarted chain or a
 // resume delivers only what is new. They live in the bucket "delivered",
-// one sub-bucket per stream (the stream's key), one value per minute of
-// record time: the key is the minute's start in Unix milliseconds (8 bytes,
-// big-endian, so keys sort by time), the value a version byte and then
-// 10 bytes per record, sorted: its millisecond within the minute (2 bytes)
-// and its id hash (8 bytes). A file without the bucket (older collectors)
+// one sub-bucket per stream (the stream's key), one value per commit and
+// minute of record time: the key is the minute's start in Unix
+// milliseconds (8 bytes, big-endian, so keys sort by time) and a sequence
+// number of the sub-bucket (8 bytes: a commit appends, it never rewrites
+// what an earlier one stored), the value a version byte and then 10 bytes
+// per record, sorted: its millisecond within the minute (2 bytes) and its
+// id hash (8 bytes). A file without the bucket (older collectors)
 // has empty sets; an older collector ignores the bucket.
 var bucketDelivered = []byte("delivered")
 
@@ -101,16 +103,12 @@ func applyDelivered(tx *bolt.Tx, key []byte, adds []cursor.Delivered) error {
 		for n < len(adds) && adds[n].Time < start+minuteMillis {
 			n++
 		}
-		k := minuteKey(start)
-		var have []cursor.Delivered
-		if v := b.Get(k); v != nil {
-			if have, err = decodeMinute(start, v); err != nil {
-				return err
-			}
+		seq, err := b.NextSequence()
+		if err != nil {
+			return err
 		}
-		merged := append(have, adds[:n]...)
-		slices.SortFunc(merged, compareDelivered)
-		if err := b.Put(k, encodeMinute(start, merged)); err != nil {
+		k := binary.BigEndian.AppendUint64(minuteKey(start), seq)
+		if err := b.Put(k, encodeMinute(start, adds[:n])); err != nil {
 			return err
 		}
 		adds = adds[n:]
@@ -132,8 +130,8 @@ func pruneDelivered(tx *bolt.Tx, key []byte, cutoff time.Time) error {
 	end := minuteKey(cutoff.UnixMilli() - minuteMillis + 1) // the last minute that ends at or before cutoff
 	var del [][]byte
 	c := b.Cursor()
-	for k, _ := c.First(); k != nil && bytes.Compare(k, end) <= 0; k, _ = c.Next() {
-		if int64(binary.BigEndian.Uint64(k))+minuteMillis <= cutoff.UnixMilli() {
+	for k, _ := c.First(); k != nil && bytes.Compare(k[:8], end) <= 0; k, _ = c.Next() {
+		if int64(binary.BigEndian.Uint64(k[:8]))+minuteMillis <= cutoff.UnixMilli() {
 			del = append(del, bytes.Clone(k))
 		}
 	}
@@ -187,7 +185,7 @@ func (d *DB) DeliveredIn(ctx context.Context, k record.Stream, from, to time.Tim
 		}
 		c := b.Cursor()
 		for key, v := c.Seek(minuteKey(lo)); key != nil; key, v = c.Next() {
-			start := int64(binary.BigEndian.Uint64(key))
+			start := int64(binary.BigEndian.Uint64(key[:8]))
 			if start >= hi {
 				break
 			}
@@ -207,4 +205,35 @@ func (d *DB) DeliveredIn(ctx context.Context, k record.Stream, from, to time.Tim
 		return nil, fmt.Errorf("checkpoint file %s: delivered set of %s: %w", d.path, k, err)
 	}
 	return out, nil
+}
+
+// DeliveredEnd returns the end of the minute of the latest record time in
+// the delivered set of k (zero when the set is empty): no record at or
+// after it was delivered, as committed.
+func (d *DB) DeliveredEnd(ctx context.Context, k record.Stream) (time.Time, error) {
+	if err := d.usable(ctx); err != nil {
+		return time.Time{}, fmt.Errorf("load delivered set of %s: %w", k, err)
+	}
+	if err := validateKey(k); err != nil {
+		return time.Time{}, fmt.Errorf("load delivered set: %w", err)
+	}
+	var end time.Time
+	err := d.view(func(tx *bolt.Tx) error {
+		root := tx.Bucket(bucketDelivered)
+		if root == nil {
+			return nil
+		}
+		b := root.Bucket(encodeKey(k))
+		if b == nil {
+			return nil
+		}
+		if key, _ := b.Cursor().Last(); len(key) >= 8 {
+			end = time.UnixMilli(int64(binary.BigEndian.Uint64(key[:8])) + minuteMillis)
+		}
+		return nil
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("checkpoint file %s: delivered set of %s: %w", d.path, k, err)
+	}
+	return end, nil
 }

@@ -19,6 +19,7 @@ type Store interface {
 	Windows(ctx context.Context, k record.Stream) ([]cursor.LoggedWindow, error)
 	Alerts(ctx context.Context, k record.Stream) (map[string]cursor.AlertMark, error)
 	DeliveredIn(ctx context.Context, k record.Stream, from, to time.Time) ([]cursor.Delivered, error)
+	DeliveredEnd(ctx context.Context, k record.Stream) (time.Time, error)
 	Marks(ctx context.Context) (map[string][]byte, error)
 }
 

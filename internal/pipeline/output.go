@@ -29,6 +29,12 @@ func (o *output) DeliveredIn(ctx context.Context, from, to time.Time) ([]cursor.
 	return o.p.store.DeliveredIn(ctx, o.stream, from, to)
 }
 
+// DeliveredEnd returns the time past the stream's latest delivered record
+// as committed (source.Remembers).
+func (o *output) DeliveredEnd(ctx context.Context) (time.Time, error) {
+	return o.p.store.DeliveredEnd(ctx, o.stream)
+}
+
 // Committed is how many of the pages the stream emitted in this run are
 // committed: those with the lowest seqs (source.Remembers).
 func (o *output) Committed() uint64 { return o.p.tracker.committedBelow(o.stream) }

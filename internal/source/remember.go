@@ -19,6 +19,9 @@ type Remembers interface {
 	// DeliveredIn returns the stream's delivered set for record times in
 	// [from, to) as last committed.
 	DeliveredIn(ctx context.Context, from, to time.Time) ([]cursor.Delivered, error)
+	// DeliveredEnd returns a time no committed delivered record is at or
+	// after (zero when none was).
+	DeliveredEnd(ctx context.Context) (time.Time, error)
 	// Committed is how many of the pages this run emitted (counted from
 	// 0, in order) are committed, the oldest first.
 	Committed() uint64
@@ -33,6 +36,12 @@ type memory struct {
 	out     Remembers
 	emitted uint64        // pages emitted by this run
 	pending []pendingKeys // pages emitted and maybe not committed, oldest first
+	// end is past every record time the stream delivered (committed at
+	// the run's start, or emitted since), Unix milliseconds; loaded is
+	// whether the checkpoint's part was read. A page whose records all
+	// lie at or after end (a backfill's new windows) needs no look-up.
+	end    int64
+	loaded bool
 }
 
 type pendingKeys struct {
@@ -65,6 +74,20 @@ func (m *memory) filter(ctx context.Context, envs []record.Envelope) ([]record.E
 		keys[i] = cursor.DeliveredOf(envs[i].ID, envs[i].Time)
 		lo, hi = min(lo, keys[i].Time), max(hi, keys[i].Time)
 	}
+	if !m.loaded {
+		end, err := m.out.DeliveredEnd(ctx)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("read the delivered set: %w", err)
+		}
+		if !end.IsZero() {
+			m.end = max(m.end, end.UnixMilli())
+		}
+		m.loaded = true
+	}
+	if lo >= m.end {
+		// Nothing this late was delivered: the page is new.
+		return envs, keys, 0, nil
+	}
 	// The checkpoint first, then what it did not hold yet: a page
 	// committed in between is in neither, so its records may come twice
 	// (never lost).
@@ -72,12 +95,7 @@ func (m *memory) filter(ctx context.Context, envs []record.Envelope) ([]record.E
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("read the delivered set: %w", err)
 	}
-	committed := m.out.Committed()
-	n := 0
-	for n < len(m.pending) && m.pending[n].seq < committed {
-		n++
-	}
-	m.pending = m.pending[n:]
+	m.prune()
 	have := make(map[cursor.Delivered]int, len(stored))
 	for _, k := range stored {
 		have[k]++
@@ -113,8 +131,22 @@ func (m *memory) emit(keys []cursor.Delivered) {
 	if m == nil {
 		return
 	}
+	m.prune()
 	if len(keys) > 0 {
 		m.pending = append(m.pending, pendingKeys{seq: m.emitted, keys: keys})
+		for _, k := range keys {
+			m.end = max(m.end, k.Time+1)
+		}
 	}
 	m.emitted++
+}
+
+// prune forgets the pending keys of pages the checkpoint holds now.
+func (m *memory) prune() {
+	committed := m.out.Committed()
+	n := 0
+	for n < len(m.pending) && m.pending[n].seq < committed {
+		n++
+	}
+	m.pending = m.pending[n:]
 }

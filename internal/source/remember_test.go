@@ -24,6 +24,10 @@ func (d dbMemory) DeliveredIn(ctx context.Context, from, to time.Time) ([]cursor
 }
 func (dbMemory) Committed() uint64 { return 0 }
 
+func (d dbMemory) DeliveredEnd(ctx context.Context) (time.Time, error) {
+	return d.db.DeliveredEnd(ctx, d.k)
+}
+
 func filterFixture(t *testing.T) (*checkpoint.DB, record.Stream) {
 	t.Helper()
 	db, err := checkpoint.Open(filepath.Join(t.TempDir(), "checkpoint.db"))

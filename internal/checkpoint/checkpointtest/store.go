@@ -169,6 +169,22 @@ func (s *Store) Marks(ctx context.Context) (map[string][]byte, error) {
 	return maps.Clone(s.marks), nil
 }
 
+// DeliveredEnd implements the delivered-set read of checkpoint.DB.
+func (s *Store) DeliveredEnd(ctx context.Context, k record.Stream) (time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(ctx, k); err != nil {
+		return time.Time{}, fmt.Errorf("load delivered set: %w", err)
+	}
+	var end time.Time
+	for _, d := range s.delivered[k] {
+		if t := time.UnixMilli(d.Time + 1); t.After(end) {
+			end = t
+		}
+	}
+	return end, nil
+}
+
 // DeliveredIn implements the delivered-set read of checkpoint.DB.
 func (s *Store) DeliveredIn(ctx context.Context, k record.Stream, from, to time.Time) ([]cursor.Delivered, error) {
 	s.mu.Lock()
