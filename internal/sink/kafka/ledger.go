@@ -231,16 +231,31 @@ func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
 			return nil, err
 		}
 	}
-	ends, err := s.adm.ListEndOffsets(ctx, s.Topics()...)
+	end, err := s.listEnds(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("kafka sink: recover: list end offsets: %w", err)
+		return nil, err
 	}
-	end := map[tp]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err == nil {
-			end[tp{o.Topic, o.Partition}] = o.Offset
+	if mark != nil && !s.transactional() {
+		// A killed collector's last produce requests may still be on
+		// their way to the brokers (in the socket buffers); without a
+		// transactional fence they land anyway. Wait until the ends hold
+		// still, so that the read-back sees them.
+		for range readBackSettleRounds {
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("kafka sink: recover: %w", ctx.Err())
+			case <-time.After(readBackSettle):
+			}
+			again, err := s.listEnds(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if maps.Equal(again, end) {
+				break
+			}
+			end = again
 		}
-	})
+	}
 	var stored sink.Stored
 	if mark != nil {
 		var m kafkaMark
@@ -353,6 +368,29 @@ func (s *Sink) readBack(ctx context.Context, from, end map[tp]int64, uncovered f
 	}
 	return out, nil
 }
+
+// listEnds returns the end offset of every partition of the sink's topics.
+func (s *Sink) listEnds(ctx context.Context) (map[tp]int64, error) {
+	ends, err := s.adm.ListEndOffsets(ctx, s.Topics()...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka sink: recover: list end offsets: %w", err)
+	}
+	end := map[tp]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil {
+			end[tp{o.Topic, o.Partition}] = o.Offset
+		}
+	})
+	return end, nil
+}
+
+// readBackSettle is how long Recover waits for a partition's end to hold
+// still before it reads back (at most readBackSettleRounds times), when no
+// transactional fence stops a dead collector's late writes.
+const (
+	readBackSettle       = time.Second
+	readBackSettleRounds = 5
+)
 
 // readBackIdle is how long Recover's read-back waits for more records of
 // a partition it has not read to its end (a partition whose last offsets
