@@ -31,17 +31,18 @@ type Remembers interface {
 // emitted that may not be committed yet (the checkpoint does not know
 // them), so that asking again while they are in the pipeline does not
 // deliver them twice either. It holds at most the pipeline's buffer of
-// keys (16 bytes each).
+// keys.
 type memory struct {
 	out     Remembers
-	emitted uint64        // pages emitted by this run
-	pending []pendingKeys // pages emitted and maybe not committed, oldest first
-	// end is past every record time the stream delivered (committed at
-	// the run's start, or emitted since), Unix milliseconds; loaded is
-	// whether the checkpoint's part was read. A page whose records all
-	// lie at or after end (a backfill's new windows) needs no look-up.
-	end    int64
-	loaded bool
+	emitted uint64                   // pages emitted by this run
+	pending []pendingKeys            // pages emitted and maybe not committed, oldest first
+	set     map[cursor.Delivered]int // the keys of pending, counted
+	// storeEnd is past every record time the checkpoint holds (Unix
+	// milliseconds: read at the run's start, moved as pending pages are
+	// committed); loaded is whether it was read. A page whose records all
+	// lie at or after it needs no read of the checkpoint.
+	storeEnd int64
+	loaded   bool
 }
 
 type pendingKeys struct {
@@ -54,7 +55,7 @@ func newMemory(out Output) *memory {
 	if !ok {
 		return nil
 	}
-	return &memory{out: r}
+	return &memory{out: r, set: map[cursor.Delivered]int{}}
 }
 
 // filter returns the envelopes of envs not delivered before, and their
@@ -80,34 +81,34 @@ func (m *memory) filter(ctx context.Context, envs []record.Envelope) ([]record.E
 			return nil, nil, 0, fmt.Errorf("read the delivered set: %w", err)
 		}
 		if !end.IsZero() {
-			m.end = max(m.end, end.UnixMilli())
+			m.storeEnd = end.UnixMilli()
 		}
 		m.loaded = true
 	}
-	if lo >= m.end {
-		// Nothing this late was delivered: the page is new.
-		return envs, keys, 0, nil
-	}
-	// The checkpoint first, then what it did not hold yet: a page
-	// committed in between is in neither, so its records may come twice
-	// (never lost).
-	stored, err := m.out.DeliveredIn(ctx, time.UnixMilli(lo), time.UnixMilli(hi+1))
-	if err != nil {
-		return nil, nil, 0, fmt.Errorf("read the delivered set: %w", err)
-	}
+	// What the checkpoint holds now leaves the pending keys first (and
+	// moves storeEnd), then the checkpoint is read: a page committed in
+	// between is in both, which a key's count takes once (max).
 	m.prune()
-	have := make(map[cursor.Delivered]int, len(stored))
-	for _, k := range stored {
-		have[k]++
-	}
-	for _, p := range m.pending {
-		for _, k := range p.keys {
-			if k.Time >= lo && k.Time <= hi {
-				have[k]++
-			}
+	var stored map[cursor.Delivered]int
+	if lo < m.storeEnd {
+		ks, err := m.out.DeliveredIn(ctx, time.UnixMilli(lo), time.UnixMilli(hi+1))
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("read the delivered set: %w", err)
+		}
+		stored = make(map[cursor.Delivered]int, len(ks))
+		for _, k := range ks {
+			stored[k]++
 		}
 	}
-	if len(have) == 0 {
+	have := func(k cursor.Delivered) int { return max(stored[k], m.set[k]) }
+	any := false
+	for _, k := range keys {
+		if have(k) > 0 {
+			any = true
+			break
+		}
+	}
+	if !any {
 		return envs, keys, 0, nil
 	}
 	page := make(map[cursor.Delivered]int, len(keys))
@@ -117,7 +118,7 @@ func (m *memory) filter(ctx context.Context, envs []record.Envelope) ([]record.E
 	kept := envs[:0:0]
 	keptKeys := keys[:0:0]
 	for i, k := range keys {
-		if c := page[k]; c <= have[k] {
+		if page[k] <= have(k) {
 			continue
 		}
 		kept = append(kept, envs[i])
@@ -126,7 +127,7 @@ func (m *memory) filter(ctx context.Context, envs []record.Envelope) ([]record.E
 	return kept, keptKeys, len(envs) - len(kept), nil
 }
 
-// emitted records that the next page emitted holds keys.
+// emit records that the next page emitted holds keys.
 func (m *memory) emit(keys []cursor.Delivered) {
 	if m == nil {
 		return
@@ -135,7 +136,7 @@ func (m *memory) emit(keys []cursor.Delivered) {
 	if len(keys) > 0 {
 		m.pending = append(m.pending, pendingKeys{seq: m.emitted, keys: keys})
 		for _, k := range keys {
-			m.end = max(m.end, k.Time+1)
+			m.set[k]++
 		}
 	}
 	m.emitted++
@@ -146,6 +147,14 @@ func (m *memory) prune() {
 	committed := m.out.Committed()
 	n := 0
 	for n < len(m.pending) && m.pending[n].seq < committed {
+		for _, k := range m.pending[n].keys {
+			m.storeEnd = max(m.storeEnd, k.Time+1) // the checkpoint has it now
+			if m.set[k] <= 1 {
+				delete(m.set, k)
+			} else {
+				m.set[k]--
+			}
+		}
 		n++
 	}
 	m.pending = m.pending[n:]

@@ -61,7 +61,7 @@ func TestAPageWithMoreRecordsOfAKeyThanDeliveredDeliversThemAll(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	m := &memory{out: dbMemory{db, k}}
+	m := &memory{out: dbMemory{db, k}, set: map[cursor.Delivered]int{}}
 
 	kept, keys, skipped, err := m.filter(ctx, []record.Envelope{twin, old, other})
 	if err != nil {
@@ -96,7 +96,7 @@ func TestPagesInThePipelineAreNotDeliveredTwice(t *testing.T) {
 	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	e := record.Envelope{ID: strings.Repeat("ef", 32), Time: at}
 	out := &countingMemory{dbMemory: dbMemory{db, k}}
-	m := &memory{out: out}
+	m := &memory{out: out, set: map[cursor.Delivered]int{}}
 	_, keys, _, err := m.filter(ctx, []record.Envelope{e})
 	if err != nil || len(keys) != 1 {
 		t.Fatalf("first delivery: %d keys, %v", len(keys), err)
