@@ -76,28 +76,41 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	}
 	defer store.Close()
 
-	// Telemetry answers before the sinks start, which may take long (a
-	// destination down): /readyz says what the start waits for, /state
-	// shows the checkpoint meanwhile.
+	// Everything that registers metrics is built before the telemetry
+	// server answers, so that its first scrape already holds every known
+	// series at 0 (the sinks' errors, the streams' deliveries and
+	// backlog); building does no I/O with a destination.
 	reg := telemetry.NewRegistry(o.Version, o.Commit)
-	var start startup
-	tel, err := startTelemetry(ctx, cfg.Metrics.Listen, reg, log, store, srcCfg, streams, &start)
-	if err != nil {
-		return err
-	}
-	defer shutdownTelemetry(tel)
-
 	// One scrubber for every error that may hold a server's words.
 	scr := newScrubber(cfg, srcCfg, os.Getenv)
 	set, err := buildSources(cfg, srcCfg, reg, log, scr, once)
 	if err != nil {
 		return err
 	}
-
 	sinks, err := newSinks(cfg, streams, deadLetterDir(cfg), reg, log, o.Stdout, scr)
 	if err != nil {
 		return err
 	}
+	producers := make([]pipeline.Producer, len(set.Pollers))
+	for i, p := range set.Pollers {
+		producers[i] = p
+	}
+	pl := pipeline.New(cfg.Pipeline, store, targets(sinks), producers, reg, log, nil)
+	prog, err := status.NewReporter(cfg.SourceConfig(), streams, set.Pollers, pipelineState{pl}, cfg.Log.Progress, reg, log)
+	if err != nil {
+		return err
+	}
+	prog.SetFailingAfter(cfg.Metrics.FailingAfter)
+
+	// Telemetry answers before the sinks start, which may take long (a
+	// destination down): /readyz says what the start waits for, /state
+	// shows the checkpoint meanwhile.
+	var start startup
+	tel, err := startTelemetry(ctx, cfg.Metrics.Listen, reg, log, store, srcCfg, streams, &start)
+	if err != nil {
+		return err
+	}
+	defer shutdownTelemetry(tel)
 	start.waitFor(sinks)
 	addSinkReadiness(tel, sinks)
 	// Sinks that started are shut down also when another cannot start
@@ -115,16 +128,6 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		return err
 	}
 
-	producers := make([]pipeline.Producer, len(set.Pollers))
-	for i, p := range set.Pollers {
-		producers[i] = p
-	}
-	pl := pipeline.New(cfg.Pipeline, store, targets(sinks), producers, reg, log, nil)
-	prog, err := status.NewReporter(cfg.SourceConfig(), streams, set.Pollers, pipelineState{pl}, cfg.Log.Progress, reg, log)
-	if err != nil {
-		return err
-	}
-	prog.SetFailingAfter(cfg.Metrics.FailingAfter)
 	if o.Progress != nil {
 		prog.ShowOn(o.Progress)
 	}

@@ -69,9 +69,6 @@ func (p *Pipeline) observe(k record.Stream, st checkpoint.State) {
 }
 
 func (p *Pipeline) observeAll() {
-	if p.tracker == nil {
-		return
-	}
 	for k, st := range p.tracker.states() {
 		p.observe(k, st)
 	}
@@ -83,9 +80,6 @@ func (p *Pipeline) Delivered() int64 { return p.rows.Load() }
 // States returns every stream's acknowledged state (what is committed or
 // about to be), for the live state endpoint.
 func (p *Pipeline) States() map[record.Stream]checkpoint.State {
-	if p.tracker == nil {
-		return nil
-	}
 	return p.tracker.states()
 }
 

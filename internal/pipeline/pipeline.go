@@ -90,6 +90,14 @@ func New(cfg Config, store Store, targets []Target, producers []Producer, reg pr
 	for _, t := range targets {
 		p.targets = append(p.targets, newTarget(t, p.m, max(cfg.SinkWorkers, 1)))
 	}
+	// Every stream's series at 0 from the start, before Run loads the
+	// checkpoint and recovers the sinks (which may take a while).
+	for _, pr := range producers {
+		p.m.initStream(pr.Stream(), p.targets)
+	}
+	// The tracker exists before Run loads it, so that a scrape meanwhile
+	// reads empty states rather than racing with Run.
+	p.tracker = newTracker(nil)
 	p.m.capacity.Set(float64(cfg.BufferRecords))
 	return p
 }
@@ -113,7 +121,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load checkpoint: %w", err)
 	}
-	p.tracker = newTracker(initial)
+	p.tracker.load(initial)
 	if err := p.recoverSinks(ctx); err != nil {
 		return err
 	}
@@ -137,7 +145,6 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		defer stop(nil)
 		k := pr.Stream()
 		p.stops[k] = stop
-		p.m.initStream(k, p.targets)
 	}
 
 	// The sink workers and the committer outlive a stop by up to

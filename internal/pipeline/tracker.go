@@ -47,10 +47,18 @@ type ackedPage struct {
 
 func newTracker(initial map[record.Stream]checkpoint.State) *tracker {
 	t := &tracker{streams: map[record.Stream]*stream{}, dirty: map[record.Stream]struct{}{}, signal: make(chan struct{}, 1)}
+	t.load(initial)
+	return t
+}
+
+// load sets the acknowledged state of every stream of initial (the
+// checkpoint as Run found it).
+func (t *tracker) load(initial map[record.Stream]checkpoint.State) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	for k, st := range initial {
 		t.streams[k] = &stream{acked: map[uint64]ackedPage{}, state: st}
 	}
-	return t
 }
 
 func (t *tracker) streamLocked(k record.Stream) *stream {
