@@ -237,3 +237,65 @@ func (d *DB) DeliveredEnd(ctx context.Context, k record.Stream) (time.Time, erro
 	}
 	return end, nil
 }
+
+// DeliveredCounts returns how many records of the delivered set of k lie
+// in each minute of record time that [from, to) touches, cut to [from,
+// to): counts[i] is the count in [max(from, m+i min), min(to, m+(i+1)
+// min)), m the start of from's minute. A recheck compares them with the
+// server's counts of the same periods to find where a window grew (the
+// counts of the delivered set, as committed, never exceed what was
+// delivered).
+func (d *DB) DeliveredCounts(ctx context.Context, k record.Stream, from, to time.Time) ([]int64, error) {
+	if err := d.usable(ctx); err != nil {
+		return nil, fmt.Errorf("load delivered set of %s: %w", k, err)
+	}
+	if err := validateKey(k); err != nil {
+		return nil, fmt.Errorf("load delivered set: %w", err)
+	}
+	lo, hi := from.UnixMilli(), to.UnixMilli()
+	if hi <= lo {
+		return nil, nil
+	}
+	first := lo - floorMod(lo, minuteMillis)
+	counts := make([]int64, (hi-first+minuteMillis-1)/minuteMillis)
+	err := d.view(func(tx *bolt.Tx) error {
+		root := tx.Bucket(bucketDelivered)
+		if root == nil {
+			return nil
+		}
+		b := root.Bucket(encodeKey(k))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for key, v := c.Seek(minuteKey(lo)); key != nil; key, v = c.Next() {
+			start := int64(binary.BigEndian.Uint64(key[:8]))
+			if start >= hi {
+				break
+			}
+			i := (start - first) / minuteMillis
+			if start >= lo && start+minuteMillis <= hi {
+				// A whole minute inside: its length says its count.
+				if len(v) == 0 || v[0] != deliveredVersion || (len(v)-1)%deliveredEntry != 0 {
+					return fmt.Errorf("delivered set of minute %d: %w", start, ErrCorrupt)
+				}
+				counts[i] += int64((len(v) - 1) / deliveredEntry)
+				continue
+			}
+			es, err := decodeMinute(start, v)
+			if err != nil {
+				return err
+			}
+			for _, e := range es {
+				if e.Time >= lo && e.Time < hi {
+					counts[i]++
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint file %s: delivered set of %s: %w", d.path, k, err)
+	}
+	return counts, nil
+}

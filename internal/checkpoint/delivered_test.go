@@ -110,3 +110,72 @@ func TestAnOlderFileHasEmptyDeliveredSets(t *testing.T) {
 		t.Fatalf("after a commit: %v, %v", got, err)
 	}
 }
+
+// DeliveredCounts counts, per minute of record time, what DeliveredIn
+// returns, cut to the range asked (partial minutes at both ends), across
+// the values of several commits.
+func TestDeliveredCountsAgreeWithTheKeysPerMinute(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := Open(filepath.Join(t.TempDir(), "checkpoint.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	k := record.Stream{Source: "dns", Account: "acme"}
+	base := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	for commit := range 3 {
+		var keys []cursor.Delivered
+		for i := range 2_000 {
+			keys = append(keys, cursor.Delivered{Hash: uint64(i*7+commit) * 0x9e3779b97f4a7c15,
+				Time: base.Add(time.Duration(i*(commit+1)*97) * time.Millisecond).UnixMilli()})
+		}
+		if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: base}},
+			Delivered: map[record.Stream][]cursor.Delivered{k: keys}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range [][2]time.Duration{
+		{0, 10 * time.Minute},
+		{1500 * time.Millisecond, 59 * time.Second},                // inside one minute
+		{59 * time.Second, 61 * time.Second},                       // across a minute mark
+		{90 * time.Second, 7*time.Minute + 12345*time.Millisecond}, // partial at both ends
+		{-time.Hour, 3 * time.Minute},                              // before any key
+		{9 * time.Minute, 9*time.Minute + time.Hour},               // past the last key
+	} {
+		from, to := base.Add(r[0]), base.Add(r[1])
+		counts, err := db.DeliveredCounts(ctx, k, from, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := from.Truncate(time.Minute)
+		if want := int(to.Sub(m)+time.Minute-1) / int(time.Minute); len(counts) != want {
+			t.Fatalf("[%v, %v): %d minutes, want %d", r[0], r[1], len(counts), want)
+		}
+		for i, n := range counts {
+			lo, hi := m.Add(time.Duration(i)*time.Minute), m.Add(time.Duration(i+1)*time.Minute)
+			lo, hi = maxTime(lo, from), minTime(hi, to)
+			keys, err := db.DeliveredIn(ctx, k, lo, hi)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int64(len(keys)) != n {
+				t.Errorf("[%v, %v) minute %d: count %d, keys %d", r[0], r[1], i, n, len(keys))
+			}
+		}
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

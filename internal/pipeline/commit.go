@@ -20,6 +20,7 @@ type Store interface {
 	Alerts(ctx context.Context, k record.Stream) (map[string]cursor.AlertMark, error)
 	DeliveredIn(ctx context.Context, k record.Stream, from, to time.Time) ([]cursor.Delivered, error)
 	DeliveredEnd(ctx context.Context, k record.Stream) (time.Time, error)
+	DeliveredCounts(ctx context.Context, k record.Stream, from, to time.Time) ([]int64, error)
 	Marks(ctx context.Context) (map[string][]byte, error)
 }
 

@@ -35,6 +35,12 @@ func (o *output) DeliveredEnd(ctx context.Context) (time.Time, error) {
 	return o.p.store.DeliveredEnd(ctx, o.stream)
 }
 
+// DeliveredCounts returns the stream's delivered counts per minute of
+// [from, to) as committed (source.Remembers).
+func (o *output) DeliveredCounts(ctx context.Context, from, to time.Time) ([]int64, error) {
+	return o.p.store.DeliveredCounts(ctx, o.stream, from, to)
+}
+
 // Committed is how many of the pages the stream emitted in this run are
 // committed: those with the lowest seqs (source.Remembers).
 func (o *output) Committed() uint64 { return o.p.tracker.committedBelow(o.stream) }

@@ -34,10 +34,9 @@
 //
 // # Narrowing: why halves of the logged windows, and what it costs
 //
-// Only the count of each logged window when it was fetched is known, not
-// the counts of its parts; a count of a part now says nothing about
-// whether that part grew. So the narrowing splits only at the boundaries
-// of logged windows, whose old counts add up: for a run of n windows with
+// The log knows the count of each logged window when it was fetched, not
+// the counts of its parts. So Narrowing splits only at the boundaries of
+// logged windows, whose old counts add up: for a run of n windows with
 // g of them grown, it makes at most 1 + g*ceil(log2 n) count requests
 // (one per level on each path to a grown window; the right half's count
 // is derived), and then fetches each grown window once. At the last
@@ -52,6 +51,21 @@
 // range was itself just counted, the count's first page is the first page
 // of the refetch (Refetch.Counted). Past Config.MaxRequests the ranges still changed are
 // fetched whole: the cap bounds counting, never what is recovered.
+//
+// # Below a window: WindowNarrowing
+//
+// A single grown window larger than Config.RefetchRows is narrowed further
+// with the stream's delivered set (what it delivered in each minute of
+// record time, which the checkpoint keeps for as long as the window may be
+// asked again): a part is grown when the server counts more than was
+// delivered in it. It splits where the delivered records divide in two
+// (records are rarely spread evenly over a window's time), derives the
+// right half's count as above (both counted at the last point), and goes
+// down to a minute or to a part of at most Config.RefetchRows. A part
+// that counts fewer than was delivered is a doubt (a deletion may hide a
+// growth) and is split and fetched like a grown one. The window's entry
+// takes the sum of its parts' counts, which never exceeds what was
+// delivered, and only once every part was fetched.
 //
 // It reads the window log as package cursor's values (cursor.LoggedWindow),
 // which the checkpoint stores and the poller keeps, and imports no

@@ -16,6 +16,7 @@ type Metrics struct {
 	windows   *prometheus.CounterVec // log windows rechecked
 	grown     *prometheus.CounterVec // refetched ranges that grew
 	recovered *prometheus.CounterVec // rows the counts grew by, fetched again
+	refetched *prometheus.CounterVec // rows of the ranges fetched again
 	lastPoint *prometheus.CounterVec // of which at a last recheck point
 	shrunk    *prometheus.CounterVec // rows the counts fell by
 	requests  *prometheus.CounterVec // requests made by rechecks
@@ -36,6 +37,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			"Rechecked ranges whose count grew and that were fetched again: the platform made records visible after the window was fetched."),
 		recovered: counter("collector_recheck_rows_recovered_total",
 			"Rows by which rechecked counts grew and that were fetched again: records that a single fetch would have lost."),
+		refetched: counter("collector_recheck_rows_refetched_total",
+			"Rows of the ranges rechecks fetched again to recover collector_recheck_rows_recovered_total (as counted): a grown window is narrowed by counts, below its bounds with the delivered set, so that it stays close to what was recovered."),
 		lastPoint: counter("collector_recheck_rows_recovered_last_point_total",
 			"Rows recovered by rechecks that included a window's last recheck point: records later than every earlier point; later ones would stay lost."),
 		shrunk: counter("collector_recheck_rows_shrunk_total",
@@ -48,7 +51,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Windows with a recheck due now, by stream."}, labels),
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.windows, m.grown, m.recovered, m.lastPoint, m.shrunk, m.requests, m.expired, m.pending} {
+	for _, c := range []prometheus.Collector{m.windows, m.grown, m.recovered, m.refetched, m.lastPoint, m.shrunk, m.requests, m.expired, m.pending} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}
@@ -67,6 +70,7 @@ func (m *Metrics) Observe(k record.Stream, r Result) {
 	m.windows.WithLabelValues(k.Source, k.Account).Add(float64(r.Windows()))
 	m.grown.WithLabelValues(k.Source, k.Account).Add(float64(r.Grown()))
 	m.recovered.WithLabelValues(k.Source, k.Account).Add(float64(r.Recovered))
+	m.refetched.WithLabelValues(k.Source, k.Account).Add(float64(r.Refetched))
 	if r.Final {
 		m.lastPoint.WithLabelValues(k.Source, k.Account).Add(float64(r.Recovered))
 	} else {

@@ -66,6 +66,10 @@ type Result struct {
 	// Recovered is the sum of the growth of the refetched ranges: records
 	// the platform made visible after the window was fetched.
 	Recovered int64
+	// Refetched is how many rows the ranges fetched again held, as
+	// counted (filled by the poller, which may narrow a grown window
+	// below its bounds, WindowNarrowing): what recovering Recovered cost.
+	Refetched int64
 	// Capped: MaxRequests stopped the narrowing; some ranges are fetched
 	// whole that narrowing would have cut.
 	Capped bool

@@ -216,37 +216,110 @@ func (r *rechecks) recheckCore(ctx, rctx context.Context, a *run, u recheck.Unit
 		if err != nil {
 			return err
 		}
-		count := int64(len(f.body.Records))
-		if f.body.HasPaging {
-			count = max(count, f.body.TotalRows)
-		}
-		if n.Observe(count) {
+		if n.Observe(countOf(f)) {
 			firsts[[2]time.Time{q.Start, q.End}] = f
 		}
 	}
 	res := n.Result()
+	unstored := map[time.Time]bool{}
 	for _, f := range res.Refetch {
 		first := firsts[[2]time.Time{f.Start(), f.End()}]
-		if err := r.refetch(ctx, a, f, first); err != nil {
+		if err := r.refetchGrown(ctx, rctx, a, u, f, first, &res, unstored); err != nil {
 			return err
 		}
 	}
-	return r.settle(ctx, a, u, res)
+	return r.settle(ctx, a, u, res, unstored)
 }
 
-// refetch fetches the range of f again whole, from first when its count
-// request brought the first page, and emits its pages as Revisit pages;
-// the last carries f's log update. Pages of a range found grown are
-// fetched whatever the limiter says (what was counted is recovered); they
-// still count against the share.
-func (r *rechecks) refetch(ctx context.Context, a *run, f recheck.Refetch, first *fetched) error {
-	w := window.Window{Start: f.Start(), End: f.End()}
+// countOf is the count a first page says its range holds (C3: totalRows;
+// the rows themselves when the answer has no paging).
+func countOf(f *fetched) int64 {
+	count := int64(len(f.body.Records))
+	if f.body.HasPaging {
+		count = max(count, f.body.TotalRows)
+	}
+	return count
+}
+
+// refetchGrown fetches again the range of f, which grew. A single window
+// larger than recheck.Config.RefetchRows is first narrowed below its
+// bounds with the delivered set's counts of its minutes (a few more count
+// requests, recheck.WindowNarrowing), and only its grown parts are
+// fetched; its log update then goes with res.Keep once every part was
+// fetched to its end. The starts of refetches whose update was not
+// stored (a chain cut at api.max_pages, a narrowed window) go to
+// unstored. res.Refetched and res.Requests grow by what it asked.
+func (r *rechecks) refetchGrown(ctx, rctx context.Context, a *run, u recheck.Unit, f recheck.Refetch, first *fetched,
+	res *recheck.Result, unstored map[time.Time]bool) error {
+	var wn *recheck.WindowNarrowing
+	if f.Grew > 0 && len(f.Replaces) == 1 && f.Entry.Count > r.cfg.Recheck.RefetchRows {
+		counts, ok, err := a.mem.counts(ctx, f.Start(), f.End())
+		if err != nil {
+			return err
+		}
+		if ok {
+			wn, _ = f.NarrowWindow(counts, r.cfg.Recheck, u.Final, r.cfg.Recheck.MaxRequests-res.Requests)
+		}
+	}
+	if wn == nil {
+		res.Refetched += max(f.Entry.Count, 0)
+		complete, err := r.refetch(ctx, a, window.Window{Start: f.Start(), End: f.End()}, &f.Update, first)
+		if !complete {
+			unstored[f.Entry.Start] = true
+		}
+		return err
+	}
+	unstored[f.Entry.Start] = true
+	firsts := map[[2]time.Time]*fetched{}
+	for q, ok := wn.Next(); ok; q, ok = wn.Next() {
+		if rctx.Err() != nil || !r.cfg.Limiter.Allow() {
+			// Out of time or share: what is left is fetched whole.
+			wn.Cap()
+			break
+		}
+		pg, err := fetch(ctx, a, window.Window{Start: q.Start, End: q.End}, "", 0)
+		if err != nil {
+			return err
+		}
+		if wn.Observe(countOf(pg)) {
+			firsts[[2]time.Time{q.Start, q.End}] = pg
+		}
+	}
+	wr := wn.Result()
+	res.Requests += wr.Requests
+	res.Capped = res.Capped || wr.Capped
+	res.Refetched += wr.Refetched()
+	complete := true
+	for _, p := range wr.Parts {
+		done, err := r.refetch(ctx, a, window.Window{Start: p.Start, End: p.End}, nil, firsts[[2]time.Time{p.Start, p.End}])
+		if err != nil {
+			return err
+		}
+		complete = complete && done
+	}
+	if complete && len(wr.Update.Replaces) > 0 {
+		res.Keep = append(res.Keep, wr.Update)
+	}
+	r.log.Info("recheck narrowed a grown window below its bounds", "window_start", record.FormatTime(f.Start()),
+		"window_end", record.FormatTime(f.End()), "rows", f.Entry.Count, "grew", f.Grew, "parts", len(wr.Parts),
+		"rows_fetched_again", wr.Refetched(), "count_requests", wr.Requests)
+	return nil
+}
+
+// refetch fetches w again whole, from first when its count request
+// brought the first page, and emits its pages as Revisit pages; the last
+// carries up (nil: none), the log update of the range. Pages of a range
+// found grown are fetched whatever the limiter says (what was counted is
+// recovered); they still count against the share. It reports whether the
+// chain was fetched to its end (false: cut at api.max_pages, up not
+// stored).
+func (r *rechecks) refetch(ctx context.Context, a *run, w window.Window, up *recheck.Update, first *fetched) (bool, error) {
 	pg := first
 	if pg == nil {
 		r.cfg.Limiter.Allow()
 		var err error
 		if pg, err = fetch(ctx, a, w, "", 0); err != nil {
-			return err
+			return false, err
 		}
 	}
 	for idx := 0; ; idx++ {
@@ -257,28 +330,29 @@ func (r *rechecks) refetch(ctx context.Context, a *run, f recheck.Refetch, first
 			records, marks = r.changedAlerts(records)
 		}
 		lc := &cursor.LogChanges{Alerts: cursor.AlertChanges{Put: marks}}
+		cut := last && next != ""
 		switch {
-		case last && next != "":
+		case cut:
 			// Cut at max_pages: the entry keeps its old count, so the
 			// range is found grown again at the next point.
 			r.log.Warn("recheck refetch cut at api.max_pages; asked again at the next point", "window_start", record.FormatTime(w.Start),
 				"window_end", record.FormatTime(w.End))
-		case last:
-			lc.Windows.Delete = f.Replaces
-			if !r.cfg.Recheck.Done(f.Entry) {
-				lc.Windows.Put = []cursor.LoggedWindow{f.Entry}
+		case last && up != nil:
+			lc.Windows.Delete = up.Replaces
+			if !r.cfg.Recheck.Done(up.Entry) {
+				lc.Windows.Put = []cursor.LoggedWindow{up.Entry}
 			}
 		}
 		if err := emit(ctx, a, w, idx, records, pg.received, lc); err != nil {
-			return err
+			return false, err
 		}
 		if last {
-			return nil
+			return !cut, nil
 		}
 		r.cfg.Limiter.Allow()
 		var err error
 		if pg, err = fetch(ctx, a, w, next, idx+1); err != nil {
-			return err
+			return false, err
 		}
 	}
 }
@@ -336,13 +410,14 @@ func (r *rechecks) recheckEdge(ctx, rctx context.Context, a *run, u recheck.Unit
 			return err
 		}
 	}
-	return r.settle(ctx, a, u, res)
+	return r.settle(ctx, a, u, res, nil)
 }
 
 // settle stores the unit's kept entries (stages advanced, shrinks) on an
 // empty Revisit page, updates the poller's copy of the log (refetched
-// entries were stored by their last pages), and counts.
-func (r *rechecks) settle(ctx context.Context, a *run, u recheck.Unit, res recheck.Result) error {
+// entries were stored by their last pages, but those whose start is in
+// unstored: their old entries stay, due again), and counts.
+func (r *rechecks) settle(ctx context.Context, a *run, u recheck.Unit, res recheck.Result, unstored map[time.Time]bool) error {
 	lc := &cursor.LogChanges{}
 	for _, up := range res.Keep {
 		lc.Windows.Delete = append(lc.Windows.Delete, up.Replaces...)
@@ -350,7 +425,13 @@ func (r *rechecks) settle(ctx context.Context, a *run, u recheck.Unit, res reche
 			lc.Windows.Put = append(lc.Windows.Put, up.Entry)
 		}
 	}
-	for _, up := range append(slices.Clone(res.Keep), refetchUpdates(res.Refetch)...) {
+	stored := slices.Clone(res.Keep)
+	for _, up := range refetchUpdates(res.Refetch) {
+		if !unstored[up.Entry.Start] {
+			stored = append(stored, up)
+		}
+	}
+	for _, up := range stored {
 		for _, s := range up.Replaces {
 			delete(r.wlog, s)
 		}
@@ -364,7 +445,8 @@ func (r *rechecks) settle(ctx context.Context, a *run, u recheck.Unit, res reche
 	}
 	if res.Recovered > 0 {
 		r.log.Info("recheck found late records and fetched them again", "window_start", record.FormatTime(u.Start()),
-			"window_end", record.FormatTime(u.End()), "rows", res.Recovered, "ranges", res.Grown(), "requests", res.Requests)
+			"window_end", record.FormatTime(u.End()), "rows", res.Recovered, "rows_fetched_again", res.Refetched,
+			"ranges", res.Grown(), "requests", res.Requests)
 	}
 	r.cfg.RecheckMetrics.Observe(r.cfg.Stream, res)
 	if lc.Empty() {

@@ -22,6 +22,11 @@ type Remembers interface {
 	// DeliveredEnd returns a time no committed delivered record is at or
 	// after (zero when none was).
 	DeliveredEnd(ctx context.Context) (time.Time, error)
+	// DeliveredCounts returns how many records of the stream's delivered
+	// set, as committed, lie in each minute of record time that [from,
+	// to) touches, cut to [from, to) (checkpoint.DB.DeliveredCounts): a
+	// recheck narrows a grown window below its bounds with them.
+	DeliveredCounts(ctx context.Context, from, to time.Time) ([]int64, error)
 	// Committed is how many of the pages this run emitted (counted from
 	// 0, in order) are committed, the oldest first.
 	Committed() uint64
@@ -158,4 +163,19 @@ func (m *memory) prune() {
 		n++
 	}
 	m.pending = m.pending[n:]
+}
+
+// counts returns the delivered counts of the minutes of [from, to), as
+// committed (Remembers.DeliveredCounts), and false without a delivered
+// set. Keys still in the pipeline are left out: a count too small only
+// costs a range fetched again, never a record.
+func (m *memory) counts(ctx context.Context, from, to time.Time) ([]int64, bool, error) {
+	if m == nil {
+		return nil, false, nil
+	}
+	cs, err := m.out.DeliveredCounts(ctx, from, to)
+	if err != nil {
+		return nil, false, fmt.Errorf("read the delivered set: %w", err)
+	}
+	return cs, true, nil
 }

@@ -28,6 +28,10 @@ func (d dbMemory) DeliveredEnd(ctx context.Context) (time.Time, error) {
 	return d.db.DeliveredEnd(ctx, d.k)
 }
 
+func (d dbMemory) DeliveredCounts(ctx context.Context, from, to time.Time) ([]int64, error) {
+	return d.db.DeliveredCounts(ctx, d.k, from, to)
+}
+
 func filterFixture(t *testing.T) (*checkpoint.DB, record.Stream) {
 	t.Helper()
 	db, err := checkpoint.Open(filepath.Join(t.TempDir(), "checkpoint.db"))

@@ -185,6 +185,28 @@ func (s *Store) DeliveredEnd(ctx context.Context, k record.Stream) (time.Time, e
 	return end, nil
 }
 
+// DeliveredCounts implements the delivered-set counts of checkpoint.DB.
+func (s *Store) DeliveredCounts(ctx context.Context, k record.Stream, from, to time.Time) ([]int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(ctx, k); err != nil {
+		return nil, fmt.Errorf("load delivered set: %w", err)
+	}
+	lo, hi := from.UnixMilli(), to.UnixMilli()
+	if hi <= lo {
+		return nil, nil
+	}
+	const minute = int64(time.Minute / time.Millisecond)
+	first := lo - (lo%minute+minute)%minute
+	counts := make([]int64, (hi-first+minute-1)/minute)
+	for _, d := range s.delivered[k] {
+		if d.Time >= lo && d.Time < hi {
+			counts[(d.Time-first)/minute]++
+		}
+	}
+	return counts, nil
+}
+
 // DeliveredIn implements the delivered-set read of checkpoint.DB.
 func (s *Store) DeliveredIn(ctx context.Context, k record.Stream, from, to time.Time) ([]cursor.Delivered, error) {
 	s.mu.Lock()
