@@ -135,6 +135,14 @@ type Config struct {
 	// LateMax is the largest ingestion delay: a record of time t becomes
 	// visible at t+d with d deterministic in [0, LateMax] (C3). 0: no late data.
 	LateMax time.Duration `yaml:"late_max"`
+	// LateShare is the share of records that are late, in (0, 1]; 0
+	// means all (each late record's delay is in [0, LateMax]).
+	LateShare float64 `yaml:"late_share"`
+	// LateMaxAfter, when positive, replaces LateMax for records whose time
+	// is at or after LateSwitch: the platform's delays change during a
+	// run.
+	LateMaxAfter time.Duration `yaml:"late_max_after"`
+	LateSwitch   time.Time     `yaml:"late_switch"`
 
 	// Now is the clock; nil means time.Now. Tests inject a manual clock.
 	Now func() time.Time `yaml:"-"`
@@ -295,7 +303,7 @@ func (c *Config) Validate() error {
 	}{
 		{"next_page_ttl", c.NextPageTTL}, {"max_range", c.MaxRange}, {"max_history", c.MaxHistory},
 		{"rate_period", c.RatePeriod}, {"alert_update_window", c.AlertUpdateWindow},
-		{"slow_delay", c.SlowDelay}, {"late_max", c.LateMax},
+		{"slow_delay", c.SlowDelay}, {"late_max", c.LateMax}, {"late_max_after", c.LateMaxAfter},
 	} {
 		if d.d < 0 {
 			bad(d.key, "must not be negative")
@@ -316,7 +324,7 @@ func (c *Config) Validate() error {
 	for _, p := range []struct {
 		key string
 		p   float64
-	}{{"error_rate", c.ErrorRate}, {"slow_rate", c.SlowRate}, {"cut_rate", c.CutRate}} {
+	}{{"error_rate", c.ErrorRate}, {"slow_rate", c.SlowRate}, {"cut_rate", c.CutRate}, {"late_share", c.LateShare}} {
 		if p.p < 0 || p.p > 1 {
 			bad(p.key, "must be a probability in [0, 1]")
 		}

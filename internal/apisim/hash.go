@@ -5,13 +5,14 @@ package apisim
 // produced on its own.
 
 const (
-	golden   = 0x9e3779b97f4a7c15
-	saltMin  = 0x5851f42d4c957f2d // minute counts
-	saltRec  = 0x14057b7ef767814f // record keys
-	saltHour = 0x2545f4914f6cdd1d // bursts
-	saltLate = 0x6a09e667f3bcc909 // ingestion delay
-	saltPerm = 0xbb67ae8584caa73b // window permutation
-	saltUpd  = 0x3c6ef372fe94f82b // alert updates
+	golden        = 0x9e3779b97f4a7c15
+	saltMin       = 0x5851f42d4c957f2d // minute counts
+	saltRec       = 0x14057b7ef767814f // record keys
+	saltHour      = 0x2545f4914f6cdd1d // bursts
+	saltLate      = 0x6a09e667f3bcc909 // ingestion delay
+	saltLateShare = 0xa54ff53a5f1d36f1 // whether a record is late at all
+	saltPerm      = 0xbb67ae8584caa73b // window permutation
+	saltUpd       = 0x3c6ef372fe94f82b // alert updates
 )
 
 // mix64 is the splitmix64 finalizer: a fast bijective 64-bit mixer.

@@ -12,14 +12,14 @@ func TestC3LateRecordAppearsAtItsVisibilityTime(t *testing.T) {
 	tok := h.adminToken()
 	st := h.sim.stream(srcUserLogins, "acme")
 	now := testNow.UnixMilli()
-	late := h.sim.lateMs()
+	late := h.sim.lateness()
 	// A record from ten minutes ago whose delay is over 20 minutes.
 	var at, visibleAt int64
 	for m := now/60000 - 10; at == 0; m++ {
 		c := st.count(m, st.lambda(m/60))
 		for i := uint32(0); int64(i) < c; i++ {
 			key := recKey(st.minuteBase(m), i)
-			if d := lateDelay(key, late); d > 20*60000 {
+			if d := late.delay(key, recTime(m, key)); d > 20*60000 {
 				at, visibleAt = recTime(m, key), recTime(m, key)+d
 				break
 			}

@@ -11,9 +11,27 @@ import (
 // plan, shuffled by a permutation, and page k scans the permutation from
 // the chain's cursor. Only the rows a page needs are generated.
 
-// lateDelay is a record's ingestion delay in [0, late] ms (C3: late data).
-func lateDelay(key uint64, late int64) int64 {
-	if late <= 0 {
+// lateness is how late records become visible (C3: late data): a share
+// of them (share1000 of every 1,000; 1,000: all) with a delay in [0, max]
+// ms, and from record time at on (when after > 0) in [0, after] ms: the
+// platform's delays changing during a run.
+type lateness struct {
+	max, share1000, after, at int64
+}
+
+// on reports whether any record can be late.
+func (l lateness) on() bool { return l.max > 0 || l.after > 0 }
+
+// most is the largest delay of any record.
+func (l lateness) most() int64 { return max(l.max, l.after) }
+
+// delay is a record's ingestion delay in ms.
+func (l lateness) delay(key uint64, t int64) int64 {
+	late := l.max
+	if l.after > 0 && t >= l.at {
+		late = l.after
+	}
+	if late <= 0 || int64(mix64(key^saltLateShare)%1000) >= l.share1000 {
 		return 0
 	}
 	return int64(mix64(key^saltLate) % uint64(late+1))
@@ -22,8 +40,8 @@ func lateDelay(key uint64, late int64) int64 {
 // visible reports whether a record of time t exists and has been ingested
 // at asOf: records with time >= asOf do not exist yet, and a record becomes
 // visible only at t plus its delay.
-func visible(key uint64, t, asOf, late int64) bool {
-	return t < asOf && t+lateDelay(key, late) <= asOf
+func visible(key uint64, t, asOf int64, late lateness) bool {
+	return t < asOf && t+late.delay(key, t) <= asOf
 }
 
 // permKey keys the permutation of one window of one stream.
@@ -31,7 +49,16 @@ func permKey(st *stream, start, end int64) uint64 {
 	return mix64(st.key^saltPerm^mix64(uint64(start))) ^ mix64(uint64(end)*golden)
 }
 
-func (s *Server) lateMs() int64 { return s.cfg.LateMax.Milliseconds() }
+func (s *Server) lateness() lateness {
+	l := lateness{max: s.cfg.LateMax.Milliseconds(), share1000: 1000, after: s.cfg.LateMaxAfter.Milliseconds()}
+	if sh := s.cfg.LateShare; sh > 0 && sh < 1 {
+		l.share1000 = int64(sh * 1000)
+	}
+	if l.after > 0 {
+		l.at = s.cfg.LateSwitch.UnixMilli()
+	}
+	return l
+}
 
 // fillPage appends to wk.rows, comma-separated (after what it holds), up
 // to limit records of the
@@ -39,14 +66,14 @@ func (s *Server) lateMs() int64 { return s.cfg.LateMax.Milliseconds() }
 // not visible at asOf and records the filters reject. It returns the rows
 // written and the position after the last one scanned.
 func (s *Server) fillPage(wk *worker, pl *plan, pm *perm, from, asOf int64, fs []filter, keep []string, limit int64) (rows, next int64) {
-	late := s.lateMs()
+	late := s.lateness()
 	j := from
 	for rows < limit && j < pl.n {
 		m, i := pl.locate(int64(pm.at(uint64(j))))
 		j++
 		key := recKey(pl.st.minuteBase(m), i)
 		t := recTime(m, key)
-		if late > 0 && !visible(key, t, asOf, late) {
+		if late.on() && !visible(key, t, asOf, late) {
 			continue
 		}
 		s.gen.generate(&wk.r, pl.st, key, t, asOf)
@@ -66,13 +93,13 @@ func (s *Server) fillPage(wk *worker, pl *plan, pm *perm, from, asOf int64, fs [
 // the cap): arithmetic when nothing is filtered and no record of the window
 // can still be in flight, else a scan of what is needed.
 func (s *Server) total(ctx context.Context, pl *plan, asOf int64, fs []filter) (int64, error) {
-	late := s.lateMs()
+	late := s.lateness()
 	if len(fs) == 0 {
-		if late == 0 || pl.end+late <= asOf {
+		if !late.on() || pl.end+late.most() <= asOf {
 			return pl.n, nil
 		}
 		var hidden int64
-		pl.each(floorDiv(asOf-late, 60000), pl.m1, func(_ int64, _ uint32, key uint64, t int64) bool {
+		pl.each(floorDiv(asOf-late.most(), 60000), pl.m1, func(_ int64, _ uint32, key uint64, t int64) bool {
 			if !visible(key, t, asOf, late) {
 				hidden++
 			}
@@ -83,7 +110,7 @@ func (s *Server) total(ctx context.Context, pl *plan, asOf int64, fs []filter) (
 	counts := make([]int64, runtime.GOMAXPROCS(0))
 	err := s.parallelMinutes(ctx, pl.m0, pl.m1, len(counts), func(g int, wk *worker, from, to int64) {
 		pl.each(from, to, func(_ int64, _ uint32, key uint64, t int64) bool {
-			if late > 0 && !visible(key, t, asOf, late) {
+			if late.on() && !visible(key, t, asOf, late) {
 				return true
 			}
 			s.gen.generate(&wk.r, pl.st, key, t, asOf)

@@ -28,6 +28,51 @@ func (s *Server) Truth(source, account string, start, end time.Time) (count int6
 	return d.Count, d.Hex()
 }
 
+// Visible is one record of a truth list (C8 list=1): its C7 id, its
+// record time, and when it became visible (record time plus its ingestion
+// delay).
+type Visible struct {
+	ID       string
+	Time, At time.Time
+}
+
+// TruthList returns the records of (source, account) with record time in
+// [start, end) that are visible now, with when each became visible, in
+// record time order (what GET /_truth?list=1 answers).
+func (s *Server) TruthList(ctx context.Context, source, account string, start, end time.Time) ([]Visible, error) {
+	st, err := s.truthStream(source, account)
+	if err != nil {
+		return nil, err
+	}
+	return s.truthList(ctx, st, start.UnixMilli(), end.UnixMilli(), s.now().UnixMilli())
+}
+
+func (s *Server) truthList(ctx context.Context, st *stream, start, end, now int64) ([]Visible, error) {
+	end = min(end, now)
+	if end <= start {
+		return nil, nil
+	}
+	pl := newPlan(st, start, end)
+	late := s.lateness()
+	name := st.src.info().name
+	var out []Visible
+	var r rec
+	var canon []byte
+	pl.each(pl.m0, pl.m1, func(_ int64, _ uint32, key uint64, t int64) bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		if !visible(key, t, now, late) {
+			return true
+		}
+		s.gen.generate(&r, st, key, t, now)
+		canon = r.appendCanonical(canon[:0])
+		out = append(out, Visible{ID: record.IDOfCanonical(name, canon), Time: time.UnixMilli(t).UTC(), At: time.UnixMilli(t + late.delay(key, t)).UTC()})
+		return true
+	})
+	return out, ctx.Err()
+}
+
 func (s *Server) truthStream(source, account string) (*stream, error) {
 	src, ok := sourceByName(source)
 	if !ok {
@@ -56,7 +101,7 @@ func (s *Server) truth(ctx context.Context, st *stream, start, end, now int64) (
 		return record.Digest{}, nil
 	}
 	pl := newPlan(st, start, end)
-	late := s.lateMs()
+	late := s.lateness()
 	name := st.src.info().name
 	parts := make([]record.Digest, runtime.GOMAXPROCS(0))
 	var errs = make([]error, len(parts))
@@ -110,6 +155,23 @@ func (s *Server) handleTruth(w http.ResponseWriter, r *http.Request) {
 	}
 	if ts[1].Before(ts[0]) {
 		writeError(w, http.StatusBadRequest, "end is before start")
+		return
+	}
+	if v.Get("list") == "1" {
+		vs, err := s.truthList(r.Context(), st, ts[0].UnixMilli(), ts[1].UnixMilli(), s.now().UnixMilli())
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "truth aborted: "+err.Error())
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		var b strings.Builder
+		for _, x := range vs {
+			b.WriteString(x.ID)
+			b.WriteByte(' ')
+			b.WriteString(record.FormatTime(x.At))
+			b.WriteByte('\n')
+		}
+		_, _ = w.Write([]byte(b.String()))
 		return
 	}
 	d, err := s.truth(r.Context(), st, ts[0].UnixMilli(), ts[1].UnixMilli(), s.now().UnixMilli())
