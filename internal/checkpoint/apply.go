@@ -209,6 +209,9 @@ func (d *DB) apply(ctx context.Context, c Changes, what string) error {
 		}
 		for _, k := range skeys {
 			key := encodeKey(k)
+			if err := putDelays(tx, key, c.States[k].Delays); err != nil {
+				return fmt.Errorf("delays of %s: %w", k, err)
+			}
 			if err := pruneDelivered(tx, key, deliveredCutoff(tx, key, c.States[k])); err != nil {
 				return fmt.Errorf("delivered set of %s: %w", k, err)
 			}

@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -54,6 +55,7 @@ func (d *DB) Load(ctx context.Context, k record.Stream) (State, bool, error) {
 		return State{}, false, fmt.Errorf("load checkpoint: %w", err)
 	}
 	var raw []byte
+	var dl cursor.Delays
 	err := d.view(func(tx *bolt.Tx) error {
 		b, err := d.states(tx)
 		if err != nil {
@@ -61,7 +63,8 @@ func (d *DB) Load(ctx context.Context, k record.Stream) (State, bool, error) {
 		}
 		// Copy: the value's memory belongs to the transaction.
 		raw = bytes.Clone(b.Get(encodeKey(k)))
-		return nil
+		dl, err = readDelays(tx, encodeKey(k))
+		return err
 	})
 	if err != nil {
 		return State{}, false, fmt.Errorf("load checkpoint %s: %w", k, err)
@@ -73,6 +76,7 @@ func (d *DB) Load(ctx context.Context, k record.Stream) (State, bool, error) {
 	if err != nil {
 		return State{}, false, fmt.Errorf("checkpoint file %s: key %s: %w", d.path, k, err)
 	}
+	s.Delays = dl
 	return s, true, nil
 }
 
@@ -102,6 +106,7 @@ func (d *DB) All(ctx context.Context) (map[record.Stream]State, error) {
 
 func (d *DB) all() (map[record.Stream]State, error) {
 	var keys, vals [][]byte
+	var delays []cursor.Delays
 	err := d.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketStates)
 		if b == nil {
@@ -111,8 +116,13 @@ func (d *DB) all() (map[record.Stream]State, error) {
 			if v == nil {
 				return fmt.Errorf("checkpoint file %s: unexpected bucket %q in states: %w", d.path, k, ErrCorrupt)
 			}
+			dl, err := readDelays(tx, k)
+			if err != nil {
+				return fmt.Errorf("checkpoint file %s: key %q: %w", d.path, k, err)
+			}
 			keys = append(keys, bytes.Clone(k))
 			vals = append(vals, bytes.Clone(v))
+			delays = append(delays, dl)
 			return nil
 		})
 	})
@@ -129,6 +139,7 @@ func (d *DB) all() (map[record.Stream]State, error) {
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint file %s: key %s: %w", d.path, k, err)
 		}
+		s.Delays = delays[i]
 		out[k] = s
 	}
 	return out, nil
@@ -186,7 +197,7 @@ func (d *DB) Reset(ctx context.Context, source, account string) (int, error) {
 // resetLogs removes the window logs and alert marks of one account of
 // source, or of every account of source when account is "".
 func resetLogs(tx *bolt.Tx, source, account string) error {
-	for _, name := range [][]byte{bucketWindows, bucketAlerts, bucketDelivered} {
+	for _, name := range [][]byte{bucketWindows, bucketAlerts, bucketDelivered, bucketDelays} {
 		root := tx.Bucket(name)
 		if root == nil {
 			continue

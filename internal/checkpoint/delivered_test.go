@@ -179,3 +179,45 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// The delays a stream learnt commit with its state, read back with it by
+// All and Load, stay when a later state carries none, and go with Reset.
+func TestDelaysCommitWithTheStateAndSurviveAReopen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "checkpoint.db")
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := record.Stream{Source: "dns", Account: "acme"}
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	dl := cursor.Delays{Late: []float64{0, 3, 1.5}, Fresh: 1000, At: at}
+	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: at, Delays: dl}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: at.Add(time.Minute)}}}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if db, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	all, err := db.All(ctx)
+	if err != nil || all[k].Delays.Fresh != 1000 || len(all[k].Delays.Late) != 3 || !all[k].Delays.At.Equal(at) {
+		t.Fatalf("All: %+v, %v", all[k].Delays, err)
+	}
+	if s, ok, err := db.Load(ctx, k); err != nil || !ok || s.Delays.Late[1] != 3 {
+		t.Fatalf("Load: %+v %v %v", s.Delays, ok, err)
+	}
+	if _, err := db.Reset(ctx, "dns", "acme"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: at}}}); err != nil {
+		t.Fatal(err)
+	}
+	if s, _, _ := db.Load(ctx, k); !s.Delays.Empty() {
+		t.Errorf("delays kept after Reset: %+v", s.Delays)
+	}
+}

@@ -16,6 +16,9 @@ type State struct {
 	// Density is the last observed rows per hour, for window sizing after a
 	// restart; 0 when unknown.
 	Density float64
+	// Delays are the platform's delays the stream learnt (recheck: auto),
+	// so that a restart keeps them; the zero Delays knows nothing.
+	Delays cursor.Delays
 	// Updated is when the state was last committed.
 	Updated time.Time
 }

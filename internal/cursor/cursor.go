@@ -45,6 +45,9 @@ type Cursor struct {
 	// that they can survive a restart; the zero Limits knows nothing. A
 	// poller takes those it has not learnt itself.
 	Limits window.Limits
+	// Delays are the platform's delays the stream learnt from its
+	// rechecks, so that a restart keeps them (recheck: auto).
+	Delays Delays
 	// Log and Alerts are the stream's window log and alert marks as last
 	// committed; a poller reads them once at its start (a Page's After
 	// leaves them nil).

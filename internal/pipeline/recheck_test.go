@@ -38,7 +38,8 @@ func recheckRun(t *testing.T, hc *http.Client, path string, start, until time.Ti
 	off := false
 	cfg.Sources[catalog.DefaultSourcesKey] = catalog.SourceOverride{Enabled: &off}
 	on, lag, interval, from := true, time.Minute, 30*time.Second, start.Format(time.RFC3339)
-	cfg.Sources["dns"] = catalog.SourceOverride{Enabled: &on, Lag: &lag, Interval: &interval, Start: &from, Recheck: &points}
+	pts := catalog.FixedPoints(points...)
+	cfg.Sources["dns"] = catalog.SourceOverride{Enabled: &on, Lag: &lag, Interval: &interval, Start: &from, Recheck: &pts}
 	rm, err := recheck.NewMetrics(reg)
 	if err != nil {
 		t.Fatal(err)

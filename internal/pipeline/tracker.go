@@ -119,6 +119,11 @@ func (t *tracker) ack(k record.Stream, seq uint64, p ackedPage, now time.Time) {
 				s.state.Density = a.after.Density
 			}
 		}
+		if !a.after.Delays.Empty() {
+			// Revisit pages carry the newest too: rechecks are where the
+			// delays are learnt.
+			s.state.Delays = a.after.Delays
+		}
 		moved = true
 	}
 	if !moved {

@@ -10,7 +10,7 @@ import (
 // BenchmarkDue finds the due units of a full log (10,000 windows of 10
 // seconds), what a poller does every interval.
 func BenchmarkDue(b *testing.B) {
-	cfg := DefaultConfig()
+	cfg := fixedConfig()
 	log := make([]cursor.LoggedWindow, 10_000)
 	for i := range log {
 		log[i] = cursor.LoggedWindow{Start: t0.Add(time.Duration(i) * 10 * time.Second), End: t0.Add(time.Duration(i+1) * 10 * time.Second), Count: 100}
@@ -28,7 +28,7 @@ func BenchmarkDue(b *testing.B) {
 // counting from an in-memory truth: the cost of the decisions alone, and
 // the requests a unit that large takes.
 func BenchmarkNarrowing(b *testing.B) {
-	cfg := DefaultConfig()
+	cfg := fixedConfig()
 	cfg.MaxSpan = 48 * time.Hour
 	cfg.MaxRequests = 1000
 	stored := make([]int64, 2880)

@@ -28,7 +28,8 @@ const (
 	maxSpanLimit = 7 * 24 * time.Hour
 )
 
-// DefaultOffsets are the default recheck points after a window's end.
+// DefaultOffsets are the fixed recheck points of earlier versions (the
+// default before points were learnt): 1h, 6h, 24h.
 func DefaultOffsets() []time.Duration {
 	return []time.Duration{time.Hour, 6 * time.Hour, 24 * time.Hour}
 }
@@ -61,12 +62,26 @@ type Config struct {
 	// merge into one request while their stored rows stay at most half of
 	// it, so that the answer is not cut. Default 10000.
 	EdgeMaxRows int64
+
+	// Auto: the points are learnt from the platform's delays
+	// (sources.*.recheck: auto, the default; see Learnt). Offsets then
+	// hold the sparse points of the last Learnt (DefaultConfig: of the
+	// prior).
+	Auto bool
+	// Dense, Cadence and Sweep are Learnt's: windows that ended less than
+	// Dense ago are counted again at every sweep, one every Cadence; Sweep
+	// is set by the caller for a step that sweeps (Due then returns them
+	// too, with the windows whose point is due).
+	Dense, Cadence time.Duration
+	Sweep          bool
 }
 
-// DefaultConfig returns the defaults.
+// DefaultConfig returns the defaults: points learnt (Auto), before
+// anything was learnt.
 func DefaultConfig() Config {
 	return Config{
-		Offsets:     DefaultOffsets(),
+		Auto:        true,
+		Offsets:     autoOffsets(autoPrior),
 		Share:       DefaultShare,
 		RefetchRows: DefaultRefetchRows,
 		MaxRequests: DefaultMaxRequests,
@@ -127,7 +142,7 @@ func (c Config) Validate() error {
 }
 
 // Enabled reports whether c has recheck points.
-func (c Config) Enabled() bool { return len(c.Offsets) > 0 }
+func (c Config) Enabled() bool { return len(c.Offsets) > 0 || c.Auto }
 
 // passed is how many recheck points of a window ending at end lie at or
 // before now.

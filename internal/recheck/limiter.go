@@ -20,10 +20,34 @@ type Limiter struct {
 	now   func() time.Time
 	share float64
 
-	mu     sync.Mutex
-	limit  int
-	period time.Duration
-	spent  []time.Time // spend times within the period, oldest first
+	mu      sync.Mutex
+	limit   int
+	period  time.Duration
+	spent   []time.Time // spend times within the period, oldest first
+	members int         // streams that share it (Join)
+}
+
+// Join counts one more stream that rechecks through l: the streams share
+// its cap (Cadence).
+func (l *Limiter) Join() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.members++
+}
+
+// Cadence is how often each stream sharing l can afford a sweep of its
+// recent windows (Config.Learnt): the period over the stream's part of
+// the cap, of which sweeps plan to spend three quarters; never less than
+// interval (a stream asks at most once a step). Zero cap: never (a day).
+func (l *Limiter) Cadence(interval time.Duration) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.capLocked()
+	if c == 0 {
+		return 24 * time.Hour
+	}
+	per := float64(c) * autoDenseShare / float64(max(l.members, 1))
+	return max(interval, time.Duration(float64(l.period)/per))
 }
 
 // NewLimiter returns a limiter of share (in (0, 1]) of a bucket of limit

@@ -2,9 +2,12 @@ package recheck
 
 import (
 	"errors"
+	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -22,7 +25,14 @@ type Metrics struct {
 	requests  *prometheus.CounterVec // requests made by rechecks
 	expired   *prometheus.CounterVec // windows that left the log with a recheck to go
 	pending   *prometheus.GaugeVec   // windows with a recheck due
+	dense     *prometheus.GaugeVec   // learnt dense phase (auto)
+	cadence   *prometheus.GaugeVec   // learnt sweep cadence (auto)
+	lateShare *prometheus.GaugeVec   // share of records later than after
 }
+
+// LateAfters are the values of the after label of
+// collector_late_records_share.
+var LateAfters = []time.Duration{2 * time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour}
 
 // NewMetrics registers the recheck metrics on reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
@@ -49,9 +59,15 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			"Windows that passed the recheck horizon with a recheck still to go: the budget share could not afford it."),
 		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "collector_recheck_pending",
 			Help: "Windows with a recheck due now, by stream."}, labels),
+		dense: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "collector_recheck_dense_seconds",
+			Help: "recheck: auto: windows that ended less than this ago are counted again at every sweep (the 99th percentile of the platform's delays learnt, plus a cadence); 0 with fixed points."}, labels),
+		cadence: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "collector_recheck_cadence_seconds",
+			Help: "recheck: auto: how often the recent windows are swept, as the recheck share of the budget affords; 0 with fixed points."}, labels),
+		lateShare: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "collector_late_records_share",
+			Help: "Share of the stream's records (decayed, half-life 30 min) that rechecks found more than after past their record time: what one fetch per window at that age would miss."}, []string{"source", "account", "after"}),
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.windows, m.grown, m.recovered, m.refetched, m.lastPoint, m.shrunk, m.requests, m.expired, m.pending} {
+	for _, c := range []prometheus.Collector{m.windows, m.grown, m.recovered, m.refetched, m.lastPoint, m.shrunk, m.requests, m.expired, m.pending, m.dense, m.cadence, m.lateShare} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}
@@ -100,4 +116,25 @@ func (m *Metrics) SetPending(k record.Stream, n int) {
 		return
 	}
 	m.pending.WithLabelValues(k.Source, k.Account).Set(float64(n))
+}
+
+// Learnt publishes the points stream k uses (Config.Learnt) and the share
+// of its records found late past each of LateAfters.
+func (m *Metrics) Learnt(k record.Stream, c Config, d cursor.Delays) {
+	if m == nil {
+		return
+	}
+	m.dense.WithLabelValues(k.Source, k.Account).Set(c.Dense.Seconds())
+	m.cadence.WithLabelValues(k.Source, k.Account).Set(c.Cadence.Seconds())
+	for _, a := range LateAfters {
+		m.lateShare.WithLabelValues(k.Source, k.Account, AfterLabel(a)).Set(LateShare(d, a))
+	}
+}
+
+// AfterLabel is the after label of a LateAfters value: "2m", "1h".
+func AfterLabel(d time.Duration) string {
+	if d%time.Hour == 0 {
+		return strconv.Itoa(int(d/time.Hour)) + "h"
+	}
+	return strconv.Itoa(int(d/time.Minute)) + "m"
 }

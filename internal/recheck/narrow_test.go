@@ -79,7 +79,7 @@ func run(t testing.TB, u Unit, truth []int64, arrive func()) Result {
 }
 
 func cfgForTests() Config {
-	c := DefaultConfig()
+	c := fixedConfig()
 	c.RefetchRows = 100
 	c.Horizon = 48 * time.Hour
 	return c
@@ -386,4 +386,12 @@ func TestAtTheLastPointAnArrivalDuringTheNarrowingCannotHideAGrowth(t *testing.T
 			}
 		})
 	}
+}
+
+// fixedConfig is the defaults with the fixed points of earlier versions
+// (1h, 6h, 24h) rather than learnt ones.
+func fixedConfig() Config {
+	c := DefaultConfig()
+	c.Auto, c.Offsets = false, DefaultOffsets()
+	return c
 }

@@ -70,7 +70,7 @@ func byStart(a, b cursor.LoggedWindow) int { return a.Start.Compare(b.Start) }
 // due reports whether w has a recheck due at now and has not expired.
 func (c Config) due(w cursor.LoggedWindow, now time.Time) bool {
 	at, ok := c.dueAt(w)
-	return ok && !now.Before(at) && !c.expired(w, now)
+	return (c.sweeps(w, now) || ok && !now.Before(at)) && !c.expired(w, now)
 }
 
 // expired reports whether w is past the horizon.

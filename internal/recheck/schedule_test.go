@@ -60,7 +60,7 @@ func TestConfigDefaultsAreValidAndBadValuesNameTheirKey(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := DefaultConfig()
+			c := fixedConfig()
 			tc.mut(&c)
 			err := c.Validate()
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -69,7 +69,7 @@ func TestConfigDefaultsAreValidAndBadValuesNameTheirKey(t *testing.T) {
 		})
 	}
 	// No points: rechecks off, nothing due, nothing expires.
-	off := DefaultConfig()
+	off := fixedConfig()
 	off.Offsets = nil
 	if err := off.Validate(); err != nil || off.Enabled() {
 		t.Fatalf("no points: %v, enabled %v", err, off.Enabled())
@@ -80,7 +80,7 @@ func TestConfigDefaultsAreValidAndBadValuesNameTheirKey(t *testing.T) {
 }
 
 func TestDue(t *testing.T) {
-	c := DefaultConfig()
+	c := fixedConfig()
 	c.MaxSpan = 3 * time.Hour
 	c.EdgeMaxRows = 100
 	staged := func(w cursor.LoggedWindow, s int) cursor.LoggedWindow { w.Stage = s; return w }
@@ -115,7 +115,7 @@ func TestDue(t *testing.T) {
 }
 
 func TestAUnitIsFinalWhenAWindowMakesItsLastRecheck(t *testing.T) {
-	c := DefaultConfig()
+	c := fixedConfig()
 	log := []cursor.LoggedWindow{win(0, 10, 1), win(10, 20, 1)}
 	if u := c.Due(log, at(20+60)); len(u) != 1 || u[0].Final {
 		t.Fatalf("first point: %+v", u)
@@ -127,7 +127,7 @@ func TestAUnitIsFinalWhenAWindowMakesItsLastRecheck(t *testing.T) {
 }
 
 func TestPendingExpiredNextDueAndPruning(t *testing.T) {
-	c := DefaultConfig()
+	c := fixedConfig()
 	done := win(0, 10, 1)
 	done.Stage = 3
 	log := []cursor.LoggedWindow{done, win(10, 20, 1), win(20, 30, 1), win(1000, 1010, 1)}
@@ -152,7 +152,7 @@ func TestPendingExpiredNextDueAndPruning(t *testing.T) {
 }
 
 func TestANewEntryStartsPastThePointsItsFetchAlreadyCovered(t *testing.T) {
-	c := DefaultConfig()
+	c := fixedConfig()
 	cases := []struct {
 		fetched time.Duration
 		stage   int
@@ -171,7 +171,7 @@ func TestANewEntryStartsPastThePointsItsFetchAlreadyCovered(t *testing.T) {
 }
 
 func TestIndexPlacesATimeInItsWindow(t *testing.T) {
-	u := DefaultConfig().Due([]cursor.LoggedWindow{win(0, 10, 1), win(10, 20, 1)}, at(200))[0]
+	u := fixedConfig().Due([]cursor.LoggedWindow{win(0, 10, 1), win(10, 20, 1)}, at(200))[0]
 	for _, tc := range []struct {
 		t    time.Time
 		want int

@@ -170,6 +170,7 @@ func recheckScenario(t *testing.T, step time.Duration) {
 		c.LateMax = 2 * time.Hour
 	})
 	cfg := recheck.DefaultConfig()
+	cfg.Auto, cfg.Offsets = false, recheck.DefaultOffsets()
 	mk := func(source string, edge bool) *simStream {
 		return &simStream{t: t, sim: sim, source: source, edge: edge, cfg: cfg,
 			lim: recheck.NewLimiter(cfg.Share, 480, time.Hour, clk.now)}

@@ -70,6 +70,11 @@ func Build(cfg catalog.Config, b api.Budget, o Options, once bool) (*Set, error)
 		pc.Once = once
 		pc.Logger, pc.Metrics, pc.MaxBatchRecords = o.Client.Logger, o.Metrics, o.MaxBatchRecords
 		pc.RecheckLimiter, pc.RecheckMetrics = limiters[limiterKey(pc.Spec)], o.RecheckMetrics
+		if pc.RecheckLimiter != nil && pc.Recheck.Enabled() {
+			// The streams of a functionality share its recheck cap: each
+			// sweeps as often as its part affords (recheck: auto).
+			pc.RecheckLimiter.Join()
+		}
 		p, err := NewPoller(c, pc)
 		if err != nil {
 			errs = append(errs, err)

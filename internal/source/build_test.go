@@ -81,7 +81,7 @@ func TestResolve_EachStreamGetsItsOwnSourceBlockAccountAndSections(t *testing.T)
 	cfg.Edge.BaseURL, cfg.Edge.MaxRows = "http://127.0.0.1:1/edge", 777
 	cfg.API.MaxPages = 42
 	lag := 7 * time.Minute
-	cfg.Sources[catalog.SourceDNS] = catalog.SourceOverride{Lag: &lag, Recheck: &[]time.Duration{time.Hour}}
+	cfg.Sources[catalog.SourceDNS] = catalog.SourceOverride{Lag: &lag, Recheck: &[]catalog.RecheckPoint{catalog.RecheckPoint(time.Hour)}}
 	pcs := Resolve(cfg)
 	if got, want := len(pcs), len(Streams(cfg)); got != want {
 		t.Fatalf("Resolve gives %d streams, Streams %d", got, want)
@@ -93,7 +93,8 @@ func TestResolve_EachStreamGetsItsOwnSourceBlockAccountAndSections(t *testing.T)
 		if pc.API.MaxPages != 42 || pc.Edge.BaseURL != cfg.Edge.BaseURL {
 			t.Errorf("%s/%s: api or edge section not carried: %+v", pc.Spec.Name, pc.Account, pc.API)
 		}
-		if pc.Recheck.EdgeMaxRows != 777 || len(pc.Recheck.Offsets) != len(pc.Settings.Recheck) {
+		wantAuto := pc.Spec.Name != catalog.SourceDNS
+		if pc.Recheck.EdgeMaxRows != 777 || pc.Recheck.Auto != wantAuto || (!wantAuto && len(pc.Recheck.Offsets) != len(pc.Settings.Recheck)) {
 			t.Errorf("%s/%s: recheck %+v, settings %v", pc.Spec.Name, pc.Account, pc.Recheck, pc.Settings.Recheck)
 		}
 		switch {

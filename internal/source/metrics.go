@@ -1,6 +1,8 @@
 package source
 
 import (
+	"time"
+
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,20 +20,21 @@ import (
 // the pollers. Labels are of bounded cardinality: source names, configured
 // accounts, fixed reasons. A nil *Metrics is valid and records nothing.
 type Metrics struct {
-	rows         *prometheus.CounterVec // source, account
-	pages        *prometheus.CounterVec // source, account
-	splits       *prometheus.CounterVec // source, account
-	restarts     *prometheus.CounterVec // source, account
-	badRecords   *prometheus.CounterVec // source, account, reason
-	pollErrors   *prometheus.CounterVec // source, account, kind
-	pageRowsSeen *prometheus.GaugeVec   // source, account
-	ttlSeen      *prometheus.GaugeVec   // source, account
-	pageSeconds  *prometheus.GaugeVec   // source, account
-	splitAt      *prometheus.GaugeVec   // source, account
-	chainCap     *prometheus.GaugeVec   // source, account
-	blockedG     *prometheus.GaugeVec   // source, account, reason
-	suppressed   *prometheus.CounterVec // source, account, cause
-	refetched    *prometheus.CounterVec // source, account
+	rows         *prometheus.CounterVec   // source, account
+	pages        *prometheus.CounterVec   // source, account
+	splits       *prometheus.CounterVec   // source, account
+	restarts     *prometheus.CounterVec   // source, account
+	badRecords   *prometheus.CounterVec   // source, account, reason
+	pollErrors   *prometheus.CounterVec   // source, account, kind
+	pageRowsSeen *prometheus.GaugeVec     // source, account
+	ttlSeen      *prometheus.GaugeVec     // source, account
+	pageSeconds  *prometheus.GaugeVec     // source, account
+	splitAt      *prometheus.GaugeVec     // source, account
+	chainCap     *prometheus.GaugeVec     // source, account
+	blockedG     *prometheus.GaugeVec     // source, account, reason
+	suppressed   *prometheus.CounterVec   // source, account, cause
+	refetched    *prometheus.CounterVec   // source, account
+	lateDelivery *prometheus.HistogramVec // recovered records: fetched at minus record time
 }
 
 // Causes of collector_duplicates_suppressed_total: why a record already
@@ -173,13 +176,18 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "collector_refetched_rows_total",
 			Help: "Records fetched in a period the stream had delivered from before (rechecks, expired chains, splits, resumes), delivered or not.",
 		}, []string{"source", "account"}),
+		lateDelivery: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "collector_late_delivery_seconds",
+			Help:    "For each late record a recheck recovered: how long after its record time its page arrived (the platform's delay plus the wait for the recheck that found it). Compare with collector_recheck_dense_seconds: records found past it came from a sparse point.",
+			Buckets: []float64{15, 30, 60, 90, 120, 180, 300, 600, 900, 1800, 3600, 3 * 3600, 6 * 3600, 24 * 3600},
+		}, []string{"source", "account"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{m.rows, m.pages, m.splits, m.restarts, m.badRecords, m.pollErrors, m.pageRowsSeen,
-		m.ttlSeen, m.pageSeconds, m.splitAt, m.chainCap, m.blockedG, m.suppressed, m.refetched} {
+		m.ttlSeen, m.pageSeconds, m.splitAt, m.chainCap, m.blockedG, m.suppressed, m.refetched, m.lateDelivery} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}
@@ -205,6 +213,14 @@ func (m *Metrics) Refetched(source, account, cause string, rows, suppressed int)
 	if m != nil {
 		m.refetched.WithLabelValues(source, account).Add(float64(rows))
 		m.suppressed.WithLabelValues(source, account, cause).Add(float64(suppressed))
+	}
+}
+
+// LateDelivery observes a late record a recheck recovered, found late
+// after its record time.
+func (m *Metrics) LateDelivery(source, account string, late time.Duration) {
+	if m != nil {
+		m.lateDelivery.WithLabelValues(source, account).Observe(late.Seconds())
 	}
 }
 
@@ -292,6 +308,7 @@ func (m *Metrics) InitStream(spec catalog.Spec, account string) {
 	for _, c := range []string{SuppressedRecheck, SuppressedRefetch} {
 		m.suppressed.WithLabelValues(spec.Name, account, c)
 	}
+	m.lateDelivery.WithLabelValues(spec.Name, account)
 	for _, r := range BadRecordReasons() {
 		m.badRecords.WithLabelValues(spec.Name, account, r)
 	}

@@ -214,7 +214,7 @@ func (p *Poller) Run(ctx context.Context, from cursor.Cursor, out Output) error 
 		from.Watermark = st
 		p.rv.StartAt(st)
 	}
-	p.rv.Load(from.Log, from.Alerts)
+	p.rv.Load(from.Log, from.Alerts, from.Delays)
 	if from.Density > 0 && p.st.Density() == 0 {
 		p.st.SetDensity(from.Density)
 	}

@@ -59,6 +59,33 @@ type rechecks struct {
 	// only alerts with a mark are emitted.
 	knownOnly bool
 	pending   atomic.Int64
+	// delays are what the stream learnt of the platform's delays (seeded
+	// from the cursor Run starts from, Load); points is the recheck
+	// configuration of the current step (recheck.Config.Learnt), set is
+	// whether it was computed; swept is when the last sweep of recent
+	// windows began.
+	delays cursor.Delays
+	points recheck.Config
+	set    bool
+	swept  time.Time
+	// view is what learn last published, for Snapshot (any goroutine).
+	view atomic.Pointer[learntView]
+}
+
+// learntView is what a stream learnt, as Snapshot shows it.
+type learntView struct {
+	delays         cursor.Delays
+	dense, cadence time.Duration
+}
+
+// View returns what the stream last learnt: its delays and the sweep
+// they give. It is safe for concurrent use.
+func (r *rechecks) View() (cursor.Delays, time.Duration, time.Duration) {
+	v := r.view.Load()
+	if v == nil {
+		return cursor.Delays{}, 0, 0
+	}
+	return v.delays, v.dense, v.cadence
 }
 
 // newRechecks returns the rechecks of a poller; it tracks alerts when the source is
@@ -85,10 +112,11 @@ func (r *rechecks) StartAt(st time.Time) {
 	}
 }
 
-// Load takes the window log and alert marks of the cursor Run starts
-// from, once.
-func (r *rechecks) Load(log []cursor.LoggedWindow, marks map[string]cursor.AlertMark) {
+// Load takes the window log, alert marks and learnt delays of the cursor
+// Run starts from, once.
+func (r *rechecks) Load(log []cursor.LoggedWindow, marks map[string]cursor.AlertMark, delays cursor.Delays) {
 	if r.wlog == nil {
+		r.delays = delays.Clone()
 		r.wlog = wlog{}
 		for _, w := range log {
 			r.wlog[w.Start] = w
@@ -118,8 +146,10 @@ func (r *run) askPage(ctx context.Context, w window.Window, next string, idx int
 
 // emitRevisit hands records of page idx of w, received then, on as
 // Revisit pages that leave the cursor as it stands; the last carries lc.
-func (r *run) emitRevisit(ctx context.Context, w window.Window, idx int, records []json.RawMessage, received time.Time, lc *cursor.LogChanges) error {
-	return r.emitRecords(ctx, w, idx, records, received, r.cur, true, &emitExtra{log: func() *cursor.LogChanges { return lc }})
+// late: the records it delivers are late records a recheck recovered
+// (rechecks.observeLate), not alert updates.
+func (r *run) emitRevisit(ctx context.Context, w window.Window, idx int, records []json.RawMessage, received time.Time, lc *cursor.LogChanges, late bool) error {
+	return r.emitRecords(ctx, w, idx, records, received, r.cur, true, &emitExtra{log: func() *cursor.LogChanges { return lc }, late: late})
 }
 
 // envelopes returns the envelopes of records fetched in w.

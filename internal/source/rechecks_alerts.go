@@ -148,7 +148,7 @@ func (r *rechecks) revisitWindow(ctx context.Context, a *run, w window.Window) e
 	}
 	r.log.Info("alert updates re-emitted", "window_start", record.FormatTime(w.Start), "alerts", len(changed))
 	lc := &cursor.LogChanges{Alerts: cursor.AlertChanges{Put: marks, PruneCreatedBefore: r.AlertPrune()}}
-	return a.emitRevisit(ctx, w, 0, changed, received, lc)
+	return a.emitRevisit(ctx, w, 0, changed, received, lc, false)
 }
 
 // Observe remembers the alerts of records, fetched fresh, and returns the

@@ -42,6 +42,65 @@ func (l wlog) list() []cursor.LoggedWindow {
 	return out
 }
 
+// pts is the recheck configuration of the current step: the configured
+// one, with learnt points when it is auto (see learn).
+func (r *rechecks) pts() recheck.Config {
+	if !r.set {
+		r.learn()
+	}
+	return r.points
+}
+
+// learn computes the points of the step from what the stream learnt and
+// the cadence the budget affords, and publishes them.
+func (r *rechecks) learn() {
+	cadence := r.cfg.Settings.Interval
+	if r.cfg.Limiter != nil {
+		cadence = r.cfg.Limiter.Cadence(r.cfg.Settings.Interval)
+	}
+	r.points, r.set = r.cfg.Recheck.Learnt(r.delays, cadence), true
+	r.cfg.RecheckMetrics.Learnt(r.cfg.Stream, r.points, r.delays)
+	r.view.Store(&learntView{delays: r.delays.Clone(), dense: r.points.Dense, cadence: r.points.Cadence})
+}
+
+// NextSweep is when the next sweep of recent windows is due, and false
+// without one (fixed points, no rechecks).
+func (r *rechecks) NextSweep() (time.Time, bool) {
+	if !r.rechecking() || !r.pts().Auto || r.swept.IsZero() {
+		return time.Time{}, false
+	}
+	return r.swept.Add(r.pts().Cadence), true
+}
+
+// observeFresh counts n records a fresh page delivered; observeLate the
+// records a recheck recovered, found at received (recheck: auto learns
+// the platform's delays from them).
+func (r *rechecks) observeFresh(n int, received time.Time) {
+	if r.rechecking() {
+		recheck.ObserveFresh(&r.delays, n, received)
+	}
+}
+
+func (r *rechecks) observeLate(envs []record.Envelope, received time.Time) {
+	if !r.rechecking() {
+		return
+	}
+	for _, e := range envs {
+		late := max(received.Sub(e.Time), 0)
+		recheck.ObserveLate(&r.delays, late, received)
+		r.m.LateDelivery(r.cfg.Stream.Source, r.cfg.Stream.Account, late)
+	}
+}
+
+// Delays returns a copy of what the stream learnt, for the cursor of the
+// pages it emits (the checkpoint keeps it).
+func (r *rechecks) Delays() cursor.Delays {
+	if !r.rechecking() {
+		return cursor.Delays{}
+	}
+	return r.delays.Clone()
+}
+
 // rechecking reports whether the poller logs windows and rechecks them.
 func (r *rechecks) rechecking() bool {
 	return r.cfg.Recheck.Enabled() && r.cfg.Limiter != nil
@@ -79,7 +138,7 @@ func (r *rechecks) LogWindow(lc *cursor.LogChanges, w window.Window, total, rows
 	if fetched.IsZero() {
 		fetched = r.cfg.Clock.Now()
 	}
-	cfg := r.cfg.Recheck
+	cfg := r.pts()
 	e := cfg.Entry(w.Start, w.End, count, digest, fetched)
 	lc.Windows.PruneBefore = cfg.PruneBefore(r.cfg.Clock.Now())
 	if cfg.Done(e) {
@@ -92,7 +151,7 @@ func (r *rechecks) LogWindow(lc *cursor.LogChanges, w window.Window, total, rows
 // prune drops the entries past the horizon from the poller's copy and
 // counts those that still had a recheck to go.
 func (r *rechecks) prune(now time.Time) {
-	cfg := r.cfg.Recheck
+	cfg := r.pts()
 	if n := len(cfg.Expired(r.wlog.list(), now)); n > 0 {
 		r.cfg.RecheckMetrics.Expired(r.cfg.Stream, n)
 		r.log.Warn("windows left the recheck log with rechecks still to go: the recheck share could not afford them",
@@ -124,7 +183,7 @@ func (e *emitFailed) Unwrap() error { return e.err }
 
 // emit is a.Emit, its error marked as one that ends the run.
 func emit(ctx context.Context, a *run, w window.Window, idx int, records []json.RawMessage, received time.Time, lc *cursor.LogChanges) error {
-	if err := a.emitRevisit(ctx, w, idx, records, received, lc); err != nil {
+	if err := a.emitRevisit(ctx, w, idx, records, received, lc, a.p.rv.alerts == nil); err != nil {
 		return &emitFailed{err}
 	}
 	return nil
@@ -140,8 +199,14 @@ func (r *rechecks) Recheck(ctx context.Context, a *run) error {
 		return nil
 	}
 	now := r.cfg.Clock.Now()
+	r.learn()
+	if r.points.Auto && now.Sub(r.swept) >= r.points.Cadence {
+		// The windows of the dense phase are all counted again: one
+		// request for the run of them (recheck.Config.Learnt).
+		r.points.Sweep, r.swept = true, now
+	}
 	r.prune(now)
-	cfg := r.cfg.Recheck
+	cfg := r.pts()
 	units := cfg.Due(r.wlog.list(), now)
 	defer func() { r.setPending(cfg.Pending(r.wlog.list(), r.cfg.Clock.Now())) }()
 	if len(units) == 0 {
@@ -252,13 +317,13 @@ func countOf(f *fetched) int64 {
 func (r *rechecks) refetchGrown(ctx, rctx context.Context, a *run, u recheck.Unit, f recheck.Refetch, first *fetched,
 	res *recheck.Result, unstored map[time.Time]bool) error {
 	var wn *recheck.WindowNarrowing
-	if f.Grew > 0 && len(f.Replaces) == 1 && f.Entry.Count > r.cfg.Recheck.RefetchRows {
+	if f.Grew > 0 && len(f.Replaces) == 1 && f.Entry.Count > r.pts().RefetchRows {
 		counts, ok, err := a.mem.counts(ctx, f.Start(), f.End())
 		if err != nil {
 			return err
 		}
 		if ok {
-			wn, _ = f.NarrowWindow(counts, r.cfg.Recheck, u.Final, r.cfg.Recheck.MaxRequests-res.Requests)
+			wn, _ = f.NarrowWindow(counts, r.pts(), u.Final, r.pts().MaxRequests-res.Requests)
 		}
 	}
 	if wn == nil {
@@ -339,7 +404,7 @@ func (r *rechecks) refetch(ctx context.Context, a *run, w window.Window, up *rec
 				"window_end", record.FormatTime(w.End))
 		case last && up != nil:
 			lc.Windows.Delete = up.Replaces
-			if !r.cfg.Recheck.Done(up.Entry) {
+			if !r.pts().Done(up.Entry) {
 				lc.Windows.Put = []cursor.LoggedWindow{up.Entry}
 			}
 		}
@@ -399,7 +464,7 @@ func (r *rechecks) recheckEdge(ctx, rctx context.Context, a *run, u recheck.Unit
 			recs = append(recs, f.body.Records[i])
 		}
 		lc := &cursor.LogChanges{Windows: cursor.WindowChanges{Delete: rf.Replaces}}
-		if !r.cfg.Recheck.Done(rf.Entry) {
+		if !r.pts().Done(rf.Entry) {
 			lc.Windows.Put = []cursor.LoggedWindow{rf.Entry}
 		}
 		if r.alerts != nil {
@@ -421,7 +486,7 @@ func (r *rechecks) settle(ctx context.Context, a *run, u recheck.Unit, res reche
 	lc := &cursor.LogChanges{}
 	for _, up := range res.Keep {
 		lc.Windows.Delete = append(lc.Windows.Delete, up.Replaces...)
-		if !r.cfg.Recheck.Done(up.Entry) {
+		if !r.pts().Done(up.Entry) {
 			lc.Windows.Put = append(lc.Windows.Put, up.Entry)
 		}
 	}
@@ -435,7 +500,7 @@ func (r *rechecks) settle(ctx context.Context, a *run, u recheck.Unit, res reche
 		for _, s := range up.Replaces {
 			delete(r.wlog, s)
 		}
-		if !r.cfg.Recheck.Done(up.Entry) {
+		if !r.pts().Done(up.Entry) {
 			r.wlog[up.Entry.Start] = up.Entry
 		}
 	}

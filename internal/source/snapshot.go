@@ -15,6 +15,7 @@ func (p *Poller) Snapshot() Snapshot {
 	s := p.st.Snapshot()
 	s.SplitAt = p.splitAt()
 	s.RecheckPending = p.rv.Pending()
+	s.Delays, s.RecheckDense, s.RecheckCadence = p.rv.View()
 	s.Backlog = p.planner().Remaining(s.Watermark, p.clk.Now(), s.Density)
 	return s
 }
@@ -71,6 +72,11 @@ type Snapshot struct {
 	// RecheckPending is how many logged windows have a recheck due
 	// (package recheck): the backlog of rechecks.
 	RecheckPending int
+	// Delays are what the stream learnt of the platform's delays;
+	// RecheckDense and RecheckCadence the sweep of recent windows they
+	// give (recheck: auto; 0 with fixed points).
+	Delays                       cursor.Delays
+	RecheckDense, RecheckCadence time.Duration
 }
 
 // ETA estimates the time until the stream catches up, from how fast its

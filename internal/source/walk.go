@@ -63,7 +63,25 @@ func (r *run) step(ctx context.Context) error {
 	if p.cfg.Once {
 		return errCaughtUp
 	}
-	return clock.Sleep(ctx, p.clk, max(p.cfg.Settings.Interval-spent, 0))
+	// With learnt points the recent windows are swept as often as the
+	// budget affords, which may be more often than the interval: the wait
+	// for the next window wakes for each sweep.
+	end := p.clk.Now().Add(max(p.cfg.Settings.Interval-spent, 0))
+	for {
+		wake := end
+		if at, ok := p.rv.NextSweep(); ok && at.Before(wake) {
+			wake = at
+		}
+		if err := clock.Sleep(ctx, p.clk, max(wake.Sub(p.clk.Now()), 0)); err != nil {
+			return err
+		}
+		if !p.clk.Now().Before(end) {
+			return nil
+		}
+		if err := p.rv.Recheck(ctx, r); err != nil {
+			return err
+		}
+	}
 }
 
 // fetch fetches page idx of w: the first page when next is empty, else the
@@ -168,6 +186,13 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 			}
 			p.m.Refetched(p.cfg.Spec.Name, p.cfg.Account, cause, fetched, skipped)
 		}
+		switch {
+		case !revisit:
+			p.rv.observeFresh(len(envs), received)
+		case ex != nil && ex.late:
+			p.rv.observeLate(envs, received)
+		}
+		after.Delays = p.rv.Delays()
 		page := cursor.Page{
 			Batch: record.Batch{Source: p.cfg.Spec.Name, Account: p.cfg.Account,
 				WindowStart: w.Start, WindowEnd: w.End, Page: idx, Envelopes: envs},
@@ -178,6 +203,7 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 		}
 		if !last {
 			page.After, page.Revisit = r.cur, true
+			page.After.Delays = after.Delays
 		}
 		n := len(envs)
 		envs = nil
@@ -206,8 +232,9 @@ func (r *run) priority(w window.Window, recheck bool) budget.Priority {
 // the envelopes into a digest (an edge window's log entry) and give the
 // last page the log changes that hold once it is delivered.
 type emitExtra struct {
-	dig *record.Digest
-	log func() *cursor.LogChanges
+	dig  *record.Digest
+	log  func() *cursor.LogChanges
+	late bool // the records are late ones a recheck recovered
 }
 
 func (ex *emitExtra) add(envs []record.Envelope) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/cursor"
+	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/window"
@@ -49,6 +50,10 @@ type StreamState struct {
 	// Learnt is what the running poller learnt of the server's paging
 	// limits (C3); nil before it learnt anything.
 	Learnt *LearntState `json:"learnt,omitempty"`
+	// Late is what the stream learnt of the platform's delays (C3, late
+	// records) and the rechecks it schedules from them; nil before it
+	// learnt anything.
+	Late *LateState `json:"late,omitempty"`
 	// Starting is set while the collector starts and its pollers do not
 	// run yet: what the start waits for ("waiting for sink lake: ...").
 	// The rest of the line is then the checkpoint's (FromCheckpoint).
@@ -62,6 +67,30 @@ type BlockedState struct {
 	Reason string    `json:"reason"`
 	Since  time.Time `json:"since"`
 	Error  string    `json:"error"`
+}
+
+// LateState is what a stream learnt of the platform's delays: the share
+// of its records that rechecks found more than 2m, 5m, 15m and 1h after
+// their record time (decayed, recent behaviour first), and, with recheck:
+// auto and a running collector, the recent windows it sweeps (those that
+// ended less than DenseSeconds ago, every CadenceSeconds).
+type LateState struct {
+	ShareAfter     map[string]float64 `json:"share_after"`
+	DenseSeconds   float64            `json:"dense_seconds,omitempty"`
+	CadenceSeconds float64            `json:"cadence_seconds,omitempty"`
+}
+
+// lateState is the LateState of d with the sweep of dense every cadence
+// (zero: not known), nil when d knows nothing.
+func lateState(d cursor.Delays, dense, cadence time.Duration) *LateState {
+	if d.Empty() {
+		return nil
+	}
+	l := &LateState{ShareAfter: map[string]float64{}, DenseSeconds: dense.Seconds(), CadenceSeconds: cadence.Seconds()}
+	for _, a := range recheck.LateAfters {
+		l.ShareAfter[recheck.AfterLabel(a)] = recheck.LateShare(d, a)
+	}
+	return l
 }
 
 // LearntState is what a poller saw of the server's paging limits (C3),
@@ -185,6 +214,7 @@ func FromCheckpoint(cfg catalog.Config, stored map[record.Stream]checkpoint.Stat
 			s.InFlight = &InFlightState{Start: f.Window.Start, End: f.Window.End, Pages: f.Pages, Rows: f.Rows}
 		}
 		est.fill(&s, st.Density, now)
+		s.Late = lateState(st.Delays, 0, 0)
 		if st.Watermark.IsZero() {
 			s.CaughtUp = false
 		}

@@ -118,13 +118,14 @@ type SourceOverride struct {
 	Filters   []Filter       `koanf:"filters"`
 	Returns   []string       `koanf:"returns"`
 	// Recheck are the recheck points after a window's end at which its
-	// count is asked again for late records (C3); an empty list turns
+	// count is asked again for late records (C3): "auto" (the default)
+	// learns them from the platform's delays; an empty list turns
 	// rechecks off. RecheckHorizon is how long a window stays in the log
 	// (0: the last point plus 1h); RecheckShare the most of each
 	// functionality's budget rechecks spend. See package recheck.
-	Recheck        *[]time.Duration `koanf:"recheck"`
-	RecheckHorizon *time.Duration   `koanf:"recheck_horizon"`
-	RecheckShare   *float64         `koanf:"recheck_share"`
+	Recheck        *[]RecheckPoint `koanf:"recheck"`
+	RecheckHorizon *time.Duration  `koanf:"recheck_horizon"`
+	RecheckShare   *float64        `koanf:"recheck_share"`
 }
 
 // SourcesConfig maps "default" and source names to their blocks.
@@ -144,7 +145,7 @@ type SourceSettings struct {
 	Filters   []Filter
 	Returns   []string
 	// Recheck, RecheckHorizon and RecheckShare: see SourceOverride.
-	Recheck        []time.Duration
+	Recheck        []RecheckPoint
 	RecheckHorizon time.Duration
 	RecheckShare   float64
 }
@@ -152,8 +153,7 @@ type SourceSettings struct {
 // RecheckConfig returns the recheck configuration of the settings, with
 // the edge API's max_rows (C6).
 func (r SourceSettings) RecheckConfig(edgeMaxRows int) recheck.Config {
-	c := recheck.DefaultConfig()
-	c.Offsets = slices.Clone(r.Recheck)
+	c := recheckConfig(r.Recheck)
 	c.Horizon = r.RecheckHorizon
 	c.Share = r.RecheckShare
 	if edgeMaxRows > 0 {
@@ -163,8 +163,8 @@ func (r SourceSettings) RecheckConfig(edgeMaxRows int) recheck.Config {
 }
 
 // DefaultSource returns the built-in source settings: enabled, start 24h
-// back, lag 30m, interval 5m, max_window 7 days, no overlap, rechecks at
-// 1h, 6h and 24h with 10% of the budget.
+// back, lag 30m, interval 5m, max_window 7 days, no overlap, recheck
+// points learnt (auto) with 10% of the budget.
 func DefaultSource() SourceSettings {
 	return SourceSettings{
 		Enabled:      true,
@@ -172,7 +172,7 @@ func DefaultSource() SourceSettings {
 		Lag:          2 * time.Minute,
 		Interval:     5 * time.Minute,
 		MaxWindow:    MaxWindowLimit,
-		Recheck:      recheck.DefaultOffsets(),
+		Recheck:      AutoPoints(),
 		RecheckShare: recheck.DefaultShare,
 	}
 }
@@ -423,7 +423,9 @@ func (r SourceSettings) validate(p string) []error {
 	if r.Overlap < 0 {
 		add("overlap", "must not be negative")
 	}
-	if err := r.RecheckConfig(0).Validate(); err != nil {
+	if err := validatePoints(r.Recheck); err != nil {
+		errs = append(errs, fmt.Errorf("%s.%w", p, err))
+	} else if err := r.RecheckConfig(0).Validate(); err != nil {
 		for _, e := range flatten(err) {
 			errs = append(errs, fmt.Errorf("%s.%w", p, e))
 		}

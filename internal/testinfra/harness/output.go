@@ -27,6 +27,7 @@ type Envelope struct {
 	Time        time.Time       `json:"time"`
 	WindowStart string          `json:"window_start"`
 	WindowEnd   string          `json:"window_end"`
+	FetchedAt   time.Time       `json:"fetched_at"`
 	Record      json.RawMessage `json:"record"`
 }
 
