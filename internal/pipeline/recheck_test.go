@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"sort"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -38,8 +39,11 @@ func recheckRun(t *testing.T, hc *http.Client, path string, start, until time.Ti
 	off := false
 	cfg.Sources[catalog.DefaultSourcesKey] = catalog.SourceOverride{Enabled: &off}
 	on, lag, interval, from := true, time.Minute, 30*time.Second, start.Format(time.RFC3339)
-	pts := catalog.FixedPoints(points...)
-	cfg.Sources["dns"] = catalog.SourceOverride{Enabled: &on, Lag: &lag, Interval: &interval, Start: &from, Recheck: &pts}
+	cfg.Sources["dns"] = catalog.SourceOverride{Enabled: &on, Lag: &lag, Interval: &interval, Start: &from}
+	if len(points) > 0 { // none: the default, learnt points (recheck: auto)
+		pts := catalog.FixedPoints(points...)
+		cfg.Sources["dns"] = catalog.SourceOverride{Enabled: &on, Lag: &lag, Interval: &interval, Start: &from, Recheck: &pts}
+	}
 	rm, err := recheck.NewMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
@@ -209,6 +213,123 @@ func TestARecheckOfALargeWindowFetchesAgainOnlyWhatGrew(t *testing.T) {
 			t.Errorf("%d rows fetched again to recover %d of %d: the grown window was not narrowed", int64(refetched), int64(recovered), n)
 		}
 	})
+}
+
+// Learnt recheck points follow the platform (issue 23): delays of up to 3
+// minutes for a third of the records, then, from a record time on, up to 10
+// minutes. Before the change the late records reach the sink within about
+// a sweep cadence of becoming visible (the default budget: 480 an hour,
+// share 0.1, one stream: 100 s); right after it the first ones are found
+// by a sparse point, the dense phase grows past the new delays, and the
+// late records stay fresh. Two hours of
+// API time in a testing/synctest bubble, default budget.
+func TestLearntRechecksFollowAChangeOfThePlatformsDelays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		begin := time.Now()
+		sw := begin.Add(40 * time.Minute)
+		srv, hc := simtest.StartInMemory(t, func(c *apisim.Config) {
+			c.LateMax, c.LateShare = 3*time.Minute, 1.0/3
+			c.LateMaxAfter, c.LateSwitch = 10*time.Minute, sw
+			c.WaveAmplitude, c.BurstProbability = 0, 0
+			c.Rates["dns"] = 1200
+		})
+		path := filepath.Join(t.TempDir(), "checkpoint.db")
+		start := begin.Add(-10 * time.Minute).Truncate(time.Minute)
+		end := begin.Add(130 * time.Minute)
+		reg := prometheus.NewRegistry()
+		recs := recheckRun(t, hc, path, start, end, reg)
+
+		fetched := map[string]time.Time{}
+		copies := 0
+		for _, r := range recs {
+			for _, b := range r.Batches() {
+				for _, e := range b.Envelopes {
+					if _, ok := fetched[e.ID]; ok {
+						copies++
+					}
+					fetched[e.ID] = e.FetchedAt
+				}
+			}
+		}
+		if copies != 0 {
+			t.Errorf("%d copies", copies)
+		}
+		vs, err := srv.TruthList(context.Background(), "dns", "acme", start, end)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The freshness of the late records by when they became visible,
+		// in 10-minute slices from the start.
+		type slice struct {
+			ages    []time.Duration
+			missing int
+		}
+		slices := make([]slice, 13)
+		for _, v := range vs {
+			if v.At.Sub(v.Time) <= time.Minute+30*time.Second || v.At.Before(begin) {
+				continue // not late past the lag (and an interval)
+			}
+			i := int(v.At.Sub(begin) / (10 * time.Minute))
+			if i >= len(slices)-1 {
+				continue // the last slice: a sparse point may still be due
+			}
+			at, ok := fetched[v.ID]
+			if !ok {
+				slices[i].missing++
+				continue
+			}
+			slices[i].ages = append(slices[i].ages, max(at.Sub(v.At), 0))
+		}
+		var p99 []time.Duration
+		for i, sl := range slices[:len(slices)-1] {
+			p99 = append(p99, percentile(sl.ages, 0.99))
+			t.Logf("visible %3d-%3d min (switch at 40): %4d late records, %d missing, freshness p50 %v p99 %v", i*10, i*10+10,
+				len(sl.ages), sl.missing, percentile(sl.ages, 0.5), percentile(sl.ages, 0.99))
+			if sl.missing != 0 {
+				t.Errorf("visible %d-%d min: %d late records missing", i*10, i*10+10, sl.missing)
+			}
+		}
+		requests := testutil.ToFloat64(counterOf(t, reg, "collector_recheck_requests_total"))
+		t.Logf("%d recheck count requests in 130 min", int64(requests))
+		// Before the change and from 30 minutes after it on: within two
+		// sweep cadences (100 s) and a step.
+		bound := 2*100*time.Second + 30*time.Second
+		for i, p := range p99 {
+			if (i >= 1 && i < 4 || i >= 7) && p > bound {
+				t.Errorf("visible %d-%d min: p99 %v, want at most %v", i*10, i*10+10, p, bound)
+			}
+		}
+		// The dense phase learnt the new delays.
+		if dense := gaugeOf(t, reg, "collector_recheck_dense_seconds"); dense < 600 {
+			t.Errorf("dense phase %v s at the end, want past the 10-minute delays", dense)
+		}
+	})
+}
+
+// gaugeOf is the value of the single series of gauge name in reg.
+func gaugeOf(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no single series %s", name)
+	return 0
+}
+
+// percentile is the p-quantile of ds (0 for none).
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[min(len(s)-1, int(p*float64(len(s))))]
 }
 
 // counterOf gathers the single series of name from reg.
