@@ -231,7 +231,8 @@ func TestLateRecordsRecoveredByRechecks(t *testing.T) {
 
 // (c) Rechecks compete with a backfill of the same functionality on a
 // small budget: no 429, and the caught-up stream's newest window stays
-// within lag + interval + margin.
+// within lag + interval + margin. The points are the default, learnt ones
+// (recheck: auto, issue 23): their sweeps stay inside the share too.
 func TestRechecksBesideABackfillKeepTheNewestWindowFresh(t *testing.T) {
 	t.Parallel()
 	sim := lateSim(t, func(c *apisim.Config) {
@@ -243,7 +244,7 @@ func TestRechecksBesideABackfillKeepTheNewestWindowFresh(t *testing.T) {
 	start := time.Now().UTC().Add(-2 * time.Hour).Truncate(time.Second)
 	addr := harness.FreeAddr(t)
 	c := harness.New(t, harness.Config{Sim: sim, Start: start, Sources: []string{"dns"}, Lag: lateLag, Interval: lateInterval,
-		Recheck: "[1m, 3m]", Metrics: addr, NoFsync: true, PageRows: 500, Rate: harness.Rate{Limit: 60, Period: 10 * time.Second}})
+		Metrics: addr, NoFsync: true, PageRows: 500, Rate: harness.Rate{Limit: 60, Period: 10 * time.Second}})
 	p := c.Start(t)
 	stopSampling := sampleLags(addr, func(k record.Stream) bool { return k.Account == "acme" })
 	var m map[string]float64
