@@ -6,6 +6,7 @@
 //	collector state --config FILE [--json] [--watch [--interval 2s]] [--reset SOURCE[/ACCOUNT]]
 //	collector verify --config FILE [--source S] [--account A] [--from T] [--to T] [--sink NAME] [--json] [--dry-run] [--yes]
 //	collector healthcheck [--addr HOST:PORT] [--path /readyz] [--timeout 3s]
+//	collector tap --source S [--account A] [--limit N] [--timeout D] [--addr HOST:PORT]
 //	collector version
 package main
 
@@ -73,6 +74,9 @@ Usage:
         T is RFC 3339 or YYYY-MM-DD (UTC midnight). See docs/verify.md
   collector healthcheck [--addr 127.0.0.1:9464] [--path /readyz] [--timeout 3s]
         GET /readyz of the running collector: exit 0 ready, 1 not (container health checks)
+  collector tap --source S [--account A] [--limit 100] [--timeout D] [--addr 127.0.0.1:9464]
+        print what the running collector delivers of a source, as NDJSON envelopes
+        (no API request; a slow reader loses lines, never slows the collector)
   collector version
         print the version (the release build's, else the commit go build recorded)
 
@@ -100,6 +104,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case "healthcheck":
 		return healthcheck(rest, stdout, stderr)
+	case "tap":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return tapCmd(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -19,10 +19,12 @@ import (
 	"github.com/svcexport/collector/internal/config"
 	"github.com/svcexport/collector/internal/pipeline"
 	"github.com/svcexport/collector/internal/recheck"
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/status"
+	"github.com/svcexport/collector/internal/tap"
 	"github.com/svcexport/collector/internal/telemetry"
 )
 
@@ -132,6 +134,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		prog.ShowOn(o.Progress)
 	}
 	addRunReadiness(tel, pl, sinks, set.Pollers, prog)
+	addTap(tel, pl, streams)
 	start.finish()
 
 	log.Info("collector started", "streams", len(set.Pollers), "sinks", describeSinks(sinks), "once", once,
@@ -145,6 +148,21 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		log.Info("stopped before every source caught up; the next run continues from the checkpoint")
 	}
 	return nil
+}
+
+// addTap serves /tap on tel: what the pipeline delivers of the streams'
+// sources, for `collector tap` (package tap); it spends no request.
+func addTap(tel *telemetry.Server, pl *pipeline.Pipeline, streams []record.Stream) {
+	if tel == nil {
+		return
+	}
+	known := map[string]bool{}
+	for _, k := range streams {
+		known[k.Source] = true
+	}
+	hub := tap.NewHub(func(s string) bool { return known[s] })
+	pl.OnDelivered(hub.Publish)
+	tel.AddHandler("/tap", hub.Handler())
 }
 
 // buildSources builds the pollers of srcCfg with their metrics registered

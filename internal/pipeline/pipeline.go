@@ -52,7 +52,16 @@ type Pipeline struct {
 	stops    map[record.Stream]context.CancelCauseFunc
 	failMu   sync.Mutex
 	failures map[record.Stream]error
+
+	// delivered, when set (OnDelivered), sees every page every sink
+	// acknowledged.
+	delivered func(*record.Batch)
 }
+
+// OnDelivered makes fn see every batch once every sink acknowledged it
+// (the tap, package tap). fn is called from the sink workers and must not
+// block; call OnDelivered before Run.
+func (p *Pipeline) OnDelivered(fn func(*record.Batch)) { p.delivered = fn }
 
 // item is one page on its way to every sink. Each sink's worker finishes
 // with it once (acknowledged or dropped); the last one gives its room back

@@ -82,6 +82,9 @@ func (p *Pipeline) finish(t *target, it *item, acked bool) {
 	p.m.lastAckUnixTime.Set(float64(now.UnixNano()) / 1e9)
 	p.lastAck.Store(now.UnixNano())
 	p.tracker.ack(it.key, it.seq, ackedPage{after: it.page.After, revisit: it.page.Revisit, log: it.page.Log, delivered: it.page.Delivered, rows: rows}, now)
+	if p.delivered != nil && rows > 0 {
+		p.delivered(&it.page.Batch)
+	}
 	p.slots.release(it.held)
 	inUse := p.pending.Add(-int64(it.held))
 	p.m.buffered.Set(float64(inUse))
