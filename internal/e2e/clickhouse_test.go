@@ -345,7 +345,7 @@ func TestClickHouseSIGKILLsDuringBackfillLoseNothing(t *testing.T) {
 func BenchmarkClickHouseEndToEnd(b *testing.B) {
 	srv := chtest.Get(b)
 	for _, proto := range []string{"native", "http"} {
-		for _, rows := range []int{10_000, 50_000, 100_000} {
+		for _, rows := range []int{2_000, 5_000, 10_000, 50_000, 100_000} {
 			b.Run(fmt.Sprintf("%s/%dk", proto, rows/1000), func(b *testing.B) {
 				var wall, collector time.Duration
 				var server, simTicks, rss int64
@@ -373,6 +373,11 @@ func BenchmarkClickHouseEndToEnd(b *testing.B) {
 	}
 }
 
+// benchEnv is the environment $BENCH_COLLECTOR_ENV adds to the collector
+// of a benchmark (KEY=VALUE, separated by spaces), to measure settings:
+// BENCH_COLLECTOR_ENV="COLLECTOR_PIPELINE__BUFFER_RECORDS=20000 GOMEMLIMIT=120MiB".
+func benchEnv() []string { return strings.Fields(os.Getenv("BENCH_COLLECTOR_ENV")) }
+
 // chBenchResult is one backfill of the benchmark.
 type chBenchResult struct {
 	rows                  int64         // rows stored
@@ -391,7 +396,7 @@ func chBenchOnce(b *testing.B, srv *chtest.Server, proto string, batchRows int) 
 	// 150,000 records an hour: 200 minutes are 500,000.
 	start := time.Now().UTC().Add(-200*time.Minute - 2*time.Minute).Truncate(time.Minute)
 	c := harness.New(b, harness.Config{Sim: sim, Start: start, Accounts: []string{"acme"}, Sources: sources, Interval: harness.Omit,
-		Rate: harness.Rate{Limit: 100_000}, LogLevel: "warn",
+		Rate: harness.Rate{Limit: 100_000}, LogLevel: "warn", Env: benchEnv(),
 		Sink: chharness.SinkYAML(chharness.Addr(srv, proto), proto, db, fmt.Sprintf("batch_rows: %d", batchRows))})
 	pid := srv.PID()
 	s0, _ := harness.CPUTicks(pid)

@@ -26,7 +26,7 @@ func TestDefaultConfigIsValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Protocol != "native" || c.Database != "svc" || c.Username != "default" || c.Compression != "lz4" ||
-		c.BatchRows != 50_000 || c.FlushInterval != time.Second || c.AsyncInsert || c.TablePrefix != "" ||
+		c.BatchRows != 10_000 || c.FlushInterval != time.Second || c.AsyncInsert || c.TablePrefix != "" ||
 		c.TTL != 0 || c.Cluster != "" {
 		t.Errorf("defaults changed: %+v", c)
 	}

@@ -94,8 +94,16 @@
 // The collector alone spends one CPU second per 250k-320k rows, the server
 // one per 240k-370k. Per CPU second 50,000-row inserts beat 10,000-row
 // ones by about a fifth over native and match them over HTTP, and 100,000
-// rows gain nothing more while holding twice the memory: hence batch_rows
-// 50,000 (also fewer parts for ClickHouse to merge). Appending whole
+// rows gain nothing more while holding twice the memory.
+//
+// End to end the picture differs, and the default is batch_rows 10,000
+// (issue 24): the collector binary backfilling 500,000 records of three
+// sources into the same server (BenchmarkClickHouseEndToEnd, native,
+// default pipeline, 2026-11-28) peaked at 675 MB resident with 50,000-row
+// inserts and 331-396 MB with 10,000, at 53,600 rows/s against
+// 66,900-70,000 (2,000 rows: 242 MB, 53,300 rows/s; 5,000: 270 MB, 58,600
+// rows/s). Raise it with pipeline.buffer_records and sink_workers
+// (configs/clickhouse.yaml) when memory allows. Appending whole
 // columns instead of rows (BenchmarkAppendStyle) is about 1.6 times
 // faster.
 //
