@@ -174,7 +174,29 @@ func (d *DB) DeliveredIn(ctx context.Context, k record.Stream, from, to time.Tim
 	}
 	var out []cursor.Delivered
 	lo, hi := from.UnixMilli(), to.UnixMilli()
-	err := d.view(func(tx *bolt.Tx) error {
+	err := d.eachMinute(k, lo, hi, func(start int64, v []byte) error {
+		es, err := decodeMinute(start, v)
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			if e.Time >= lo && e.Time < hi {
+				out = append(out, e)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint file %s: delivered set of %s: %w", d.path, k, err)
+	}
+	return out, nil
+}
+
+// eachMinute calls fn with every stored value of the delivered set of k
+// whose minute starts before hi and ends after lo (Unix milliseconds), in
+// the order of their keys, within one read transaction.
+func (d *DB) eachMinute(k record.Stream, lo, hi int64, fn func(start int64, v []byte) error) error {
+	return d.view(func(tx *bolt.Tx) error {
 		root := tx.Bucket(bucketDelivered)
 		if root == nil {
 			return nil
@@ -189,22 +211,12 @@ func (d *DB) DeliveredIn(ctx context.Context, k record.Stream, from, to time.Tim
 			if start >= hi {
 				break
 			}
-			es, err := decodeMinute(start, v)
-			if err != nil {
+			if err := fn(start, v); err != nil {
 				return err
-			}
-			for _, e := range es {
-				if e.Time >= lo && e.Time < hi {
-					out = append(out, e)
-				}
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint file %s: delivered set of %s: %w", d.path, k, err)
-	}
-	return out, nil
 }
 
 // DeliveredEnd returns the end of the minute of the latest record time in
@@ -258,38 +270,23 @@ func (d *DB) DeliveredCounts(ctx context.Context, k record.Stream, from, to time
 	}
 	first := lo - floorMod(lo, minuteMillis)
 	counts := make([]int64, (hi-first+minuteMillis-1)/minuteMillis)
-	err := d.view(func(tx *bolt.Tx) error {
-		root := tx.Bucket(bucketDelivered)
-		if root == nil {
+	err := d.eachMinute(k, lo, hi, func(start int64, v []byte) error {
+		i := (start - first) / minuteMillis
+		if start >= lo && start+minuteMillis <= hi {
+			// A whole minute inside: its length says its count.
+			if len(v) == 0 || v[0] != deliveredVersion || (len(v)-1)%deliveredEntry != 0 {
+				return fmt.Errorf("delivered set of minute %d: %w", start, ErrCorrupt)
+			}
+			counts[i] += int64((len(v) - 1) / deliveredEntry)
 			return nil
 		}
-		b := root.Bucket(encodeKey(k))
-		if b == nil {
-			return nil
+		es, err := decodeMinute(start, v)
+		if err != nil {
+			return err
 		}
-		c := b.Cursor()
-		for key, v := c.Seek(minuteKey(lo)); key != nil; key, v = c.Next() {
-			start := int64(binary.BigEndian.Uint64(key[:8]))
-			if start >= hi {
-				break
-			}
-			i := (start - first) / minuteMillis
-			if start >= lo && start+minuteMillis <= hi {
-				// A whole minute inside: its length says its count.
-				if len(v) == 0 || v[0] != deliveredVersion || (len(v)-1)%deliveredEntry != 0 {
-					return fmt.Errorf("delivered set of minute %d: %w", start, ErrCorrupt)
-				}
-				counts[i] += int64((len(v) - 1) / deliveredEntry)
-				continue
-			}
-			es, err := decodeMinute(start, v)
-			if err != nil {
-				return err
-			}
-			for _, e := range es {
-				if e.Time >= lo && e.Time < hi {
-					counts[i]++
-				}
+		for _, e := range es {
+			if e.Time >= lo && e.Time < hi {
+				counts[i]++
 			}
 		}
 		return nil
