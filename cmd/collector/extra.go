@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,9 +11,11 @@ import (
 	"net/url"
 	"os"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/svcexport/collector/internal/config"
+	"github.com/svcexport/collector/internal/tap"
 )
 
 // buildInfo returns the version, commit and date to print: the ones the
@@ -126,57 +129,110 @@ func localURL(addr string) (string, error) {
 // tapCmd is "collector tap": the envelopes the running collector delivers
 // of one source (and account), read from its /tap endpoint (package tap):
 // no request to the API, nothing taken from the sinks. NDJSON on stdout,
-// one envelope a line. Exit 0 after --limit envelopes or --timeout, 1 when
-// the collector cannot be reached or refuses, 2 on a bad command line.
+// one envelope a line, nothing else; notes on stderr. The collector is
+// found by --url, --addr, or the metrics.listen of --config (as `state`
+// finds it). Exit 0 after --limit envelopes, --timeout or an interrupt; 1
+// when the collector cannot be reached, refuses (a source it does not
+// collect) or stops first; 2 on a bad command line or configuration.
 func tapCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("collector tap", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", defaultAddr(), "the collector's metrics.listen; default $COLLECTOR_METRICS__LISTEN or 127.0.0.1:9464")
-	source := fs.String("source", "", "the source to tap (required): dns, connections, edge_alerts, ...")
-	account := fs.String("account", "", "only this sub-account (default: every account)")
-	limit := fs.Int("limit", 100, "stop after this many envelopes (at most 100000)")
-	timeout := fs.Duration("timeout", 0, "stop after this long even with fewer envelopes (0: wait for --limit)")
+	var req tap.Request
+	fs.StringVar(&req.Source, "source", "", "the source to tap (required): dns, connections, edge_alerts, ...")
+	fs.StringVar(&req.Account, "account", "", "only this sub-account (default: every account)")
+	fs.IntVar(&req.Limit, "limit", tap.DefaultLimit, fmt.Sprintf("stop after this many envelopes (1 to %d)", tap.MaxLimit))
+	fs.Float64Var(&req.Sample, "sample", 1, "the share of the envelopes to print, evenly spread, in (0, 1]: 0.01 prints one in a hundred")
+	fs.DurationVar(&req.Timeout, "timeout", 0, "stop after this long even with fewer envelopes (0: wait for --limit)")
+	cfgPath := fs.String("config", "", "the collector's configuration file: tap the collector at its metrics.listen")
+	addr := fs.String("addr", "", "the collector's metrics.listen, HOST:PORT (a wildcard host is asked on 127.0.0.1); default $COLLECTOR_METRICS__LISTEN or 127.0.0.1:9464")
+	rawURL := fs.String("url", "", "the collector's telemetry server as a URL, e.g. http://127.0.0.1:9464")
 	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
+		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
 		return exitUsage
 	}
-	if fs.NArg() > 0 || *source == "" {
-		fmt.Fprintln(stderr, "collector tap: --source is required, and nothing else: collector tap --source dns [--account A] [--limit N]")
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "collector tap: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	case req.Source == "":
+		fmt.Fprintln(stderr, "collector tap: --source is required: collector tap --source dns [--account A] [--limit N] [--config FILE]")
+		return exitUsage
+	case req.Limit < 1:
+		fmt.Fprintf(stderr, "collector tap: --limit %d: want 1 to %d\n", req.Limit, tap.MaxLimit)
+		return exitUsage
+	case !(req.Sample > 0):
+		fmt.Fprintf(stderr, "collector tap: --sample %v: want a share in (0, 1]\n", req.Sample)
+		return exitUsage
+	case req.Timeout < 0:
+		fmt.Fprintf(stderr, "collector tap: --timeout %s: want a positive duration\n", req.Timeout)
 		return exitUsage
 	}
-	base, err := localURL(*addr)
-	if err != nil {
-		fmt.Fprintf(stderr, "collector tap: --addr %q: %v\n", *addr, err)
-		return exitUsage
-	}
-	q := url.Values{"source": {*source}, "limit": {strconv.Itoa(*limit)}}
-	if *account != "" {
-		q.Set("account", *account)
-	}
-	if *timeout > 0 {
-		q.Set("timeout", timeout.String())
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/tap?"+q.Encode(), nil)
-	if err != nil {
+	if err := req.Validate(); err != nil {
 		fmt.Fprintf(stderr, "collector tap: %v\n", err)
 		return exitUsage
 	}
-	resp, err := http.DefaultClient.Do(req)
+	set := 0
+	for _, v := range []string{*cfgPath, *addr, *rawURL} {
+		if v != "" {
+			set++
+		}
+	}
+	if set > 1 {
+		fmt.Fprintln(stderr, "collector tap: give one of --config, --addr and --url")
+		return exitUsage
+	}
+	var base string
+	switch {
+	case *rawURL != "":
+		u, err := url.Parse(*rawURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			fmt.Fprintf(stderr, "collector tap: --url %q: want http://HOST:PORT\n", *rawURL)
+			return exitUsage
+		}
+		base = strings.TrimRight(u.Scheme+"://"+u.Host+u.Path, "/")
+	case *cfgPath != "":
+		// The configuration `state` reads: the file, then COLLECTOR_*
+		// variables; secrets are not needed to find an address.
+		loaded, err := config.LoadWith(*cfgPath, os.Environ(), config.LoadOptions{SecretsOptional: true})
+		if err != nil {
+			for _, line := range config.Lines(err, maxProblems) {
+				fmt.Fprintf(stderr, "config: %s\n", line)
+			}
+			return exitUsage
+		}
+		listen := loaded.Config.Metrics.Listen
+		if listen == "" {
+			fmt.Fprintf(stderr, "collector tap: %s sets no metrics.listen: that collector serves no tap\n", *cfgPath)
+			return exitUsage
+		}
+		if base, err = localURL(listen); err != nil {
+			fmt.Fprintf(stderr, "collector tap: metrics.listen %q: %v\n", listen, err)
+			return exitUsage
+		}
+	default:
+		a := *addr
+		if a == "" {
+			a = defaultAddr()
+		}
+		var err error
+		if base, err = localURL(a); err != nil {
+			fmt.Fprintf(stderr, "collector tap: --addr %q: %v\n", a, err)
+			return exitUsage
+		}
+	}
+	// Unbuffered: a reader of a pipe sees each envelope as it comes.
+	res, err := tap.Read(ctx, nil, base, req, stdout)
+	if res.Dropped > 0 {
+		fmt.Fprintf(stderr, "collector tap: %d envelopes dropped: this tap read slower than the collector delivered (the collector never waits for a tap)\n", res.Dropped)
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "collector tap: the collector at %s cannot be reached: %v\n", base, err)
-		return exitFailed
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		fmt.Fprintf(stderr, "collector tap: %s: %s\n", resp.Status, strings.TrimSpace(string(body)))
-		return exitFailed
-	}
-	if _, err := io.Copy(stdout, resp.Body); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "collector tap: %v\n", err)
 		return exitFailed
+	}
+	if res.End == tap.EndTimeout && res.Envelopes < req.Limit {
+		fmt.Fprintf(stderr, "collector tap: --timeout %s passed after %d of %d envelopes\n", req.Timeout, res.Envelopes, req.Limit)
 	}
 	return exitOK
 }

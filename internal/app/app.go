@@ -103,6 +103,10 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		return err
 	}
 	prog.SetFailingAfter(cfg.Metrics.FailingAfter)
+	hub, err := newTap(cfg.Metrics.Listen, pl, streams, reg)
+	if err != nil {
+		return err
+	}
 
 	// Telemetry answers before the sinks start, which may take long (a
 	// destination down): /readyz says what the start waits for, /state
@@ -113,6 +117,12 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		return err
 	}
 	defer shutdownTelemetry(tel)
+	if hub != nil {
+		tel.AddHandler("/tap", hub.Handler())
+		// Before the telemetry server's shutdown (defers run last first):
+		// an open tap would hold it up.
+		defer hub.Close()
+	}
 	start.waitFor(sinks)
 	addSinkReadiness(tel, sinks)
 	// Sinks that started are shut down also when another cannot start
@@ -134,7 +144,6 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		prog.ShowOn(o.Progress)
 	}
 	addRunReadiness(tel, pl, sinks, set.Pollers, prog)
-	addTap(tel, pl, streams)
 	start.finish()
 
 	log.Info("collector started", "streams", len(set.Pollers), "sinks", describeSinks(sinks), "once", once,
@@ -150,19 +159,33 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	return nil
 }
 
-// addTap serves /tap on tel: what the pipeline delivers of the streams'
-// sources, for `collector tap` (package tap); it spends no request.
-func addTap(tel *telemetry.Server, pl *pipeline.Pipeline, streams []record.Stream) {
-	if tel == nil {
-		return
+// newTap builds the hub of /tap, for `collector tap` (package tap): what
+// the pipeline delivers of the streams' sources, with no request to the
+// API. Its metrics are registered on reg, at 0 from the first scrape. No
+// metrics.listen, no tap: nil, and the pipeline publishes nothing.
+func newTap(listen string, pl *pipeline.Pipeline, streams []record.Stream, reg prometheus.Registerer) (*tap.Hub, error) {
+	if listen == "" {
+		return nil, nil
 	}
 	known := map[string]bool{}
 	for _, k := range streams {
 		known[k.Source] = true
 	}
 	hub := tap.NewHub(func(s string) bool { return known[s] })
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "collector_tap_clients",
+			Help: "Taps (collector tap, GET /tap) reading what the collector delivers now."},
+			func() float64 { return float64(hub.Clients()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "collector_tap_dropped_total",
+			Help: "Envelopes not sent to a tap because it read slower than the collector delivered (never held back from the sinks)."},
+			func() float64 { return float64(hub.Dropped()) }),
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register the tap's metrics: %w", err)
+		}
+	}
 	pl.OnDelivered(hub.Publish)
-	tel.AddHandler("/tap", hub.Handler())
+	return hub, nil
 }
 
 // buildSources builds the pollers of srcCfg with their metrics registered

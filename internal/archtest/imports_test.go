@@ -96,6 +96,12 @@ var rules = []rule{
 		allowed:   []string{"internal/record/..."},
 	},
 	{
+		name:      "tap only shows what the pipeline delivered: it imports no internal package but record (no API client, no sink, no checkpoint)",
+		from:      []string{"internal/tap"},
+		forbidden: []string{"internal/..."},
+		allowed:   []string{"internal/tap", "internal/record/..."},
+	},
+	{
 		name:      "window imports no internal package but record",
 		from:      []string{"internal/window/..."},
 		forbidden: []string{"internal/..."},
@@ -276,6 +282,7 @@ func TestEveryRuleCatchesItsViolation(t *testing.T) {
 		fake("internal/cursor", []string{"internal/api", "net/http"}),
 		fake("internal/clock", []string{"internal/record"}),
 		fake("internal/recheck", []string{"internal/checkpoint"}),
+		fake("internal/tap", []string{"internal/api"}),
 		fake("internal/ocsf/ocsfjson", []string{"internal/record"}),
 		fake("internal/ocsf/ocsfrec", []string{"internal/ocsf"}),
 		fake("internal/ocsf/ocsfbase", []string{"internal/ocsf/coremap"}),

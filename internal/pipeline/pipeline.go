@@ -58,9 +58,11 @@ type Pipeline struct {
 	delivered func(*record.Batch)
 }
 
-// OnDelivered makes fn see every batch once every sink acknowledged it
-// (the tap, package tap). fn is called from the sink workers and must not
-// block; call OnDelivered before Run.
+// OnDelivered makes fn see every batch of records once every sink
+// acknowledged it, after the batch's room in the buffer was given back
+// (the tap, package tap). fn is called from the sink workers, maybe
+// concurrently; it must not block, nor change or keep the batch, which
+// the sinks may still read. Call OnDelivered before Run.
 func (p *Pipeline) OnDelivered(fn func(*record.Batch)) { p.delivered = fn }
 
 // item is one page on its way to every sink. Each sink's worker finishes

@@ -82,9 +82,6 @@ func (p *Pipeline) finish(t *target, it *item, acked bool) {
 	p.m.lastAckUnixTime.Set(float64(now.UnixNano()) / 1e9)
 	p.lastAck.Store(now.UnixNano())
 	p.tracker.ack(it.key, it.seq, ackedPage{after: it.page.After, revisit: it.page.Revisit, log: it.page.Log, delivered: it.page.Delivered, rows: rows}, now)
-	if p.delivered != nil && rows > 0 {
-		p.delivered(&it.page.Batch)
-	}
 	p.slots.release(it.held)
 	inUse := p.pending.Add(-int64(it.held))
 	p.m.buffered.Set(float64(inUse))
@@ -92,6 +89,11 @@ func (p *Pipeline) finish(t *target, it *item, acked bool) {
 		p.busy.Store(0)
 	} else {
 		p.busy.Store(now.UnixNano())
+	}
+	// Last, once the page's room is back: a tap (OnDelivered) costs the
+	// producers nothing, whatever it does with the batch.
+	if p.delivered != nil && rows > 0 {
+		p.delivered(it.batch)
 	}
 }
 

@@ -1,12 +1,22 @@
 // Package tap lets an operator peek at what the running collector
 // delivers, without a request to the API (like `vector tap`): the
 // pipeline publishes every batch once every sink acknowledged it, and the
-// clients of the telemetry server's /tap endpoint (`collector tap`)
+// clients of the telemetry server's /tap endpoint (`collector tap`, Read)
 // receive its envelopes, of the source and account they asked for, as
-// NDJSON (the file sink's lines). A tap never slows the pipeline: with no
-// client, Publish costs one atomic load; a client that reads slower than
-// the collector delivers loses envelopes (counted, and said at the end of
-// its stream), never holds a batch back. It imports only record.
+// NDJSON (the file sink's lines).
+//
+// A tap never slows the pipeline. With no client, Publish costs one
+// atomic load. With clients, it encodes only the envelopes a client has
+// room for and hands them over without waiting: a client that reads slower
+// than the collector delivers loses envelopes (counted: Dropped, the
+// Tap-Dropped trailer of its stream), never holds a batch back. At most
+// MaxClients taps run at once, each holding at most Buffer envelopes, so
+// taps add a bounded amount of memory. It imports only record.
+//
+// The stream of a tap is the envelopes only, one a line; how it ended
+// (limit, timeout, stopping) and how many envelopes it lost are HTTP
+// trailers (Tap-End, Tap-Dropped), so that its body stays what a file sink
+// would hold.
 package tap
 
 import (
@@ -29,21 +39,17 @@ const (
 	// Buffer is how many envelopes a client may lag behind before the
 	// next ones are dropped for it.
 	Buffer = 1024
-	// DefaultLimit is how many envelopes a tap gets when it asks for no
-	// limit; MaxLimit the most it may ask for.
-	DefaultLimit = 100
-	MaxLimit     = 100_000
 )
 
-// Filter selects the envelopes of a tap: a source (required) and an
-// account ("" every account).
-type Filter struct {
-	Source, Account string
-}
+// Trailers of a tap's stream, and the values of TrailerEnd.
+const (
+	TrailerDropped = "Tap-Dropped" // envelopes the client was too slow for
+	TrailerEnd     = "Tap-End"     // why the stream ended: an End value
 
-func (f Filter) match(b *record.Batch) bool {
-	return b.Source == f.Source && (f.Account == "" || b.Account == f.Account)
-}
+	EndLimit    = "limit"    // the envelopes asked for were sent
+	EndTimeout  = "timeout"  // the request's timeout passed
+	EndStopping = "stopping" // the collector is stopping (Close)
+)
 
 // Hub fans delivered batches out to the taps. Create it with NewHub; it
 // is safe for concurrent use.
@@ -51,60 +57,109 @@ type Hub struct {
 	known func(source string) bool
 
 	n       atomic.Int32 // clients, read without the lock by Publish
-	mu      sync.Mutex
+	mu      sync.RWMutex // Publish reads clients, (un)subscribe write them
 	clients map[*client]struct{}
+	closed  bool
+	stop    chan struct{} // closed by Close
 	dropped atomic.Int64
 }
 
 type client struct {
-	f       Filter
+	req     Request
 	lines   chan []byte
+	offered atomic.Uint64 // envelopes of its stream offered, for Sample
 	dropped atomic.Int64
+}
+
+func (c *client) match(b *record.Batch) bool {
+	return b.Source == c.req.Source && (c.req.Account == "" || b.Account == c.req.Account)
+}
+
+// takes says whether the n-th envelope (from 1) offered to c is in its
+// sample: exactly a share Sample of them, evenly spread.
+func (c *client) takes(n uint64) bool {
+	r := c.req.Sample
+	if r == 0 || r >= 1 {
+		return true
+	}
+	return uint64(float64(n)*r) > uint64(float64(n-1)*r)
 }
 
 // NewHub returns a Hub whose taps may ask for the sources known accepts
 // (nil: any).
 func NewHub(known func(source string) bool) *Hub {
-	return &Hub{known: known, clients: map[*client]struct{}{}}
+	return &Hub{known: known, clients: map[*client]struct{}{}, stop: make(chan struct{})}
 }
 
 // Dropped is how many envelopes were dropped for taps that read too
 // slowly, over the Hub's life.
 func (h *Hub) Dropped() int64 { return h.dropped.Load() }
 
-// Publish offers b, acknowledged by every sink, to the taps; it never
-// blocks.
+// Clients is how many taps run now.
+func (h *Hub) Clients() int { return int(h.n.Load()) }
+
+// Publish offers b, acknowledged by every sink, to the taps. It never
+// blocks and keeps no reference to b: what a tap has room for is encoded
+// now, the rest is dropped (counted). It may be called concurrently.
 func (h *Hub) Publish(b *record.Batch) {
 	if h == nil || h.n.Load() == 0 || len(b.Envelopes) == 0 {
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	for c := range h.clients {
-		if !c.f.match(b) {
+		if !c.match(b) {
 			continue
 		}
+		var lost int64
 		for i := range b.Envelopes {
+			if !c.takes(c.offered.Add(1)) {
+				continue
+			}
+			if len(c.lines) == cap(c.lines) {
+				lost++ // no room: not even encoded
+				continue
+			}
 			select {
 			case c.lines <- b.Envelopes[i].AppendNDJSON(nil):
 			default:
-				c.dropped.Add(1)
-				h.dropped.Add(1)
+				lost++ // another publisher filled the room meanwhile
 			}
+		}
+		if lost > 0 {
+			c.dropped.Add(lost)
+			h.dropped.Add(lost)
 		}
 	}
 }
 
-// ErrTooMany is Subscribe's error when MaxClients taps run already.
-var ErrTooMany = errors.New("too many taps at once")
-
-func (h *Hub) subscribe(f Filter) (*client, error) {
+// Close ends every tap (their streams end with Tap-End: stopping) and
+// refuses new ones; the collector calls it when it stops, so that no tap
+// holds the telemetry server's shutdown. Safe twice.
+func (h *Hub) Close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.clients) >= MaxClients {
-		return nil, ErrTooMany
+	if !h.closed {
+		h.closed = true
+		close(h.stop)
 	}
-	c := &client{f: f, lines: make(chan []byte, Buffer)}
+}
+
+var (
+	errTooMany  = fmt.Errorf("too many taps at once (at most %d)", MaxClients)
+	errStopping = errors.New("the collector is stopping")
+)
+
+func (h *Hub) subscribe(req Request) (*client, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, errStopping
+	}
+	if len(h.clients) >= MaxClients {
+		return nil, errTooMany
+	}
+	c := &client{req: req, lines: make(chan []byte, Buffer)}
 	h.clients[c] = struct{}{}
 	h.n.Store(int32(len(h.clients)))
 	return c, nil
@@ -117,78 +172,76 @@ func (h *Hub) unsubscribe(c *client) {
 	h.n.Store(int32(len(h.clients)))
 }
 
-// Handler serves GET ?source=S[&account=A][&limit=N][&timeout=D]: the
-// next N (DefaultLimit) envelopes of S delivered, one NDJSON line each,
-// flushed as they come, until N were sent, the timeout (none by default)
-// passed or the client went away. When envelopes were dropped for the
-// client, a last line {"tap_dropped":K} says how many.
+// Handler serves GET with the query of a Request (Request.Query): the
+// next Limit envelopes of the source (and account) delivered, in the
+// sample asked for, one NDJSON line each, flushed as they come, until
+// Limit were sent, the timeout (none by default) passed, the collector
+// stops (Close) or the client goes away. The trailers say how it ended
+// and how many envelopes the client was too slow for.
 func (h *Hub) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", http.MethodGet)
 			http.Error(w, "GET only", http.StatusMethodNotAllowed)
 			return
 		}
-		q := r.URL.Query()
-		f := Filter{Source: q.Get("source"), Account: q.Get("account")}
-		if f.Source == "" {
-			http.Error(w, "source is required: /tap?source=dns[&account=A][&limit=N]", http.StatusBadRequest)
-			return
-		}
-		if h.known != nil && !h.known(f.Source) {
-			http.Error(w, fmt.Sprintf("source %q is not collected by this collector", f.Source), http.StatusNotFound)
-			return
-		}
-		limit := DefaultLimit
-		if s := q.Get("limit"); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 || n > MaxLimit {
-				http.Error(w, fmt.Sprintf("limit %q: want 1 to %d", s, MaxLimit), http.StatusBadRequest)
-				return
-			}
-			limit = n
-		}
-		var timeout <-chan time.Time
-		if s := q.Get("timeout"); s != "" {
-			d, err := time.ParseDuration(s)
-			if err != nil || d <= 0 {
-				http.Error(w, fmt.Sprintf("timeout %q: want a positive duration", s), http.StatusBadRequest)
-				return
-			}
-			tm := time.NewTimer(d)
-			defer tm.Stop()
-			timeout = tm.C
-		}
-		c, err := h.subscribe(f)
+		req, err := ParseRequest(r.URL.Query())
 		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if h.known != nil && !h.known(req.Source) {
+			http.Error(w, fmt.Sprintf("source %q is not collected by this collector", req.Source), http.StatusNotFound)
+			return
+		}
+		c, err := h.subscribe(req)
+		switch {
+		case errors.Is(err, errTooMany):
 			http.Error(w, err.Error(), http.StatusTooManyRequests)
+			return
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		defer h.unsubscribe(c)
-		w.Header().Set("Content-Type", "application/x-ndjson")
+		var timeout <-chan time.Time
+		if req.Timeout > 0 {
+			tm := time.NewTimer(req.Timeout)
+			defer tm.Stop()
+			timeout = tm.C
+		}
+		hd := w.Header()
+		hd.Set("Content-Type", "application/x-ndjson")
+		hd.Set("Cache-Control", "no-store")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Trailer", TrailerEnd+", "+TrailerDropped)
 		w.WriteHeader(http.StatusOK)
 		fl, _ := w.(http.Flusher)
 		if fl != nil {
-			fl.Flush()
+			fl.Flush() // the client knows the tap runs before the first envelope
 		}
-		defer func() {
-			if n := c.dropped.Load(); n > 0 {
-				fmt.Fprintf(w, "{\"tap_dropped\":%d}\n", n)
-			}
-		}()
-		for sent := 0; sent < limit; sent++ {
+		end := EndLimit
+	loop:
+		for sent := 0; sent < req.Limit; sent++ {
 			select {
 			case line := <-c.lines:
 				if _, err := w.Write(line); err != nil {
-					return
+					return // the client went away
 				}
 				if fl != nil && len(c.lines) == 0 {
 					fl.Flush()
 				}
 			case <-timeout:
-				return
+				end = EndTimeout
+				break loop
+			case <-h.stop:
+				end = EndStopping
+				break loop
 			case <-r.Context().Done():
 				return
 			}
 		}
+		hd.Set(TrailerEnd, end)
+		hd.Set(TrailerDropped, strconv.FormatInt(c.dropped.Load(), 10))
 	})
 }
