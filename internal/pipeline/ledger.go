@@ -195,12 +195,19 @@ func (t *target) resolve(next map[record.Stream]uint64, now time.Time) ([]byte, 
 // unstored returns b without the records t holds already (its skip set),
 // b itself when it holds none of them, and nil when nothing of b is left
 // to write (or b is nil). The batch is shared by the sinks: a filtered
-// one is a copy.
+// one is a copy, made only once a record is left out (every ledger sink
+// has a skip set, mostly empty: a copy of every batch for it was the
+// pipeline's largest allocation).
 func (t *target) unstored(b *record.Batch) *record.Batch {
 	if b == nil {
 		return nil
 	}
 	if t.skip == nil {
+		return b
+	}
+	t.skipMu.Lock()
+	defer t.skipMu.Unlock()
+	if t.skipEmptyLocked() {
 		return b
 	}
 	// A sink may know a record under its own account rather than the
@@ -210,12 +217,18 @@ func (t *target) unstored(b *record.Batch) *record.Batch {
 	left := 0
 	for i := range b.Envelopes {
 		e := &b.Envelopes[i]
-		if t.skipped(bk, bk, b.Seq, e.ID) ||
-			e.Account != b.Account && t.skipped(bk, record.Stream{Source: b.Source, Account: e.Account}, b.Seq, e.ID) {
+		if t.skippedLocked(bk, bk, b.Seq, e.ID) ||
+			e.Account != b.Account && t.skippedLocked(bk, record.Stream{Source: b.Source, Account: e.Account}, b.Seq, e.ID) {
+			if left == 0 {
+				keep = make([]record.Envelope, i, len(b.Envelopes)-1)
+				copy(keep, b.Envelopes[:i])
+			}
 			left++
 			continue
 		}
-		keep = append(keep, *e)
+		if left > 0 {
+			keep = append(keep, *e)
+		}
 	}
 	if left == 0 {
 		return b
@@ -229,12 +242,22 @@ func (t *target) unstored(b *record.Batch) *record.Batch {
 	return &c
 }
 
-// skipped reports whether t holds id under k, and forgets it there: a
-// record stored once is left out once. The page seq of stream bk left
-// it out: it is resolved once that page is committed.
-func (t *target) skipped(bk, k record.Stream, seq uint64, id string) bool {
-	t.skipMu.Lock()
-	defer t.skipMu.Unlock()
+// skipEmptyLocked reports whether no id is left in t's skip set (the usual
+// case: a sink holds nothing past its mark, or every id was left out once
+// already). t.skipMu is held.
+func (t *target) skipEmptyLocked() bool {
+	for _, ids := range t.skip {
+		if len(ids) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// skippedLocked reports whether t holds id under k, and forgets it there:
+// a record stored once is left out once. The page seq of stream bk left
+// it out: it is resolved once that page is committed. t.skipMu is held.
+func (t *target) skippedLocked(bk, k record.Stream, seq uint64, id string) bool {
 	ids := t.skip[k]
 	if _, ok := ids[id]; !ok {
 		return false

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -228,9 +229,16 @@ func (e *Envelope) AppendNDJSON(dst []byte) []byte {
 	start := len(dst)
 	dst = e.AppendJSON(dst)
 	line := dst[start:]
-	for i, c := range line {
-		if c == '\n' || c == '\r' {
-			line[i] = ' '
+	// IndexByte (vectorised) rather than a loop over every byte: a line
+	// rarely holds either.
+	for _, c := range [...]byte{'\n', '\r'} {
+		for rest := line; ; {
+			i := bytes.IndexByte(rest, c)
+			if i < 0 {
+				break
+			}
+			rest[i] = ' '
+			rest = rest[i+1:]
 		}
 	}
 	return append(dst, '\n')

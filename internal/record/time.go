@@ -16,8 +16,27 @@ const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
 // FormatTime writes t as RFC 3339 with milliseconds in UTC.
 func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
 
-// AppendTime appends t as RFC 3339 with milliseconds in UTC.
-func AppendTime(dst []byte, t time.Time) []byte { return t.UTC().AppendFormat(dst, TimeLayout) }
+// AppendTime appends t as RFC 3339 with milliseconds in UTC: what
+// t.UTC().AppendFormat(dst, TimeLayout) appends, written digit by digit
+// for the years 0 to 9999 (every envelope has four times; the general
+// formatter was 6 % of the pipeline's CPU).
+func AppendTime(dst []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(dst, TimeLayout)
+	}
+	hour, minute, sec := t.Clock()
+	ms := t.Nanosecond() / 1e6
+	return append(dst,
+		byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+int(month)/10), byte('0'+int(month)%10), '-',
+		byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':',
+		byte('0'+minute/10), byte('0'+minute%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10), '.',
+		byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+}
 
 var timeLayouts = []string{
 	time.RFC3339Nano,                     // 2026-11-20T10:00:00.123Z, +00:00

@@ -2,6 +2,7 @@ package record
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -91,5 +92,34 @@ func TestParseTimeRefusesWhatIsNoTime(t *testing.T) {
 				t.Fatalf("ParseTime(%s): %v, want an unreadable time", c.raw, err)
 			}
 		})
+	}
+}
+
+// AppendTime writes what the general formatter writes for TimeLayout,
+// in UTC, whatever the time's zone, sub-millisecond part or year.
+func TestAppendTimeIsTheLayoutsForm(t *testing.T) {
+	t.Parallel()
+	east := time.FixedZone("east", 5*3600+30*60)
+	check := func(at time.Time) {
+		t.Helper()
+		want := at.UTC().Format(TimeLayout)
+		if got := string(AppendTime([]byte("x"), at)); got != "x"+want {
+			t.Fatalf("AppendTime(%v) = %q, want %q", at, got, "x"+want)
+		}
+	}
+	for _, at := range []time.Time{
+		{}, time.Unix(0, 0), time.Unix(0, 999_999_999), time.Unix(-1, 0),
+		time.Date(2026, 11, 20, 10, 0, 0, 123_456_789, time.UTC),
+		time.Date(2026, 11, 20, 23, 59, 59, 999_999_999, east),
+		time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(999, 2, 3, 4, 5, 6, 7e6, time.UTC),
+	} {
+		check(at)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 100_000 {
+		check(time.Unix(r.Int64N(400_000_000_000)-100_000_000_000, r.Int64N(1e9)).In(east))
 	}
 }

@@ -94,14 +94,32 @@ func (m *memory) filter(ctx context.Context, envs []record.Envelope) ([]record.E
 	// moves storeEnd), then the checkpoint is read: a page committed in
 	// between is in both, which a key's count takes once (max).
 	m.prune()
-	var stored map[cursor.Delivered]int
+	var stored, page map[cursor.Delivered]int
+	countPage := func() {
+		page = make(map[cursor.Delivered]int, len(keys))
+		for _, k := range keys {
+			page[k]++
+		}
+	}
 	if lo < m.storeEnd {
 		ks, err := m.out.DeliveredIn(ctx, time.UnixMilli(lo), time.UnixMilli(hi+1))
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("read the delivered set: %w", err)
 		}
-		stored = make(map[cursor.Delivered]int, len(ks))
+		// Only the page's keys are looked up, so of the checkpoint's
+		// keys (a window served in unsorted pages reads every earlier
+		// page of the window) only those of the page are counted: a
+		// look-up each in the page's keys, not a map of them all.
+		if len(ks) > 0 {
+			countPage()
+		}
 		for _, k := range ks {
+			if _, ok := page[k]; !ok {
+				continue
+			}
+			if stored == nil {
+				stored = map[cursor.Delivered]int{}
+			}
 			stored[k]++
 		}
 	}
@@ -116,9 +134,8 @@ func (m *memory) filter(ctx context.Context, envs []record.Envelope) ([]record.E
 	if !any {
 		return envs, keys, 0, nil
 	}
-	page := make(map[cursor.Delivered]int, len(keys))
-	for _, k := range keys {
-		page[k]++
+	if page == nil {
+		countPage()
 	}
 	kept := envs[:0:0]
 	keptKeys := keys[:0:0]
