@@ -152,6 +152,12 @@ func testRechecksRecoverLateRecords(t *testing.T) {
 // delivered returns the ids the recorders got, with their record times,
 // and how many came more than once.
 func delivered(recs []*sinktest.Recorder) (map[string]time.Time, int) {
+	return deliveredBy(recs, func(e *record.Envelope) time.Time { return e.Time })
+}
+
+// deliveredBy is delivered with the time of each id that at gives (the
+// record time, the page's arrival).
+func deliveredBy(recs []*sinktest.Recorder, at func(*record.Envelope) time.Time) (map[string]time.Time, int) {
 	seen := map[string]time.Time{}
 	copies := 0
 	for _, r := range recs {
@@ -160,7 +166,7 @@ func delivered(recs []*sinktest.Recorder) (map[string]time.Time, int) {
 				if _, dup := seen[e.ID]; dup {
 					copies++
 				}
-				seen[e.ID] = e.Time
+				seen[e.ID] = at(&e)
 			}
 		}
 	}
@@ -239,18 +245,7 @@ func TestLearntRechecksFollowAChangeOfThePlatformsDelays(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		recs := recheckRun(t, hc, path, start, end, reg)
 
-		fetched := map[string]time.Time{}
-		copies := 0
-		for _, r := range recs {
-			for _, b := range r.Batches() {
-				for _, e := range b.Envelopes {
-					if _, ok := fetched[e.ID]; ok {
-						copies++
-					}
-					fetched[e.ID] = e.FetchedAt
-				}
-			}
-		}
+		fetched, copies := deliveredBy(recs, func(e *record.Envelope) time.Time { return e.FetchedAt })
 		if copies != 0 {
 			t.Errorf("%d copies", copies)
 		}

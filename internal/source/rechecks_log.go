@@ -63,15 +63,6 @@ func (r *rechecks) learn() {
 	r.view.Store(&learntView{delays: r.delays.Clone(), dense: r.points.Dense, cadence: r.points.Cadence})
 }
 
-// NextSweep is when the next sweep of recent windows is due, and false
-// without one (fixed points, no rechecks).
-func (r *rechecks) NextSweep() (time.Time, bool) {
-	if !r.rechecking() || !r.pts().Auto || r.swept.IsZero() {
-		return time.Time{}, false
-	}
-	return r.swept.Add(r.pts().Cadence), true
-}
-
 // observeFresh counts n records a fresh page delivered; observeLate the
 // records a recheck recovered, found at received (recheck: auto learns
 // the platform's delays from them).

@@ -63,25 +63,7 @@ func (r *run) step(ctx context.Context) error {
 	if p.cfg.Once {
 		return errCaughtUp
 	}
-	// With learnt points the recent windows are swept as often as the
-	// budget affords, which may be more often than the interval: the wait
-	// for the next window wakes for each sweep.
-	end := p.clk.Now().Add(max(p.cfg.Settings.Interval-spent, 0))
-	for {
-		wake := end
-		if at, ok := p.rv.NextSweep(); ok && at.Before(wake) {
-			wake = at
-		}
-		if err := clock.Sleep(ctx, p.clk, max(wake.Sub(p.clk.Now()), 0)); err != nil {
-			return err
-		}
-		if !p.clk.Now().Before(end) {
-			return nil
-		}
-		if err := p.rv.Recheck(ctx, r); err != nil {
-			return err
-		}
-	}
+	return clock.Sleep(ctx, p.clk, max(p.cfg.Settings.Interval-spent, 0))
 }
 
 // fetch fetches page idx of w: the first page when next is empty, else the
