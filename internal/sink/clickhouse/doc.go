@@ -115,10 +115,13 @@
 // (clickhouse-go's FreeBufOnConnRelease): before that, each of up to 5
 // idle connections kept buffers as large as the largest insert it had
 // sent. Before batch_bytes (issue 24) an insert was bounded by batch_rows
-// alone and a batch was never split: a backfill of 2 days of nine sources
-// of three accounts (internal/bench BenchmarkSinkMemory) peaked at 673 MiB
-// resident with ClickHouse against 643 MiB with the file sink; the
-// README's "Memory" has the figures by setting.
+// alone and a batch was never split. A backfill of 2 days of nine sources
+// of three accounts (internal/bench BenchmarkSinkMemory, 2026-11-29)
+// peaked at 276-301 MiB resident before and 208 MiB after at a tenth of
+// the scale (the file sink: 173-189 MiB), and at 673 MiB before and 578
+// MiB after at full scale (2.6 million records; the file sink 643 MiB:
+// there the checkpoint dominates). The README's "Memory" has the figures
+// by setting.
 //
 // # Metrics
 //
