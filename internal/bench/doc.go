@@ -79,6 +79,18 @@
 // pages each), buffer_records at its default: what the buffer does not
 // bound (each poller's page in hand and the page it prefetched).
 //
+// BenchmarkSinkMemory/sink=file|kafka|clickhouse: peak RSS (VmHWM) and
+// rows/s of the binary backfilling 2 days of all nine sources of three
+// accounts (about 2.5 million records at -scale 1: the simulator's
+// production-shaped rates times 0.22 times -scale) into each sink with the
+// collector's defaults: the file sink into a temporary directory, Kafka
+// into a cmd/kafkabroker started with --blackhole (acknowledges without
+// keeping the records), ClickHouse into a fresh database of the chtest
+// server (native). $BENCH_COLLECTOR_ENV adds environment to the collector
+// (e.g. COLLECTOR_PIPELINE__BUFFER_RECORDS=20000) to measure other
+// settings; the README's "Memory" table comes from it. -scale defaults
+// to 0.1 (1 with -long).
+//
 // # Running
 //
 // Everything but the 10-million-row case (about 2.5 minutes on 2 cores):
@@ -88,6 +100,12 @@
 // One benchmark, once, with its log lines:
 //
 //	go test -run '^$' -bench BenchmarkBudget -benchtime 1x -v ./internal/bench/
+//
+// The memory of a full-scale backfill per sink (about 2-5 minutes a sink
+// on 2 cores; ClickHouse needs CHDB_LIB or a running server, see
+// internal/testinfra/chtest):
+//
+//	go test -run '^$' -bench SinkMemory -benchtime 1x -v -timeout 1h ./internal/bench/ -args -scale 1
 //
 // The long one (10 million rows, about 2-3 minutes on 2 cores; it writes
 // about 5 GB into the temporary directory and removes it):

@@ -160,9 +160,9 @@ func BenchmarkAppendStyle(b *testing.B) {
 			for i := range b.N {
 				b.StopTimer()
 				renumber(pages, 1000+i+b.N*len(style))
-				var group []*chunk
+				var group []part
 				for j, p := range pages {
-					group = append(group, w.layout.newChunk(batchOf("connections", "acme", p, j)))
+					group = append(group, whole(w.layout.newChunk(batchOf("connections", "acme", p, j)))...)
 				}
 				b.StartTimer()
 				if style == "columns" {
@@ -176,10 +176,10 @@ func BenchmarkAppendStyle(b *testing.B) {
 					b.Fatal(err)
 				}
 				row := make([]any, len(w.cols))
-				for _, c := range group {
-					for r := 0; r < c.rows; r++ {
+				for _, p := range group {
+					for r := 0; r < p.rows(); r++ {
 						for k := range w.cols {
-							row[k] = cell(c.column(k), r)
+							row[k] = cell(p.column(k), r)
 						}
 						if err := batch.Append(row...); err != nil {
 							b.Fatal(err)

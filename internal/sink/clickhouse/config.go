@@ -31,6 +31,7 @@ const (
 	DefaultDatabase       = "svc"
 	DefaultUsername       = "default"
 	DefaultBatchRows      = 10_000
+	DefaultBatchBytes     = 4 << 20
 	DefaultFlushInterval  = time.Second
 	DefaultDialTimeout    = 10 * time.Second
 	DefaultQueryTimeout   = time.Minute
@@ -41,6 +42,9 @@ const (
 	// rows an insert; a million rows of a few KB each is already gigabytes
 	// held in memory.
 	MaxBatchRows = 1_000_000
+	// MinBatchBytes and MaxBatchBytes bound batch_bytes.
+	MinBatchBytes = 64 << 10
+	MaxBatchBytes = 1 << 30
 )
 
 // Config is the configuration of the ClickHouse sink (keys under
@@ -73,11 +77,17 @@ type Config struct {
 	// "none".
 	Compression string `koanf:"compression"`
 	// BatchRows is the most rows one insert gathers from the batches handed
-	// to Write (a single batch larger than that is inserted alone, never
-	// split). ClickHouse advises 10,000 to 100,000 rows an insert; 10,000
-	// keeps the collector's memory at half of 50,000's and was as fast end
-	// to end (see doc.go).
+	// to Write; a batch with more is inserted in parts. ClickHouse advises
+	// 10,000 to 100,000 rows an insert. Default 10,000.
 	BatchRows int `koanf:"batch_rows"`
+	// BatchBytes is the most bytes one insert gathers (the records and
+	// their typed columns, uncompressed); a batch with more is inserted
+	// in parts. It bounds the sink's memory: the driver holds each insert
+	// about three times over (its columns, the encoded block, the
+	// compressed block) and at most pipeline.sink_workers inserts run at
+	// once (see doc.go, "Memory"). Default 4 MiB (about 5,000 records of
+	// the larger sources).
+	BatchBytes int `koanf:"batch_bytes"`
 	// FlushInterval is the longest a row waits for more rows before its
 	// insert is sent: about one insert a second per table at most, as
 	// ClickHouse advises. Default 1s.
@@ -133,6 +143,7 @@ func DefaultConfig() Config {
 		Username:       DefaultUsername,
 		Compression:    CompressionLZ4,
 		BatchRows:      DefaultBatchRows,
+		BatchBytes:     DefaultBatchBytes,
 		FlushInterval:  DefaultFlushInterval,
 		DialTimeout:    DefaultDialTimeout,
 		QueryTimeout:   DefaultQueryTimeout,
@@ -205,6 +216,9 @@ func (c Config) Validate() error {
 	if c.BatchRows < 1 || c.BatchRows > MaxBatchRows {
 		bad("batch_rows", "must be between 1 and %d, got %d", MaxBatchRows, c.BatchRows)
 	}
+	if c.BatchBytes < MinBatchBytes || c.BatchBytes > MaxBatchBytes {
+		bad("batch_bytes", "must be between %d (64 KiB) and %d (1 GiB), got %d", MinBatchBytes, MaxBatchBytes, c.BatchBytes)
+	}
 	if c.FlushInterval < time.Millisecond {
 		bad("flush_interval", "must be at least 1ms, got %s", c.FlushInterval)
 	}
@@ -262,15 +276,20 @@ func (c Config) options(pw secret.Secret, tlsCfg *tls.Config) *ch.Options {
 		Addr:     c.addrs(),
 		// No database here: it may not exist yet, and every statement
 		// names it.
-		Auth:             ch.Auth{Username: c.Username, Password: pw.Reveal()},
-		TLS:              tlsCfg,
-		Compression:      &ch.Compression{Method: method},
-		DialTimeout:      c.DialTimeout,
-		ReadTimeout:      c.QueryTimeout,
-		MaxOpenConns:     c.MaxOpenConns,
-		MaxIdleConns:     min(c.MaxOpenConns, 5),
-		ConnMaxLifetime:  time.Hour,
-		ConnOpenStrategy: ch.ConnOpenInOrder,
+		Auth:            ch.Auth{Username: c.Username, Password: pw.Reveal()},
+		TLS:             tlsCfg,
+		Compression:     &ch.Compression{Method: method},
+		DialTimeout:     c.DialTimeout,
+		ReadTimeout:     c.QueryTimeout,
+		MaxOpenConns:    c.MaxOpenConns,
+		MaxIdleConns:    min(c.MaxOpenConns, 5),
+		ConnMaxLifetime: time.Hour,
+		// A connection back in the pool drops its encoding and
+		// compression buffers: they grow to the largest insert it sent,
+		// and up to MaxIdleConns idle connections would keep that much
+		// each (Memory, doc.go).
+		FreeBufOnConnRelease: true,
+		ConnOpenStrategy:     ch.ConnOpenInOrder,
 		ClientInfo: ch.ClientInfo{Products: []struct{ Name, Version string }{
 			{Name: "svcexport-collector"},
 		}},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,15 @@ import (
 )
 
 var testBase = time.Date(2026, 9, 28, 0, 0, 0, 0, time.UTC)
+
+// whole is the parts of an insert that takes every row of cs.
+func whole(cs ...*chunk) []part {
+	ps := make([]part, len(cs))
+	for i, c := range cs {
+		ps[i] = part{c: c, hi: c.rows}
+	}
+	return ps
+}
 
 func count(t testing.TB, srv *chtest.Server, db, table, final string) int64 {
 	t.Helper()
@@ -46,7 +56,7 @@ func TestRetriedInsertWithTheSameTokenIsStoredOnce(t *testing.T) {
 			w := s.writers["dns"]
 			d := generate(t, "dns", 500, testBase) // spans three monthly partitions
 			n := int64(len(d.envs))
-			group := []*chunk{w.layout.newChunk(batchOf("dns", "acme", d.envs, 0))}
+			group := whole(w.layout.newChunk(batchOf("dns", "acme", d.envs, 0)))
 			token := dedupToken(w.table, group)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -67,7 +77,7 @@ func TestRetriedInsertWithTheSameTokenIsStoredOnce(t *testing.T) {
 			for i := range refetched {
 				refetched[i].FetchedAt = refetched[i].FetchedAt.Add(time.Hour)
 			}
-			again := []*chunk{w.layout.newChunk(batchOf("dns", "acme", refetched, 0))}
+			again := whole(w.layout.newChunk(batchOf("dns", "acme", refetched, 0)))
 			if dedupToken(w.table, again) != token {
 				t.Fatal("the token depends on more than the ids")
 			}
@@ -571,7 +581,7 @@ func TestAsyncInsertsAreConfirmedAndDeduplicated(t *testing.T) {
 				t.Fatalf("%d rows right after the Write, want %d", got, n)
 			}
 			w := s.writers["agent_info"]
-			group := []*chunk{w.layout.newChunk(b)}
+			group := whole(w.layout.newChunk(b))
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			if err := w.send(ctx, group, dedupToken(w.table, group)); err != nil {
@@ -584,48 +594,104 @@ func TestAsyncInsertsAreConfirmedAndDeduplicated(t *testing.T) {
 	}
 }
 
-func TestInsertsTakeWholeBatchesInOrderUpToBatchRows(t *testing.T) {
+// TestWriteLargerThanBatchBytesGoesInPartsWithinIt: a Write whose rows
+// pass batch_bytes is stored whole, by several inserts, none larger than
+// batch_bytes, and the Write returns once the last is stored. Before
+// batch_bytes a batch was one insert, however large, and the driver held
+// it about three times over.
+func TestWriteLargerThanBatchBytesGoesInPartsWithinIt(t *testing.T) {
+	t.Parallel()
+	for _, proto := range protocols {
+		t.Run(proto, func(t *testing.T) {
+			srv := chtest.Get(t)
+			db := srv.NewDatabase(t)
+			cfg := testConfig(srv, proto, db)
+			cfg.BatchBytes = MinBatchBytes
+			s, _ := startSink(t, cfg)
+			d := generate(t, "connections", 1500, testBase)
+			b := batchOf("connections", "acme", d.envs, 0)
+			size := s.writers["connections"].layout.newChunk(b).bytes
+			if size < 3*cfg.BatchBytes {
+				t.Fatalf("the batch holds %d bytes: too small for the test (batch_bytes %d)", size, cfg.BatchBytes)
+			}
+			writeAll(t, s, []*record.Batch{b})
+			n := int64(len(d.envs))
+			if got := count(t, srv, db, "connections", ""); got != n {
+				t.Fatalf("%d rows stored after the Write, want %d", got, n)
+			}
+			inserts := testutil.ToFloat64(s.m.inserts.WithLabelValues("connections"))
+			bytes := testutil.ToFloat64(s.m.bytes.WithLabelValues("connections"))
+			if least := float64((size + cfg.BatchBytes - 1) / cfg.BatchBytes); inserts < least {
+				t.Errorf("%v inserts for %d bytes, want at least %v (batch_bytes %d)", inserts, size, least, cfg.BatchBytes)
+			}
+			if bytes != float64(size) {
+				t.Errorf("%v bytes inserted, want %d", bytes, size)
+			}
+			t.Logf("%d rows, %d bytes in %v inserts", n, size, inserts)
+		})
+	}
+}
+
+func TestInsertsTakeWholeBatchesInOrderUpToBatchRowsAndBytes(t *testing.T) {
 	t.Parallel()
 	s := &Sink{cfg: DefaultConfig()}
-	s.cfg.BatchRows, s.cfg.FlushInterval = 100, time.Second
+	s.cfg.BatchRows, s.cfg.BatchBytes, s.cfg.FlushInterval = 100, 1000, time.Second
 	w := &tableWriter{s: s}
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	mk := func(rows int, at time.Duration) *chunk { return &chunk{rows: rows, arrived: t0.Add(at)} }
-	a, b, c, d, e := mk(30, 0), mk(30, 1), mk(30, 2), mk(30, 3), mk(250, 4)
-	for _, ck := range []*chunk{a, b, c, d, e} {
+	// mk makes a chunk of rows rows of size bytes each.
+	mk := func(rows, size int, at time.Duration) *chunk {
+		c := &chunk{rows: rows, bytes: rows * size, arrived: t0.Add(at), cum: make([]int, rows+1)}
+		for i := range rows {
+			c.cum[i+1] = c.cum[i] + size
+		}
+		return c
+	}
+	a, b, c, d, e := mk(30, 1, 0), mk(30, 1, 1), mk(30, 1, 2), mk(30, 1, 3), mk(250, 1, 4)
+	f, g := mk(40, 30, 5), mk(5, 30, 6) // 1,200 and 150 bytes
+	h := mk(3, 5000, 7)                 // every row alone passes batch_bytes
+	for _, ck := range []*chunk{a, b, c, d, e, f, g, h} {
 		w.pending = append(w.pending, ck)
 		w.rows += ck.rows
+		w.bytes += ck.bytes
 	}
 	steps := []struct {
-		now  time.Duration
-		want []*chunk
+		want []part
+		why  string
 	}{
-		{0, []*chunk{a, b, c}}, // 370 rows pending: due; 90+30 > 100
-		{0, []*chunk{d}},       // 280 pending: due; d alone, e would pass 100
-		{0, []*chunk{e}},       // 250 pending: a batch larger than batch_rows goes alone
+		{whole(a, b, c), "due (rows pending pass batch_rows); 90+30 > 100"},
+		{whole(d), "d alone, e would pass batch_rows"},
+		{[]part{{e, 0, 100}}, "a batch larger than batch_rows goes in parts of batch_rows"},
+		{[]part{{e, 100, 200}}, "the next part at once"},
+		{[]part{{e, 200, 250}}, "the rest alone: f would pass batch_bytes"},
+		{[]part{{f, 0, 33}}, "a batch larger than batch_bytes goes in parts within batch_bytes (33 x 30 bytes)"},
+		{[]part{{f, 33, 40}, {g, 0, 5}}, "the rest of f with g: 210 + 150 bytes"},
+		{[]part{{h, 0, 1}}, "a row larger than batch_bytes goes alone"},
+		{[]part{{h, 1, 2}}, "and the next"},
+		{[]part{{h, 2, 3}}, "and the last, though below the bounds: its batch is half written"},
 	}
 	for i, st := range steps {
-		got, _ := w.takeLocked(t0.Add(st.now))
-		if len(got) != len(st.want) {
-			t.Fatalf("step %d: took %d chunks, want %d", i, len(got), len(st.want))
-		}
-		for j := range got {
-			if got[j] != st.want[j] {
-				t.Fatalf("step %d: chunk %d out of order", i, j)
-			}
+		got, _ := w.takeLocked(t0)
+		if !slices.Equal(got, st.want) {
+			t.Fatalf("step %d (%s): took %v, want %v", i, st.why, got, st.want)
 		}
 	}
-	if got, wait := w.takeLocked(t0); got != nil || wait != -1 {
-		t.Fatalf("nothing pending: took %v, wait %v", got, wait)
+	if got, wait := w.takeLocked(t0); got != nil || wait != -1 || w.rows != 0 || w.bytes != 0 {
+		t.Fatalf("nothing pending: took %v, wait %v, %d rows and %d bytes left", got, wait, w.rows, w.bytes)
 	}
-	// Below batch_rows an insert waits for the oldest chunk's
-	// flush_interval.
-	f := mk(10, 0)
-	w.pending, w.rows = []*chunk{f}, 10
+	// Below batch_rows and batch_bytes an insert waits for the oldest
+	// chunk's flush_interval.
+	k := mk(10, 1, 0)
+	w.pending, w.rows, w.bytes = []*chunk{k}, 10, 10
 	if got, wait := w.takeLocked(t0.Add(400 * time.Millisecond)); got != nil || wait != 600*time.Millisecond {
 		t.Fatalf("took %v, wait %v; want nothing for 600ms", got, wait)
 	}
 	if got, _ := w.takeLocked(t0.Add(time.Second)); len(got) != 1 {
 		t.Fatal("the oldest chunk waited flush_interval and was not taken")
+	}
+	// Bytes alone make an insert due.
+	m := mk(2, 600, 0)
+	w.pending, w.rows, w.bytes = []*chunk{m}, 2, 1200
+	if got, _ := w.takeLocked(t0); !slices.Equal(got, []part{{m, 0, 1}}) {
+		t.Fatalf("rows pending past batch_bytes: took %v, want the first row at once", got)
 	}
 }

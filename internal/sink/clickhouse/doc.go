@@ -24,11 +24,14 @@
 //
 // Write turns its batch into columns (in the calling goroutine) and hands
 // them to its table's insert loop, which concatenates the batches of
-// several Writes, in the order they came, until batch_rows rows (a batch is
-// never split) or until the oldest waited flush_interval, and sends them as
-// one insert (PrepareBatch, appending whole columns). Write returns nil only
-// after the server confirmed that insert; when it fails, every Write whose
-// rows it held gets the error (but see Permanent errors).
+// several Writes, in the order they came, until batch_rows rows or
+// batch_bytes bytes or until the oldest waited flush_interval, and sends
+// them as one insert (PrepareBatch, appending whole columns). A batch that
+// alone passes batch_rows or batch_bytes goes in parts, consecutive runs
+// of its rows, one insert after the other. Write returns nil only after
+// the server confirmed every insert that held its rows; when one fails,
+// every Write whose rows it held gets the error and the rest of a batch
+// in parts is not sent (but see Permanent errors).
 //
 // Each insert carries insert_deduplication_token, the SHA-256 of the table
 // name and its ids in order, and every table has
@@ -96,16 +99,29 @@
 // ones by about a fifth over native and match them over HTTP, and 100,000
 // rows gain nothing more while holding twice the memory.
 //
-// End to end the picture differs, and the default is batch_rows 10,000
-// (issue 24): the collector binary backfilling 500,000 records of three
-// sources into the same server (BenchmarkClickHouseEndToEnd, native,
-// default pipeline, 2026-11-28) peaked at 675 MB resident with 50,000-row
-// inserts and 331-396 MB with 10,000, at 53,600 rows/s against
-// 66,900-70,000 (2,000 rows: 242 MB, 53,300 rows/s; 5,000: 270 MB, 58,600
-// rows/s). Raise it with pipeline.buffer_records and sink_workers
-// (configs/clickhouse.yaml) when memory allows. Appending whole
-// columns instead of rows (BenchmarkAppendStyle) is about 1.6 times
-// faster.
+// Appending whole columns instead of rows (BenchmarkAppendStyle) is about
+// 1.6 times faster.
+//
+// # Memory
+//
+// What the sink holds beyond the pipeline's buffer (whose envelopes its
+// chunks share) is the driver's copy of each insert in flight: the
+// block's columns, the encoded block and its compressed form, about three
+// times the insert's bytes. An insert holds at most batch_bytes (and
+// batch_rows); at most one insert runs per table, and each holds the rows
+// of at least one waiting Write, so at most pipeline.sink_workers run at
+// once: the sink's own memory is bounded by about 3 x batch_bytes x
+// min(sink_workers, 9). A connection back in the pool drops its buffers
+// (clickhouse-go's FreeBufOnConnRelease): before that, each of up to 5
+// idle connections kept buffers as large as the largest insert it had
+// sent. Before batch_bytes (issue 24) an insert was bounded by batch_rows
+// alone and a batch was never split. A backfill of 2 days of nine sources
+// of three accounts (internal/bench BenchmarkSinkMemory, 2026-11-29)
+// peaked at 276-301 MiB resident before and 208 MiB after at a tenth of
+// the scale (the file sink: 173-189 MiB), and at 673 MiB before and 578
+// MiB after at full scale (2.6 million records; the file sink 643 MiB:
+// there the checkpoint dominates). The README's "Memory" has the figures
+// by setting.
 //
 // # Metrics
 //

@@ -16,7 +16,10 @@ import (
 // after build.
 type chunk struct {
 	rows  int
-	bytes int // uncompressed estimate, for metrics
+	bytes int // uncompressed estimate: metrics, and batch_bytes
+	// cum[i] is the estimated bytes of rows [0, i) (len rows+1), so that
+	// an insert can take a run of rows within batch_bytes.
+	cum []int
 
 	ids      []string
 	accounts []string
@@ -41,6 +44,35 @@ type chunk struct {
 
 	arrived time.Time
 	done    chan error // buffered 1: the insert's outcome
+
+	// next is the first row no insert took yet (the table writer's mu).
+	next int
+	// landed counts the rows whose inserts succeeded; failed is set once
+	// an insert of its rows failed for good for this Write. Only the
+	// table's insert loop touches them.
+	landed int
+	failed bool
+}
+
+// part is the rows [lo, hi) of a chunk: what one insert takes of it. An
+// insert takes whole chunks, but a chunk larger than batch_rows or
+// batch_bytes goes in parts, one insert after the other.
+type part struct {
+	c      *chunk
+	lo, hi int
+}
+
+func (p part) rows() int  { return p.hi - p.lo }
+func (p part) bytes() int { return p.c.cum[p.hi] - p.c.cum[p.lo] }
+
+// cut returns the end of the longest run of rows from lo within rows
+// rows and maxBytes bytes; at least one row, however large.
+func (c *chunk) cut(lo, rows, maxBytes int) int {
+	hi := lo + 1
+	for hi < c.rows && hi-lo < rows && c.cum[hi+1]-c.cum[lo] <= maxBytes {
+		hi++
+	}
+	return hi
 }
 
 // layout maps a table's typed fields to the slices of a chunk.
@@ -92,6 +124,8 @@ func (l *layout) newChunk(b *record.Batch) *chunk {
 	c.ipVals = columns[netip.Addr](l.nIP, n)
 	c.uint8s = columns[*uint8](l.nU8, n)
 	c.uint8Vals = columns[uint8](l.nU8, n)
+	c.cum = make([]int, n+1)
+	fixed := 4*8 + 8*(l.nInt+l.nTime) + 16*l.nIP + l.nU8
 	size := 0
 	for i := range b.Envelopes {
 		e := &b.Envelopes[i]
@@ -109,14 +143,12 @@ func (l *layout) newChunk(b *record.Batch) *chunk {
 		}
 		c.row = i
 		l.ext.extract(e.Record, c)
-		size += len(e.ID) + len(e.Account) + len(e.Record) + 4*8
-	}
-	for _, col := range c.strs {
-		for _, s := range col {
-			size += len(s)
+		size += len(e.ID) + len(e.Account) + len(e.Record) + fixed
+		for _, col := range c.strs {
+			size += len(col[i])
 		}
+		c.cum[i+1] = size
 	}
-	size += 8*n*(l.nInt+l.nTime) + 16*n*l.nIP + n*l.nU8
 	c.bytes = size
 	return c
 }
@@ -146,30 +178,31 @@ func (c *chunk) setUInt8(f int, v uint8) {
 	c.uint8s[s][c.row] = &c.uint8Vals[s][c.row]
 }
 
-// column returns the values of column i (in schema.Table.Columns order) as the
-// slice the driver's column Append takes.
-func (c *chunk) column(i int) any {
+// column returns the values of column i (in schema.Table.Columns order) of
+// the part's rows as the slice the driver's column Append takes.
+func (p part) column(i int) any {
+	c, lo, hi := p.c, p.lo, p.hi
 	switch i {
 	case schema.ColID:
-		return c.ids
+		return c.ids[lo:hi]
 	case schema.ColAccount:
-		return c.accounts
+		return c.accounts[lo:hi]
 	case schema.ColTime:
-		return c.millis[0]
+		return c.millis[0][lo:hi]
 	case schema.ColWindowStart:
-		return c.millis[1]
+		return c.millis[1][lo:hi]
 	case schema.ColWindowEnd:
-		return c.millis[2]
+		return c.millis[2][lo:hi]
 	case schema.ColFetchedAt:
-		return c.millis[3]
+		return c.millis[3][lo:hi]
 	case schema.ColRecord:
-		return c.records
+		return c.records[lo:hi]
 	case schema.ColOriginal:
-		return c.original
+		return c.original[lo:hi]
 	}
 	f := i - schema.NumCommon
 	if f == len(c.layout.table.Fields) {
-		col := make([]string, c.rows)
+		col := make([]string, hi-lo)
 		for j := range col {
 			col[j] = c.batch
 		}
@@ -178,28 +211,28 @@ func (c *chunk) column(i int) any {
 	s := c.layout.slot[f]
 	switch c.layout.table.Fields[f].Kind {
 	case schema.KindString:
-		return c.strs[s]
+		return c.strs[s][lo:hi]
 	case schema.KindInt64:
-		return c.ints[s]
+		return c.ints[s][lo:hi]
 	case schema.KindIP:
-		return c.ips[s]
+		return c.ips[s][lo:hi]
 	case schema.KindUInt8:
-		return c.uint8s[s]
+		return c.uint8s[s][lo:hi]
 	default:
-		return c.times[s]
+		return c.times[s][lo:hi]
 	}
 }
 
-// dedupToken is the insert_deduplication_token of an insert of chunks: the
+// dedupToken is the insert_deduplication_token of an insert of parts: the
 // SHA-256 of the table name and the ids in order. A repeat of the same
 // insert has the same token and ClickHouse stores it once; any other
 // content has another token.
-func dedupToken(table string, chunks []*chunk) string {
+func dedupToken(table string, parts []part) string {
 	h := sha256.New()
 	buf := make([]byte, 0, 8192)
 	buf = append(append(buf, table...), '\n')
-	for _, c := range chunks {
-		for _, id := range c.ids {
+	for _, p := range parts {
+		for _, id := range p.c.ids[p.lo:p.hi] {
 			if len(buf)+len(id)+1 > cap(buf) {
 				h.Write(buf)
 				buf = buf[:0]

@@ -19,8 +19,11 @@ import (
 // tableWriter gathers the chunks of one table into inserts and sends them,
 // one insert at a time, from its own goroutine (run). Chunks keep the order
 // in which Writes handed them in; an insert takes whole chunks from the
-// front until the next would pass batch_rows, so the same sequence of
-// Writes gives the same inserts.
+// front until the next would pass batch_rows or batch_bytes, so the same
+// sequence of Writes gives the same inserts. A chunk that alone passes
+// either bound is inserted in parts, each as many rows as fit (at least
+// one), one insert after the other; its Write returns once every part was
+// stored, or at the first that failed.
 type tableWriter struct {
 	s      *Sink
 	table  string // table name (prefix included): metric label and token salt
@@ -33,7 +36,8 @@ type tableWriter struct {
 
 	mu      sync.Mutex
 	pending []*chunk
-	rows    int
+	rows    int // rows of pending no insert took yet
+	bytes   int // their estimated bytes
 	closed  bool
 
 	wake chan struct{} // capacity 1
@@ -76,7 +80,8 @@ func (w *tableWriter) enqueue(c *chunk) error {
 	c.arrived = time.Now()
 	w.pending = append(w.pending, c)
 	w.rows += c.rows
-	wake := len(w.pending) == 1 || w.rows >= w.s.cfg.BatchRows
+	w.bytes += c.bytes
+	wake := len(w.pending) == 1 || w.full()
 	w.mu.Unlock()
 	if wake {
 		w.poke()
@@ -84,19 +89,33 @@ func (w *tableWriter) enqueue(c *chunk) error {
 	return nil
 }
 
-// withdraw takes c back when no insert took it yet (its Write gave up), so
-// that rows nobody waits for are not inserted. It reports whether it did.
+// full reports whether the rows pending make an insert of their own
+// (w.mu held).
+func (w *tableWriter) full() bool {
+	return w.rows >= w.s.cfg.BatchRows || w.bytes >= w.s.cfg.BatchBytes
+}
+
+// withdraw takes back what no insert took yet of c (its Write gave up), so
+// that rows nobody waits for are not inserted. It reports whether none of
+// c's rows went to an insert.
 func (w *tableWriter) withdraw(c *chunk) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.dropLocked(c)
+	return c.next == 0
+}
+
+// dropLocked removes c from pending, if it is there, with its rows that no
+// insert took (w.mu held).
+func (w *tableWriter) dropLocked(c *chunk) {
 	for i, p := range w.pending {
 		if p == c {
 			w.pending = append(w.pending[:i], w.pending[i+1:]...)
-			w.rows -= c.rows
-			return true
+			w.rows -= c.rows - c.next
+			w.bytes -= c.cum[c.rows] - c.cum[c.next]
+			return
 		}
 	}
-	return false
 }
 
 // close stops taking chunks; run then sends what is pending at once and
@@ -139,29 +158,46 @@ func (w *tableWriter) run(ctx context.Context) {
 	}
 }
 
-// takeLocked returns the chunks of the next insert when one is due (enough
-// rows, the oldest chunk waited flush_interval, or closing), else nil and
-// how long until the oldest chunk is due (-1 when nothing is pending).
-func (w *tableWriter) takeLocked(now time.Time) ([]*chunk, time.Duration) {
+// takeLocked returns the parts of the next insert when one is due (enough
+// rows or bytes, the oldest chunk waited flush_interval or is partly
+// inserted already, or closing), else nil and how long until the oldest
+// chunk is due (-1 when nothing is pending).
+func (w *tableWriter) takeLocked(now time.Time) ([]part, time.Duration) {
 	if len(w.pending) == 0 {
 		return nil, -1
 	}
-	limit := w.s.cfg.BatchRows
-	due := w.pending[0].arrived.Add(w.s.cfg.FlushInterval)
-	if !w.closed && w.rows < limit && now.Before(due) {
+	limit, maxBytes := w.s.cfg.BatchRows, w.s.cfg.BatchBytes
+	first := w.pending[0]
+	due := first.arrived.Add(w.s.cfg.FlushInterval)
+	if !w.closed && !w.full() && first.next == 0 && now.Before(due) {
 		return nil, due.Sub(now)
 	}
-	n, rows := 0, 0
-	for n < len(w.pending) && (n == 0 || rows+w.pending[n].rows <= limit) {
-		rows += w.pending[n].rows
-		n++
+	var group []part
+	rows, size := 0, 0
+	for len(w.pending) > 0 {
+		c := w.pending[0]
+		p := part{c: c, lo: c.next, hi: c.rows}
+		if len(group) > 0 && (rows+p.rows() > limit || size+p.bytes() > maxBytes) {
+			break
+		}
+		if len(group) == 0 && (p.rows() > limit || p.bytes() > maxBytes) {
+			p.hi = c.cut(p.lo, limit, maxBytes)
+		}
+		group = append(group, p)
+		rows += p.rows()
+		size += p.bytes()
+		c.next = p.hi
+		if c.next < c.rows {
+			break // the rest of c goes in the next insert
+		}
+		w.pending[0] = nil
+		w.pending = w.pending[1:]
 	}
-	group := make([]*chunk, n)
-	copy(group, w.pending)
-	rest := copy(w.pending, w.pending[n:])
-	clear(w.pending[rest:])
-	w.pending = w.pending[:rest]
+	if len(w.pending) == 0 {
+		w.pending = nil // let the backing array go
+	}
 	w.rows -= rows
+	w.bytes -= size
 	return group, 0
 }
 
@@ -169,29 +205,51 @@ func (w *tableWriter) takeLocked(now time.Time) ([]*chunk, time.Duration) {
 // outcome. When the server refuses the insert for good and it holds the
 // rows of several Writes, each Write's rows are inserted alone, so that
 // only rows the server refuses by themselves fail for good.
-func (w *tableWriter) insert(ctx context.Context, group []*chunk) {
+func (w *tableWriter) insert(ctx context.Context, group []part) {
 	err := w.attempt(ctx, group)
 	if forGood, _ := refusal(err); forGood && len(group) > 1 {
 		w.s.log.Warn("clickhouse refused an insert of several writes for good; inserting each alone",
 			slog.String("table", w.table), slog.Int("writes", len(group)), slog.Any("error", err))
-		for _, c := range group {
-			c.done <- w.attempt(ctx, []*chunk{c})
+		for _, p := range group {
+			w.settle(p, w.attempt(ctx, []part{p}))
 		}
 		return
 	}
-	for _, c := range group {
+	for _, p := range group {
+		w.settle(p, err)
+	}
+}
+
+// settle records the outcome of the insert that held p: the chunk's Write
+// learns the first error, or nil once its last rows are stored. After an
+// error, the chunk's rows no insert took yet are dropped.
+func (w *tableWriter) settle(p part, err error) {
+	c := p.c
+	if c.failed {
+		return
+	}
+	if err != nil {
+		c.failed = true
+		w.mu.Lock()
+		w.dropLocked(c)
+		w.mu.Unlock()
 		c.done <- err
+		return
+	}
+	c.landed += p.rows()
+	if c.landed == c.rows {
+		c.done <- nil
 	}
 }
 
 // attempt sends the rows of group as one insert, repeating the identical
 // insert (same rows, same order, same insert_deduplication_token) up to
 // insert_attempts times unless the server refused it (refusal).
-func (w *tableWriter) attempt(ctx context.Context, group []*chunk) error {
+func (w *tableWriter) attempt(ctx context.Context, group []part) error {
 	rows, size := 0, 0
-	for _, c := range group {
-		rows += c.rows
-		size += c.bytes
+	for _, p := range group {
+		rows += p.rows()
+		size += p.bytes()
 	}
 	token := dedupToken(w.table, group)
 	var err error
@@ -230,7 +288,7 @@ func (w *tableWriter) attempt(ctx context.Context, group []*chunk) error {
 }
 
 // send makes one attempt at the insert.
-func (w *tableWriter) send(ctx context.Context, group []*chunk, token string) (err error) {
+func (w *tableWriter) send(ctx context.Context, group []part, token string) (err error) {
 	start := time.Now()
 	defer func() { w.s.m.duration.WithLabelValues(w.table).Observe(time.Since(start).Seconds()) }()
 	ctx, cancel := context.WithTimeout(ctx, w.s.cfg.QueryTimeout)
@@ -286,12 +344,12 @@ func insertSettings(cfg Config, token string) ch.Settings {
 	return settings
 }
 
-// appendColumns appends the chunks' columns to batch, column by column.
-func appendColumns(batch driver.Batch, cols []schema.Column, group []*chunk) error {
+// appendColumns appends the parts' columns to batch, column by column.
+func appendColumns(batch driver.Batch, cols []schema.Column, group []part) error {
 	for i, c := range cols {
 		col := batch.Column(i)
-		for _, ck := range group {
-			if err := col.Append(ck.column(i)); err != nil {
+		for _, p := range group {
+			if err := col.Append(p.column(i)); err != nil {
 				return fmt.Errorf("append column %s: %w", c.Name, err)
 			}
 		}
