@@ -24,6 +24,7 @@ import (
 
 	"github.com/svcexport/collector/internal/app"
 	"github.com/svcexport/collector/internal/config"
+	"github.com/svcexport/collector/internal/memlimit"
 	"github.com/svcexport/collector/internal/status"
 )
 
@@ -221,6 +222,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	switch cmd {
 	case "run":
+		self, _ := os.ReadFile("/proc/self/cgroup") // none off Linux: no limit
+		if limit, merr := memlimit.Set("/sys/fs/cgroup", self, os.Getenv); merr != nil {
+			log.Warn("no Go memory limit from the container's", "err", merr)
+		} else if limit > 0 {
+			log.Info("Go memory limit set from the container's memory limit (GOMEMLIMIT overrides)", "limit_mib", limit>>20, "share", memlimit.Share)
+		}
 		err = app.Run(ctx, cfg, opts, once)
 		if bars != nil {
 			bars.Close() // done already when the run got going; the lines below go straight out

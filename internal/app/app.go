@@ -112,7 +112,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	// destination down): /readyz says what the start waits for, /state
 	// shows the checkpoint meanwhile.
 	var start startup
-	tel, err := startTelemetry(ctx, cfg.Metrics.Listen, reg, log, store, srcCfg, streams, &start)
+	tel, err := startTelemetry(ctx, cfg.Metrics.Listen, cfg.Metrics.Pprof, reg, log, store, srcCfg, streams, &start)
 	if err != nil {
 		return err
 	}

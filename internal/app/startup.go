@@ -90,7 +90,7 @@ func (s *startup) note() string {
 // "start" check until st finishes, and /state serves the streams as store
 // holds them (streams of srcCfg) with what the start waits for, until Run
 // hands /state to the status reporter. The caller shuts the server down.
-func startTelemetry(ctx context.Context, listen string, reg *prometheus.Registry, log *slog.Logger, store *checkpoint.DB,
+func startTelemetry(ctx context.Context, listen string, pprof bool, reg *prometheus.Registry, log *slog.Logger, store *checkpoint.DB,
 	srcCfg catalog.Config, streams []record.Stream, st *startup) (*telemetry.Server, error) {
 	if listen == "" {
 		return nil, nil
@@ -106,6 +106,9 @@ func startTelemetry(ctx context.Context, listen string, reg *prometheus.Registry
 		}
 	}
 	tel := telemetry.New(listen, reg, log)
+	if pprof {
+		tel.ServeProfiles()
+	}
 	tel.AddReadiness("start", func(context.Context) error { return st.err() })
 	tel.AddHandler("/state", status.StartingHandler(srcCfg, stored, windows, streams, st.note))
 	if err := tel.Start(ctx); err != nil {

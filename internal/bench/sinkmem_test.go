@@ -116,13 +116,14 @@ func sinkMemOnce(b *testing.B, name string, f float64) {
 		}
 	}
 	first, second := halves(res.RSS)
-	b.Logf("sink %s, scale %g: %d rows in %v wall, %v CPU; peak RSS (VmHWM) %.1f MiB, VmRSS max %.1f / %.1f MiB in the first / second half; env %q; %s",
-		name, f, rows, res.Wall.Round(time.Millisecond), res.CPU().Round(time.Millisecond), mib(peak), mib(first), mib(second),
+	b.Logf("sink %s, scale %g: %d rows in %v wall, %v CPU; peak RSS (VmHWM) %.1f MiB, of it anonymous (RssAnon) %.1f MiB; VmRSS max %.1f / %.1f MiB in the first / second half; env %q; %s",
+		name, f, rows, res.Wall.Round(time.Millisecond), res.CPU().Round(time.Millisecond), mib(peak), mib(res.MaxAnon), mib(first), mib(second),
 		strings.Join(benchEnv(), " "), harness.LoadNote())
 	b.Logf("per tenth of the run, largest sample in MiB: heap in use %s; Go sys %s; next GC %s; buffered records %s",
 		tenths(res.Scraped["go_memstats_heap_inuse_bytes"], 1<<20), tenths(res.Scraped["go_memstats_sys_bytes"], 1<<20),
 		tenths(res.Scraped["go_memstats_next_gc_bytes"], 1<<20), tenths(res.Scraped["collector_pipeline_buffered_records"], 1))
 	b.ReportMetric(mib(peak), "maxRSS-MiB")
+	b.ReportMetric(mib(res.MaxAnon), "maxAnon-MiB")
 	b.ReportMetric(float64(rows), "rows")
 	b.ReportMetric(float64(rows)/res.Wall.Seconds(), "rows/s")
 	b.ReportMetric(float64(rows)/res.CPU().Seconds(), "rows/cpu-s")

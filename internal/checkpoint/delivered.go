@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -19,28 +20,44 @@ import (
 // ask again (cursor.Delivered), so that a recheck, a restarted chain or a
 // resume delivers only what is new. They live in the bucket "delivered",
 // one sub-bucket per stream (the stream's key), one value per commit and
-// minute of record time: the key is the minute's start in Unix
-// milliseconds (8 bytes, big-endian, so keys sort by time) and a sequence
-// number of the sub-bucket (8 bytes: a commit appends, it never rewrites
-// what an earlier one stored), the value a version byte and then 10 bytes
-// per record, sorted: its millisecond within the minute (2 bytes) and its
-// id hash (8 bytes). A file without the bucket (older collectors)
-// has empty sets; an older collector ignores the bucket.
+// span of record time: the key is the span's start in Unix milliseconds (8
+// bytes, big-endian, so keys sort by time) and a sequence number of the
+// sub-bucket (8 bytes: a commit appends, it never rewrites what an earlier
+// one stored), the value a version byte and then one fixed-size entry per
+// record, sorted by time and hash:
+//
+//   - version 2 (written now): the span is an hour; an entry is the
+//     record's millisecond within the hour (4 bytes) and its id hash (8
+//     bytes).
+//   - version 1 (read only, written by earlier collectors): the span is a
+//     minute; an entry is the millisecond within the minute (2 bytes) and
+//     the id hash.
+//
+// An hour, not a minute: a commit writes one value per span its records
+// touch, and bbolt rewrites every leaf page a transaction puts into. A
+// page of a window served in no order touches every minute of the window,
+// so minute values made a commit of a 2-day window rewrite thousands of
+// pages (a full-scale backfill held 130 MB in one transaction) and held
+// two records a value; hour values make it 48 puts. A file without the
+// bucket (older collectors) has empty sets; an older collector ignores the
+// bucket.
 var bucketDelivered = []byte("delivered")
 
 const (
-	deliveredVersion = 1
-	deliveredEntry   = 10
+	deliveredV1      = 1 // minute spans, 10-byte entries
+	deliveredV2      = 2 // hour spans, 12-byte entries
 	minuteMillis     = int64(time.Minute / time.Millisecond)
+	hourMillis       = int64(time.Hour / time.Millisecond)
+	entryV1, entryV2 = 10, 12
 )
 
 // DeliveredBytesPerRecord is what the checkpoint file keeps per record of a
-// delivered set, besides bbolt's own overhead (a few bytes per minute of
-// record time).
-const DeliveredBytesPerRecord = deliveredEntry
+// delivered set, besides bbolt's own overhead (about 40 bytes per stream,
+// commit and hour of record time).
+const DeliveredBytesPerRecord = entryV2
 
-func minuteKey(ms int64) []byte {
-	return binary.BigEndian.AppendUint64(nil, uint64(ms-floorMod(ms, minuteMillis)))
+func spanKey(ms, span int64) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(ms-floorMod(ms, span)))
 }
 
 // floorMod is ms mod m in [0, m).
@@ -59,25 +76,63 @@ func compareDelivered(a, b cursor.Delivered) int {
 	return cmp.Compare(a.Hash, b.Hash)
 }
 
-func decodeMinute(start int64, v []byte) ([]cursor.Delivered, error) {
-	if len(v) == 0 || v[0] != deliveredVersion || (len(v)-1)%deliveredEntry != 0 {
-		return nil, fmt.Errorf("delivered set of minute %d: %w", start, ErrCorrupt)
-	}
-	out := make([]cursor.Delivered, 0, (len(v)-1)/deliveredEntry)
-	for p := v[1:]; len(p) > 0; p = p[deliveredEntry:] {
-		out = append(out, cursor.Delivered{
-			Time: start + int64(binary.BigEndian.Uint16(p)),
-			Hash: binary.BigEndian.Uint64(p[2:]),
-		})
-	}
-	return out, nil
+// spanValue is one stored value of a delivered set: the entries of one
+// commit in one span of record time, sorted.
+type spanValue struct {
+	start int64  // the span's start, Unix milliseconds
+	span  int64  // its length in milliseconds
+	width int    // bytes an entry
+	es    []byte // the entries, without the version byte
 }
 
-func encodeMinute(start int64, es []cursor.Delivered) []byte {
-	v := make([]byte, 1, 1+len(es)*deliveredEntry)
-	v[0] = deliveredVersion
+func parseSpan(start int64, v []byte) (spanValue, error) {
+	if len(v) > 0 {
+		switch v[0] {
+		case deliveredV2:
+			if (len(v)-1)%entryV2 == 0 {
+				return spanValue{start: start, span: hourMillis, width: entryV2, es: v[1:]}, nil
+			}
+		case deliveredV1:
+			if (len(v)-1)%entryV1 == 0 {
+				return spanValue{start: start, span: minuteMillis, width: entryV1, es: v[1:]}, nil
+			}
+		}
+	}
+	return spanValue{}, fmt.Errorf("delivered set of the span at %d: %w", start, ErrCorrupt)
+}
+
+func (s spanValue) len() int { return len(s.es) / s.width }
+
+func (s spanValue) at(i int) cursor.Delivered {
+	e := s.es[i*s.width:]
+	if s.width == entryV1 {
+		return cursor.Delivered{Time: s.start + int64(binary.BigEndian.Uint16(e)), Hash: binary.BigEndian.Uint64(e[2:])}
+	}
+	return cursor.Delivered{Time: s.start + int64(binary.BigEndian.Uint32(e)), Hash: binary.BigEndian.Uint64(e[4:])}
+}
+
+// search is the index of the first entry at or after ms.
+func (s spanValue) search(ms int64) int {
+	return sort.Search(s.len(), func(i int) bool { return s.at(i).Time >= ms })
+}
+
+// in is the range of entries with times in [lo, hi).
+func (s spanValue) in(lo, hi int64) (int, int) {
+	i, j := 0, s.len()
+	if lo > s.start {
+		i = s.search(lo)
+	}
+	if hi < s.start+s.span {
+		j = s.search(hi)
+	}
+	return i, max(i, j)
+}
+
+func encodeSpan(start int64, es []cursor.Delivered) []byte {
+	v := make([]byte, 1, 1+len(es)*entryV2)
+	v[0] = deliveredV2
 	for _, e := range es {
-		v = binary.BigEndian.AppendUint16(v, uint16(e.Time-start))
+		v = binary.BigEndian.AppendUint32(v, uint32(e.Time-start))
 		v = binary.BigEndian.AppendUint64(v, e.Hash)
 	}
 	return v
@@ -96,19 +151,22 @@ func applyDelivered(tx *bolt.Tx, key []byte, adds []cursor.Delivered) error {
 	if err != nil {
 		return err
 	}
+	// Keys mostly come in order (an hour's values follow each other, and a
+	// backfill moves forward): pages split full, not half-empty.
+	b.FillPercent = 0.9
 	adds = slices.SortedFunc(slices.Values(adds), compareDelivered)
 	for len(adds) > 0 {
-		start := adds[0].Time - floorMod(adds[0].Time, minuteMillis)
+		start := adds[0].Time - floorMod(adds[0].Time, hourMillis)
 		n := 1
-		for n < len(adds) && adds[n].Time < start+minuteMillis {
+		for n < len(adds) && adds[n].Time < start+hourMillis {
 			n++
 		}
 		seq, err := b.NextSequence()
 		if err != nil {
 			return err
 		}
-		k := binary.BigEndian.AppendUint64(minuteKey(start), seq)
-		if err := b.Put(k, encodeMinute(start, adds[:n])); err != nil {
+		k := binary.BigEndian.AppendUint64(spanKey(start, hourMillis), seq)
+		if err := b.Put(k, encodeSpan(start, adds[:n])); err != nil {
 			return err
 		}
 		adds = adds[n:]
@@ -116,7 +174,7 @@ func applyDelivered(tx *bolt.Tx, key []byte, adds []cursor.Delivered) error {
 	return nil
 }
 
-// pruneDelivered forgets the minutes of the stream key that end at or
+// pruneDelivered forgets the spans of the stream key that end at or
 // before cutoff: no period before it can be asked again.
 func pruneDelivered(tx *bolt.Tx, key []byte, cutoff time.Time) error {
 	root := tx.Bucket(bucketDelivered)
@@ -127,11 +185,19 @@ func pruneDelivered(tx *bolt.Tx, key []byte, cutoff time.Time) error {
 	if b == nil {
 		return nil
 	}
-	end := minuteKey(cutoff.UnixMilli() - minuteMillis + 1) // the last minute that ends at or before cutoff
+	cut := cutoff.UnixMilli()
 	var del [][]byte
 	c := b.Cursor()
-	for k, _ := c.First(); k != nil && bytes.Compare(k[:8], end) <= 0; k, _ = c.Next() {
-		if int64(binary.BigEndian.Uint64(k[:8]))+minuteMillis <= cutoff.UnixMilli() {
+	for k, v := c.First(); len(k) >= 8; k, v = c.Next() {
+		start := int64(binary.BigEndian.Uint64(k[:8]))
+		if start >= cut {
+			break
+		}
+		span := hourMillis
+		if len(v) > 0 && v[0] == deliveredV1 {
+			span = minuteMillis
+		}
+		if start+span <= cut {
 			del = append(del, bytes.Clone(k))
 		}
 	}
@@ -166,62 +232,99 @@ func deliveredCutoff(tx *bolt.Tx, key []byte, s State) time.Time {
 // DeliveredIn returns the delivered set of k for record times in [from,
 // to), as committed: what asking that period again must not deliver twice.
 func (d *DB) DeliveredIn(ctx context.Context, k record.Stream, from, to time.Time) ([]cursor.Delivered, error) {
-	if err := d.usable(ctx); err != nil {
-		return nil, fmt.Errorf("load delivered set of %s: %w", k, err)
-	}
-	if err := validateKey(k); err != nil {
-		return nil, fmt.Errorf("load delivered set: %w", err)
-	}
 	var out []cursor.Delivered
 	lo, hi := from.UnixMilli(), to.UnixMilli()
-	err := d.eachMinute(k, lo, hi, func(start int64, v []byte) error {
-		es, err := decodeMinute(start, v)
-		if err != nil {
-			return err
+	err := d.eachSpan(ctx, k, lo, hi, func(s spanValue) {
+		i, j := s.in(lo, hi)
+		for ; i < j; i++ {
+			out = append(out, s.at(i))
 		}
-		for _, e := range es {
-			if e.Time >= lo && e.Time < hi {
-				out = append(out, e)
+	})
+	return out, err
+}
+
+// DeliveredOf returns how many records of each of keys the delivered set
+// of k holds, as committed (counts[i] for keys[i]; a key given twice gets
+// its count twice): what asking again must not deliver twice. It reads
+// only the record times keys span and keeps only their counts, so a page's
+// look-up costs the page's keys in memory, whatever the window holds.
+func (d *DB) DeliveredOf(ctx context.Context, k record.Stream, keys []cursor.Delivered) ([]int, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	lo, hi := keys[0].Time, keys[0].Time
+	want := make(map[cursor.Delivered]int, len(keys))
+	for _, key := range keys {
+		lo, hi = min(lo, key.Time), max(hi, key.Time)
+		want[key] = 0
+	}
+	err := d.eachSpan(ctx, k, lo, hi+1, func(s spanValue) {
+		i, j := s.in(lo, hi+1)
+		for ; i < j; i++ {
+			if n, ok := want[s.at(i)]; ok {
+				want[s.at(i)] = n + 1
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	counts := make([]int, len(keys))
+	for i, key := range keys {
+		counts[i] = want[key]
+	}
+	return counts, nil
+}
+
+// eachSpan calls fn with every stored value of the delivered set of k
+// whose span starts before hi and ends after lo (Unix milliseconds), in
+// the order of their keys, within one read transaction.
+func (d *DB) eachSpan(ctx context.Context, k record.Stream, lo, hi int64, fn func(spanValue)) error {
+	if err := d.usable(ctx); err != nil {
+		return fmt.Errorf("load delivered set of %s: %w", k, err)
+	}
+	if err := validateKey(k); err != nil {
+		return fmt.Errorf("load delivered set: %w", err)
+	}
+	err := d.view(func(tx *bolt.Tx) error {
+		b := deliveredBucket(tx, k)
+		if b == nil {
+			return nil
+		}
+		// Every span is at most an hour and starts on its own length, so
+		// no value before lo's hour reaches lo.
+		c := b.Cursor()
+		for key, v := c.Seek(spanKey(lo, hourMillis)); len(key) >= 8; key, v = c.Next() {
+			s, err := parseSpan(int64(binary.BigEndian.Uint64(key[:8])), v)
+			if err != nil {
+				return err
+			}
+			if s.start >= hi {
+				break
+			}
+			if s.start+s.span > lo {
+				fn(s)
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint file %s: delivered set of %s: %w", d.path, k, err)
+		return fmt.Errorf("checkpoint file %s: delivered set of %s: %w", d.path, k, err)
 	}
-	return out, nil
+	return nil
 }
 
-// eachMinute calls fn with every stored value of the delivered set of k
-// whose minute starts before hi and ends after lo (Unix milliseconds), in
-// the order of their keys, within one read transaction.
-func (d *DB) eachMinute(k record.Stream, lo, hi int64, fn func(start int64, v []byte) error) error {
-	return d.view(func(tx *bolt.Tx) error {
-		root := tx.Bucket(bucketDelivered)
-		if root == nil {
-			return nil
-		}
-		b := root.Bucket(encodeKey(k))
-		if b == nil {
-			return nil
-		}
-		c := b.Cursor()
-		for key, v := c.Seek(minuteKey(lo)); key != nil; key, v = c.Next() {
-			start := int64(binary.BigEndian.Uint64(key[:8]))
-			if start >= hi {
-				break
-			}
-			if err := fn(start, v); err != nil {
-				return err
-			}
-		}
+func deliveredBucket(tx *bolt.Tx, k record.Stream) *bolt.Bucket {
+	root := tx.Bucket(bucketDelivered)
+	if root == nil {
 		return nil
-	})
+	}
+	return root.Bucket(encodeKey(k))
 }
 
-// DeliveredEnd returns the end of the minute of the latest record time in
-// the delivered set of k (zero when the set is empty): no record at or
-// after it was delivered, as committed.
+// DeliveredEnd returns a time past the latest record time in the
+// delivered set of k (zero when the set is empty): no record at or after
+// it was delivered, as committed.
 func (d *DB) DeliveredEnd(ctx context.Context, k record.Stream) (time.Time, error) {
 	if err := d.usable(ctx); err != nil {
 		return time.Time{}, fmt.Errorf("load delivered set of %s: %w", k, err)
@@ -229,25 +332,37 @@ func (d *DB) DeliveredEnd(ctx context.Context, k record.Stream) (time.Time, erro
 	if err := validateKey(k); err != nil {
 		return time.Time{}, fmt.Errorf("load delivered set: %w", err)
 	}
-	var end time.Time
+	var end int64
+	found := false
 	err := d.view(func(tx *bolt.Tx) error {
-		root := tx.Bucket(bucketDelivered)
-		if root == nil {
-			return nil
-		}
-		b := root.Bucket(encodeKey(k))
+		b := deliveredBucket(tx, k)
 		if b == nil {
 			return nil
 		}
-		if key, _ := b.Cursor().Last(); len(key) >= 8 {
-			end = time.UnixMilli(int64(binary.BigEndian.Uint64(key[:8])) + minuteMillis)
+		// The last values hold the latest times: those whose span may
+		// still reach past the latest entry seen (an hour before it).
+		c := b.Cursor()
+		for key, v := c.Last(); len(key) >= 8; key, v = c.Prev() {
+			s, err := parseSpan(int64(binary.BigEndian.Uint64(key[:8])), v)
+			if err != nil {
+				return err
+			}
+			if found && s.start+hourMillis <= end {
+				break
+			}
+			if n := s.len(); n > 0 {
+				end, found = max(end, s.at(n-1).Time+1), true
+			}
 		}
 		return nil
 	})
-	if err != nil {
-		return time.Time{}, fmt.Errorf("checkpoint file %s: delivered set of %s: %w", d.path, k, err)
+	if err != nil || !found {
+		if err != nil {
+			err = fmt.Errorf("checkpoint file %s: delivered set of %s: %w", d.path, k, err)
+		}
+		return time.Time{}, err
 	}
-	return end, nil
+	return time.UnixMilli(end), nil
 }
 
 // DeliveredCounts returns how many records of the delivered set of k lie
@@ -258,41 +373,28 @@ func (d *DB) DeliveredEnd(ctx context.Context, k record.Stream) (time.Time, erro
 // counts of the delivered set, as committed, never exceed what was
 // delivered).
 func (d *DB) DeliveredCounts(ctx context.Context, k record.Stream, from, to time.Time) ([]int64, error) {
-	if err := d.usable(ctx); err != nil {
-		return nil, fmt.Errorf("load delivered set of %s: %w", k, err)
-	}
-	if err := validateKey(k); err != nil {
-		return nil, fmt.Errorf("load delivered set: %w", err)
-	}
 	lo, hi := from.UnixMilli(), to.UnixMilli()
 	if hi <= lo {
 		return nil, nil
 	}
 	first := lo - floorMod(lo, minuteMillis)
 	counts := make([]int64, (hi-first+minuteMillis-1)/minuteMillis)
-	err := d.eachMinute(k, lo, hi, func(start int64, v []byte) error {
-		i := (start - first) / minuteMillis
-		if start >= lo && start+minuteMillis <= hi {
-			// A whole minute inside: its length says its count.
-			if len(v) == 0 || v[0] != deliveredVersion || (len(v)-1)%deliveredEntry != 0 {
-				return fmt.Errorf("delivered set of minute %d: %w", start, ErrCorrupt)
+	err := d.eachSpan(ctx, k, lo, hi, func(s spanValue) {
+		i, j := s.in(lo, hi)
+		for i < j {
+			// The entries of one minute at a time: its end found by search.
+			m := floorMod(s.at(i).Time, minuteMillis)
+			m = s.at(i).Time - m
+			e := j
+			if m+minuteMillis < s.start+s.span {
+				e = min(j, max(i+1, s.search(m+minuteMillis)))
 			}
-			counts[i] += int64((len(v) - 1) / deliveredEntry)
-			return nil
+			counts[(m-first)/minuteMillis] += int64(e - i)
+			i = e
 		}
-		es, err := decodeMinute(start, v)
-		if err != nil {
-			return err
-		}
-		for _, e := range es {
-			if e.Time >= lo && e.Time < hi {
-				counts[i]++
-			}
-		}
-		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint file %s: delivered set of %s: %w", d.path, k, err)
+		return nil, err
 	}
 	return counts, nil
 }

@@ -2,20 +2,24 @@ package checkpoint
 
 import (
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 )
 
 // A delivered set is stored in the same transaction as the state it
-// belongs to, read back by record time, cut before the earliest time the
-// stream may ask again (its watermark, or its oldest window log entry),
-// and removed with the stream by Reset; it costs DeliveredBytesPerRecord
-// per record.
+// belongs to, read back by record time, cut by the hour (its values' span)
+// before the earliest time the stream may ask again (its watermark, or its
+// oldest window log entry), and removed with the stream by Reset; it costs
+// DeliveredBytesPerRecord per record.
 func TestDeliveredSetsCommitWithTheStateAndAreCutBehindTheWatermark(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -29,7 +33,7 @@ func TestDeliveredSetsCommitWithTheStateAndAreCutBehindTheWatermark(t *testing.T
 	base := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	var keys []cursor.Delivered
 	for i := range 10_000 {
-		keys = append(keys, cursor.Delivered{Hash: uint64(i) * 0x9e3779b97f4a7c15, Time: base.Add(time.Duration(i) * 36 * time.Millisecond).UnixMilli()})
+		keys = append(keys, cursor.Delivered{Hash: uint64(i) * 0x9e3779b97f4a7c15, Time: base.Add(time.Duration(i) * 2160 * time.Millisecond).UnixMilli()})
 	}
 	before, _ := os.Stat(path)
 	if err := db.Apply(ctx, Changes{
@@ -38,51 +42,51 @@ func TestDeliveredSetsCommitWithTheStateAndAreCutBehindTheWatermark(t *testing.T
 	}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := db.DeliveredIn(ctx, k, base, base.Add(time.Hour))
+	got, err := db.DeliveredIn(ctx, k, base, base.Add(6*time.Hour))
 	if err != nil || len(got) != len(keys) {
 		t.Fatalf("read back %d of %d keys (%v)", len(got), len(keys), err)
 	}
-	half, err := db.DeliveredIn(ctx, k, base.Add(3*time.Minute), base.Add(4*time.Minute))
+	half, err := db.DeliveredIn(ctx, k, base.Add(3*time.Hour), base.Add(4*time.Hour))
 	if err != nil || len(half) == 0 || len(half) >= len(keys) {
-		t.Fatalf("one minute of six: %d keys (%v)", len(half), err)
+		t.Fatalf("one hour of six: %d keys (%v)", len(half), err)
 	}
 	for _, d := range half {
-		if d.Time < base.Add(3*time.Minute).UnixMilli() || d.Time >= base.Add(4*time.Minute).UnixMilli() {
-			t.Fatalf("key at %d outside the minute asked", d.Time)
+		if d.Time < base.Add(3*time.Hour).UnixMilli() || d.Time >= base.Add(4*time.Hour).UnixMilli() {
+			t.Fatalf("key at %d outside the hour asked", d.Time)
 		}
 	}
 	after, _ := os.Stat(path)
 	t.Logf("%d keys: file %d -> %d bytes (%d bytes a record kept, bbolt pages included)", len(keys), before.Size(), after.Size(),
 		(after.Size()-before.Size())/int64(len(keys)))
 
-	// The watermark passes the first three minutes and no window log
+	// The watermark passes the first three hours and no window log
 	// entry holds them: they are forgotten, the rest kept.
-	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: base.Add(3 * time.Minute)}}}); err != nil {
+	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: base.Add(3 * time.Hour)}}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := db.DeliveredIn(ctx, k, base, base.Add(3*time.Minute)); len(got) != 0 {
+	if got, _ := db.DeliveredIn(ctx, k, base, base.Add(3*time.Hour)); len(got) != 0 {
 		t.Errorf("%d keys kept behind the watermark", len(got))
 	}
-	if got, _ := db.DeliveredIn(ctx, k, base.Add(3*time.Minute), base.Add(time.Hour)); len(got) == 0 {
+	if got, _ := db.DeliveredIn(ctx, k, base.Add(3*time.Hour), base.Add(6*time.Hour)); len(got) == 0 {
 		t.Errorf("keys ahead of the watermark were cut")
 	}
-	// A logged window may be rechecked: its minutes stay.
+	// A logged window may be rechecked: its hours stay.
 	if err := db.Apply(ctx, Changes{
-		States:  map[record.Stream]State{k: {Watermark: base.Add(time.Hour)}},
-		Windows: map[record.Stream]cursor.WindowChanges{k: {Put: []cursor.LoggedWindow{{Start: base.Add(5 * time.Minute), End: base.Add(6 * time.Minute), Count: 1, FetchedAt: base}}}},
+		States:  map[record.Stream]State{k: {Watermark: base.Add(6 * time.Hour)}},
+		Windows: map[record.Stream]cursor.WindowChanges{k: {Put: []cursor.LoggedWindow{{Start: base.Add(5 * time.Hour), End: base.Add(6 * time.Hour), Count: 1, FetchedAt: base}}}},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := db.DeliveredIn(ctx, k, base.Add(5*time.Minute), base.Add(6*time.Minute)); len(got) == 0 {
+	if got, _ := db.DeliveredIn(ctx, k, base.Add(5*time.Hour), base.Add(6*time.Hour)); len(got) == 0 {
 		t.Errorf("the keys of a logged window were cut")
 	}
-	if got, _ := db.DeliveredIn(ctx, k, base.Add(3*time.Minute), base.Add(5*time.Minute)); len(got) != 0 {
+	if got, _ := db.DeliveredIn(ctx, k, base.Add(3*time.Hour), base.Add(5*time.Hour)); len(got) != 0 {
 		t.Errorf("%d keys kept before the oldest logged window", len(got))
 	}
 	if _, err := db.Reset(ctx, "dns", "acme"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := db.DeliveredIn(ctx, k, base, base.Add(time.Hour)); len(got) != 0 {
+	if got, _ := db.DeliveredIn(ctx, k, base, base.Add(6*time.Hour)); len(got) != 0 {
 		t.Errorf("%d keys kept after Reset", len(got))
 	}
 }
@@ -219,5 +223,85 @@ func TestDelaysCommitWithTheStateAndSurviveAReopen(t *testing.T) {
 	}
 	if s, _, _ := db.Load(ctx, k); !s.Delays.Empty() {
 		t.Errorf("delays kept after Reset: %+v", s.Delays)
+	}
+}
+
+// A file of a collector that stored minute values (version 1) reads them
+// beside the hour values written now: DeliveredIn, DeliveredOf,
+// DeliveredCounts and DeliveredEnd see both, and the cut behind the
+// watermark forgets each by its own span.
+func TestMinuteValuesOfAnEarlierCollectorReadBesideHourValues(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := Open(filepath.Join(t.TempDir(), "checkpoint.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	k := record.Stream{Source: "dns", Account: "acme"}
+	base := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	at := func(d time.Duration, h uint64) cursor.Delivered {
+		return cursor.Delivered{Time: base.Add(d).UnixMilli(), Hash: h}
+	}
+	// Minute values as version 1 wrote them: 10:03 and 10:59, 11:00.
+	old := map[time.Duration][]cursor.Delivered{
+		3 * time.Minute:  {at(3*time.Minute+time.Second, 1), at(3*time.Minute+2*time.Second, 2)},
+		59 * time.Minute: {at(59*time.Minute+59*time.Second, 3)},
+		60 * time.Minute: {at(60*time.Minute+500*time.Millisecond, 4)},
+	}
+	err = db.update(func(tx *bolt.Tx) error {
+		root, err := tx.CreateBucketIfNotExists(bucketDelivered)
+		if err != nil {
+			return err
+		}
+		b, err := root.CreateBucketIfNotExists(encodeKey(k))
+		if err != nil {
+			return err
+		}
+		for m, es := range old {
+			start := base.Add(m).UnixMilli()
+			v := []byte{deliveredV1}
+			for _, e := range es {
+				v = binary.BigEndian.AppendUint16(v, uint16(e.Time-start))
+				v = binary.BigEndian.AppendUint64(v, e.Hash)
+			}
+			seq, _ := b.NextSequence()
+			if err := b.Put(binary.BigEndian.AppendUint64(spanKey(start, minuteMillis), seq), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Hour values of this collector: one key already in a minute value.
+	now := []cursor.Delivered{at(3*time.Minute+time.Second, 1), at(10*time.Minute, 5), at(61*time.Minute, 6)}
+	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: base}}, Delivered: map[record.Stream][]cursor.Delivered{k: now}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.DeliveredIn(ctx, k, base, base.Add(2*time.Hour))
+	if err != nil || len(got) != 7 {
+		t.Fatalf("DeliveredIn: %d keys (%v), want 7", len(got), err)
+	}
+	counts, err := db.DeliveredOf(ctx, k, []cursor.Delivered{at(3*time.Minute+time.Second, 1), at(60*time.Minute+500*time.Millisecond, 4), at(10*time.Minute, 9), at(3*time.Minute+time.Second, 1)})
+	if err != nil || !slices.Equal(counts, []int{2, 1, 0, 2}) {
+		t.Fatalf("DeliveredOf: %v (%v), want [2 1 0 2]", counts, err)
+	}
+	per, err := db.DeliveredCounts(ctx, k, base.Add(3*time.Minute+1500*time.Millisecond), base.Add(61*time.Minute+time.Millisecond))
+	if err != nil || len(per) != 59 || per[0] != 1 || per[7] != 1 || per[56] != 1 || per[57] != 1 || per[58] != 1 {
+		t.Fatalf("DeliveredCounts: %v (%v)", per, err)
+	}
+	if end, err := db.DeliveredEnd(ctx, k); err != nil || !end.Equal(base.Add(61*time.Minute+time.Millisecond)) {
+		t.Fatalf("DeliveredEnd: %v (%v), want %v", end, err, base.Add(61*time.Minute+time.Millisecond))
+	}
+	// The watermark at 11:00:30: the minute values and the hour value
+	// that end by then go; the minute of 11:00 and the hour of 11:00 stay.
+	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: base.Add(60*time.Minute + 30*time.Second)}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = db.DeliveredIn(ctx, k, base, base.Add(2*time.Hour))
+	if err != nil || len(got) != 2 || got[0] != at(60*time.Minute+500*time.Millisecond, 4) || got[1] != at(61*time.Minute, 6) {
+		t.Fatalf("after the cut at 11:00:30: %v (%v); want the minute value of 11:00 and the hour value of 11:00", got, err)
 	}
 }

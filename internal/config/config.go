@@ -88,6 +88,11 @@ type MetricsConfig struct {
 	// before /readyz names it under streams_failing (never less than three
 	// of its polling intervals). Default 10m; at least 1s.
 	FailingAfter time.Duration `koanf:"failing_after"`
+	// Pprof serves Go's runtime profiles (net/http/pprof) under
+	// /debug/pprof/ on Listen, to find where memory or CPU goes. Default
+	// false: a profile shows the process's internals to whoever can reach
+	// the port.
+	Pprof bool `koanf:"pprof"`
 }
 
 // LogConfig shapes the logs (key "log").

@@ -367,7 +367,7 @@ func TestMultiSinkAStalledSinkHoldsTheOthersWithinBoundedMemory(t *testing.T) {
 	sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) { c.Rates = map[string]float64{"dns": 40_000, "connections": 40_000} })
 	start := time.Now().UTC().Add(-72 * time.Hour).Truncate(time.Minute)
 	out := t.TempDir()
-	const buffer = 50_000 // the default
+	const buffer = 20_000 // the default
 	sinks := fmt.Sprintf(`sinks:
   - {name: a, type: file, file: {dir: %s, fsync: false}}
   - {name: b, type: file, file: {dir: %s, fsync: false}}

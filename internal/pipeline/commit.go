@@ -18,7 +18,7 @@ type Store interface {
 	Apply(ctx context.Context, c checkpoint.Changes) error
 	Windows(ctx context.Context, k record.Stream) ([]cursor.LoggedWindow, error)
 	Alerts(ctx context.Context, k record.Stream) (map[string]cursor.AlertMark, error)
-	DeliveredIn(ctx context.Context, k record.Stream, from, to time.Time) ([]cursor.Delivered, error)
+	DeliveredOf(ctx context.Context, k record.Stream, keys []cursor.Delivered) ([]int, error)
 	DeliveredEnd(ctx context.Context, k record.Stream) (time.Time, error)
 	DeliveredCounts(ctx context.Context, k record.Stream, from, to time.Time) ([]int64, error)
 	Marks(ctx context.Context) (map[string][]byte, error)

@@ -10,8 +10,8 @@ type Config struct {
 	// BufferRecords bounds the records between the API and the sinks: pages
 	// being fetched (room is reserved before each request), buffered, and
 	// being written. Memory is about this many records times their size,
-	// whatever the backlog and however many streams. Default 50,000 (ten
-	// full pages).
+	// whatever the backlog and however many streams. Default 20,000 (four
+	// full pages: the API's budget, not the buffer, bounds the rate).
 	BufferRecords int `koanf:"buffer_records"`
 	// SinkWorkers is how many batches are written concurrently to each
 	// sink (each sink has this many workers of its own). Default 4.
@@ -36,7 +36,7 @@ type Config struct {
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
 	return Config{
-		BufferRecords: 50_000,
+		BufferRecords: 20_000,
 		SinkWorkers:   4,
 		SinkTimeout:   2 * time.Minute,
 		RetryInitial:  500 * time.Millisecond,

@@ -23,10 +23,10 @@ var (
 	_ source.Remembers = (*output)(nil)
 )
 
-// DeliveredIn returns the stream's delivered set in [from, to) as
-// committed (source.Remembers).
-func (o *output) DeliveredIn(ctx context.Context, from, to time.Time) ([]cursor.Delivered, error) {
-	return o.p.store.DeliveredIn(ctx, o.stream, from, to)
+// DeliveredOf returns how many records of each of keys the stream's
+// delivered set holds as committed (source.Remembers).
+func (o *output) DeliveredOf(ctx context.Context, keys []cursor.Delivered) ([]int, error) {
+	return o.p.store.DeliveredOf(ctx, o.stream, keys)
 }
 
 // DeliveredEnd returns the time past the stream's latest delivered record

@@ -16,9 +16,9 @@ import (
 // parts, a resume after a restart). An Output without it (tools, tests)
 // delivers every record fetched.
 type Remembers interface {
-	// DeliveredIn returns the stream's delivered set for record times in
-	// [from, to) as last committed.
-	DeliveredIn(ctx context.Context, from, to time.Time) ([]cursor.Delivered, error)
+	// DeliveredOf returns how many records of each of keys the stream's
+	// delivered set holds, as last committed (counts[i] for keys[i]).
+	DeliveredOf(ctx context.Context, keys []cursor.Delivered) ([]int, error)
 	// DeliveredEnd returns a time no committed delivered record is at or
 	// after (zero when none was).
 	DeliveredEnd(ctx context.Context) (time.Time, error)
@@ -75,10 +75,10 @@ func (m *memory) filter(ctx context.Context, envs []record.Envelope) ([]record.E
 		return envs, nil, 0, nil
 	}
 	keys := make([]cursor.Delivered, len(envs))
-	lo, hi := int64(1<<62), int64(-1<<62)
+	lo := int64(1 << 62)
 	for i := range envs {
 		keys[i] = cursor.DeliveredOf(envs[i].ID, envs[i].Time)
-		lo, hi = min(lo, keys[i].Time), max(hi, keys[i].Time)
+		lo = min(lo, keys[i].Time)
 	}
 	if !m.loaded {
 		end, err := m.out.DeliveredEnd(ctx)
@@ -94,39 +94,23 @@ func (m *memory) filter(ctx context.Context, envs []record.Envelope) ([]record.E
 	// moves storeEnd), then the checkpoint is read: a page committed in
 	// between is in both, which a key's count takes once (max).
 	m.prune()
-	var stored, page map[cursor.Delivered]int
-	countPage := func() {
-		page = make(map[cursor.Delivered]int, len(keys))
-		for _, k := range keys {
-			page[k]++
-		}
-	}
+	var stored []int // per key, what the checkpoint holds of it
 	if lo < m.storeEnd {
-		ks, err := m.out.DeliveredIn(ctx, time.UnixMilli(lo), time.UnixMilli(hi+1))
-		if err != nil {
+		var err error
+		if stored, err = m.out.DeliveredOf(ctx, keys); err != nil {
 			return nil, nil, 0, fmt.Errorf("read the delivered set: %w", err)
 		}
-		// Only the page's keys are looked up, so of the checkpoint's
-		// keys (a window served in unsorted pages reads every earlier
-		// page of the window) only those of the page are counted: a
-		// look-up each in the page's keys, not a map of them all.
-		if len(ks) > 0 {
-			countPage()
-		}
-		for _, k := range ks {
-			if _, ok := page[k]; !ok {
-				continue
-			}
-			if stored == nil {
-				stored = map[cursor.Delivered]int{}
-			}
-			stored[k]++
-		}
 	}
-	have := func(k cursor.Delivered) int { return max(stored[k], m.set[k]) }
+	have := func(i int) int {
+		n := m.set[keys[i]]
+		if stored != nil {
+			n = max(n, stored[i])
+		}
+		return n
+	}
 	any := false
-	for _, k := range keys {
-		if have(k) > 0 {
+	for i := range keys {
+		if have(i) > 0 {
 			any = true
 			break
 		}
@@ -134,13 +118,14 @@ func (m *memory) filter(ctx context.Context, envs []record.Envelope) ([]record.E
 	if !any {
 		return envs, keys, 0, nil
 	}
-	if page == nil {
-		countPage()
+	page := make(map[cursor.Delivered]int, len(keys))
+	for _, k := range keys {
+		page[k]++
 	}
 	kept := envs[:0:0]
 	keptKeys := keys[:0:0]
 	for i, k := range keys {
-		if page[k] <= have(k) {
+		if page[k] <= have(i) {
 			continue
 		}
 		kept = append(kept, envs[i])

@@ -19,8 +19,8 @@ type dbMemory struct {
 	k  record.Stream
 }
 
-func (d dbMemory) DeliveredIn(ctx context.Context, from, to time.Time) ([]cursor.Delivered, error) {
-	return d.db.DeliveredIn(ctx, d.k, from, to)
+func (d dbMemory) DeliveredOf(ctx context.Context, keys []cursor.Delivered) ([]int, error) {
+	return d.db.DeliveredOf(ctx, d.k, keys)
 }
 func (dbMemory) Committed() uint64 { return 0 }
 

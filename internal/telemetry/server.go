@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"sync"
 	"time"
@@ -35,6 +36,7 @@ type Server struct {
 	readiness map[string]Check
 	liveness  map[string]Check
 	handlers  map[string]http.Handler
+	profiles  bool
 	srv       *http.Server
 	ln        net.Listener
 	done      chan struct{}
@@ -93,6 +95,14 @@ func (s *Server) AddHandler(path string, h http.Handler) {
 	s.handlers[path] = h
 }
 
+// ServeProfiles adds Go's runtime profiles (net/http/pprof) under
+// /debug/pprof/ to the endpoints; call it before Start.
+func (s *Server) ServeProfiles() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.profiles = true
+}
+
 // Handler returns the HTTP handler of the endpoints.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -109,6 +119,16 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { s.serveChecks(w, r, s.checks(true)) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { s.serveChecks(w, r, s.checks(false)) })
+	s.mu.Lock()
+	profiles := s.profiles
+	s.mu.Unlock()
+	if profiles {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index) // heap, allocs, goroutine... by name
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 

@@ -91,3 +91,26 @@ func TestHandlersAddedAfterStartAreServed(t *testing.T) {
 		t.Fatalf("/state after the second AddHandler: %d %q", code, body)
 	}
 }
+
+// Go's profiles are served only when asked for (metrics.pprof): a heap
+// profile is a gzipped protobuf, and without ServeProfiles the path is
+// unknown.
+func TestProfilesAreServedOnlyWhenAsked(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		s := New("127.0.0.1:0", NewRegistry("x", "y"), slog.New(slog.DiscardHandler))
+		if on {
+			s.ServeProfiles()
+		}
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		code, body := get(t, "http://"+s.Addr()+"/debug/pprof/heap")
+		s.Shutdown(context.Background())
+		if on && (code != 200 || !strings.HasPrefix(body, "\x1f\x8b")) {
+			t.Errorf("with profiles: %d, %d bytes not gzip", code, len(body))
+		}
+		if !on && code != 404 {
+			t.Errorf("without profiles: %d", code)
+		}
+	}
+}

@@ -207,20 +207,22 @@ func (s *Store) DeliveredCounts(ctx context.Context, k record.Stream, from, to t
 	return counts, nil
 }
 
-// DeliveredIn implements the delivered-set read of checkpoint.DB.
-func (s *Store) DeliveredIn(ctx context.Context, k record.Stream, from, to time.Time) ([]cursor.Delivered, error) {
+// DeliveredOf implements the delivered-set look-up of checkpoint.DB.
+func (s *Store) DeliveredOf(ctx context.Context, k record.Stream, keys []cursor.Delivered) ([]int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usable(ctx, k); err != nil {
 		return nil, fmt.Errorf("load delivered set: %w", err)
 	}
-	var out []cursor.Delivered
+	n := map[cursor.Delivered]int{}
 	for _, d := range s.delivered[k] {
-		if d.Time >= from.UnixMilli() && d.Time < to.UnixMilli() {
-			out = append(out, d)
-		}
+		n[d]++
 	}
-	return out, nil
+	counts := make([]int, len(keys))
+	for i, key := range keys {
+		counts[i] = n[key]
+	}
+	return counts, nil
 }
 
 func applyWindows(log []cursor.LoggedWindow, c cursor.WindowChanges) []cursor.LoggedWindow {

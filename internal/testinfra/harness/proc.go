@@ -15,6 +15,10 @@ import (
 type ProcMem struct {
 	RSS int64 // VmRSS: resident now
 	HWM int64 // VmHWM: the peak resident set so far
+	// Anon is RssAnon, the part of RSS that is the process's own memory
+	// (heap, stacks); the rest is files it maps (its executable, the
+	// checkpoint file bbolt maps), page cache the kernel can drop.
+	Anon int64
 }
 
 // ReadProcMem reads pid's ProcMem (Linux).
@@ -43,6 +47,9 @@ func ReadProcMem(pid int) (ProcMem, error) {
 		}
 		if v, ok := field(line, "VmHWM:"); ok {
 			m.HWM, gotHWM = v, true
+		}
+		if v, ok := field(line, "RssAnon:"); ok {
+			m.Anon = v
 		}
 	}
 	if !gotRSS || !gotHWM {

@@ -204,6 +204,9 @@ type Run struct {
 	// folds the old mm's into signal->maxrss at exec), so it is only
 	// meaningful when ParentHWM is small.
 	MaxRSS, RuMaxRSS, ParentHWM int64
+	// MaxAnon is the largest RssAnon sampled (ProcMem.Anon): the peak of
+	// the process's own memory, without the files it maps.
+	MaxAnon int64
 	// RSS holds VmRSS samples (bytes) taken every RSSEvery while it ran.
 	RSS []int64
 	// Scraped holds, per gauge of Config.Scrape, one sample a second.
@@ -281,6 +284,7 @@ func (c *Collector) RunOnce(tb testing.TB, timeout time.Duration) *Run {
 				if m, err := ReadProcMem(cmd.Process.Pid); err == nil {
 					res.RSS = append(res.RSS, m.RSS)
 					res.MaxRSS = max(res.MaxRSS, m.HWM)
+					res.MaxAnon = max(res.MaxAnon, m.Anon)
 				}
 			}
 		}
