@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/svcexport/collector/internal/api"
@@ -164,16 +165,20 @@ func TestPoller_C3_CappedTotalRowsWithAChainEndingAtTheCapIsComplete(t *testing.
 // complete, and duplicates are at most what the expired chains delivered.
 func TestPoller_C3_NextPageLifeShorterThanConfiguredIsLearntAndWalksFitIt(t *testing.T) {
 	t.Parallel()
-	srv := startSim(t, func(c *apisim.Config) {
+	synctest.Test(t, testNextPageLifeShorterThanConfiguredIsLearntAndWalksFitIt)
+}
+
+func testNextPageLifeShorterThanConfiguredIsLearntAndWalksFitIt(t *testing.T) {
+	srv, hc := startSimInMemory(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceUserLogins] = 300
 		c.PageSize = 100
 		c.NextPageTTL = time.Second
 	})
-	cfg := simConfig(srv)
+	cfg := simConfigInMemory()
 	cfg.API.PageRows = 100
 	lag := 5 * time.Minute
 	cfg.Sources["user_logins"] = catalog.SourceOverride{Start: ptr("8h"), Lag: &lag}
-	e := newEnv(t, cfg, nil)
+	e := newEnvOn(t, cfg, hc)
 	p := e.poller(catalog.SourceUserLogins, "acme", true)
 	col := collector{delay: 250 * time.Millisecond}
 	if err := p.Run(t.Context(), cursor.Cursor{}, EmitFunc(col.emit)); err != nil {

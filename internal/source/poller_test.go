@@ -2,6 +2,7 @@ package source
 
 import (
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/svcexport/collector/internal/api"
@@ -120,16 +121,20 @@ func TestPoller_C3_DenseWindowsAreSplitBeforeTheCap(t *testing.T) {
 // complete.
 func TestPoller_C3_NextPageExpiryShorterThanTheWalkIsComplete(t *testing.T) {
 	t.Parallel()
-	srv := startSim(t, func(c *apisim.Config) {
+	synctest.Test(t, testNextPageExpiryShorterThanTheWalkIsComplete)
+}
+
+func testNextPageExpiryShorterThanTheWalkIsComplete(t *testing.T) {
+	srv, hc := startSimInMemory(t, func(c *apisim.Config) {
 		c.Rates[apisim.SourceUserLogins] = 300
 		c.PageSize = 500
 		c.NextPageTTL = time.Second
 	})
-	cfg := simConfig(srv)
+	cfg := simConfigInMemory()
 	cfg.API.PageRows, cfg.API.NextPageTTL = 500, time.Second
 	lag := 5 * time.Minute
 	cfg.Sources["user_logins"] = catalog.SourceOverride{Start: ptr("12h"), Lag: &lag}
-	e := newEnv(t, cfg, nil)
+	e := newEnvOn(t, cfg, hc)
 	p := e.poller(catalog.SourceUserLogins, "acme", true)
 	col := collector{delay: 250 * time.Millisecond}
 	if err := p.Run(t.Context(), cursor.Cursor{}, EmitFunc(col.emit)); err != nil {
@@ -149,17 +154,21 @@ func TestPoller_C3_NextPageExpiryShorterThanTheWalkIsComplete(t *testing.T) {
 // never see a 429.
 func TestPoller_C4_TwoAccountBackfillSeesNo429(t *testing.T) {
 	t.Parallel()
-	srv := startSim(t, func(c *apisim.Config) {
+	synctest.Test(t, testTwoAccountBackfillSeesNo429)
+}
+
+func testTwoAccountBackfillSeesNo429(t *testing.T) {
+	srv, hc := startSimInMemory(t, func(c *apisim.Config) {
 		c.RateLimit, c.RatePeriod = 60, 5*time.Second
 		c.Rates[apisim.SourceDNS] = 1000
 		c.PageSize = 500
 	})
-	cfg := simConfig(srv)
+	cfg := simConfigInMemory()
 	cfg.API.PageRows = 500
 	cfg.API.Rate = api.RateConfig{Limit: 60, Period: 5 * time.Second, Reserve: 0.1}
 	lag := 5 * time.Minute
 	cfg.Sources["dns"] = catalog.SourceOverride{Start: ptr("24h"), Lag: &lag}
-	e := newEnv(t, cfg, nil)
+	e := newEnvOn(t, cfg, hc)
 	res := runAccounts(t, e, catalog.SourceDNS, []string{"acme", "acme-dev"})
 	for a, col := range res {
 		pages := col.snapshot()
@@ -178,18 +187,22 @@ func TestPoller_C4_TwoAccountBackfillSeesNo429(t *testing.T) {
 // nothing is lost.
 func TestPoller_C4_NoisyNeighbourFew429sNothingLost(t *testing.T) {
 	t.Parallel()
-	srv := startSim(t, func(c *apisim.Config) {
+	synctest.Test(t, testNoisyNeighbourFew429sNothingLost)
+}
+
+func testNoisyNeighbourFew429sNothingLost(t *testing.T) {
+	srv, hc := startSimInMemory(t, func(c *apisim.Config) {
 		c.RateLimit, c.RatePeriod = 60, 5*time.Second
 		c.NoisyFraction = 0.5
 		c.Rates[apisim.SourceDNS] = 1000
 		c.PageSize = 500
 	})
-	cfg := simConfig(srv)
+	cfg := simConfigInMemory()
 	cfg.API.PageRows = 500
 	cfg.API.Rate = api.RateConfig{Limit: 60, Period: 5 * time.Second, Reserve: 0.1}
 	lag := 5 * time.Minute
 	cfg.Sources["dns"] = catalog.SourceOverride{Start: ptr("24h"), Lag: &lag}
-	e := newEnv(t, cfg, nil)
+	e := newEnvOn(t, cfg, hc)
 	res := runAccounts(t, e, catalog.SourceDNS, []string{"acme", "acme-dev"})
 	for a, col := range res {
 		pages := col.snapshot()

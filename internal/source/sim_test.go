@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -32,14 +33,41 @@ func startSim(t *testing.T, mut func(*apisim.Config)) *apisim.Server {
 	})
 }
 
+// startSimInMemory starts the simulator like startSim, but served over
+// in-memory connections (simtest.StartInMemory), for a test that runs in a
+// testing/synctest bubble: the simulator, the collector and the test then
+// share the bubble's fake clock, so the waits of hours of API time (rate
+// limits, next-page lives, intervals, backoffs) take no wall time, only
+// the CPU the work takes. Call it inside the bubble; simConfigInMemory is
+// the configuration that reaches it, and newEnvOn the env that uses the
+// returned client.
+func startSimInMemory(t *testing.T, mut func(*apisim.Config)) (*apisim.Server, *http.Client) {
+	t.Helper()
+	return simtest.StartInMemory(t, func(cfg *apisim.Config) {
+		cfg.WaveAmplitude, cfg.BurstProbability = 0, 0
+		if mut != nil {
+			mut(cfg)
+		}
+	})
+}
+
 // simConfig is the collector configuration for srv: the simulator's
 // default credentials, fast retries.
-func simConfig(srv *apisim.Server) catalog.Config {
+func simConfig(srv *apisim.Server) catalog.Config { return simConfigAt(srv.URL(), srv.EdgeURL()) }
+
+// simConfigInMemory is simConfig for a simulator of startSimInMemory.
+func simConfigInMemory() catalog.Config {
+	return simConfigAt(simtest.InMemoryURL, simtest.InMemoryURL+"/edge")
+}
+
+// simConfigAt is the collector configuration for a simulator whose core
+// API is at base and edge API at edge.
+func simConfigAt(base, edge string) catalog.Config {
 	cfg := catalog.DefaultConfig()
-	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = srv.URL(), "sim-key", secret.New("sim-secret")
+	cfg.API.BaseURL, cfg.API.KeyID, cfg.API.Secret = base, "sim-key", secret.New("sim-secret")
 	cfg.API.Retry = api.RetryConfig{Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond}
 	cfg.API.Timeout = 10 * time.Second
-	cfg.Edge.BaseURL, cfg.Edge.Token = srv.EdgeURL(), secret.New("sim-edge-token")
+	cfg.Edge.BaseURL, cfg.Edge.Token = edge, secret.New("sim-edge-token")
 	cfg.Edge.Timeout = 10 * time.Second
 	return cfg
 }
@@ -62,6 +90,21 @@ type env struct {
 
 func newEnv(t *testing.T, cfg catalog.Config, clk clock.Clock) *env {
 	t.Helper()
+	return newEnvClient(t, cfg, clk, nil)
+}
+
+// newEnvOn is newEnv on the system clock (in a bubble, the bubble's) with
+// the clients reaching the simulator through hc, the client of
+// startSimInMemory.
+func newEnvOn(t *testing.T, cfg catalog.Config, hc *http.Client) *env {
+	t.Helper()
+	return newEnvClient(t, cfg, nil, hc)
+}
+
+// newEnvClient is newEnv with the clients' requests sent through hc (nil:
+// a new http.Client).
+func newEnvClient(t *testing.T, cfg catalog.Config, clk clock.Clock, hc *http.Client) *env {
+	t.Helper()
 	if clk == nil {
 		clk = clock.System{}
 	}
@@ -82,7 +125,7 @@ func newEnv(t *testing.T, cfg catalog.Config, clk clock.Clock) *env {
 			t.Logf("logs:\n%s", tail(e.logs.String(), 4000))
 		}
 	})
-	o := api.Options{Clock: clk, Logger: e.log, Metrics: am}
+	o := api.Options{HTTPClient: hc, Clock: clk, Logger: e.log, Metrics: am}
 	if e.core, err = api.NewClient(cfg.API, e.budget, o); err != nil {
 		t.Fatal(err)
 	}
