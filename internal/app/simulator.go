@@ -16,14 +16,6 @@ import (
 // its start, and the addresses and credentials it hands the pollers. Of
 // the packages that run in the daemon, only this file imports apisim.
 
-// The simulator's default credentials (apisim.DefaultConfig), which the
-// pollers use while the configuration names none.
-const (
-	simKeyID     = "sim-key"
-	simSecret    = "sim-secret"
-	simEdgeToken = "sim-edge-token"
-)
-
 // Validate checks what only the application can check of a loaded
 // configuration: with simulator.enabled, that simulator.settings decode
 // into the simulator's configuration and are valid. Its error is a
@@ -79,11 +71,5 @@ func resolveSource(cfg config.Config, log *slog.Logger) (catalog.Config, *apisim
 		return sc, nil, fmt.Errorf("simulator: %w", err)
 	}
 	log.Info("API simulator started in-process (simulator.enabled)", "core", sim.URL(), "edge", sim.EdgeURL())
-	return simulatorEndpoints(sim.URL()).Fill(sc), sim, nil
-}
-
-// simulatorEndpoints are the addresses and credentials of a simulator
-// serving at base: the edge API under base/edge.
-func simulatorEndpoints(base string) catalog.Endpoints {
-	return catalog.Endpoints{BaseURL: base, EdgeURL: base + "/edge", KeyID: simKeyID, Secret: simSecret, EdgeToken: simEdgeToken}
+	return cfg.SimulatorSourceConfig(sim.URL()), sim, nil
 }

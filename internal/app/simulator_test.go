@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/config"
 )
 
@@ -45,5 +46,20 @@ func TestConfiguredStreams_WithTheSimulatorIncludeTheEdgeSources(t *testing.T) {
 	cfg.Simulator.Enabled = false
 	if streams, _ := configuredStreams(cfg); len(streams) != 7 {
 		t.Fatalf("%d streams without the simulator and edge.base_url, want 7", len(streams))
+	}
+}
+
+// The credentials the configuration fills in for the in-process simulator
+// are the ones the simulator accepts by default.
+func TestSimulatorSourceConfigCarriesTheSimulatorsDefaultCredentials(t *testing.T) {
+	cfg := config.Default()
+	cfg.Simulator.Enabled = true
+	sc := cfg.SimulatorSourceConfig("http://127.0.0.1:9")
+	def := apisim.DefaultConfig()
+	if sc.API.KeyID != def.Keys[0].KeyID || sc.API.Secret.Reveal() != def.Keys[0].Secret || sc.Edge.Token.Reveal() != def.EdgeToken {
+		t.Fatalf("filled in key %q and the secrets do not match the simulator's default key %q", sc.API.KeyID, def.Keys[0].KeyID)
+	}
+	if sc.API.BaseURL != "http://127.0.0.1:9" || sc.Edge.BaseURL != "http://127.0.0.1:9/edge" {
+		t.Fatalf("addresses %q, %q", sc.API.BaseURL, sc.Edge.BaseURL)
 	}
 }

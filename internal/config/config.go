@@ -258,18 +258,32 @@ func (c Config) validateSource() error {
 // running API: validation, and the commands that list streams (state,
 // reset). With the simulator on, the application fills the API locations
 // and credentials the configuration leaves unset from the simulator it
-// starts (internal/app resolveSource), so they may be missing here:
-// stand-ins take their place, which turn the edge streams on as the
-// simulator does. Nothing connects to them.
+// starts (SimulatorSourceConfig), so they may be missing here: an address
+// nothing listens on takes their place, which turns the edge streams on as
+// the simulator does. Nothing connects to it.
 func (c Config) PlannedSourceConfig() catalog.Config {
-	sc := c.SourceConfig()
 	if c.Simulator.Enabled {
-		sc = catalog.Endpoints{
-			BaseURL: "http://127.0.0.1:1", EdgeURL: "http://127.0.0.1:1/edge",
-			KeyID: "simulator", Secret: "simulator", EdgeToken: "simulator",
-		}.Fill(sc)
+		return c.SimulatorSourceConfig("http://127.0.0.1:1")
 	}
-	return sc
+	return c.SourceConfig()
+}
+
+// The in-process simulator's credentials (its defaults: apisim's
+// DefaultConfig), which the pollers use while the configuration names
+// none.
+const (
+	simulatorKeyID     = "sim-key"
+	simulatorSecret    = "sim-secret"
+	simulatorEdgeToken = "sim-edge-token"
+)
+
+// SimulatorSourceConfig is SourceConfig with what the configuration leaves
+// unset of the API's locations and credentials taken from an in-process
+// simulator serving at base (the edge API under base/edge): the one place
+// the demo's simulator rewrites the configuration.
+func (c Config) SimulatorSourceConfig(base string) catalog.Config {
+	return catalog.Endpoints{BaseURL: base, EdgeURL: base + "/edge", KeyID: simulatorKeyID, Secret: simulatorSecret,
+		EdgeToken: simulatorEdgeToken}.Fill(c.SourceConfig())
 }
 
 // Dump writes the effective configuration as YAML with every secret

@@ -30,6 +30,7 @@ func holdFirstSync(fl *faults) (release func()) {
 }
 
 func TestWritesQueuedBehindAnFsyncShareTheNextOne(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
 		s, _ := startSink(t, testConfig(dir))
@@ -68,6 +69,7 @@ func TestWritesQueuedBehindAnFsyncShareTheNextOne(t *testing.T) {
 }
 
 func TestAWriteWhoseCtxEndsWhileQueuedIsNotWritten(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
 		s, reg := startSink(t, testConfig(dir))
@@ -96,6 +98,7 @@ func TestAWriteWhoseCtxEndsWhileQueuedIsNotWritten(t *testing.T) {
 }
 
 func TestShutdownWaitsForWritesOrLeavesTheCloseToTheLast(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
 		cfg := testConfig(dir)
@@ -136,6 +139,7 @@ func TestShutdownWaitsForWritesOrLeavesTheCloseToTheLast(t *testing.T) {
 }
 
 func TestAQuietStreamsGzipFileIsFinishedAfterMaxAge(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
 		cfg := testConfig(dir)
