@@ -233,11 +233,7 @@ func TestDelaysCommitWithTheStateAndSurviveAReopen(t *testing.T) {
 func TestMinuteValuesOfAnEarlierCollectorReadBesideHourValues(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := Open(filepath.Join(t.TempDir(), "checkpoint.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _ := openTemp(t)
 	k := record.Stream{Source: "dns", Account: "acme"}
 	base := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	at := func(d time.Duration, h uint64) cursor.Delivered {
@@ -249,7 +245,7 @@ func TestMinuteValuesOfAnEarlierCollectorReadBesideHourValues(t *testing.T) {
 		59 * time.Minute: {at(59*time.Minute+59*time.Second, 3)},
 		60 * time.Minute: {at(60*time.Minute+500*time.Millisecond, 4)},
 	}
-	err = db.update(func(tx *bolt.Tx) error {
+	err := db.update(func(tx *bolt.Tx) error {
 		root, err := tx.CreateBucketIfNotExists(bucketDelivered)
 		if err != nil {
 			return err
