@@ -358,7 +358,7 @@ func TestPoller_C6_EdgeIsReadOncePerTokenWithEachRecordsOwnAccount(t *testing.T)
 // is counted as unreachable.
 func TestPoller_C3_WindowInFlightBeforeTheHistoryFloorIsClampedOnResume(t *testing.T) {
 	t.Parallel()
-	srv := startSim(t, func(c *apisim.Config) { c.Rates[apisim.SourceAgentInfo] = 20 })
+	srv := startSim(t, func(c *apisim.Config) { c.Rates[apisim.SourceAgentInfo] = 2 })
 	cfg := simConfig(srv)
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceAgentInfo, "acme", true)
