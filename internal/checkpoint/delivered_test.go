@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"encoding/binary"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -299,5 +300,159 @@ func TestMinuteValuesOfAnEarlierCollectorReadBesideHourValues(t *testing.T) {
 	got, err = db.DeliveredIn(ctx, k, base, base.Add(2*time.Hour))
 	if err != nil || len(got) != 2 || got[0] != at(60*time.Minute+500*time.Millisecond, 4) || got[1] != at(61*time.Minute, 6) {
 		t.Fatalf("after the cut at 11:00:30: %v (%v); want the minute value of 11:00 and the hour value of 11:00", got, err)
+	}
+}
+
+// The delivered set's reads agree with a plain list of what was committed,
+// over random commits (hour values, and minute values as earlier
+// collectors wrote them) and random ranges, their ends on and off minute
+// and hour marks: DeliveredIn returns the keys in the range, DeliveredOf
+// each key's count, DeliveredCounts the per-minute counts and
+// DeliveredEnd a time past the latest key. A count too high would hide a
+// window's growth from a recheck; a key reported that was not delivered
+// would be a record left out.
+func TestDeliveredReadsAgreeWithTheKeysCommitted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(7, 11))
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	const span = 5 * 3600 * 1000 // 5 hours of record time
+	for round := range 20 {
+		db, _ := openTemp(t)
+		k := record.Stream{Source: "dns", Account: "acme"}
+		var all []cursor.Delivered
+		key := func() cursor.Delivered {
+			if len(all) > 0 && rng.IntN(10) == 0 {
+				return all[rng.IntN(len(all))] // the same key again
+			}
+			ms := base + rng.Int64N(span)
+			if rng.IntN(8) == 0 {
+				ms -= floorMod(ms, minuteMillis) // on a minute mark
+			}
+			return cursor.Delivered{Time: ms, Hash: rng.Uint64N(50)}
+		}
+		// Minute values of an earlier collector first, then commits.
+		var old []cursor.Delivered
+		for range rng.IntN(200) {
+			old = append(old, key())
+		}
+		slices.SortFunc(old, compareDelivered)
+		if err := db.update(func(tx *bolt.Tx) error {
+			root, err := tx.CreateBucketIfNotExists(bucketDelivered)
+			if err != nil {
+				return err
+			}
+			b, err := root.CreateBucketIfNotExists(encodeKey(k))
+			if err != nil {
+				return err
+			}
+			for len(old) > 0 {
+				start := old[0].Time - floorMod(old[0].Time, minuteMillis)
+				n := 1
+				for n < len(old) && old[n].Time < start+minuteMillis {
+					n++
+				}
+				v := []byte{deliveredV1}
+				for _, e := range old[:n] {
+					v = binary.BigEndian.AppendUint16(v, uint16(e.Time-start))
+					v = binary.BigEndian.AppendUint64(v, e.Hash)
+				}
+				seq, _ := b.NextSequence()
+				if err := b.Put(binary.BigEndian.AppendUint64(spanKey(start, minuteMillis), seq), v); err != nil {
+					return err
+				}
+				all = append(all, old[:n]...)
+				old = old[n:]
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for range 1 + rng.IntN(6) {
+			var adds []cursor.Delivered
+			for range rng.IntN(400) {
+				adds = append(adds, key())
+			}
+			if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: time.UnixMilli(base)}},
+				Delivered: map[record.Stream][]cursor.Delivered{k: adds}}); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, adds...)
+		}
+		end, err := db.DeliveredEnd(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var latest int64
+		for _, d := range all {
+			latest = max(latest, d.Time+1)
+		}
+		if len(all) > 0 && end.UnixMilli() != latest {
+			t.Fatalf("round %d: DeliveredEnd %d, latest key + 1 ms %d", round, end.UnixMilli(), latest)
+		}
+		for range 30 {
+			lo, hi := base-minuteMillis+rng.Int64N(span+2*minuteMillis), int64(0)
+			switch rng.IntN(3) {
+			case 0:
+				lo -= floorMod(lo, hourMillis)
+			case 1:
+				lo -= floorMod(lo, minuteMillis)
+			}
+			hi = lo + 1 + rng.Int64N(2*hourMillis)
+			if rng.IntN(3) == 0 {
+				hi -= floorMod(hi, minuteMillis)
+				hi = max(hi, lo+1)
+			}
+			var want []cursor.Delivered
+			first := lo - floorMod(lo, minuteMillis)
+			perMinute := make([]int64, (hi-first+minuteMillis-1)/minuteMillis)
+			for _, d := range all {
+				if d.Time >= lo && d.Time < hi {
+					want = append(want, d)
+					perMinute[(d.Time-first)/minuteMillis]++
+				}
+			}
+			got, err := db.DeliveredIn(ctx, k, time.UnixMilli(lo), time.UnixMilli(hi))
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.SortFunc(got, compareDelivered)
+			slices.SortFunc(want, compareDelivered)
+			if !slices.Equal(got, want) {
+				t.Fatalf("round %d: DeliveredIn [%d, %d): %d keys, want %d", round, lo-base, hi-base, len(got), len(want))
+			}
+			counts, err := db.DeliveredCounts(ctx, k, time.UnixMilli(lo), time.UnixMilli(hi))
+			if err != nil || !slices.Equal(counts, perMinute) {
+				t.Fatalf("round %d: DeliveredCounts [%d, %d): %v (%v), want %v", round, lo-base, hi-base, counts, err, perMinute)
+			}
+		}
+		// Probes of stored keys alone (the latest and earliest of them are
+		// stored keys) and with a key past every stored one.
+		var probe []cursor.Delivered
+		if round%2 == 1 {
+			probe = append(probe, cursor.Delivered{Time: base + span + 1, Hash: 1})
+		}
+		for range 50 {
+			if p := key(); round%2 == 1 || len(all) == 0 {
+				probe = append(probe, p)
+			} else {
+				probe = append(probe, all[rng.IntN(len(all))])
+			}
+		}
+		of, err := db.DeliveredOf(ctx, k, probe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range probe {
+			n := 0
+			for _, d := range all {
+				if d == p {
+					n++
+				}
+			}
+			if of[i] != n {
+				t.Fatalf("round %d: DeliveredOf(%v) = %d, committed %d times", round, p, of[i], n)
+			}
+		}
 	}
 }
