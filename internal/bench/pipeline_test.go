@@ -73,13 +73,14 @@ func (m *meter) timed(f func()) {
 //	after the fixes   102k / 106k (~ 0)    1,079-1,111 Mi  1.60 M
 //
 // The regression was the delivered set's filter (the source's memory
-// putting every key DeliveredIn read, about 3.5 million a run, into a map:
+// putting every key it read of the window, about 3.5 million a run, into a map:
 // a window is served in unsorted pages, so each page reads the keys of
 // the window's earlier pages) and each ledger sink copying every batch to
 // leave out an empty skip set; formatting the envelope's four times with
-// time.AppendFormat cost another 6 %. What remains above 38bfa89 in B/op
-// is checkpoint.DB.DeliveredIn's slice per read (about 1.6 GB over five
-// runs in the memory profile).
+// time.AppendFormat cost another 6 %. What remained above 38bfa89 in B/op
+// was the slice of every key of the window the filter read (about 1.6 GB
+// over five runs in the memory profile); a page now asks
+// checkpoint.DB.DeliveredOf for counts of its own keys.
 func BenchmarkPipeline(b *testing.B) {
 	c := sharedCorpus(b)
 	b.Logf("corpus: %d rows (%.0f B/record raw) in %d answers, %d non-empty pages; %s",

@@ -229,9 +229,10 @@ func deliveredCutoff(tx *bolt.Tx, key []byte, s State) time.Time {
 	return cutoff
 }
 
-// DeliveredIn returns the delivered set of k for record times in [from,
-// to), as committed: what asking that period again must not deliver twice.
-func (d *DB) DeliveredIn(ctx context.Context, k record.Stream, from, to time.Time) ([]cursor.Delivered, error) {
+// deliveredIn returns the delivered set of k for record times in [from,
+// to), as committed: the plain read the tests and the horizon benchmark
+// check the others against (a poller asks DeliveredOf).
+func (d *DB) deliveredIn(ctx context.Context, k record.Stream, from, to time.Time) ([]cursor.Delivered, error) {
 	var out []cursor.Delivered
 	lo, hi := from.UnixMilli(), to.UnixMilli()
 	err := d.eachSpan(ctx, k, lo, hi, func(s spanValue) {

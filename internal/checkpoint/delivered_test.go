@@ -24,12 +24,7 @@ import (
 func TestDeliveredSetsCommitWithTheStateAndAreCutBehindTheWatermark(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "checkpoint.db")
-	db, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, path := openTemp(t)
 	k := record.Stream{Source: "dns", Account: "acme"}
 	base := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	var keys []cursor.Delivered
@@ -43,11 +38,11 @@ func TestDeliveredSetsCommitWithTheStateAndAreCutBehindTheWatermark(t *testing.T
 	}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := db.DeliveredIn(ctx, k, base, base.Add(6*time.Hour))
+	got, err := db.deliveredIn(ctx, k, base, base.Add(6*time.Hour))
 	if err != nil || len(got) != len(keys) {
 		t.Fatalf("read back %d of %d keys (%v)", len(got), len(keys), err)
 	}
-	half, err := db.DeliveredIn(ctx, k, base.Add(3*time.Hour), base.Add(4*time.Hour))
+	half, err := db.deliveredIn(ctx, k, base.Add(3*time.Hour), base.Add(4*time.Hour))
 	if err != nil || len(half) == 0 || len(half) >= len(keys) {
 		t.Fatalf("one hour of six: %d keys (%v)", len(half), err)
 	}
@@ -65,10 +60,10 @@ func TestDeliveredSetsCommitWithTheStateAndAreCutBehindTheWatermark(t *testing.T
 	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: base.Add(3 * time.Hour)}}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := db.DeliveredIn(ctx, k, base, base.Add(3*time.Hour)); len(got) != 0 {
+	if got, _ := db.deliveredIn(ctx, k, base, base.Add(3*time.Hour)); len(got) != 0 {
 		t.Errorf("%d keys kept behind the watermark", len(got))
 	}
-	if got, _ := db.DeliveredIn(ctx, k, base.Add(3*time.Hour), base.Add(6*time.Hour)); len(got) == 0 {
+	if got, _ := db.deliveredIn(ctx, k, base.Add(3*time.Hour), base.Add(6*time.Hour)); len(got) == 0 {
 		t.Errorf("keys ahead of the watermark were cut")
 	}
 	// A logged window may be rechecked: its hours stay.
@@ -78,16 +73,16 @@ func TestDeliveredSetsCommitWithTheStateAndAreCutBehindTheWatermark(t *testing.T
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := db.DeliveredIn(ctx, k, base.Add(5*time.Hour), base.Add(6*time.Hour)); len(got) == 0 {
+	if got, _ := db.deliveredIn(ctx, k, base.Add(5*time.Hour), base.Add(6*time.Hour)); len(got) == 0 {
 		t.Errorf("the keys of a logged window were cut")
 	}
-	if got, _ := db.DeliveredIn(ctx, k, base.Add(3*time.Hour), base.Add(5*time.Hour)); len(got) != 0 {
+	if got, _ := db.deliveredIn(ctx, k, base.Add(3*time.Hour), base.Add(5*time.Hour)); len(got) != 0 {
 		t.Errorf("%d keys kept before the oldest logged window", len(got))
 	}
 	if _, err := db.Reset(ctx, "dns", "acme"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := db.DeliveredIn(ctx, k, base, base.Add(6*time.Hour)); len(got) != 0 {
+	if got, _ := db.deliveredIn(ctx, k, base, base.Add(6*time.Hour)); len(got) != 0 {
 		t.Errorf("%d keys kept after Reset", len(got))
 	}
 }
@@ -104,29 +99,25 @@ func TestAnOlderFileHasEmptyDeliveredSets(t *testing.T) {
 	defer db.Close()
 	k := record.Stream{Source: "dns", Account: "acme"}
 	st := compatStates()[k]
-	if got, err := db.DeliveredIn(ctx, k, st.Watermark.Add(-time.Hour), st.Watermark.Add(time.Hour)); err != nil || len(got) != 0 {
+	if got, err := db.deliveredIn(ctx, k, st.Watermark.Add(-time.Hour), st.Watermark.Add(time.Hour)); err != nil || len(got) != 0 {
 		t.Fatalf("older file: %d keys, %v", len(got), err)
 	}
 	d := cursor.Delivered{Hash: 7, Time: st.Watermark.Add(time.Minute).UnixMilli()}
 	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: st}, Delivered: map[record.Stream][]cursor.Delivered{k: {d}}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := db.DeliveredIn(ctx, k, st.Watermark, st.Watermark.Add(time.Hour)); err != nil || len(got) != 1 || got[0] != d {
+	if got, err := db.deliveredIn(ctx, k, st.Watermark, st.Watermark.Add(time.Hour)); err != nil || len(got) != 1 || got[0] != d {
 		t.Fatalf("after a commit: %v, %v", got, err)
 	}
 }
 
-// DeliveredCounts counts, per minute of record time, what DeliveredIn
+// DeliveredCounts counts, per minute of record time, what deliveredIn
 // returns, cut to the range asked (partial minutes at both ends), across
 // the values of several commits.
 func TestDeliveredCountsAgreeWithTheKeysPerMinute(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := Open(filepath.Join(t.TempDir(), "checkpoint.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _ := openTemp(t)
 	k := record.Stream{Source: "dns", Account: "acme"}
 	base := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	for commit := range 3 {
@@ -160,7 +151,7 @@ func TestDeliveredCountsAgreeWithTheKeysPerMinute(t *testing.T) {
 		for i, n := range counts {
 			lo, hi := m.Add(time.Duration(i)*time.Minute), m.Add(time.Duration(i+1)*time.Minute)
 			lo, hi = maxTime(lo, from), minTime(hi, to)
-			keys, err := db.DeliveredIn(ctx, k, lo, hi)
+			keys, err := db.deliveredIn(ctx, k, lo, hi)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -228,7 +219,7 @@ func TestDelaysCommitWithTheStateAndSurviveAReopen(t *testing.T) {
 }
 
 // A file of a collector that stored minute values (version 1) reads them
-// beside the hour values written now: DeliveredIn, DeliveredOf,
+// beside the hour values written now: deliveredIn, DeliveredOf,
 // DeliveredCounts and DeliveredEnd see both, and the cut behind the
 // watermark forgets each by its own span.
 func TestMinuteValuesOfAnEarlierCollectorReadBesideHourValues(t *testing.T) {
@@ -277,9 +268,9 @@ func TestMinuteValuesOfAnEarlierCollectorReadBesideHourValues(t *testing.T) {
 	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: base}}, Delivered: map[record.Stream][]cursor.Delivered{k: now}}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := db.DeliveredIn(ctx, k, base, base.Add(2*time.Hour))
+	got, err := db.deliveredIn(ctx, k, base, base.Add(2*time.Hour))
 	if err != nil || len(got) != 7 {
-		t.Fatalf("DeliveredIn: %d keys (%v), want 7", len(got), err)
+		t.Fatalf("deliveredIn: %d keys (%v), want 7", len(got), err)
 	}
 	counts, err := db.DeliveredOf(ctx, k, []cursor.Delivered{at(3*time.Minute+time.Second, 1), at(60*time.Minute+500*time.Millisecond, 4), at(10*time.Minute, 9), at(3*time.Minute+time.Second, 1)})
 	if err != nil || !slices.Equal(counts, []int{2, 1, 0, 2}) {
@@ -297,7 +288,7 @@ func TestMinuteValuesOfAnEarlierCollectorReadBesideHourValues(t *testing.T) {
 	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: base.Add(60*time.Minute + 30*time.Second)}}}); err != nil {
 		t.Fatal(err)
 	}
-	got, err = db.DeliveredIn(ctx, k, base, base.Add(2*time.Hour))
+	got, err = db.deliveredIn(ctx, k, base, base.Add(2*time.Hour))
 	if err != nil || len(got) != 2 || got[0] != at(60*time.Minute+500*time.Millisecond, 4) || got[1] != at(61*time.Minute, 6) {
 		t.Fatalf("after the cut at 11:00:30: %v (%v); want the minute value of 11:00 and the hour value of 11:00", got, err)
 	}
@@ -306,7 +297,7 @@ func TestMinuteValuesOfAnEarlierCollectorReadBesideHourValues(t *testing.T) {
 // The delivered set's reads agree with a plain list of what was committed,
 // over random commits (hour values, and minute values as earlier
 // collectors wrote them) and random ranges, their ends on and off minute
-// and hour marks: DeliveredIn returns the keys in the range, DeliveredOf
+// and hour marks: deliveredIn returns the keys in the range, DeliveredOf
 // each key's count, DeliveredCounts the per-minute counts and
 // DeliveredEnd a time past the latest key. A count too high would hide a
 // window's growth from a recheck; a key reported that was not delivered
@@ -412,14 +403,14 @@ func TestDeliveredReadsAgreeWithTheKeysCommitted(t *testing.T) {
 					perMinute[(d.Time-first)/minuteMillis]++
 				}
 			}
-			got, err := db.DeliveredIn(ctx, k, time.UnixMilli(lo), time.UnixMilli(hi))
+			got, err := db.deliveredIn(ctx, k, time.UnixMilli(lo), time.UnixMilli(hi))
 			if err != nil {
 				t.Fatal(err)
 			}
 			slices.SortFunc(got, compareDelivered)
 			slices.SortFunc(want, compareDelivered)
 			if !slices.Equal(got, want) {
-				t.Fatalf("round %d: DeliveredIn [%d, %d): %d keys, want %d", round, lo-base, hi-base, len(got), len(want))
+				t.Fatalf("round %d: deliveredIn [%d, %d): %d keys, want %d", round, lo-base, hi-base, len(got), len(want))
 			}
 			counts, err := db.DeliveredCounts(ctx, k, time.UnixMilli(lo), time.UnixMilli(hi))
 			if err != nil || !slices.Equal(counts, perMinute) {

@@ -55,7 +55,7 @@ func BenchmarkDeliveredSetAt24hHorizon(b *testing.B) {
 		// The filter of a fresh page and of a recheck of the last hour.
 		end := base.Add(hours * time.Hour)
 		t0 := time.Now()
-		got, err := db.DeliveredIn(ctx, k, end.Add(-time.Minute), end)
+		got, err := db.deliveredIn(ctx, k, end.Add(-time.Minute), end)
 		if err != nil || len(got) == 0 {
 			b.Fatalf("read back %d keys: %v", len(got), err)
 		}
