@@ -357,7 +357,14 @@ func TestPaging_C3_AServerChainCapBelowTheConfiguredResultCapLosesNothing(t *tes
 				c.ResultCap = 50_000
 				c.AuditUnpaged = true
 			})
-			start := time.Now().UTC().Add(-12 * time.Hour).Truncate(time.Minute)
+			// With kills, 36 hours: each run must still be backfilling when
+			// it is killed (up to a second in), and a run gets through 12
+			// hours of both sources in about half a second.
+			span := 12 * time.Hour
+			if kills > 0 {
+				span = 36 * time.Hour
+			}
+			start := time.Now().UTC().Add(-span).Truncate(time.Minute)
 			c := harness.New(t, harness.Config{Sim: sim, Start: start, Accounts: []string{"acme"}, Sources: []string{"dns", "audit_logs"},
 				Interval: harness.Omit, PageRows: 2_000, Metrics: harness.FreeAddr(t)})
 			if kills > 0 {
