@@ -144,6 +144,16 @@ func TestC6EdgeTruncatesSilentlyAtMaxRows(t *testing.T) {
 		t.Fatalf("%d with %d rows, want 200 with exactly 10000", r.status, len(er.AuditEvents))
 	}
 	digestOf(t, SourceEdgeAuditEvents, er.AuditEvents) // distinct
+	half := h.edge("/api/v1/audit_events", msq(from, from.Add(time.Minute)), nil)
+	if half.status != 200 {
+		t.Fatalf("a minute's window: %d", half.status)
+	}
+	// The log says what was asked and which answer was full.
+	qs := h.sim.EdgeQueries()
+	if len(qs) != 2 || qs[0].Source != SourceEdgeAuditEvents || !qs[0].Start.Equal(from) || !qs[0].End.Equal(to) ||
+		qs[0].Rows != 10000 || !qs[0].Full || qs[1].Full || !qs[1].End.Equal(from.Add(time.Minute)) || qs[1].Rows >= 10000 {
+		t.Fatalf("edge queries %+v", qs)
+	}
 	for _, raw := range er.AuditEvents {
 		var x struct {
 			CreateTime int64 `json:"create_time"`

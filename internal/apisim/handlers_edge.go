@@ -82,6 +82,8 @@ func (s *Server) handleEdge(w http.ResponseWriter, r *http.Request, src sourceID
 	}
 	wk.head = h
 	s.stats.add(edgeUser, fnEdge, func(c *Counter) { c.RowsServed += rows; c.Pages++ })
+	s.edges.add(EdgeQuery{Source: sourceTable[src].name, Start: time.UnixMilli(eq.start).UTC(), End: time.UnixMilli(eq.end).UTC(),
+		Rows: rows, Full: limit > 0 && rows >= limit})
 	s.sendData(w, r, wk.head, wk.rows, []byte("]}"))
 }
 

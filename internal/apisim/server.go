@@ -24,6 +24,7 @@ type Server struct {
 	auth     *authority
 	limits   *limiter
 	stats    *statsTable
+	edges    edgeLog
 	faults   *faults
 	pool     sync.Pool // *worker
 	rules    windowRules
