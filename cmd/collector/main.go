@@ -322,26 +322,43 @@ func isTerminal(w io.Writer) bool {
 	return ok && status.IsTerminal(f)
 }
 
-// signalContext is cancelled by the first SIGINT or SIGTERM (a graceful
-// stop: drain, flush, commit); a second one exits at once.
+// signalContext is cancelled by the first SIGINT, SIGTERM or SIGHUP (a
+// graceful stop: drain, flush, commit); a second SIGINT or SIGTERM exits at
+// once. SIGHUP, which its peers take as "reload the configuration", stops
+// gracefully too until the collector reloads in place: a supervisor
+// (Kubernetes, systemd's Restart=always) starts it again with the new
+// configuration, and nothing is lost. A SIGHUP while stopping is ignored:
+// a reload sent twice must not cut the drain short.
 func signalContext(log *slog.Logger) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	done := make(chan struct{})
 	go func() {
 		select {
 		case s := <-ch:
-			log.Info("stopping", "signal", s.String())
+			if s == syscall.SIGHUP {
+				log.Warn("stopping gracefully: the configuration is not reloaded in place yet; the supervisor starts the collector again with it",
+					"signal", s.String())
+			} else {
+				log.Info("stopping", "signal", s.String())
+			}
 			cancel()
 		case <-done:
 			return
 		}
-		select {
-		case s := <-ch:
-			log.Error("second signal: exiting without draining", "signal", s.String())
-			os.Exit(exitFailed)
-		case <-done:
+		for {
+			select {
+			case s := <-ch:
+				if s == syscall.SIGHUP {
+					log.Info("already stopping gracefully", "signal", s.String())
+					continue
+				}
+				log.Error("second signal: exiting without draining", "signal", s.String())
+				os.Exit(exitFailed)
+			case <-done:
+				return
+			}
 		}
 	}()
 	return ctx, func() {

@@ -63,7 +63,7 @@ func TestSystemdUnitRunsTheShippedConfigWithItsCredentials(t *testing.T) {
 	}
 	for key, want := range map[string]string{
 		"Type":           "simple",
-		"Restart":        "on-failure",
+		"Restart":        "always",
 		"KillSignal":     "SIGTERM",
 		"StateDirectory": "collector",
 	} {

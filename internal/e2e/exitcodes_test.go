@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,6 +124,48 @@ func TestSIGTERMDuringOnceExits0(t *testing.T) {
 	}
 	if len(moved) == 0 {
 		t.Fatalf("no stream committed anything before SIGTERM\n%s", p.Tail(20))
+	}
+	harness.CompareWithTruth(t, sim, c.ReadOutput(t), moved, start, wms)
+}
+
+// SIGHUP (which peers take as "reload") is a graceful stop, twice over:
+// before, it killed the daemon (exit 129, no drain, .part files left). Exit
+// 0, no .part file, and what was delivered is complete up to the
+// committed watermarks (issue 29 item 7).
+func TestSIGHUPIsAGracefulStop(t *testing.T) {
+	t.Parallel()
+	sim := harness.StartSim(t, harness.QuickRates)
+	start := time.Now().UTC().Add(-10 * 24 * time.Hour).Truncate(time.Minute)
+	c := harness.New(t, harness.Config{Sim: sim, Start: start, PageRows: 5000, Rate: harness.Rate{Limit: 20, Period: 5 * time.Second},
+		Metrics: harness.FreeAddr(t)})
+	p := c.Start(t)
+	harness.WaitCommitted(t, p, c.Config().Metrics, start, harness.Streams(harness.CoreSources(), harness.Accounts()), 1, time.Minute)
+	p.Signal(syscall.SIGHUP)
+	p.Signal(syscall.SIGHUP) // a reload sent twice does not cut the drain short
+	if err := p.Wait(t, 60*time.Second); err != nil {
+		t.Fatalf("exit after SIGHUP: %v\n%s", err, p.Tail(20))
+	}
+	if !strings.Contains(p.Logs(), "stopping gracefully") {
+		t.Errorf("no graceful stop logged\n%s", p.Tail(20))
+	}
+	err := filepath.WalkDir(c.OutDir(), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, ".part") {
+			t.Errorf("a .part file left after SIGHUP: %s", path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wms := c.Watermarks(t)
+	var moved []record.Stream
+	for _, k := range harness.AllStreams() {
+		if wms[k].Watermark.After(start) {
+			moved = append(moved, k)
+		}
+	}
+	if len(moved) == 0 {
+		t.Fatalf("no stream committed anything before SIGHUP\n%s", p.Tail(20))
 	}
 	harness.CompareWithTruth(t, sim, c.ReadOutput(t), moved, start, wms)
 }
