@@ -4,25 +4,35 @@
 // the sinks; the pipeline commits a State only after the pages it covers were
 // acknowledged, in order.
 //
-// Next to each State it keeps two bounded logs, committed in the same
-// transaction when given together (Apply, Changes): the window log (one
-// cursor.LoggedWindow per fetched window: its bounds, its count when
-// fetched, the id digest of an edge window, and how many recheck points it
-// passed), which package recheck reads to ask windows again for late
-// records (C3); and the alert marks (cursor.AlertMark: the last
-// update_time emitted per edge alert uuid, C6), so that a restart emits
-// only alerts that changed. Both are written only after what they describe
-// was acknowledged (Changes says why that keeps delivery at least once),
-// pruned by the caller as its horizon moves, and bounded per stream
-// (WithWindowLimit, WithAlertLimit).
+// Next to the States it keeps five more kinds of value, each in a bucket
+// of its own and committed in the same transaction as the States they
+// agree with (Apply, Changes), each written only after what it describes
+// was acknowledged, so that a crash at any instant leaves the sinks and
+// the checkpoint agreeing (C7):
 //
-// The values it stores are package cursor's (the Chain in flight, the
-// window log entries, the alert marks and their changes): the same types
-// the poller produces and the pipeline passes on. Their stored form is
-// this package's own: codec.go (states, wireState), logwindows.go and
-// logalerts.go (the two logs: encodings, buckets, and how changes are
-// applied and read inside a transaction), so that a change of a cursor
-// type never silently changes the file format.
+//   - the window log (cursor.LoggedWindow per fetched window: its bounds,
+//     its count when fetched, the id digest of an edge window, the recheck
+//     points it passed), which package recheck reads to ask windows again
+//     for late records (C3);
+//   - the alert marks (cursor.AlertMark: the last update_time emitted per
+//     edge alert uuid, C6), so that a restart emits only alerts that
+//     changed;
+//   - the delivered sets (cursor.Delivered: a hash of each id and its
+//     record time, per stream, within the period the stream may ask
+//     again), so that a recheck, a restarted chain or a resume delivers
+//     only what is new;
+//   - the sinks' marks (sink.Ledger, opaque here), with which each sink
+//     makes its own store agree with the checkpoint after a crash;
+//   - the platform's delays each stream learnt (recheck: auto).
+//
+// The logs and sets are pruned by the caller as its horizon moves, and
+// bounded per stream (WithWindowLimit, WithAlertLimit).
+//
+// The values it stores are package cursor's: the same types the poller
+// produces and the pipeline passes on. Their stored form is this
+// package's own, versioned and tested against files of earlier versions
+// (testdata), so that a change of a cursor type never silently changes
+// the file format. Start reading at Open and DB.Apply.
 //
 // DB (Open) is the checkpoint on a bbolt file; the pipeline consumes it
 // through its own pipeline.Store, and package checkpointtest holds an

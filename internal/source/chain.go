@@ -121,8 +121,8 @@ func (r *run) window(ctx context.Context, w window.Window) error {
 		}
 		if api.IsBodyTooLarge(err) {
 			// A later page of the chain: its parts have shorter chains
-			// and smaller pages. What was delivered of w comes again
-			// (at least once, C7).
+			// and smaller pages. What was delivered of w is asked
+			// again and left out by the delivered set (once, C7).
 			return r.splitTooLarge(ctx, w, err, r.window)
 		}
 		if !isCut {

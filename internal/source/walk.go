@@ -136,8 +136,9 @@ func (p *Poller) sawPage(ctx context.Context, rows int) {
 // one chunk at a time, so that no more than one chunk of envelopes exists
 // outside the pipeline. Every chunk but the last is a Revisit page with the
 // cursor as it stands (r.cur): it moves nothing, and a crash before the
-// last chunk asks the whole page again (at least once, C7). Only the last
-// chunk carries after.
+// last chunk asks the whole page again, and the delivered set leaves out
+// the chunks the sinks already hold (once, C7). Only the last chunk
+// carries after.
 func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records []json.RawMessage, received time.Time, after cursor.Cursor, revisit bool, ex *emitExtra) error {
 	p := r.p
 	size := len(records)

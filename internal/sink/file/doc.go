@@ -39,8 +39,12 @@
 // Writes to one stream share an fsync (group commit); streams proceed in
 // parallel. A failed Write is cut off the file (truncated to where it
 // began), so a retry neither duplicates a half batch nor tears a line.
-// Delivery is at least once: a batch written again after a crash or a
-// cancelled Write appears twice, with the same C7 ids.
+// A Write by itself may land twice (a batch written again after a crash or
+// a cancelled Write); with delivery exactly_once (the default) the sink's
+// ledger makes that impossible: Mark records where each stream's files end
+// at every checkpoint commit, and Recover cuts what a crash left past it,
+// so each record is stored once (C7). Delivery at_least_once skips the
+// ledger, and a copy then carries the same C7 id.
 //
 // # Plain files: *.ndjson.part until complete
 //

@@ -177,7 +177,9 @@ func (s *Sink) Start(ctx context.Context) error { return s.base.Start(ctx) }
 // ctx bounds the wait for the stream; a write or fsync already under way is
 // not interrupted. When ctx ends after b was handed to the disk, Write
 // returns ctx's error although b may become durable: a retry then writes it
-// a second time, which C7 (at least once, by id) allows.
+// a second time within this run; with delivery exactly_once, Recover at the
+// next start cuts whatever the checkpoint did not commit, so a copy never
+// outlives a crash (C7).
 func (s *Sink) Write(ctx context.Context, b *record.Batch) error { return s.base.Write(ctx, b) }
 
 // Ready reports whether the directory takes a new file now: it creates,
