@@ -14,14 +14,12 @@
 // checkpoint.State and checkpoint.Changes, which hold the same cursor
 // types.
 //
-// Files, in the order a page travels: pipeline.go (Producer, Pipeline,
-// New, Run: producers, workers, commits), output.go (each producer's
-// source.Output: reservations, and pages handed to every sink), slots.go
-// (the buffer's semaphore), target.go (one sink: its queue, its pending
-// pages, its lag), write.go (each sink's workers and retries, a page
-// finished by every sink, permanent errors), tracker.go (contiguous
-// acknowledgements), commit.go (Store, the checkpoint as the pipeline
-// needs it; the commit loop; the cursor a producer resumes from),
-// health.go (Stalled, errors, lags and states for /readyz, /healthz and
-// /state), metrics.go, config.go.
+// Start reading at New and Pipeline.Run, then follow a page: a
+// producer's Output reserves room in the buffer and hands the page to
+// every sink's queue; each sink's workers write it and retry; the tracker
+// folds contiguous acknowledged pages into the commit, which stores the
+// states, logs, delivered sets and the sinks' marks in one transaction;
+// at start, each sink's Recover makes it agree with that commit, so that
+// each record is stored once in each sink (C7). Health (Stalled, lags,
+// errors) feeds /readyz, /healthz and /state.
 package pipeline

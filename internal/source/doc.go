@@ -23,16 +23,12 @@
 // streams without credentials or clients. Each Poller's Run(ctx, from, out) is started in its own
 // goroutine; Poller.Snapshot reports progress at any time.
 //
-// Files, one job each: build.go (Resolve, Build, Streams), poller.go (a poller,
-// its run loop and failures), walk.go (the step of a run, requests,
-// bounded batches), chain.go (windows, splits, chains, resume), limits.go
-// (the paging limits learnt from the server), envelope.go (C7 envelopes
-// of a page, flawed records), rechecks.go, rechecks_log.go and
-// rechecks_alerts.go (asking the past again: rechecks of the window log
-// and alert re-asks, Revisit pages that never move the cursor),
-// output.go (where pages go), snapshot.go (progress as others read it),
-// blocked.go (streams refused for good), metrics.go and errkind.go (the
-// collector_* poller series). Sub-packages, each a seam with its own job
+// Start reading at Poller.Run: a run is a loop of steps (a fresh window,
+// a chain resumed, a recheck of the window log or of alerts), each asking
+// the API and emitting pages; what a stream learnt of the server (Limits)
+// and what it already delivered (the delivered set, so that whatever is
+// asked again delivers only what is new, C7) travel with its cursor.
+// Sub-packages, each a seam with its own job
 // and tests: catalog (the sources and their configuration), pagescan
 // (reading answers), alerttrack (the alert marks), access (ProbeAccess
 // for the check command).
