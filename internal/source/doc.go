@@ -25,10 +25,10 @@
 //
 // Start reading at Poller.Run: a run is a loop of steps (a fresh window,
 // a chain resumed, a recheck of the window log or of alerts), each asking
-// the API and emitting pages; what a stream learnt of the server (Limits)
-// and what it already delivered (the delivered set, so that whatever is
-// asked again delivers only what is new, C7) travel with its cursor.
-// Sub-packages, each a seam with its own job
+// the API and emitting pages. What a stream learnt of the server (Limits)
+// travels with its cursor; the delivered set leaves out of whatever is
+// asked again what the sinks already hold (once, C7). Sub-packages, each
+// a seam with its own job
 // and tests: catalog (the sources and their configuration), pagescan
 // (reading answers), alerttrack (the alert marks), access (ProbeAccess
 // for the check command).
