@@ -292,7 +292,7 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 	}
 
 	if len(send) > 0 {
-		s.noteHanded(b)
+		s.noteHanded(b, topics)
 		if s.exactlyOnce() {
 			h := kgo.RecordHeader{Key: HeaderBatch, Value: []byte(s.led.cov.BatchName(b))}
 			for _, r := range send {
