@@ -106,7 +106,7 @@ func New(cfg Config, streams []record.Stream, deadLetterDir string, reg promethe
 		cfg:    cfg,
 		conn:   cn,
 		log:    log.With("sink", sinkName),
-		enc:    kafkarecord.Encoder{Raw: cfg.Format == FormatRecord, FetchedTimestamp: cfg.Timestamp == TimestampFetched, EntityKeys: cfg.Key == KeyEntity},
+		enc:    kafkarecord.Encoder{Raw: cfg.Format == FormatRecord, FetchedTimestamp: cfg.Timestamp == TimestampFetched, EntityKeys: cfg.entityKeys()},
 		topics: make(map[record.Stream]string),
 		ready:  make(map[string]bool),
 		limits: make(map[string]int32),
