@@ -29,8 +29,9 @@ import (
 var _ sink.Sink = (*Sink)(nil)
 
 // Sink writes batches of envelopes to Kafka with franz-go's idempotent
-// producer: key = record id, headers = the envelope's fields, value per
-// Config.Format (see the package documentation). Build it with New; the
+// producer: key = record id or account/entity (Config.KeyOf), headers =
+// the envelope's fields, value per Config.Format (see the package
+// documentation). Build it with New; the
 // zero value is not usable. Its methods are safe for concurrent use.
 type Sink struct {
 	cfg  Config
