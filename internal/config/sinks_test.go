@@ -117,6 +117,10 @@ func TestSinkErrorsNameTheirKeyPath(t *testing.T) {
 			[]string{"sinks[0].file.max_bytes"}},
 		{"a duration without unit in an entry", "sinks:\n  - {type: file, file: {max_age: 7}}\n", nil,
 			[]string{"sinks[0].file.max_age"}},
+		{"a Kafka key of an unknown source in an entry", "sinks:\n  - {type: kafka, kafka: {brokers: [a:1], keys: {dnss: id}}}\n", nil,
+			[]string{`sinks[0].kafka.keys.dnss: unknown source "dnss"`}},
+		{"a bad Kafka key of a source from the environment", "sink: {type: kafka, kafka: {brokers: [a:1]}}\n", []string{"COLLECTOR_SINK__KAFKA__KEYS__DNS=fqdn"},
+			[]string{`sink.kafka.keys.dns: unknown value "fqdn" (id, entity)`}},
 		{"an entry that is no mapping", "sinks: [kafka]\n", nil,
 			[]string{"sinks[0]: must be a mapping"}},
 		{"an empty entry", "sinks: [{type: stdout}, ~]\n", nil,
@@ -225,5 +229,30 @@ func TestRekeyedNamesTheEntryOfTheList(t *testing.T) {
 		if got := c.sc.Rekeyed(c.err); got != c.err {
 			t.Errorf("%s: Rekeyed(%v) = %v, want it unchanged", c.name, c.err, got)
 		}
+	}
+}
+
+// sink.kafka.keys is merged over its defaults (agent_info and edge_alerts
+// keyed by entity), in a list entry as in the one-sink section and from
+// the environment, and KeyOf falls back to sink.kafka.key.
+func TestKafkaKeysPerSourceMergeOverTheDefaults(t *testing.T) {
+	cfg, err := loadYAML(t, "sinks:\n  - {type: kafka, kafka: {brokers: [a:1], key: id, keys: {dns: entity, edge_alerts: id}}}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := cfg.Sinks()[0].Kafka
+	got := fmt.Sprintf("agent_info=%s edge_alerts=%s dns=%s connections=%s", k.KeyOf("agent_info"), k.KeyOf("edge_alerts"), k.KeyOf("dns"), k.KeyOf("connections"))
+	if want := "agent_info=entity edge_alerts=id dns=entity connections=id"; got != want {
+		t.Errorf("keys %s, want %s", got, want)
+	}
+	cfg, err = loadYAML(t, "sink: {type: kafka, kafka: {brokers: [a:1]}}\n", "COLLECTOR_SINK__KAFKA__KEYS__USER_LOGINS=entity")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := cfg.Sinks()[0].Kafka; k.KeyOf("user_logins") != "entity" || k.KeyOf("agent_info") != "entity" || k.KeyOf("dns") != "id" {
+		t.Errorf("from the environment: keys %v, key %s", k.Keys, k.Key)
+	}
+	if d := DefaultSink().Kafka.Keys; len(d) != 2 {
+		t.Errorf("a load changed the defaults: %v", d)
 	}
 }

@@ -105,8 +105,14 @@ func TestKafkaRecordFormatCarriesTheRawRecordAndHeaders(t *testing.T) {
 			t.Fatalf("%s/%d@%d: record time %s outside its window [%s, %s)", m.Topic, m.Partition, m.Offset, h["time"], h["window_start"], h["window_end"])
 		}
 		// The value is the record itself, not an envelope around it: the
-		// key is the C7 id of the value (AddRecord checks it).
-		out.AddRecord(t, string(m.Key), h["source"], h["account"], h["time"], value)
+		// key is the C7 id of the value (AddRecord checks it), or for an
+		// edge alert (keyed by its account and uuid by default) the
+		// header id.
+		id, ok := h["id"]
+		if !ok {
+			id = string(m.Key)
+		}
+		out.AddRecord(t, id, h["source"], h["account"], h["time"], value)
 	})
 	n := c.Compare(t, out, c.Streams())
 	if n < 1000 {

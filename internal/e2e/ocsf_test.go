@@ -117,8 +117,8 @@ func TestOCSFKafkaBackfillReadByKcatMatchesTruth(t *testing.T) {
 		}
 		tm := time.UnixMilli(ev.Time).UTC()
 		switch {
-		case string(m.Key) != ev.Metadata.UID:
-			bad.add("%s: key %s, metadata.uid %s", where, m.Key, ev.Metadata.UID)
+		case string(m.Key) != ev.Metadata.UID && h["id"] != ev.Metadata.UID:
+			bad.add("%s: key %s (id header %q), metadata.uid %s", where, m.Key, h["id"], ev.Metadata.UID)
 		case h["source"] != ev.Metadata.LogName || m.Topic != svcTopic(h["source"]):
 			bad.add("%s: header source %s, metadata.log_name %s", where, h["source"], ev.Metadata.LogName)
 		case h["time"] != record.FormatTime(tm):

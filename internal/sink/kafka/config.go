@@ -3,13 +3,16 @@ package kafka
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/svcexport/collector/internal/sink"
+	"github.com/svcexport/collector/internal/sink/kafka/kafkarecord"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
 	"github.com/svcexport/collector/internal/sink/ocsfenc"
 	"github.com/svcexport/collector/internal/tlsconfig"
@@ -105,15 +108,26 @@ type Config struct {
 	// by the broker as soon as it is written, and a broker with
 	// log.message.timestamp.before.max.ms refuses records older than it.
 	Timestamp string `koanf:"timestamp"`
-	// Key is what the message key holds: "id" (default), the record id
-	// (C7), spread evenly over the partitions; or "entity", the record's
-	// entity (kafkarecord.Entity per source: the alert uuid of an edge
-	// alert, the agent mid of agent info, the user of a login, the FQDN of
-	// a DNS record...), so that one entity's records go to one partition
-	// in order and a compacted topic keeps the latest of each; the id
-	// then travels in the header "id". A record without its entity
-	// member keeps its id as the key.
+	// Key is what the message key holds for the sources Keys does not
+	// name: "id" (default), the record id (C7), spread evenly over the
+	// partitions; or "entity", the record's account and entity
+	// (kafkarecord.EntityKey: "acme/4211" for agent 4211 of account acme;
+	// the entity per source is kafkarecord.Entity: the alert uuid of an
+	// edge alert, the agent mid of agent info, the user of a login, the
+	// FQDN of a DNS record...), so that one entity's records go to one
+	// partition in order and a compacted topic keeps the latest of each;
+	// the id then travels in the header "id". An entity is unique only
+	// within its account, hence the account in the key. A record without
+	// its entity member keeps its id as the key.
 	Key string `koanf:"key"`
+	// Keys sets Key per source, winning over Key. Default agent_info and
+	// edge_alerts "entity": their records are states (an agent's latest
+	// report, an alert's latest version) that a compacted topic should
+	// keep one of per agent or alert. Event streams (dns, connections,
+	// logins...) are best keyed by id: their entities (a FQDN, an event
+	// type) are few and skewed, so entity keys crowd a few partitions, and
+	// compaction would drop all but one event of each.
+	Keys map[string]string `koanf:"keys"`
 	// Linger is how long a partition waits for more records before a
 	// request is sent. Write stops lingering for its partitions once the
 	// whole batch is buffered (franz-go ProduceSync), so a linger only lets
@@ -198,6 +212,7 @@ func DefaultConfig() Config {
 		Delivery:           sink.DeliveryExactlyOnce,
 		Timestamp:          TimestampRecord,
 		Key:                KeyID,
+		Keys:               map[string]string{"agent_info": KeyEntity, "edge_alerts": KeyEntity},
 		Linger:             DefaultLinger,
 		BatchMaxBytes:      DefaultBatchMaxBytes,
 		MaxBufferedRecords: DefaultMaxBufferedRecords,
@@ -225,6 +240,26 @@ const (
 	TimestampRecord  = "record"
 	TimestampFetched = "fetched"
 )
+
+// KeyOf returns what the message key of source's records holds: Keys'
+// value for it, else Key.
+func (c Config) KeyOf(source string) string {
+	if k, ok := c.Keys[source]; ok {
+		return k
+	}
+	return c.Key
+}
+
+// entityKeys returns the sources keyed by entity (kafkarecord.Encoder).
+func (c Config) entityKeys() map[string]bool {
+	out := map[string]bool{}
+	for _, src := range kafkarecord.EntitySources() {
+		if c.KeyOf(src) == KeyEntity {
+			out[src] = true
+		}
+	}
+	return out
+}
 
 // prefix is the configuration path of this section.
 const prefix = "sink.kafka"
@@ -267,6 +302,14 @@ func (c Config) Validate() error {
 	}
 	if c.Key != KeyID && c.Key != KeyEntity {
 		add("key", "unknown value %q (%s, %s)", c.Key, KeyID, KeyEntity)
+	}
+	for _, src := range slices.Sorted(maps.Keys(c.Keys)) {
+		switch v := c.Keys[src]; {
+		case !slices.Contains(kafkarecord.EntitySources(), src):
+			add("keys."+src, "unknown source %q (%s)", src, strings.Join(kafkarecord.EntitySources(), ", "))
+		case v != KeyID && v != KeyEntity:
+			add("keys."+src, "unknown value %q (%s, %s)", v, KeyID, KeyEntity)
+		}
 	}
 	if c.Timestamp != TimestampRecord && c.Timestamp != TimestampFetched {
 		add("timestamp", "unknown value %q (%s, %s)", c.Timestamp, TimestampRecord, TimestampFetched)

@@ -49,6 +49,7 @@ func TestConfigFromYAML(t *testing.T) {
 		Delivery:           "at_least_once",
 		Timestamp:          "fetched",
 		Key:                "entity",
+		Keys:               map[string]string{"agent_info": "entity", "edge_alerts": "entity", "dns": "id"},
 		Linger:             25 * time.Millisecond,
 		BatchMaxBytes:      512 << 10,
 		MaxBufferedRecords: 20_000,
@@ -105,6 +106,13 @@ func TestDefaultsAreDocumentedValues(t *testing.T) {
 		c.Acks != "all" || c.Partitioner != "key" || c.CreateTopics {
 		t.Errorf("defaults changed: %+v", c)
 	}
+	// Agents and alerts are states, keyed by entity; event streams by id.
+	for src, want := range map[string]string{"agent_info": "entity", "edge_alerts": "entity", "dns": "id", "connections": "id",
+		"changed_files": "id", "user_logins": "id", "cloud_activities": "id", "audit_logs": "id", "edge_audit_events": "id"} {
+		if got := c.KeyOf(src); got != want {
+			t.Errorf("default key of %s: %s, want %s", src, got, want)
+		}
+	}
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "sink.kafka.brokers") {
 		t.Errorf("defaults without brokers: want a sink.kafka.brokers error, got %v", err)
 	}
@@ -137,6 +145,8 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 		want   string
 	}{
 		{"no brokers", func(c *kafka.Config) { c.Brokers = nil }, "sink.kafka.brokers: must list at least one broker"},
+		{"a key of an unknown source", func(c *kafka.Config) { c.Keys["dnss"] = "id" }, `sink.kafka.keys.dnss: unknown source "dnss" (agent_info, audit_logs,`},
+		{"an unknown key of a source", func(c *kafka.Config) { c.Keys["dns"] = "fqdn" }, `sink.kafka.keys.dns: unknown value "fqdn" (id, entity)`},
 		{"a broker without port", func(c *kafka.Config) { c.Brokers = []string{"localhost"} }, `sink.kafka.brokers: entry 0: "localhost" is not host:port`},
 		{"an empty broker", func(c *kafka.Config) { c.Brokers = []string{"a:1", ""} }, "sink.kafka.brokers: entry 1: empty broker address"},
 		{"a broker without host", func(c *kafka.Config) { c.Brokers = []string{":9092"} }, `sink.kafka.brokers: entry 0: ":9092" has no host`},

@@ -1,8 +1,12 @@
 // Package kafka is the Kafka sink (DESIGN item 6): it writes each envelope
 // (CONTRACT C7) as one Kafka record with franz-go's idempotent producer.
 //
-// A record's key is the envelope id, so a consumer (or a compacted topic)
-// removes the duplicates that at-least-once delivery brings. Its headers are
+// A record's key is chosen per source (Config.KeyOf): the envelope id, so
+// a consumer (or a compacted topic) removes the duplicates that
+// at-least-once delivery brings, or the record's account and entity
+// (kafkarecord.EntityKey; by default for agent_info and edge_alerts, the
+// id then in the header "id"), so a compacted topic keeps each agent's or
+// alert's latest record. Its headers are
 // source, account, time, window_start, window_end and fetched_at (RFC 3339
 // with milliseconds, UTC) and content-type: application/json. Its value is
 // the envelope JSON (format "envelope", the default), the raw record as

@@ -29,8 +29,9 @@ import (
 var _ sink.Sink = (*Sink)(nil)
 
 // Sink writes batches of envelopes to Kafka with franz-go's idempotent
-// producer: key = record id, headers = the envelope's fields, value per
-// Config.Format (see the package documentation). Build it with New; the
+// producer: key = record id or account/entity (Config.KeyOf), headers =
+// the envelope's fields, value per Config.Format (see the package
+// documentation). Build it with New; the
 // zero value is not usable. Its methods are safe for concurrent use.
 type Sink struct {
 	cfg  Config
@@ -106,7 +107,7 @@ func New(cfg Config, streams []record.Stream, deadLetterDir string, reg promethe
 		cfg:    cfg,
 		conn:   cn,
 		log:    log.With("sink", sinkName),
-		enc:    kafkarecord.Encoder{Raw: cfg.Format == FormatRecord, FetchedTimestamp: cfg.Timestamp == TimestampFetched, EntityKeys: cfg.Key == KeyEntity},
+		enc:    kafkarecord.Encoder{Raw: cfg.Format == FormatRecord, FetchedTimestamp: cfg.Timestamp == TimestampFetched, EntityKeys: cfg.entityKeys()},
 		topics: make(map[record.Stream]string),
 		ready:  make(map[string]bool),
 		limits: make(map[string]int32),
@@ -292,7 +293,7 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 	}
 
 	if len(send) > 0 {
-		s.noteHanded(b)
+		s.noteHanded(b, topics)
 		if s.exactlyOnce() {
 			h := kgo.RecordHeader{Key: HeaderBatch, Value: []byte(s.led.cov.BatchName(b))}
 			for _, r := range send {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +29,18 @@ import (
 // writes those to Kafka no more. With the idempotent producer (acks all,
 // which the sink requires) a record is in a partition once per Write that
 // stored it, so the log holds each record once.
+//
+// A mark may only err towards the past. The sink therefore knows the end
+// of every partition of its topics before it produces there (Recover and
+// the first Write to a topic ask the brokers, again while a partition's
+// answer carries an error, and fail rather than go on without it), and a
+// batch handed while a partition of its topic was unknown to the sink (a
+// partition added since) marks that partition from its first offset, 0,
+// until a commit covers the batch. Recover reads a partition of a marked
+// topic that the mark does not name from 0 too. (Issue 29: a partition
+// dropped from the ends for an error let Mark take the end produced since,
+// past a batch the commit did not cover, whose records the next start
+// wrote again.)
 
 var _ sink.Ledger = (*Sink)(nil)
 
@@ -58,10 +71,13 @@ const kafkaMarkVersion = 2
 const HeaderBatch = "collector_batch"
 
 // batchAt is a batch handed to the producer in this run and not yet
-// covered: its Seq and, per partition, an offset at or before any it took.
+// covered: its Seq, its topics and, per partition, an offset at or before
+// any it took. A partition of its topics that first lacks may hold its
+// records from offset 0 on.
 type batchAt struct {
-	seq   uint64
-	first map[tp]int64
+	seq    uint64
+	topics []string
+	first  map[tp]int64
 }
 
 // kledger is the sink's side of the protocol.
@@ -136,19 +152,60 @@ func (s *Sink) Delivery() string { return s.cfg.Delivery }
 
 func (s *Sink) exactlyOnce() bool { return s.cfg.Delivery == sink.DeliveryExactlyOnce }
 
-// noteHanded records that batch b is about to be produced: whatever of it
-// lands in a partition lands at or past the end the sink knows of it now
-// (later records get later offsets), so that end is where a read-back
-// must start until a commit covers the batch, whether its Write succeeds,
-// fails or is cut by a crash.
-func (s *Sink) noteHanded(b *record.Batch) {
+// noteHanded records that batch b is about to be produced to topics:
+// whatever of it lands in a partition lands at or past the end the sink
+// knows of it now (later records get later offsets), so that end is where
+// a read-back must start until a commit covers the batch, whether its
+// Write succeeds, fails or is cut by a crash. A partition of topics whose
+// end the sink does not know now is read from 0 (Mark).
+func (s *Sink) noteHanded(b *record.Batch, topics []string) {
 	if !s.exactlyOnce() {
 		return
 	}
 	k := record.Stream{Source: b.Source, Account: b.Account}
+	ts := slices.Compact(slices.Sorted(slices.Values(topics)))
 	s.led.mu.Lock()
 	defer s.led.mu.Unlock()
-	s.led.uncovered[k] = append(s.led.uncovered[k], batchAt{seq: b.Seq, first: maps.Clone(s.led.end)})
+	s.led.uncovered[k] = append(s.led.uncovered[k], batchAt{seq: b.Seq, topics: ts, first: maps.Clone(s.led.end)})
+}
+
+// knowsEnds reports whether the ledger knows the end of some partition of
+// topic (all of them, then: they are learnt together). Without delivery
+// exactly_once it reports true.
+func (s *Sink) knowsEnds(topic string) bool {
+	if !s.exactlyOnce() {
+		return true
+	}
+	s.led.mu.Lock()
+	defer s.led.mu.Unlock()
+	for p := range s.led.end {
+		if p.Topic == topic {
+			return true
+		}
+	}
+	return false
+}
+
+// learnEnds adds the ends of the partitions of topics that the sink does
+// not know yet (a topic first met by Write), so that a batch handed there
+// has a start in each (noteHanded). Without delivery exactly_once it does
+// nothing.
+func (s *Sink) learnEnds(ctx context.Context, topics []string) error {
+	if !s.exactlyOnce() {
+		return nil
+	}
+	end, err := s.listEnds(ctx, topics)
+	if err != nil {
+		return err
+	}
+	s.led.mu.Lock()
+	defer s.led.mu.Unlock()
+	for p, o := range end {
+		if _, ok := s.led.end[p]; !ok {
+			s.led.end[p] = o
+		}
+	}
+	return nil
 }
 
 // noteStored moves the ends the sink knows past the records of a produce.
@@ -194,23 +251,21 @@ func (s *Sink) Mark(_ context.Context, next map[record.Stream]uint64) ([]byte, e
 	from := maps.Clone(s.led.end)
 	for _, bs := range s.led.uncovered {
 		for _, b := range bs {
-			for p, o := range b.first {
-				if o < from[p] {
+			for p := range from {
+				o, known := b.first[p]
+				if !known && slices.Contains(b.topics, p.Topic) {
+					// Unknown when b was handed: b's records may lie
+					// anywhere in it.
+					o, known = 0, true
+				}
+				if known && o < from[p] {
 					from[p] = o
 				}
 			}
 		}
 	}
 	m := kafkaMark{Version: kafkaMarkVersion, Covered: s.led.cov.Advance(next)}
-	for _, p := range slices.SortedFunc(maps.Keys(from), func(a, b tp) int {
-		if a.Topic != b.Topic {
-			if a.Topic < b.Topic {
-				return -1
-			}
-			return 1
-		}
-		return int(a.Partition - b.Partition)
-	}) {
+	for _, p := range slices.SortedFunc(maps.Keys(from), compareTP) {
 		m.Partitions = append(m.Partitions, p)
 		m.Offsets = append(m.Offsets, from[p])
 	}
@@ -231,7 +286,7 @@ func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
 			return nil, err
 		}
 	}
-	end, err := s.listEnds(ctx)
+	end, err := s.listEnds(ctx, s.Topics())
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +301,7 @@ func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
 				return nil, fmt.Errorf("kafka sink: recover: %w", ctx.Err())
 			case <-time.After(readBackSettle):
 			}
-			again, err := s.listEnds(ctx)
+			again, err := s.listEnds(ctx, s.Topics())
 			if err != nil {
 				return nil, err
 			}
@@ -263,9 +318,18 @@ func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
 			return nil, fmt.Errorf("kafka sink: the checkpoint's mark of this sink is unreadable (version %d): %v", m.Version, err)
 		}
 		from := map[tp]int64{}
+		marked := map[string]bool{}
 		for i, p := range m.Partitions {
+			marked[p.Topic] = true
 			if e, ok := end[p]; ok && m.Offsets[i] < e {
 				from[p] = m.Offsets[i]
+			}
+		}
+		for p, e := range end {
+			// A partition added to a marked topic after the mark: the
+			// dead process may have written there from its first offset.
+			if marked[p.Topic] && !slices.Contains(m.Partitions, p) && e > 0 {
+				from[p] = 0
 			}
 		}
 		began := time.Now()
@@ -369,20 +433,71 @@ func (s *Sink) readBack(ctx context.Context, from, end map[tp]int64, uncovered f
 	return out, nil
 }
 
-// listEnds returns the end offset of every partition of the sink's topics.
-func (s *Sink) listEnds(ctx context.Context) (map[tp]int64, error) {
-	ends, err := s.adm.ListEndOffsets(ctx, s.Topics()...)
-	if err != nil {
-		return nil, fmt.Errorf("kafka sink: recover: list end offsets: %w", err)
-	}
+// listEnds returns the end offset of every partition of topics. It asks
+// again for the topics of partitions whose answer carried an error (a
+// leader moving, a topic just created), listEndsTries times in all, and
+// fails naming those whose end it never learnt: the ledger must never go
+// on without a partition's end (see kledger).
+func (s *Sink) listEnds(ctx context.Context, topics []string) (map[tp]int64, error) {
 	end := map[tp]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err == nil {
-			end[tp{o.Topic, o.Partition}] = o.Offset
+	wait := listEndsBackoff
+	for try := 1; ; try++ {
+		ends, err := s.adm.ListEndOffsets(ctx, topics...)
+		if err != nil {
+			return nil, fmt.Errorf("kafka sink: list end offsets: %w", err)
 		}
-	})
-	return end, nil
+		failed := map[tp]error{}
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil {
+				failed[tp{o.Topic, o.Partition}] = o.Err
+				return
+			}
+			end[tp{o.Topic, o.Partition}] = o.Offset
+		})
+		if len(failed) == 0 {
+			return end, nil
+		}
+		parts := slices.SortedFunc(maps.Keys(failed), compareTP)
+		if try == listEndsTries {
+			errs := make([]error, 0, len(parts))
+			for _, p := range parts {
+				errs = append(errs, fmt.Errorf("%s/%d: %w", p.Topic, p.Partition, failed[p]))
+			}
+			return nil, fmt.Errorf("kafka sink: list end offsets: no answer for %d partitions after %d tries (their read-back would start nowhere): %w",
+				len(parts), try, errors.Join(errs...))
+		}
+		s.log.Warn("kafka sink: a partition's end offset came back with an error; asking again", "partition",
+			fmt.Sprintf("%s/%d", parts[0].Topic, parts[0].Partition), "partitions", len(parts), "err", failed[parts[0]])
+		topics = nil
+		for _, p := range parts {
+			topics = append(topics, p.Topic)
+		}
+		topics = slices.Compact(topics)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("kafka sink: list end offsets: %w", ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, listEndsMaxBackoff)
+	}
 }
+
+// compareTP orders partitions by topic, then number.
+func compareTP(a, b tp) int {
+	if a.Topic != b.Topic {
+		return strings.Compare(a.Topic, b.Topic)
+	}
+	return int(a.Partition - b.Partition)
+}
+
+// listEnds asks at most listEndsTries times, waiting listEndsBackoff
+// after the first, twice as long after each next up to
+// listEndsMaxBackoff: about 10 s in all.
+const (
+	listEndsTries      = 8
+	listEndsBackoff    = 100 * time.Millisecond
+	listEndsMaxBackoff = 3 * time.Second
+)
 
 // readBackSettle is how long Recover waits for a partition's end to hold
 // still before it reads back (at most readBackSettleRounds times), when no

@@ -18,7 +18,8 @@ import (
 
 // Format ocsf, read back from the broker: every record's value is the OCSF
 // 1.3.0 event of its envelope, valid per the vendored schema (raw_data
-// when asked for), the key is the record id, the headers are the
+// when asked for), the key is the record id (agents and alerts: their
+// account and entity, the id in the header id), the headers are the
 // documented ones with the OCSF content-type, and no value was a
 // fallback.
 func TestOCSFFormatDeliversValidEventsWithKeyAndHeaders(t *testing.T) {
@@ -59,9 +60,20 @@ func TestOCSFFormatDeliversValidEventsWithKeyAndHeaders(t *testing.T) {
 			t.Fatalf("raw_data=%v: read %d records, wrote %d", rawData, len(got), len(envs))
 		}
 		for _, r := range got {
-			e := byID[string(r.Key)]
+			id, byEntity := kafkatest.Header(r, kafkarecord.HeaderID)
+			if !byEntity {
+				id = string(r.Key)
+			}
+			e := byID[id]
 			if e == nil {
-				t.Fatalf("key %s is no record id", r.Key)
+				t.Fatalf("key %s (id header %q) names no record", r.Key, id)
+			}
+			want, ok := kafkarecord.EntityKeyOf(e.Source, e.Account, e.Record)
+			if !ok || cfg.KeyOf(e.Source) != kafka.KeyEntity {
+				want = e.ID
+			}
+			if string(r.Key) != want || byEntity != (cfg.KeyOf(e.Source) == kafka.KeyEntity) {
+				t.Errorf("%s record %s: key %s (id header %v), want %s", e.Source, e.ID, r.Key, byEntity, want)
 			}
 			if ct := header(t, r, kafkarecord.HeaderContentType); ct != kafkarecord.ContentTypeOCSF {
 				t.Errorf("content-type %q, want %q", ct, kafkarecord.ContentTypeOCSF)

@@ -277,6 +277,12 @@ func (s *Sink) topicFor(ctx context.Context, source, account string) (string, er
 			return "", err
 		}
 	}
+	if !s.knowsEnds(t) {
+		// Before the first batch is handed there (ledger.go).
+		if err := s.learnEnds(ctx, []string{t}); err != nil {
+			return "", err
+		}
+	}
 	s.topicMu.Lock()
 	s.topics[st] = t
 	s.topicMu.Unlock()

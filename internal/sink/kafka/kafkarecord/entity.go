@@ -2,6 +2,8 @@ package kafkarecord
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -9,11 +11,12 @@ import (
 // record's entity (Encoder.EntityKeys): the id is then no longer the key.
 const HeaderID = "id"
 
-// Entities is the entity each source's records are keyed by with
+// entities is the entity each source's records are keyed by with
 // Encoder.EntityKeys: the member of the record (a path, dots between
-// levels) that names what a consumer orders or compacts by. Records of one
-// entity go to one partition, in order, and a compacted topic keeps the
-// latest record of each (the current state of an alert, of an agent).
+// levels) that names what a consumer orders or compacts by, within its
+// account (EntityKey). Records of one entity go to one partition, in
+// order, and a compacted topic keeps the latest record of each (the
+// current state of an alert, of an agent).
 var entities = map[string]string{
 	"changed_files":     "mid",             // the host (agent) the file changed on
 	"connections":       "srcEntityId.mid", // the host that opened the connection
@@ -29,6 +32,47 @@ var entities = map[string]string{
 // Entity returns the member path source's records are keyed by with
 // EntityKeys, "" for a source it does not know.
 func Entity(source string) string { return entities[source] }
+
+// EntitySources returns the sources that have an entity, sorted.
+func EntitySources() []string { return slices.Sorted(maps.Keys(entities)) }
+
+// EntityKey is the key of a record of account whose entity is entity:
+// the account, '/', the entity. An entity is unique only within its
+// account (the ClickHouse views group agents by account and mid, alerts
+// by account and uuid): the same mid under two accounts is two agents, and
+// on a compacted topic one must not erase the other. In the account '%'
+// and '/' are written %25 and %2F, so the first '/' ends it and two
+// different pairs never make one key. A later qualifier (the tenant)
+// would go in front the same way.
+func EntityKey(account, entity string) string {
+	var b strings.Builder
+	b.Grow(len(account) + 1 + len(entity))
+	for i := 0; i < len(account); i++ {
+		switch c := account[i]; c {
+		case '%':
+			b.WriteString("%25")
+		case '/':
+			b.WriteString("%2F")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('/')
+	b.WriteString(entity)
+	return b.String()
+}
+
+// EntityKeyOf returns the key of a record of source under account with
+// EntityKeys: EntityKey of its account and its entity member; ok false
+// when the source has no entity or the record no such member (the id is
+// then the key).
+func EntityKeyOf(source, account string, rec []byte) (key string, ok bool) {
+	e, ok := entityOf(source, rec)
+	if !ok {
+		return "", false
+	}
+	return EntityKey(account, e), true
+}
 
 // entityOf returns the entity of a record of source: the member's string,
 // or the text of a number or boolean; ok false when the record has no

@@ -77,11 +77,12 @@ type Encoder struct {
 	// downstream see when the event happened, also in a backfill. A
 	// record without a time takes its fetch time.
 	FetchedTimestamp bool
-	// EntityKeys makes the key the record's entity (Entity: the alert of
-	// an edge alert, the agent of agent info, ...) instead of its id, and
-	// adds the id as the header HeaderID. A record without its entity
-	// member keeps its id as the key (counted by the caller: Fallbacks).
-	EntityKeys bool
+	// EntityKeys names the sources whose key is the record's entity within
+	// its account (EntityKeyOf: the alert of an edge alert, the agent of
+	// agent info, ...) instead of its id; their records carry the id in
+	// the header HeaderID. A record without its entity member keeps its id
+	// as the key. Other sources are keyed by id.
+	EntityKeys map[string]bool
 }
 
 // Encode returns one record per envelope; topics[i] is the topic of
@@ -89,11 +90,12 @@ type Encoder struct {
 // take, naming it.
 func (e Encoder) Encode(envs []record.Envelope, topics []string) ([]kgo.Record, error) {
 	n := len(envs)
-	size := 0
+	size, entity := 0, 0
 	for i := range envs {
 		size += envs[i].Size() + 4*len(record.TimeLayout) + len(envs[i].Source) + len(envs[i].Account)
-		if e.EntityKeys {
-			size += len(envs[i].ID) + 64 // the id header and an entity
+		if e.EntityKeys[envs[i].Source] {
+			size += len(envs[i].ID) + len(envs[i].Account) + 64 // the id header and an entity key
+			entity++
 		}
 	}
 	size += len(ContentTypeOCSF)
@@ -103,11 +105,7 @@ func (e Encoder) Encode(envs []record.Envelope, topics []string) ([]kgo.Record, 
 		// An event is 2 to 4.8 times its record (docs/ocsf.md).
 		events = make([]byte, 0, 3*size)
 	}
-	per := numHeaders
-	if e.EntityKeys {
-		per++
-	}
-	hdrs := make([]kgo.RecordHeader, n*per)
+	hdrs := make([]kgo.RecordHeader, 0, n*numHeaders+entity)
 	recs := make([]kgo.Record, n)
 
 	// Pages share their window and fetch time: format each distinct time once.
@@ -141,8 +139,9 @@ func (e Encoder) Encode(envs []record.Envelope, topics []string) ([]kgo.Record, 
 		r := &recs[i]
 		r.Topic = topics[i]
 		r.Key = nil
-		if e.EntityKeys {
-			if k, ok := entityOf(env.Source, env.Record); ok {
+		byEntity := e.EntityKeys[env.Source]
+		if byEntity {
+			if k, ok := EntityKeyOf(env.Source, env.Account, env.Record); ok {
 				r.Key = put(k)
 			}
 		}
@@ -182,20 +181,22 @@ func (e Encoder) Encode(envs []record.Envelope, topics []string) ([]kgo.Record, 
 		if accVal == nil || env.Account != lastAccount {
 			lastAccount, accVal = env.Account, put(env.Account)
 		}
-		h := hdrs[i*per : (i+1)*per : (i+1)*per]
-		h[0] = kgo.RecordHeader{Key: HeaderSource, Value: srcVal}
-		h[1] = kgo.RecordHeader{Key: HeaderAccount, Value: accVal}
+		first := len(hdrs)
 		start := len(slab)
 		slab = record.AppendTime(slab, env.Time)
-		h[2] = kgo.RecordHeader{Key: HeaderTime, Value: slab[start:len(slab):len(slab)]}
-		h[3] = kgo.RecordHeader{Key: HeaderWindowStart, Value: timeVal(0, env.WindowStart)}
-		h[4] = kgo.RecordHeader{Key: HeaderWindowEnd, Value: timeVal(1, env.WindowEnd)}
-		h[5] = kgo.RecordHeader{Key: HeaderFetchedAt, Value: timeVal(2, env.FetchedAt)}
-		h[6] = kgo.RecordHeader{Key: HeaderContentType, Value: contentType}
-		if e.EntityKeys {
-			h[7] = kgo.RecordHeader{Key: HeaderID, Value: put(env.ID)}
+		hdrs = append(hdrs,
+			kgo.RecordHeader{Key: HeaderSource, Value: srcVal},
+			kgo.RecordHeader{Key: HeaderAccount, Value: accVal},
+			kgo.RecordHeader{Key: HeaderTime, Value: slab[start:len(slab):len(slab)]},
+			kgo.RecordHeader{Key: HeaderWindowStart, Value: timeVal(0, env.WindowStart)},
+			kgo.RecordHeader{Key: HeaderWindowEnd, Value: timeVal(1, env.WindowEnd)},
+			kgo.RecordHeader{Key: HeaderFetchedAt, Value: timeVal(2, env.FetchedAt)},
+			kgo.RecordHeader{Key: HeaderContentType, Value: contentType})
+		if byEntity {
+			hdrs = append(hdrs, kgo.RecordHeader{Key: HeaderID, Value: put(env.ID)})
 		}
-		r.Headers = h
+		// Capped: the sink appends its batch header to a record's own.
+		r.Headers = hdrs[first:len(hdrs):len(hdrs)]
 	}
 	return recs, nil
 }

@@ -179,21 +179,21 @@ func TestTheMessageTimestampIsTheRecordTime(t *testing.T) {
 	}
 }
 
-// With EntityKeys the key is the record's entity per source, the id goes
-// to the header id, and a record without its entity member keeps its id
-// as the key.
+// With EntityKeys the key is the record's account and entity per source,
+// the id goes to the header id, and a record without its entity member
+// keeps its id as the key.
 func TestEntityKeysKeyEachSourceByItsEntity(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ source, rec, key string }{
-		{"edge_alerts", `{"uuid":"7f3c-alert","update_time":"2026-11-01T10:00:00.000Z"}`, "7f3c-alert"},
-		{"agent_info", `{"mid":4211,"hostname":"web-1"}`, "4211"},
-		{"connections", `{"srcEntityId":{"mid":77},"dstEntityId":{"mid":78}}`, "77"},
-		{"dns", `{"fqdn":"x.example.com"}`, "x.example.com"},
-		{"user_logins", `{"username":"alice"}`, "alice"},
-		{"audit_logs", `{"userName":"bob"}`, "bob"},
-		{"edge_audit_events", `{"user_login":"carol"}`, "carol"},
-		{"changed_files", `{"mid":5}`, "5"},
-		{"cloud_activities", `{"eventType":"ConsoleLogin"}`, "ConsoleLogin"},
+		{"edge_alerts", `{"uuid":"7f3c-alert","update_time":"2026-11-01T10:00:00.000Z"}`, "acme/7f3c-alert"},
+		{"agent_info", `{"mid":4211,"hostname":"web-1"}`, "acme/4211"},
+		{"connections", `{"srcEntityId":{"mid":77},"dstEntityId":{"mid":78}}`, "acme/77"},
+		{"dns", `{"fqdn":"x.example.com"}`, "acme/x.example.com"},
+		{"user_logins", `{"username":"alice"}`, "acme/alice"},
+		{"audit_logs", `{"userName":"bob"}`, "acme/bob"},
+		{"edge_audit_events", `{"user_login":"carol"}`, "acme/carol"},
+		{"changed_files", `{"mid":5}`, "acme/5"},
+		{"cloud_activities", `{"eventType":"ConsoleLogin"}`, "acme/ConsoleLogin"},
 		{"dns", `{"name":"no fqdn"}`, ""},            // falls back to the id
 		{"edge_alerts", `{"uuid":{"nested":1}}`, ""}, // not a scalar
 	}
@@ -204,7 +204,11 @@ func TestEntityKeysKeyEachSourceByItsEntity(t *testing.T) {
 			Time: time.Unix(1_800_000_000, 0), FetchedAt: time.Unix(1_800_000_100, 0), Record: []byte(c.rec)})
 		topics = append(topics, "svc."+c.source)
 	}
-	recs, err := kafkarecord.Encoder{EntityKeys: true}.Encode(envs, topics)
+	all := map[string]bool{}
+	for _, src := range kafkarecord.EntitySources() {
+		all[src] = true
+	}
+	recs, err := kafkarecord.Encoder{EntityKeys: all}.Encode(envs, topics)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,4 +231,61 @@ func TestEntityKeysKeyEachSourceByItsEntity(t *testing.T) {
 	if err != nil || string(plain[0].Key) != envs[0].ID || len(plain[0].Headers) != 7 {
 		t.Errorf("id keys: key %q, %d headers (%v)", plain[0].Key, len(plain[0].Headers), err)
 	}
+}
+
+// Issue 29: an entity is unique within its account, so the same mid
+// under two accounts makes two keys (on a compacted topic one agent must
+// not erase the other), and an account holding the separator cannot make
+// another pair's key. Only the sources named keep entity keys; in a batch
+// of both, the others keep the id and no id header.
+func TestEntityKeysAreQualifiedByAccount(t *testing.T) {
+	t.Parallel()
+	env := func(source, account, rec string) record.Envelope {
+		id, err := record.ID(source, []byte(rec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return record.Envelope{ID: id, Source: source, Account: account, Time: time.Unix(1_800_000_000, 0),
+			FetchedAt: time.Unix(1_800_000_100, 0), Record: []byte(rec)}
+	}
+	envs := []record.Envelope{
+		env("agent_info", "acme", `{"mid":1001}`),
+		env("agent_info", "acme-dev", `{"mid":1001}`),
+		env("agent_info", "a/b", `{"mid":"c"}`),
+		env("agent_info", "a", `{"mid":"b/c"}`),
+		env("agent_info", "100%", `{"mid":"x"}`),
+		env("dns", "acme", `{"fqdn":"x.example.com"}`),
+	}
+	topics := make([]string, len(envs))
+	for i := range envs {
+		topics[i] = "svc." + envs[i].Source
+	}
+	recs, err := kafkarecord.Encoder{EntityKeys: map[string]bool{"agent_info": true}}.Encode(envs, topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"acme/1001", "acme-dev/1001", "a%2Fb/c", "a/b/c", "100%25/x", envs[5].ID}
+	seen := map[string]bool{}
+	for i, r := range recs {
+		if string(r.Key) != want[i] {
+			t.Errorf("%s of %s: key %q, want %q", envs[i].Record, envs[i].Account, r.Key, want[i])
+		}
+		if seen[string(r.Key)] {
+			t.Errorf("key %q twice", r.Key)
+		}
+		seen[string(r.Key)] = true
+		_, hasID := headerOf(r, kafkarecord.HeaderID)
+		if hasID != (envs[i].Source == "agent_info") {
+			t.Errorf("%s record: id header %v", envs[i].Source, hasID)
+		}
+	}
+}
+
+func headerOf(r kgo.Record, key string) (string, bool) {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value), true
+		}
+	}
+	return "", false
 }

@@ -23,10 +23,15 @@ func Headers() []string {
 // consumer reads).
 const batchHeader = "collector_batch"
 
+// idHeader is kafkarecord.HeaderID: the record id of a record keyed by its
+// entity (sink.kafka.keys; agent_info and edge_alerts by default).
+const idHeader = "id"
+
 // HeadersOf checks that m carries each of Headers exactly once and no
 // other (but the batch header of delivery exactly_once, kafka.HeaderBatch,
-// RUN/SEQ/ACCOUNT), content-type application/json and times in the C7
-// form, and returns them by name.
+// RUN/SEQ/ACCOUNT, and the id header of a record keyed by its entity),
+// content-type application/json and times in the C7 form, and returns
+// them by name.
 func HeadersOf(m *Message) (map[string]string, error) { return HeadersWithType(m, "application/json") }
 
 // HeadersWithType is HeadersOf for a record whose content-type is
@@ -45,7 +50,13 @@ func HeadersWithType(m *Message, contentType string) (map[string]string, error) 
 		if strings.Count(b, "/") < 2 {
 			return nil, fmt.Errorf("header %s %q is not RUN/SEQ/ACCOUNT", batchHeader, b)
 		}
-		extra = 1
+		extra++
+	}
+	if id, ok := h[idHeader]; ok {
+		if len(id) != 64 {
+			return nil, fmt.Errorf("header %s %q is not a record id", idHeader, id)
+		}
+		extra++
 	}
 	if len(m.Headers)%2 != 0 || len(h) != len(want)+extra {
 		return nil, fmt.Errorf("headers %q, want exactly %q", m.Headers, want)
@@ -75,9 +86,10 @@ type Checked struct {
 }
 
 // CheckEnvelope checks one record of format envelope: the value is an
-// envelope whose id is the key and the C7 id of its record, the headers are
-// exactly the documented ones and equal the envelope's fields, and the
-// topic is topicOf(the envelope's source).
+// envelope whose id is the key (or, keyed by its entity, the header id,
+// the key then its account and entity) and the C7 id of its record, the
+// headers are exactly the documented ones and equal the envelope's fields,
+// and the topic is topicOf(the envelope's source).
 func CheckEnvelope(m *Message, topicOf func(source string) string) Checked {
 	where := fmt.Sprintf("%s/%d@%d", m.Topic, m.Partition, m.Offset)
 	fail := func(format string, args ...any) Checked {
@@ -98,18 +110,26 @@ func CheckEnvelope(m *Message, topicOf func(source string) string) Checked {
 	if ts, err := time.Parse(time.RFC3339Nano, h["time"]); err != nil || ts.UnixMilli() != m.Timestamp {
 		return fail("message timestamp %d, want the record time %s (%v)", m.Timestamp, h["time"], err)
 	}
+	id, byEntity := h[idHeader]
+	if !byEntity {
+		id = string(m.Key)
+	}
 	// Fast path: the envelope as record.Envelope.AppendJSON lays it out,
-	// with exactly the key and the headers as its fields; only the record
+	// with exactly the id and the headers as its fields; only the record
 	// is parsed (canonicalized for its id, which also proves it one JSON
 	// value). Anything else takes the general path below.
-	prefix := `{"id":"` + string(m.Key) + `","source":"` + h["source"] + `","account":"` + h["account"] +
+	prefix := `{"id":"` + id + `","source":"` + h["source"] + `","account":"` + h["account"] +
 		`","time":"` + h["time"] + `","window_start":"` + h["window_start"] + `","window_end":"` + h["window_end"] +
 		`","fetched_at":"` + h["fetched_at"] + `","record":`
 	if v := m.Value; len(v) > len(prefix) && string(v[:len(prefix)]) == prefix && v[len(v)-1] == '}' {
-		if id, err := record.ID(h["source"], v[len(prefix):len(v)-1]); err != nil || id != string(m.Key) {
-			return fail("key %s is not the C7 id of the envelope's record (%s, %v)", m.Key, id, err)
+		rec := v[len(prefix) : len(v)-1]
+		if got, err := record.ID(h["source"], rec); err != nil || got != id {
+			return fail("id %s is not the C7 id of the envelope's record (%s, %v)", id, got, err)
 		}
-		return Checked{ID: string(m.Key), Source: h["source"], Account: h["account"], Time: h["time"]}
+		if err := checkEntityKey(m, byEntity, h["account"], id); err != nil {
+			return fail("%v", err)
+		}
+		return Checked{ID: id, Source: h["source"], Account: h["account"], Time: h["time"]}
 	}
 	var e struct {
 		ID, Source, Account, Time string
@@ -121,8 +141,11 @@ func CheckEnvelope(m *Message, topicOf func(source string) string) Checked {
 	if err := json.Unmarshal(m.Value, &e); err != nil {
 		return fail("value is not an envelope: %v: %.300s", err, m.Value)
 	}
-	if string(m.Key) != e.ID {
-		return fail("key %q, envelope id %q", m.Key, e.ID)
+	if id != e.ID {
+		return fail("key %q (id header %v), envelope id %q", m.Key, byEntity, e.ID)
+	}
+	if err := checkEntityKey(m, byEntity, e.Account, id); err != nil {
+		return fail("%v", err)
 	}
 	if id, err := record.ID(e.Source, e.Record); err != nil || id != e.ID {
 		return fail("envelope id %s is not the C7 id of its record (%s, %v)", e.ID, id, err)
@@ -134,6 +157,22 @@ func CheckEnvelope(m *Message, topicOf func(source string) string) Checked {
 		}
 	}
 	return Checked{ID: e.ID, Source: e.Source, Account: e.Account, Time: e.Time}
+}
+
+// checkEntityKey checks the key of a record with an id header (keyed by
+// its entity, sink.kafka.keys): its account, '%' and '/' escaped as %25
+// and %2F, then '/' and the entity (the mids and uuids themselves are
+// TestKafkaEntityKeysReadBackWithKcat's), or the id for a record without
+// its entity member.
+func checkEntityKey(m *Message, byEntity bool, account, id string) error {
+	if !byEntity || string(m.Key) == id {
+		return nil
+	}
+	acc := strings.NewReplacer("%", "%25", "/", "%2F").Replace(account)
+	if entity, ok := strings.CutPrefix(string(m.Key), acc+"/"); !ok || entity == "" {
+		return fmt.Errorf("key %q of a record keyed by entity is not its account %q, '/' and the entity", m.Key, account)
+	}
+	return nil
 }
 
 // ReadEnvelopeTopics reads topics (format envelope) with kcat (Consume),

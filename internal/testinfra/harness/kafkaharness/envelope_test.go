@@ -52,4 +52,20 @@ func TestKafkaEnvelopeCheckOfTheReadBack(t *testing.T) {
 			t.Errorf("%s: a bad record passed the checks", name)
 		}
 	}
+
+	// Keyed by entity (sink.kafka.keys): the id in the header id, the key
+	// the account and the entity.
+	withID := append(slices.Clone(headers), "id", id)
+	entity := msg(sinkLayout, withID)
+	entity.Key = []byte("acme/x.example")
+	if r := CheckEnvelope(entity, topicOf); r.Err != nil || r.ID != id {
+		t.Errorf("valid entity-keyed envelope refused: %+v", r)
+	}
+	for name, key := range map[string]string{"no account": "x.example", "another account": "acme-dev/x.example", "no entity": "acme/"} {
+		m := msg(sinkLayout, withID)
+		m.Key = []byte(key)
+		if r := CheckEnvelope(m, topicOf); r.Err == nil {
+			t.Errorf("entity key %s (%q) passed the checks", name, key)
+		}
+	}
 }
