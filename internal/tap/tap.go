@@ -137,13 +137,24 @@ func (h *Hub) Clients() int { return int(h.n.Load()) }
 
 // Publish offers b, acknowledged by every sink, to the taps. It never
 // blocks and keeps no reference to b: what a tap has room for is encoded
-// now, the rest is dropped (counted). It may be called concurrently.
+// now, once for all the taps that take it (they only read the line), the
+// rest is dropped (counted). It may be called concurrently.
 func (h *Hub) Publish(b *record.Batch) {
 	if h == nil || h.n.Load() == 0 || len(b.Envelopes) == 0 {
 		return
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
+	var lines [][]byte // envelope i's line, encoded at its first taker
+	line := func(i int) []byte {
+		if lines == nil {
+			lines = make([][]byte, len(b.Envelopes))
+		}
+		if lines[i] == nil {
+			lines[i] = b.Envelopes[i].AppendNDJSON(nil)
+		}
+		return lines[i]
+	}
 	for c := range h.clients {
 		if !c.match(b) {
 			continue
@@ -158,7 +169,7 @@ func (h *Hub) Publish(b *record.Batch) {
 				continue
 			}
 			select {
-			case c.lines <- b.Envelopes[i].AppendNDJSON(nil):
+			case c.lines <- line(i):
 			default:
 				lost++ // another publisher filled the room meanwhile
 			}
