@@ -1,6 +1,7 @@
 package tap
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -153,8 +154,11 @@ func TestATapOfWhatIsNotCollectedIsRefusedAtOnceNamingWhatIs(t *testing.T) {
 		{Source: "audit_logs", Account: "acme"}:   {"its accounts: org"},
 		{Source: "dns", Account: "totally-other"}: {"its accounts: acme, acme-dev"},
 	} {
-		// No timeout: before the fix these waited forever.
-		_, err := Read(t.Context(), nil, srv.URL, secret.Secret{}, req, io.Discard)
+		// No timeout: before the fix these waited forever; the context
+		// bounds the test, far above "at once".
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		_, err := Read(ctx, nil, srv.URL, secret.Secret{}, req, io.Discard)
+		cancel()
 		if !errors.Is(err, ErrRefused) {
 			t.Errorf("%+v: %v, want refused at once", req, err)
 			continue
