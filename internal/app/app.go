@@ -117,10 +117,12 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		return err
 	}
 	defer shutdownTelemetry(tel)
-	if hub == nil {
+	switch {
+	case tel == nil: // no metrics.listen: no server, no tap
+	case hub == nil:
 		// Off (metrics.tap.enabled false, the default): /tap says so.
 		tel.AddHandler("/tap", tap.Off())
-	} else {
+	default:
 		tel.AddHandler("/tap", hub.Handler())
 		// Before the telemetry server's shutdown (defers run last first):
 		// an open tap would hold it up.
