@@ -74,6 +74,7 @@ sink:
     dir: /data/out
 metrics:
   listen: 0.0.0.0:9464
+  # /tap (collector tap) is off: turning it on here needs metrics.tap.token_file
 log:
   format: json
 YAML

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/config"
+	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/tap"
 )
 
@@ -131,9 +132,12 @@ func localURL(addr string) (string, error) {
 // no request to the API, nothing taken from the sinks. NDJSON on stdout,
 // one envelope a line, nothing else; notes on stderr. The collector is
 // found by --url, --addr, or the metrics.listen of --config (as `state`
-// finds it). Exit 0 after --limit envelopes, --timeout or an interrupt; 1
-// when the collector cannot be reached, refuses (a source it does not
-// collect) or stops first; 2 on a bad command line or configuration.
+// finds it); the bearer token /tap asks for is read from --token-file, else
+// from the file of metrics.tap.token_file (--config's, or
+// $COLLECTOR_METRICS__TAP__TOKEN_FILE). Exit 0 after --limit envelopes,
+// --timeout or an interrupt; 1 when the collector cannot be reached,
+// refuses (the tap off, no or a wrong token, a source or account it does
+// not collect) or stops first; 2 on a bad command line or configuration.
 func tapCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("collector tap", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -146,6 +150,7 @@ func tapCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfgPath := fs.String("config", "", "the collector's configuration file: tap the collector at its metrics.listen")
 	addr := fs.String("addr", "", "the collector's metrics.listen, HOST:PORT (a wildcard host is asked on 127.0.0.1); default $COLLECTOR_METRICS__LISTEN or 127.0.0.1:9464")
 	rawURL := fs.String("url", "", "the collector's telemetry server as a URL, e.g. http://127.0.0.1:9464")
+	tokenFile := fs.String("token-file", "", "the file holding the bearer token /tap asks for (the collector's metrics.tap.token_file); default: --config's metrics.tap.token_file, else $COLLECTOR_METRICS__TAP__TOKEN_FILE")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -203,6 +208,9 @@ func tapCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		listen := loaded.Config.Metrics.Listen
+		if *tokenFile == "" {
+			*tokenFile = loaded.Config.Metrics.Tap.TokenFile
+		}
 		if listen == "" {
 			fmt.Fprintf(stderr, "collector tap: %s sets no metrics.listen: that collector serves no tap\n", *cfgPath)
 			return exitUsage
@@ -222,8 +230,19 @@ func tapCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
+	if *tokenFile == "" {
+		*tokenFile = os.Getenv("COLLECTOR_METRICS__TAP__TOKEN_FILE")
+	}
+	var token secret.Secret
+	if *tokenFile != "" {
+		var err error
+		if token, err = tap.ReadToken(*tokenFile); err != nil {
+			fmt.Fprintf(stderr, "collector tap: --token-file: %v\n", err)
+			return exitUsage
+		}
+	}
 	// Unbuffered: a reader of a pipe sees each envelope as it comes.
-	res, err := tap.Read(ctx, nil, base, req, stdout)
+	res, err := tap.Read(ctx, nil, base, token, req, stdout)
 	if res.Dropped > 0 {
 		fmt.Fprintf(stderr, "collector tap: %d envelopes dropped: this tap read slower than the collector delivered (the collector never waits for a tap)\n", res.Dropped)
 	}

@@ -6,7 +6,7 @@
 //	collector state --config FILE [--json] [--watch [--interval 2s]] [--reset SOURCE[/ACCOUNT]]
 //	collector verify --config FILE [--source S] [--account A] [--from T] [--to T] [--sink NAME] [--json] [--dry-run] [--yes]
 //	collector healthcheck [--addr HOST:PORT] [--path /readyz] [--timeout 3s]
-//	collector tap --source S [--account A] [--limit N] [--sample R] [--timeout D] [--config FILE | --addr HOST:PORT | --url URL]
+//	collector tap --source S [--account A] [--limit N] [--sample R] [--timeout D] [--config FILE | --addr HOST:PORT | --url URL] [--token-file FILE]
 //	collector version
 package main
 
@@ -75,10 +75,12 @@ Usage:
         T is RFC 3339 or YYYY-MM-DD (UTC midnight). See docs/verify.md
   collector healthcheck [--addr 127.0.0.1:9464] [--path /readyz] [--timeout 3s]
         GET /readyz of the running collector: exit 0 ready, 1 not (container health checks)
-  collector tap --source S [--account A] [--limit 100] [--sample 1] [--timeout D] [--config FILE | --addr 127.0.0.1:9464 | --url URL]
+  collector tap --source S [--account A] [--limit 100] [--sample 1] [--timeout D] [--config FILE | --addr 127.0.0.1:9464 | --url URL] [--token-file FILE]
         print what the running collector delivers of a source, as NDJSON envelopes
         (no API request; a slow reader loses lines, never slows the collector);
-        the collector is the one at --config's metrics.listen, --addr or --url
+        the collector is the one at --config's metrics.listen, --addr or --url;
+        its /tap is off unless metrics.tap.enabled, and asks for the token of
+        metrics.tap.token_file (--token-file, default --config's)
   collector version
         print the version (the release build's, else the commit go build recorded)
 

@@ -103,7 +103,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		return err
 	}
 	prog.SetFailingAfter(cfg.Metrics.FailingAfter)
-	hub, err := newTap(cfg.Metrics.Listen, pl, streams, reg)
+	hub, err := newTap(cfg.Metrics, pl, streams, reg, log)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,12 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		return err
 	}
 	defer shutdownTelemetry(tel)
-	if hub != nil {
+	switch {
+	case tel == nil: // no metrics.listen: no server, no tap
+	case hub == nil:
+		// Off (metrics.tap.enabled false, the default): /tap says so.
+		tel.AddHandler("/tap", tap.Off())
+	default:
 		tel.AddHandler("/tap", hub.Handler())
 		// Before the telemetry server's shutdown (defers run last first):
 		// an open tap would hold it up.
@@ -160,18 +165,16 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 }
 
 // newTap builds the hub of /tap, for `collector tap` (package tap): what
-// the pipeline delivers of the streams' sources, with no request to the
-// API. Its metrics are registered on reg, at 0 from the first scrape. No
-// metrics.listen, no tap: nil, and the pipeline publishes nothing.
-func newTap(listen string, pl *pipeline.Pipeline, streams []record.Stream, reg prometheus.Registerer) (*tap.Hub, error) {
-	if listen == "" {
+// the pipeline delivers of the streams, with no request to the API, to the
+// taps that send the token of metrics.tap.token_file (when set). Its
+// metrics are registered on reg, at 0 from the first scrape. The tap off
+// (metrics.tap.enabled false, the default, or no metrics.listen): nil, and
+// the pipeline publishes nothing.
+func newTap(mc config.MetricsConfig, pl *pipeline.Pipeline, streams []record.Stream, reg prometheus.Registerer, log *slog.Logger) (*tap.Hub, error) {
+	if mc.Listen == "" || !mc.Tap.Enabled {
 		return nil, nil
 	}
-	known := map[string]bool{}
-	for _, k := range streams {
-		known[k.Source] = true
-	}
-	hub := tap.NewHub(func(s string) bool { return known[s] })
+	hub := tap.NewHub(tap.Options{Streams: streams, TokenFile: mc.Tap.TokenFile, Log: log})
 	for _, c := range []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "collector_tap_clients",
 			Help: "Taps (collector tap, GET /tap) reading what the collector delivers now."},

@@ -59,6 +59,32 @@ func days(d time.Duration) string {
 	return d.String()
 }
 
+// tapWarnings are check's warnings of an open /tap (metrics.tap), which
+// hands every record the collector delivers to whoever may read it. On
+// without a token on an address other than loopback, the configuration
+// does not load (config.Config.Validate: the records would be everyone's
+// who reaches the port); what loads but deserves a word: a token sent in
+// clear over the network (the telemetry server has no TLS), and no token
+// on loopback, where every process of the host (or of the pod) reads.
+func tapWarnings(mc config.MetricsConfig) []string {
+	t := mc.Tap
+	if !t.Enabled || mc.Listen == "" {
+		return nil
+	}
+	loopback := config.IsLoopback(mc.Listen)
+	switch {
+	case t.TokenFile == "" && !loopback:
+		// Refused by Validate; said here too should that ever change.
+		return []string{fmt.Sprintf("metrics.tap: /tap is on without a token on %s, not a loopback address: whoever reaches the port reads every record (set metrics.tap.token_file)", mc.Listen)}
+	case t.TokenFile == "":
+		return []string{fmt.Sprintf("metrics.tap: /tap is on without a token on %s: every process of this host (of this pod, in Kubernetes) can read every record; set metrics.tap.token_file to ask for a token", mc.Listen)}
+	case !loopback:
+		return []string{fmt.Sprintf("metrics.tap: /tap is on at %s, not a loopback address: its token and the records it streams cross the network in clear (the telemetry server has no TLS); "+
+			"restrict who reaches the port (a NetworkPolicy: the Helm chart's networkPolicy) or turn the tap off when done", mc.Listen)}
+	}
+	return nil
+}
+
 // printWarnings writes each warning on a "warn" line of check's report.
 func printWarnings(w io.Writer, warnings []string) {
 	for _, s := range warnings {

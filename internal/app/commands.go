@@ -62,8 +62,8 @@ func redactedURL(u string) string {
 var ErrCheckFailed = errors.New("check failed")
 
 // Check validates the configuration (already done by loading it), warns of
-// a sources.*.start beyond api.max_history (startWarnings, online and
-// offline) and, online, prints a summary of the configuration, makes
+// a sources.*.start beyond api.max_history (startWarnings) and of an open
+// /tap (tapWarnings), online and offline, and, online, prints a summary of the configuration, makes
 // the checks run makes before it starts (runPreflight: the checkpoint
 // path, each sink's configuration; read-only, so beside a running
 // collector too), asks the core API for one token, and checks every sink
@@ -86,6 +86,7 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 		}
 		fmt.Fprintf(w, "ok    configuration valid, %d streams (offline: secrets, files and network not checked)\n", n)
 		printWarnings(w, startWarnings(cfg.SourceConfig(), time.Now()))
+		printWarnings(w, tapWarnings(cfg.Metrics))
 		return nil
 	}
 	srcCfg, sim, err := resolveSource(cfg, o.Log)
@@ -126,6 +127,7 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 	configSummary(w, cfg, srcCfg, len(set.Pollers))
 	fmt.Fprintf(w, "ok    %d streams configured\n", len(set.Pollers))
 	printWarnings(w, startWarnings(srcCfg, time.Now()))
+	printWarnings(w, tapWarnings(cfg.Metrics))
 	// What run checks before it starts, with run's messages.
 	streams := source.Streams(srcCfg)
 	pre := runPreflight(cfg, streams)

@@ -93,6 +93,24 @@ type MetricsConfig struct {
 	// false: a profile shows the process's internals to whoever can reach
 	// the port.
 	Pprof bool `koanf:"pprof"`
+	// Tap turns on /tap, what `collector tap` reads: every record the
+	// collector delivers, live. Off by default.
+	Tap TapConfig `koanf:"tap"`
+}
+
+// TapConfig places /tap (key "metrics.tap"). Records are data (logins,
+// audit logs, DNS, connections): /tap is off unless Enabled, and a tap
+// must then send the bearer token of TokenFile. With no TokenFile it is
+// allowed only on a loopback metrics.listen (Validate), where only the
+// host's processes reach it, as `vector tap`'s API.
+type TapConfig struct {
+	// Enabled serves /tap on metrics.listen. Default false.
+	Enabled bool `koanf:"enabled"`
+	// TokenFile holds the bearer token a tap must send (Authorization:
+	// Bearer TOKEN; collector tap --token-file), at least tap.MinToken
+	// characters; re-read at every tap, so a rotated token applies at
+	// once. Required when Enabled and metrics.listen is not loopback.
+	TokenFile string `koanf:"token_file"`
 }
 
 // LogConfig shapes the logs (key "log").
@@ -177,6 +195,7 @@ func (c Config) Validate() error {
 	if err := checkListen(c.Metrics.Listen); err != nil {
 		errs = append(errs, &KeyError{Key: "metrics.listen", Msg: err.Error()})
 	}
+	errs = append(errs, c.validateTap()...)
 	if c.Metrics.FailingAfter < time.Second {
 		errs = append(errs, &KeyError{Key: "metrics.failing_after", Msg: fmt.Sprintf("must be at least 1s, got %s", c.Metrics.FailingAfter)})
 	}
@@ -201,6 +220,41 @@ func checkListen(addr string) error {
 		return fmt.Errorf("%q: port %q is not a number from 0 to 65535", addr, port)
 	}
 	return nil
+}
+
+// validateTap refuses a /tap anyone who reaches the port could read: on,
+// with no token, on an address other than loopback (a wildcard, a
+// routable address or a name that may resolve to one). An error rather
+// than a warning: the records are the platform's users' data, and a
+// configuration that serves them to the whole network must not start by
+// default; a token file (or a loopback metrics.listen) is one line away.
+func (c Config) validateTap() []error {
+	t := c.Metrics.Tap
+	switch {
+	case !t.Enabled:
+		return nil
+	case c.Metrics.Listen == "":
+		return []error{&KeyError{Key: "metrics.tap.enabled", Msg: "needs metrics.listen: /tap is served by the telemetry server, which metrics.listen \"\" turns off"}}
+	case t.TokenFile == "" && !IsLoopback(c.Metrics.Listen):
+		return []error{&KeyError{Key: "metrics.tap.token_file", Msg: fmt.Sprintf("must be set when metrics.tap.enabled and metrics.listen %q is not a loopback address: "+
+			"/tap would hand every record to whoever reaches the port (set a token file, e.g. from `openssl rand -hex 32`, or listen on 127.0.0.1)", c.Metrics.Listen)}}
+	}
+	return nil
+}
+
+// IsLoopback reports whether the listen address addr (host:port) serves
+// only the host itself: a loopback IP (127.0.0.0/8, ::1) or "localhost".
+// A wildcard host ("", 0.0.0.0, ::) or any other name is not.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // validatePlanners checks each enabled source's window settings the way its

@@ -7,6 +7,7 @@ import (
 
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
+	"github.com/svcexport/collector/internal/tap"
 )
 
 // MaxTLSFileBytes bounds a TLS file (a CA bundle, a certificate chain, a
@@ -54,6 +55,13 @@ func (c Config) CheckFiles() error {
 	}
 	if c.Edge.BaseURL != "" || c.Edge.TokenFile != "" {
 		secretFile("edge.token_file", c.Edge.Token, c.Edge.TokenFile)
+	}
+	if t := c.Metrics.Tap; t.Enabled && t.TokenFile != "" {
+		// What /tap reads at every tap, read now: a missing or short
+		// token fails the start, not the first tap.
+		if _, err := tap.ReadToken(t.TokenFile); err != nil {
+			errs = append(errs, &KeyError{Key: "metrics.tap.token_file", Msg: err.Error()})
+		}
 	}
 	for _, sk := range c.Sinks() {
 		p := sk.Key() + "."

@@ -144,13 +144,45 @@ func loadConfig(t testing.TB, name string, text []byte, env map[string]string) (
 	return config.Load(p, environ(env))
 }
 
+// mustLoad loads a shipped configuration (configs/, the Helm chart's, the
+// kustomize base's, the image's built-in one, Compose's, systemd's) with
+// the environment its deployment sets, and checks that it serves no /tap
+// (noOpenTap).
 func mustLoad(t testing.TB, name string, text []byte, env map[string]string) config.Config {
 	t.Helper()
 	cfg, err := loadConfig(t, name, text, env)
 	if err != nil {
 		t.Fatalf("%s does not load with the environment a deployment sets (%s):\n%v", name, strings.Join(sortedKeys(env), ", "), err)
 	}
+	noOpenTap(t, name, text, env, cfg)
 	return cfg
+}
+
+// noOpenTap checks that a shipped configuration leaves /tap off (issue 29
+// item 1: with it on, whoever reaches metrics.listen reads every record),
+// and that turning it on without a token is refused where metrics.listen
+// is not loopback: a deployment cannot open it to the network by one
+// variable.
+func noOpenTap(t testing.TB, name string, text []byte, env map[string]string, cfg config.Config) {
+	t.Helper()
+	if cfg.Metrics.Tap.Enabled {
+		t.Errorf("%s turns /tap on (metrics.tap.enabled): no shipped deployment may; an operator turns it on, with a token file", name)
+	}
+	if cfg.Metrics.Listen == "" || config.IsLoopback(cfg.Metrics.Listen) {
+		return
+	}
+	on := map[string]string{"COLLECTOR_METRICS__TAP__ENABLED": "true"}
+	for k, v := range env {
+		if k != "COLLECTOR_METRICS__TAP__TOKEN_FILE" {
+			on[k] = v
+		}
+	}
+	if cfg.Metrics.Tap.TokenFile != "" {
+		t.Errorf("%s sets metrics.tap.token_file: ship none (the operator's Secret holds it)", name)
+	}
+	if _, err := loadConfig(t, name, text, on); err == nil || !strings.Contains(err.Error(), "metrics.tap.token_file: must be set") {
+		t.Errorf("%s with COLLECTOR_METRICS__TAP__ENABLED=true and no token on %s: err = %v, want it refused, naming metrics.tap.token_file", name, cfg.Metrics.Listen, err)
+	}
 }
 
 func environ(env map[string]string) []string {

@@ -209,6 +209,11 @@ func scrapeDemo(t *testing.T) map[string]*family {
 			t.Errorf("GET %s = %d %s, want 200 (the orchestrators probe it)", path, code, b)
 		}
 	}
+	// /tap is off unless the configuration turns it on (issue 29 item 1):
+	// the release binary refuses it, saying how to turn it on.
+	if b, code := harness.HTTPGet(base + "/tap?source=dns"); code != http.StatusNotFound || !strings.Contains(b, "metrics.tap.enabled") {
+		t.Errorf("GET /tap = %d %s, want 404: the tap is off by default", code, b)
+	}
 	p.Terminate()
 	select {
 	case <-p.Exited():

@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,7 +34,10 @@ import (
 //     leaves /_stats exactly as it was;
 //   - an interrupt ends a tap cleanly (exit 0), a daemon that stops ends
 //     its taps (exit 1, "stopping") without being held up by them, and an
-//     unknown source, no daemon, no --source are clear errors.
+//     unknown source or account (at once, naming what is collected), no
+//     daemon, no --source are clear errors;
+//   - the tap is on (metrics.tap.enabled) with a token file (issue 29
+//     item 1): a tap without the token or with another exits 1, refused.
 func TestTap_PrintsWhatTheDaemonDeliversAndSpendsNoAPIRequest(t *testing.T) {
 	t.Parallel()
 	sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) {
@@ -45,9 +50,21 @@ func TestTap_PrintsWhatTheDaemonDeliversAndSpendsNoAPIRequest(t *testing.T) {
 	// A backfill of about 300 pages at 40 requests a second (several
 	// seconds to tap), then idle: the next poll is an hour away and no
 	// recheck revisits anything.
+	// The tap on, with a token: the daemon and every `collector tap` get
+	// the file from the environment (tap --config reads it from the
+	// configuration, tap --addr from $COLLECTOR_METRICS__TAP__TOKEN_FILE).
+	tokenFile := filepath.Join(t.TempDir(), "tap-token")
+	if err := os.WriteFile(tokenFile, []byte("e2e-tap-token-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wrongToken := filepath.Join(t.TempDir(), "wrong-token")
+	if err := os.WriteFile(wrongToken, []byte("not-the-tap-token-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	c := harness.New(t, harness.Config{Sim: sim, Start: start, Sources: []string{"dns"}, Lag: 5 * time.Second,
 		Interval: time.Hour, Recheck: "[]", PageRows: 500, Rate: harness.Rate{Limit: 40, Period: time.Second},
-		Metrics: addr, NoFsync: true})
+		Metrics: addr, NoFsync: true,
+		Env: []string{"COLLECTOR_METRICS__TAP__ENABLED=true", "COLLECTOR_METRICS__TAP__TOKEN_FILE=" + tokenFile}})
 	simRequests := func() int64 {
 		body, code := harness.HTTPGet(sim.URL() + "/_stats")
 		var st apisim.Stats
@@ -137,8 +154,26 @@ func TestTap_PrintsWhatTheDaemonDeliversAndSpendsNoAPIRequest(t *testing.T) {
 	}
 
 	// 3. Errors, said clearly.
-	if code, _, errOut := tap("--addr", addr, "--source", "nope"); code != 1 || !strings.Contains(errOut, `source "nope" is not collected`) {
+	if code, _, errOut := tap("--addr", addr, "--source", "dsn"); code != 1 || !strings.Contains(errOut, `source "dsn" is not collected`) ||
+		!strings.Contains(errOut, `did you mean "dns"?`) {
 		t.Errorf("unknown source: exit %d, %q", code, errOut)
+	}
+	// No --timeout: before issue 29 this waited forever.
+	if code, _, errOut := tap("--addr", addr, "--source", "dns", "--account", "nope"); code != 1 ||
+		!strings.Contains(errOut, `account "nope" of source "dns" is not collected`) || !strings.Contains(errOut, "its accounts: "+strings.Join(harness.Accounts(), ", ")) {
+		t.Errorf("unknown account: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := tap("--addr", addr, "--source", "dns", "--token-file", wrongToken, "--timeout", "1s"); code != 1 || !strings.Contains(errOut, "wrong bearer token") {
+		t.Errorf("a wrong token: exit %d, %q; want 1, refused", code, errOut)
+	}
+	noToken := exec.Command(harness.CollectorBin(t), "tap", "--addr", addr, "--source", "dns", "--timeout", "1s")
+	for _, kv := range c.Environ() {
+		if !strings.HasPrefix(kv, "COLLECTOR_METRICS__TAP__TOKEN_FILE=") {
+			noToken.Env = append(noToken.Env, kv)
+		}
+	}
+	if out, err := noToken.CombinedOutput(); exitStatus(t, err) != 1 || !strings.Contains(string(out), "asks for a bearer token") {
+		t.Errorf("no token: exit %d, %q; want 1, refused, saying a token is asked for", exitStatus(t, err), out)
 	}
 	if code, _, errOut := tap("--source", "dns", "--url", "http://"+harness.FreeAddr(t)); code != 1 || !strings.Contains(errOut, "cannot be reached") {
 		t.Errorf("no daemon: exit %d, %q", code, errOut)

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/svcexport/collector/internal/secret"
 )
 
 // Result is how a tap read by Read went.
@@ -30,8 +32,9 @@ const EndInterrupted = "interrupted"
 var (
 	// ErrUnreachable: no collector answers at the address.
 	ErrUnreachable = errors.New("the collector cannot be reached")
-	// ErrRefused: the collector answered with an error (unknown source,
-	// too many taps, stopping); the error holds its words.
+	// ErrRefused: the collector answered with an error (the tap off, no
+	// or a wrong token, a source or account it does not collect, too many
+	// taps, stopping); the error holds its words.
 	ErrRefused = errors.New("the collector refused the tap")
 	// ErrStopped: the collector stopped, or the connection broke, before
 	// the tap got its envelopes.
@@ -42,9 +45,11 @@ var (
 // http://127.0.0.1:9464) for req and copies the envelopes to w, one NDJSON
 // line each, as they come. It returns when the stream ends (the limit or
 // the timeout reached; the collector stopping is ErrStopped) or when ctx
-// ends (End "interrupted", no error). hc nil is http.DefaultClient; it
-// must have no Timeout, since a tap lasts until its envelopes come.
-func Read(ctx context.Context, hc *http.Client, base string, req Request, w io.Writer) (Result, error) {
+// ends (End "interrupted", no error). token, when set, is sent as the
+// bearer token the collector's metrics.tap.token_file holds. hc nil is
+// http.DefaultClient; it must have no Timeout, since a tap lasts until its
+// envelopes come.
+func Read(ctx context.Context, hc *http.Client, base string, token secret.Secret, req Request, w io.Writer) (Result, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
@@ -56,6 +61,9 @@ func Read(ctx context.Context, hc *http.Client, base string, req Request, w io.W
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return res, err
+	}
+	if token.IsSet() {
+		hreq.Header.Set("Authorization", "Bearer "+token.Reveal())
 	}
 	resp, err := hc.Do(hreq)
 	if err != nil {
@@ -72,9 +80,12 @@ func Read(ctx context.Context, hc *http.Client, base string, req Request, w io.W
 		if msg == "" {
 			msg = resp.Status
 		}
-		if resp.StatusCode == http.StatusNotFound && !strings.Contains(msg, "source") {
+		switch {
+		case resp.StatusCode == http.StatusNotFound && msg == "404 page not found":
 			// A server that is no collector, or one from before taps.
 			msg = "no /tap endpoint at " + base + " (" + resp.Status + "): is it a collector's metrics.listen?"
+		case resp.StatusCode == http.StatusUnauthorized && !token.IsSet():
+			msg += " (no token was sent: --token-file)"
 		}
 		return res, fmt.Errorf("%w: %s", ErrRefused, msg)
 	}

@@ -11,7 +11,15 @@
 // than the collector delivers loses envelopes (counted: Dropped, the
 // Tap-Dropped trailer of its stream), never holds a batch back. At most
 // MaxClients taps run at once, each holding at most Buffer envelopes, so
-// taps add a bounded amount of memory. It imports only record.
+// taps add a bounded amount of memory; and a client that stops reading
+// altogether is dropped once a write to it has waited Options.Stall, so it
+// cannot hold one of the MaxClients places for long.
+//
+// Records are data: a Hub serves what the collector collects only
+// (Options.Streams; anything else is refused at once, naming what is), and
+// only to a client that sends the bearer token of Options.TokenFile, when
+// set. The collector serves /tap only when metrics.tap.enabled says so. It
+// imports only record, and secret to read the token file.
 //
 // The stream of a tap is the envelopes only, one a line; how it ended
 // (limit, timeout, stopping) and how many envelopes it lost are HTTP
@@ -22,6 +30,7 @@ package tap
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"sync"
@@ -39,7 +48,29 @@ const (
 	// Buffer is how many envelopes a client may lag behind before the
 	// next ones are dropped for it.
 	Buffer = 1024
+	// DefaultStall is Options.Stall's default: a client whose socket
+	// takes no byte for this long is no longer reading.
+	DefaultStall = 10 * time.Second
 )
+
+// Options configure a Hub. The zero value serves any source to anyone.
+type Options struct {
+	// Streams are the streams the collector reads: a tap of another
+	// source, or of an account the source is not read for, is refused at
+	// once (404) with the list of what is collected. None: any.
+	Streams []record.Stream
+	// TokenFile holds the bearer token a tap must send (ReadToken); it
+	// is read at every tap, so a rotated token applies to the next one.
+	// "" asks for none: the configuration allows that only on a loopback
+	// address (config: metrics.tap).
+	TokenFile string
+	// Stall is how long one write to a client may wait for its socket
+	// before the tap ends (the client stopped reading: it would hold its
+	// place until it left). 0 is DefaultStall.
+	Stall time.Duration
+	// Log receives why a tap's token file cannot be read; nil: none.
+	Log *slog.Logger
+}
 
 // Trailers of a tap's stream, and the values of TrailerEnd.
 const (
@@ -54,7 +85,10 @@ const (
 // Hub fans delivered batches out to the taps. Create it with NewHub; it
 // is safe for concurrent use.
 type Hub struct {
-	known func(source string) bool
+	collected collected
+	tokenFile string
+	stall     time.Duration
+	log       *slog.Logger
 
 	n       atomic.Int32 // clients, read without the lock by Publish
 	mu      sync.RWMutex // Publish reads clients, (un)subscribe write them
@@ -85,10 +119,13 @@ func (c *client) takes(n uint64) bool {
 	return uint64(float64(n)*r) > uint64(float64(n-1)*r)
 }
 
-// NewHub returns a Hub whose taps may ask for the sources known accepts
-// (nil: any).
-func NewHub(known func(source string) bool) *Hub {
-	return &Hub{known: known, clients: map[*client]struct{}{}, stop: make(chan struct{})}
+// NewHub returns a Hub serving taps as o says.
+func NewHub(o Options) *Hub {
+	if o.Stall <= 0 {
+		o.Stall = DefaultStall
+	}
+	return &Hub{collected: newCollected(o.Streams), tokenFile: o.TokenFile, stall: o.Stall, log: o.Log,
+		clients: map[*client]struct{}{}, stop: make(chan struct{})}
 }
 
 // Dropped is how many envelopes were dropped for taps that read too
@@ -100,13 +137,24 @@ func (h *Hub) Clients() int { return int(h.n.Load()) }
 
 // Publish offers b, acknowledged by every sink, to the taps. It never
 // blocks and keeps no reference to b: what a tap has room for is encoded
-// now, the rest is dropped (counted). It may be called concurrently.
+// now, once for all the taps that take it (they only read the line), the
+// rest is dropped (counted). It may be called concurrently.
 func (h *Hub) Publish(b *record.Batch) {
 	if h == nil || h.n.Load() == 0 || len(b.Envelopes) == 0 {
 		return
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
+	var lines [][]byte // envelope i's line, encoded at its first taker
+	line := func(i int) []byte {
+		if lines == nil {
+			lines = make([][]byte, len(b.Envelopes))
+		}
+		if lines[i] == nil {
+			lines[i] = b.Envelopes[i].AppendNDJSON(nil)
+		}
+		return lines[i]
+	}
 	for c := range h.clients {
 		if !c.match(b) {
 			continue
@@ -121,7 +169,7 @@ func (h *Hub) Publish(b *record.Batch) {
 				continue
 			}
 			select {
-			case c.lines <- b.Envelopes[i].AppendNDJSON(nil):
+			case c.lines <- line(i):
 			default:
 				lost++ // another publisher filled the room meanwhile
 			}
@@ -172,12 +220,15 @@ func (h *Hub) unsubscribe(c *client) {
 	h.n.Store(int32(len(h.clients)))
 }
 
-// Handler serves GET with the query of a Request (Request.Query): the
-// next Limit envelopes of the source (and account) delivered, in the
-// sample asked for, one NDJSON line each, flushed as they come, until
-// Limit were sent, the timeout (none by default) passed, the collector
-// stops (Close) or the client goes away. The trailers say how it ended
-// and how many envelopes the client was too slow for.
+// Handler serves GET with the query of a Request (Request.Query), and
+// the bearer token of Options.TokenFile when set (401 without it or with
+// another): the next Limit envelopes of the source (and account)
+// delivered, in the sample asked for, one NDJSON line each, flushed as
+// they come, until Limit were sent, the timeout (none by default) passed,
+// the collector stops (Close), the client goes away or stops reading (a
+// write waited Options.Stall). The trailers say how it ended and how many
+// envelopes the client was too slow for. A source or account the collector
+// does not collect is refused at once (404), naming what it collects.
 func (h *Hub) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
@@ -185,13 +236,30 @@ func (h *Hub) Handler() http.Handler {
 			http.Error(w, "GET only", http.StatusMethodNotAllowed)
 			return
 		}
+		// The token first: who has none learns nothing, not even what is
+		// collected.
+		if h.tokenFile != "" {
+			want, err := ReadToken(h.tokenFile)
+			if err != nil {
+				if h.log != nil {
+					h.log.Error("tap refused: its token file cannot be used", "key", "metrics.tap.token_file", "err", err)
+				}
+				http.Error(w, "the collector cannot read its tap token (metrics.tap.token_file): see its log", http.StatusServiceUnavailable)
+				return
+			}
+			if err := authorize(r, want); err != nil {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="collector tap"`)
+				http.Error(w, err.Error(), http.StatusUnauthorized)
+				return
+			}
+		}
 		req, err := ParseRequest(r.URL.Query())
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		if h.known != nil && !h.known(req.Source) {
-			http.Error(w, fmt.Sprintf("source %q is not collected by this collector", req.Source), http.StatusNotFound)
+		if err := h.collected.check(req); err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
 			return
 		}
 		c, err := h.subscribe(req)
@@ -210,26 +278,36 @@ func (h *Hub) Handler() http.Handler {
 			defer tm.Stop()
 			timeout = tm.C
 		}
+		// Every write may wait Stall for the client's socket, no longer: a
+		// client that stopped reading fails it and frees its place. The
+		// deadline is set before each write, so a quiet stream (no
+		// envelope for an hour) is not cut.
+		rc := http.NewResponseController(w)
+		deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(h.stall)) }
 		hd := w.Header()
 		hd.Set("Content-Type", "application/x-ndjson")
 		hd.Set("Cache-Control", "no-store")
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("Trailer", TrailerEnd+", "+TrailerDropped)
+		deadline()
 		w.WriteHeader(http.StatusOK)
-		fl, _ := w.(http.Flusher)
-		if fl != nil {
-			fl.Flush() // the client knows the tap runs before the first envelope
+		// The client knows the tap runs before the first envelope.
+		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return
 		}
 		end := EndLimit
 	loop:
 		for sent := 0; sent < req.Limit; sent++ {
 			select {
 			case line := <-c.lines:
+				deadline()
 				if _, err := w.Write(line); err != nil {
-					return // the client went away
+					return // the client went away or stopped reading
 				}
-				if fl != nil && len(c.lines) == 0 {
-					fl.Flush()
+				if len(c.lines) == 0 {
+					if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+						return
+					}
 				}
 			case <-timeout:
 				end = EndTimeout
@@ -241,7 +319,16 @@ func (h *Hub) Handler() http.Handler {
 				return
 			}
 		}
+		deadline() // the trailers, written after the handler returns
 		hd.Set(TrailerEnd, end)
 		hd.Set(TrailerDropped, strconv.FormatInt(c.dropped.Load(), 10))
+	})
+}
+
+// Off is the handler of /tap when metrics.tap.enabled is false: 404, saying
+// how to turn it on, so that `collector tap` tells the operator why.
+func Off() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "the tap is off in this collector's configuration: set metrics.tap.enabled: true and metrics.tap.token_file", http.StatusNotFound)
 	})
 }

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/secret"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -75,7 +76,7 @@ func serve(t *testing.T, h *Hub) *httptest.Server {
 // trailers say it ended at its limit and lost nothing.
 func TestATapGetsTheEnvelopesOfItsStreamUpToItsLimit(t *testing.T) {
 	t.Parallel()
-	h := NewHub(func(s string) bool { return s == "dns" || s == "connections" })
+	h := NewHub(Options{Streams: []record.Stream{{Source: "dns", Account: "acme"}, {Source: "dns", Account: "acme-dev"}, {Source: "connections", Account: "acme"}}})
 	srv := serve(t, h)
 	type got struct {
 		res Result
@@ -85,7 +86,7 @@ func TestATapGetsTheEnvelopesOfItsStreamUpToItsLimit(t *testing.T) {
 	done := make(chan got)
 	go func() {
 		var out bytes.Buffer
-		res, err := Read(t.Context(), nil, srv.URL, Request{Source: "dns", Account: "acme", Limit: 5}, &out)
+		res, err := Read(t.Context(), nil, srv.URL, secret.Secret{}, Request{Source: "dns", Account: "acme", Limit: 5}, &out)
 		done <- got{res, out.String(), err}
 	}()
 	waitClients(t, h, 1)
@@ -116,7 +117,7 @@ func TestATapGetsTheEnvelopesOfItsStreamUpToItsLimit(t *testing.T) {
 // Publish does nothing.
 func TestASlowTapDropsAndNeverBlocksThePipeline(t *testing.T) {
 	t.Parallel()
-	h := NewHub(nil)
+	h := NewHub(Options{})
 	h.Publish(batch("dns", "acme", 10, 0, 0)) // nobody taps
 	if h.Dropped() != 0 {
 		t.Fatalf("dropped %d with no tap", h.Dropped())
@@ -147,7 +148,7 @@ func TestASlowTapDropsAndNeverBlocksThePipeline(t *testing.T) {
 // envelopes are counted.
 func TestATapThatStopsReadingOverHTTPNeverBlocksPublish(t *testing.T) {
 	t.Parallel()
-	h := NewHub(nil)
+	h := NewHub(Options{})
 	srv := serve(t, h)
 	resp := open(t, srv, Request{Source: "dns", Limit: MaxLimit}.Query())
 	defer resp.Body.Close()
@@ -175,7 +176,7 @@ func TestATapThatStopsReadingOverHTTPNeverBlocksPublish(t *testing.T) {
 // tenth, exactly.
 func TestASampledTapGetsAnEvenShare(t *testing.T) {
 	t.Parallel()
-	h := NewHub(nil)
+	h := NewHub(Options{})
 	c, err := h.subscribe(Request{Source: "dns", Sample: 0.1})
 	if err != nil {
 		t.Fatal(err)
@@ -200,11 +201,11 @@ func TestASampledTapGetsAnEvenShare(t *testing.T) {
 // shutdown is not held up) and refuses new ones.
 func TestCloseEndsEveryTapAndRefusesNewOnes(t *testing.T) {
 	t.Parallel()
-	h := NewHub(nil)
+	h := NewHub(Options{})
 	srv := serve(t, h)
 	errc := make(chan error)
 	go func() {
-		_, err := Read(t.Context(), nil, srv.URL, Request{Source: "dns"}, io.Discard)
+		_, err := Read(t.Context(), nil, srv.URL, secret.Secret{}, Request{Source: "dns"}, io.Discard)
 		errc <- err
 	}()
 	waitClients(t, h, 1)
@@ -218,7 +219,7 @@ func TestCloseEndsEveryTapAndRefusesNewOnes(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a tap outlived Close")
 	}
-	_, err := Read(t.Context(), nil, srv.URL, Request{Source: "dns"}, io.Discard)
+	_, err := Read(t.Context(), nil, srv.URL, secret.Secret{}, Request{Source: "dns"}, io.Discard)
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "stopping") {
 		t.Errorf("a tap after Close: %v, want refused, stopping", err)
 	}
@@ -228,7 +229,7 @@ func TestCloseEndsEveryTapAndRefusesNewOnes(t *testing.T) {
 // limit, sample or timeout, a POST, one tap too many.
 func TestTapRefusesBadAsksAndTooManyTaps(t *testing.T) {
 	t.Parallel()
-	h := NewHub(func(s string) bool { return s == "dns" })
+	h := NewHub(Options{Streams: []record.Stream{{Source: "dns", Account: "acme"}}})
 	srv := serve(t, h)
 	for q, want := range map[string]int{
 		"":                          400,
@@ -257,7 +258,7 @@ func TestTapRefusesBadAsksAndTooManyTaps(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
-	_, err := Read(t.Context(), nil, srv.URL, Request{Source: "nope"}, io.Discard)
+	_, err := Read(t.Context(), nil, srv.URL, secret.Secret{}, Request{Source: "nope"}, io.Discard)
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), `source "nope" is not collected`) {
 		t.Errorf("unknown source: %v", err)
 	}
@@ -265,7 +266,7 @@ func TestTapRefusesBadAsksAndTooManyTaps(t *testing.T) {
 	for range MaxClients {
 		held = append(held, open(t, srv, Request{Source: "dns"}.Query()))
 	}
-	_, err = Read(t.Context(), nil, srv.URL, Request{Source: "dns", Timeout: time.Second}, io.Discard)
+	_, err = Read(t.Context(), nil, srv.URL, secret.Secret{}, Request{Source: "dns", Timeout: time.Second}, io.Discard)
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "too many taps") {
 		t.Errorf("tap %d: %v, want refused, too many", MaxClients+1, err)
 	}
@@ -273,7 +274,7 @@ func TestTapRefusesBadAsksAndTooManyTaps(t *testing.T) {
 		r.Body.Close()
 	}
 	waitClients(t, h, 0)
-	res, err := Read(t.Context(), nil, srv.URL, Request{Source: "dns", Timeout: 100 * time.Millisecond}, io.Discard)
+	res, err := Read(t.Context(), nil, srv.URL, secret.Secret{}, Request{Source: "dns", Timeout: 100 * time.Millisecond}, io.Discard)
 	if err != nil || res.End != EndTimeout {
 		t.Errorf("a tap with a timeout and nothing delivered: %+v, %v; want ended by its timeout", res, err)
 	}
@@ -286,10 +287,10 @@ func TestReadSaysUnreachableAndEndsCleanlyOnInterrupt(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	base := srv.URL
 	srv.Close()
-	if _, err := Read(t.Context(), nil, base, Request{Source: "dns"}, io.Discard); !errors.Is(err, ErrUnreachable) {
+	if _, err := Read(t.Context(), nil, base, secret.Secret{}, Request{Source: "dns"}, io.Discard); !errors.Is(err, ErrUnreachable) {
 		t.Errorf("no collector: %v, want ErrUnreachable", err)
 	}
-	h := NewHub(nil)
+	h := NewHub(Options{})
 	srv2 := serve(t, h)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
@@ -297,7 +298,7 @@ func TestReadSaysUnreachableAndEndsCleanlyOnInterrupt(t *testing.T) {
 	var err error
 	go func() {
 		defer close(done)
-		res, err = Read(ctx, nil, srv2.URL, Request{Source: "dns"}, io.Discard)
+		res, err = Read(ctx, nil, srv2.URL, secret.Secret{}, Request{Source: "dns"}, io.Discard)
 	}()
 	waitClients(t, h, 1)
 	h.Publish(batch("dns", "acme", 3, 0, 0))
@@ -314,7 +315,7 @@ func TestReadSaysUnreachableAndEndsCleanlyOnInterrupt(t *testing.T) {
 // sent or counted as dropped.
 func TestConcurrentPublishersAndTaps(t *testing.T) {
 	t.Parallel()
-	h := NewHub(nil)
+	h := NewHub(Options{})
 	srv := serve(t, h)
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -333,7 +334,7 @@ func TestConcurrentPublishersAndTaps(t *testing.T) {
 	}
 	for range 3 {
 		var out bytes.Buffer
-		res, err := Read(t.Context(), nil, srv.URL, Request{Source: "dns", Limit: 2000}, &out)
+		res, err := Read(t.Context(), nil, srv.URL, secret.Secret{}, Request{Source: "dns", Limit: 2000}, &out)
 		if err != nil || res.Envelopes != 2000 || res.End != EndLimit {
 			t.Fatalf("tap beside 4 publishers: %+v, %v", res, err)
 		}

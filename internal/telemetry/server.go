@@ -25,6 +25,30 @@ type Check func(ctx context.Context) error
 // CheckTimeout bounds every readiness and liveness check.
 const CheckTimeout = 5 * time.Second
 
+// Timeouts bound what a client of the server may hold: without them, a
+// client that connects and sends nothing, keeps a connection idle, or
+// stops reading a response holds a connection and its goroutine until it
+// leaves.
+type Timeouts struct {
+	// ReadHeader is how long a client may take to send a request's
+	// header; a connection that sends none is closed after it.
+	ReadHeader time.Duration
+	// Idle is how long a kept-alive connection may wait for its next
+	// request.
+	Idle time.Duration
+	// Write bounds the writing of one response. A handler that streams
+	// (/tap) moves its own deadline write by write
+	// (http.ResponseController); a profile (metrics.pprof) must take less.
+	Write time.Duration
+}
+
+// DefaultTimeouts are the server's Timeouts unless SetTimeouts changes
+// them: generous for a scrape or a probe on a busy host, short enough
+// that stalled clients do not pile up.
+func DefaultTimeouts() Timeouts {
+	return Timeouts{ReadHeader: 10 * time.Second, Idle: 2 * time.Minute, Write: 2 * time.Minute}
+}
+
 // Server serves /metrics, /healthz and /readyz. The zero value is not
 // usable; build it with New. Its methods are safe for concurrent use.
 type Server struct {
@@ -37,6 +61,7 @@ type Server struct {
 	liveness  map[string]Check
 	handlers  map[string]http.Handler
 	profiles  bool
+	timeouts  Timeouts
 	srv       *http.Server
 	ln        net.Listener
 	done      chan struct{}
@@ -59,7 +84,15 @@ func NewRegistry(version, commit string) *prometheus.Registry {
 // New returns a server that will listen on addr (host:port; port 0 picks a
 // free one) and serve the metrics of reg.
 func New(addr string, reg *prometheus.Registry, log *slog.Logger) *Server {
-	return &Server{addr: addr, reg: reg, log: log, readiness: map[string]Check{}, liveness: map[string]Check{}}
+	return &Server{addr: addr, reg: reg, log: log, readiness: map[string]Check{}, liveness: map[string]Check{}, timeouts: DefaultTimeouts()}
+}
+
+// SetTimeouts replaces the server's Timeouts (DefaultTimeouts); call it
+// before Start. A zero field is no limit.
+func (s *Server) SetTimeouts(t Timeouts) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.timeouts = t
 }
 
 // AddReadiness registers a named readiness check (a sink that cannot reach its
@@ -183,7 +216,10 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("metrics listen on %s: %w", s.addr, err)
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	s.mu.Lock()
+	to := s.timeouts
+	s.mu.Unlock()
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: to.ReadHeader, IdleTimeout: to.Idle, WriteTimeout: to.Write}
 	done := make(chan struct{})
 	s.mu.Lock()
 	s.srv, s.ln, s.done = srv, ln, done

@@ -1,13 +1,16 @@
 package telemetry
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -112,5 +115,65 @@ func TestProfilesAreServedOnlyWhenAsked(t *testing.T) {
 		if !on && code != 404 {
 			t.Errorf("without profiles: %d", code)
 		}
+	}
+}
+
+// A client that connects and sends nothing, and one that keeps its
+// connection idle after a request, are closed after the server's
+// ReadHeader and Idle timeouts (issue 29 item 1: without Idle, an idle
+// connection was held until the client left). Raw TCP clients, with the
+// timeouts made short; the test waits for the close, it does not time it.
+func TestStalledConnectionsAreClosed(t *testing.T) {
+	t.Parallel()
+	s := New("127.0.0.1:0", NewRegistry("x", "y"), slog.New(slog.DiscardHandler))
+	s.SetTimeouts(Timeouts{ReadHeader: 200 * time.Millisecond, Idle: 200 * time.Millisecond, Write: time.Minute})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		// A bound on the test, far above the timeouts: a read that
+		// reaches it means the server kept the connection.
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		return c
+	}
+	closed := func(what string, r io.Reader) {
+		t.Helper()
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			t.Errorf("%s: %v, want the server to close the connection", what, err)
+		}
+	}
+
+	silent := dial()
+	closed("a connection that sends nothing", silent)
+
+	idle := dial()
+	if _, err := io.WriteString(idle, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(idle)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("GET /healthz: %s, close %v; want 200 on a kept-alive connection", resp.Status, resp.Close)
+	}
+	closed("an idle kept-alive connection", br)
+}
+
+// The server's default timeouts are set: none is "no limit".
+func TestDefaultTimeoutsAreSet(t *testing.T) {
+	t.Parallel()
+	d := DefaultTimeouts()
+	if d.ReadHeader <= 0 || d.Idle <= 0 || d.Write <= 0 {
+		t.Errorf("DefaultTimeouts() = %+v: each must bound its client", d)
 	}
 }

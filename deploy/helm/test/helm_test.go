@@ -363,6 +363,7 @@ func TestChartRefusesValuesThatCannotWork(t *testing.T) {
 		`config: {checkpoint: {path: null}}`:                             "config.checkpoint.path",
 		`config: {metrics: {listen: "127.0.0.1:9464"}}`:                  "config.metrics.listen",
 		`config: {metrics: {listen: "0.0.0.0:8080"}}`:                    "config.metrics.listen",
+		`config: {metrics: {tap: {enabled: true}}}`:                      "config.metrics.tap.token_file",
 		`config: {sink: {file: {dir: ./out}}}`:                           "config.sink.file.dir",
 		`config: {api: {secret: oops}}`:                                  "config.api.secret",
 		`config: {edge: {token: oops}}`:                                  "config.edge.token",

@@ -73,7 +73,7 @@ The Secret the pod reads its credentials from.
 {{/*
 The collector's configuration as YAML, after checking what the chart fixes:
 the checkpoint (and a file sink) on the /data volume, metrics on
-0.0.0.0:9464, no secrets.
+0.0.0.0:9464, no /tap without a token, no secrets.
 */}}
 {{- define "collector.config" -}}
 {{- $c := .Values.config | default dict }}
@@ -84,6 +84,11 @@ the checkpoint (and a file sink) on the /data volume, metrics on
 {{- $listen := dig "metrics" "listen" "" $c }}
 {{- if ne $listen "0.0.0.0:9464" }}
 {{- fail (printf "config.metrics.listen %q must be 0.0.0.0:9464: the probes, the Service and the ServiceMonitor use that port" $listen) }}
+{{- end }}
+{{- /* /tap serves every record: on 0.0.0.0, only with a token (the
+collector refuses the configuration otherwise; the chart says so first). */}}
+{{- if and (dig "metrics" "tap" "enabled" false $c) (not (dig "metrics" "tap" "token_file" "" $c)) }}
+{{- fail "config.metrics.tap.enabled needs config.metrics.tap.token_file, a file of a secretMounts Secret holding the bearer token: /tap hands every record to whoever reaches port 9464" }}
 {{- end }}
 {{- $keys := .Files.Get "files/config-keys.yaml" | fromYaml }}
 {{- if or (hasKey $keys "Error") (not (get $keys "secrets")) (not (get $keys "files")) }}
