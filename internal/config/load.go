@@ -22,6 +22,10 @@ import (
 // EnvPrefix starts every environment variable the collector reads.
 const EnvPrefix = "COLLECTOR_"
 
+// ConfigPathEnv names the configuration file when --config does not: the
+// command line's, never a key of the configuration.
+const ConfigPathEnv = EnvPrefix + "CONFIG"
+
 // KeyError is a problem with one configuration key. Its message is one line:
 // "key: what is wrong".
 type KeyError struct {
@@ -86,6 +90,9 @@ func load(path string, environ []string, dst any, lenient func(key string) bool)
 		Prefix:      EnvPrefix,
 		EnvironFunc: func() []string { return environ },
 		TransformFunc: func(name, v string) (string, any) {
+			if name == ConfigPathEnv {
+				return "", nil // skipped: the file's path, not a key
+			}
 			key := envKey(name)
 			if lv := listValue(root, key, v); lv != nil {
 				return key, lv

@@ -1,0 +1,415 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/cobra/doc"
+	"github.com/spf13/pflag"
+
+	"github.com/svcexport/collector/internal/app"
+	"github.com/svcexport/collector/internal/config"
+	"github.com/svcexport/collector/internal/memlimit"
+	"github.com/svcexport/collector/internal/status"
+)
+
+// The command line is cobra's (as the OpenTelemetry Collector's, Helm's and
+// kubectl's): one definition per command gives its flags, its help, the
+// shell completions (collector completion bash|zsh|fish|powershell), the
+// did-you-mean for commands and flags, and the reference in docs/cli
+// (collector docs). The exit codes stay what they were: 0 done, 1 a
+// failure, 2 a bad command line or configuration.
+
+// defaultConfigPath is read when neither --config nor $COLLECTOR_CONFIG
+// names a configuration: where the packages and the systemd unit put it.
+const defaultConfigPath = "/etc/collector/collector.yaml"
+
+// exitCode ends a command with a status it chose, after it printed what it
+// had to say.
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
+
+// usageError is a bad command line: exit 2, with its message.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	// The single-dash spellings the flag package took before cobra.
+	if len(args) > 0 {
+		switch args[0] {
+		case "-version":
+			args = append([]string{"version"}, args[1:]...)
+		case "-help":
+			args = append([]string{"--help"}, args[1:]...)
+		}
+	}
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	var code exitCode
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &code):
+		return int(code)
+	default:
+		// A bad command line: an unknown command or flag (with what was
+		// meant, when something is close), a missing value, an argument
+		// where none is taken.
+		fmt.Fprintf(stderr, "collector: %v\nRun 'collector --help' for usage.\n", err)
+		return exitUsage
+	}
+}
+
+// newRoot builds the command tree. Commands write to stdout and stderr;
+// they return nil, an exitCode, or an error for a bad command line.
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "collector",
+		Short: "Export the platform's activity and audit data into Kafka, ClickHouse or files",
+		Long: `collector exports the platform's activity and audit data (nine sources) into
+Kafka, ClickHouse, files or stdout, completely, once, and as fresh as the
+API's rate budget allows.
+
+Configuration: a YAML file (configs/collector.yaml documents every key), given
+with --config (-c), else $COLLECTOR_CONFIG, else ` + defaultConfigPath + `.
+Its values may hold ${VAR}, ${VAR:-default}, ${file:PATH} ($${ for a literal
+${), then environment variables COLLECTOR_<KEY PATH> with __ between levels,
+e.g. COLLECTOR_API__SECRET, COLLECTOR_SINK__KAFKA__BROKERS="[host1:9092, host2:9092]".
+
+Exit codes: 0 done, 1 failure (verify: a gap), 2 bad command line or configuration.`,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		DisableAutoGenTag: true,
+		// No command: the usage on standard error, exit 2, as before.
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(stderr)
+			_ = cmd.Usage()
+			return exitCode(exitUsage)
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(flagError)
+	root.SuggestionsMinimumDistance = 2
+	root.CompletionOptions.HiddenDefaultCmd = false
+
+	root.AddCommand(
+		runCommand(stdout, stderr),
+		checkCommand(stdout, stderr),
+		stateCommand(stdout, stderr),
+		verifyCommand(stdout, stderr),
+		passThrough("healthcheck", "GET /readyz of the running collector: exit 0 ready, 1 not (container health checks)",
+			"[--addr 127.0.0.1:9464] [--path /readyz] [--timeout 3s]",
+			func(args []string) int { return healthcheck(args, stdout, stderr) }),
+		passThrough("tap", "Print what the running collector delivers of a source, as NDJSON envelopes (its /tap is off unless metrics.tap.enabled)",
+			"--source S [--account A] [--limit 100] [--sample 1] [--timeout D] [--config FILE | --addr 127.0.0.1:9464 | --url URL] [--token-file FILE]",
+			func(args []string) int {
+				ctx, stop := signalNotify()
+				defer stop()
+				return tapCmd(ctx, args, stdout, stderr)
+			}),
+		&cobra.Command{
+			Use:   "version",
+			Short: "Print the version (the release build's, else the commit go build recorded)",
+			Args:  cobra.NoArgs,
+			RunE: func(*cobra.Command, []string) error {
+				v, c, d := buildInfo()
+				fmt.Fprintf(stdout, "collector %s (commit %s, built %s)\n", v, c, d)
+				return nil
+			},
+		},
+		docsCommand(),
+	)
+	return root
+}
+
+// flagError adds what was meant to an unknown flag, and makes every flag
+// error a usage error (exit 2).
+func flagError(cmd *cobra.Command, err error) error {
+	msg := err.Error()
+	name, ok := strings.CutPrefix(msg, "unknown flag: --")
+	if !ok {
+		return usageError{err}
+	}
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	if s := closest(name, names); s != "" {
+		return usageError{fmt.Errorf("%w\n\nDid you mean this?\n\t--%s\n", err, s)}
+	}
+	return usageError{err}
+}
+
+// closest is the name among names nearest to s (a prefix, or at most two
+// edits away), "" when none is.
+func closest(s string, names []string) string {
+	best, bestD := "", 3
+	for _, n := range names {
+		d := levenshtein(s, n)
+		if strings.HasPrefix(n, s) && len(s) >= 3 {
+			d = min(d, 1)
+		}
+		if d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// passThrough is a command whose flags its own function parses (the flag
+// package): args go to it unparsed.
+func passThrough(name, short, usage string, f func([]string) int) *cobra.Command {
+	return &cobra.Command{
+		Use:                name + " " + usage,
+		Short:              short,
+		DisableFlagParsing: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			if c := f(args); c != exitOK {
+				return exitCode(c)
+			}
+			return nil
+		},
+	}
+}
+
+// configFlag adds --config (-c) to cmd.
+func configFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVarP(p, "config", "c", "", "configuration file (YAML); default $COLLECTOR_CONFIG, else "+defaultConfigPath)
+	_ = cmd.MarkFlagFilename("config", "yaml", "yml")
+}
+
+// configPath is the configuration to read: --config, else
+// $COLLECTOR_CONFIG, else defaultConfigPath when it exists.
+func configPath(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if p := os.Getenv(config.ConfigPathEnv); p != "" {
+		return p, nil
+	}
+	if _, err := os.Stat(defaultConfigPath); err == nil {
+		return defaultConfigPath, nil
+	}
+	return "", usagef("--config is required: none given, $%s is not set and %s does not exist", config.ConfigPathEnv, defaultConfigPath)
+}
+
+func runCommand(stdout, stderr io.Writer) *cobra.Command {
+	var cfgPath string
+	var once, noProgress bool
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the daemon",
+		Long: `Run the daemon. With --once, exit 0 when every source caught up. On a terminal
+with text logs it shows a bar per source (--no-progress: off).
+
+SIGTERM, SIGINT and SIGHUP stop it gracefully: the fetched pages are written
+and the checkpoint committed; a second SIGTERM or SIGINT exits at once.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			p, err := configPath(cfgPath)
+			if err != nil {
+				return err
+			}
+			return exitCode(runWith(p, "run", stdout, stderr, func(ctx context.Context, cfg config.Config, opts app.Options, bars *status.Bars) error {
+				self, _ := os.ReadFile("/proc/self/cgroup") // none off Linux: no limit
+				if limit, merr := memlimit.Set("/sys/fs/cgroup", self, os.Getenv); merr != nil {
+					opts.Log.Warn("no Go memory limit from the container's", "err", merr)
+				} else if limit > 0 {
+					opts.Log.Info("Go memory limit set from the container's memory limit (GOMEMLIMIT overrides)", "limit_mib", limit>>20, "share", memlimit.Share)
+				}
+				err := app.Run(ctx, cfg, opts, once)
+				if bars != nil {
+					bars.Close() // done already when the run got going; the lines below go straight out
+				}
+				return err
+			}, loadFlags{progress: !noProgress}))
+		},
+	}
+	configFlag(cmd, &cfgPath)
+	cmd.Flags().BoolVar(&once, "once", false, "exit 0 once every source has caught up to now - lag (cron-style runs, tests, benchmarks)")
+	cmd.Flags().BoolVar(&noProgress, "no-progress", false, "no progress bars on the terminal")
+	return cmd
+}
+
+func checkCommand(stdout, stderr io.Writer) *cobra.Command {
+	var cfgPath string
+	var co app.CheckOptions
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Validate the configuration, then try the API and the sink",
+		Long: `Validate and summarise the configuration (--print: all of it), warn of a start
+beyond api.max_history, ask for one token, check the sink, and say how many API
+requests it spent.
+
+--offline validates only: no secrets needed, no file read, no network (a CI
+lint; exit 0 or 2). --print prints the resolved configuration as YAML (it loads
+back the same) and its streams.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			p, err := configPath(cfgPath)
+			if err != nil {
+				return err
+			}
+			return exitCode(runWith(p, "check", stdout, stderr, func(ctx context.Context, cfg config.Config, opts app.Options, _ *status.Bars) error {
+				return app.Check(ctx, cfg, opts, co)
+			}, loadFlags{offline: co.Offline}))
+		},
+	}
+	configFlag(cmd, &cfgPath)
+	cmd.Flags().DurationVar(&co.Timeout, "timeout", 10*time.Second, "deadline of each online step (DNS, connect, TLS, token, sink)")
+	cmd.Flags().BoolVar(&co.Offline, "offline", false, "validate only: no secrets required, no file read, no network; exit 0 or 2")
+	cmd.Flags().BoolVar(&co.Print, "print", false, "print the resolved configuration (YAML, secrets redacted) and its streams; no network")
+	return cmd
+}
+
+func stateCommand(stdout, stderr io.Writer) *cobra.Command {
+	var cfgPath string
+	var so app.StateOptions
+	cmd := &cobra.Command{
+		Use:   "state",
+		Short: "Show progress per source and account",
+		Long: `Show progress per source and account, from the running collector's /state, else
+from the checkpoint (--watch: refresh until interrupted).
+
+--reset SOURCE[/ACCOUNT] forgets the progress of a stream (the collector must be
+stopped).`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			switch {
+			case so.Interval <= 0:
+				return usagef("--interval must be positive")
+			case so.Reset != "" && so.Watch:
+				return usagef("--reset and --watch do not go together")
+			}
+			p, err := configPath(cfgPath)
+			if err != nil {
+				return err
+			}
+			return exitCode(runWith(p, "state", stdout, stderr, func(ctx context.Context, cfg config.Config, opts app.Options, _ *status.Bars) error {
+				so.Notes = stderr
+				so.Terminal = isTerminal(stdout)
+				return app.State(ctx, cfg, opts, so)
+			}, loadFlags{secretsOptional: true}))
+		},
+	}
+	configFlag(cmd, &cfgPath)
+	cmd.Flags().StringVar(&so.Reset, "reset", "", "forget the progress of SOURCE or SOURCE/ACCOUNT (the collector must be stopped)")
+	cmd.Flags().BoolVar(&so.JSON, "json", false, "print JSON (and nothing else) on standard output")
+	cmd.Flags().BoolVar(&so.Watch, "watch", false, "print the state every --interval until interrupted (in place on a terminal)")
+	cmd.Flags().DurationVar(&so.Interval, "interval", 2*time.Second, "time between two snapshots of --watch")
+	return cmd
+}
+
+func verifyCommand(stdout, stderr io.Writer) *cobra.Command {
+	var cfgPath, from, to string
+	var vo app.VerifyOptions
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Re-count the committed windows at the API and compare with the sink",
+		Long: `Re-count the committed windows at the API and compare, per stream and UTC day,
+with what the sink delivered; exit 1 on a gap. Prints the requests it will spend
+first (the running collector's budget) and asks before it spends them (--yes:
+don't ask; --dry-run: plan only). A time is RFC 3339 or YYYY-MM-DD (UTC
+midnight). See docs/verify.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			var err error
+			if vo.From, err = parseFlagTime("from", from); err == nil {
+				vo.To, err = parseFlagTime("to", to)
+			}
+			if err != nil {
+				return usageError{err}
+			}
+			p, err := configPath(cfgPath)
+			if err != nil {
+				return err
+			}
+			code := exitOK
+			c := runWith(p, "verify", stdout, stderr, func(ctx context.Context, cfg config.Config, opts app.Options, _ *status.Bars) error {
+				vo.Notes, vo.Stdin, vo.Interactive = stderr, os.Stdin, status.IsTerminal(os.Stdin)
+				c, err := app.Verify(ctx, cfg, opts, vo)
+				code = verifyExit(c, err, stderr)
+				return nil
+			}, loadFlags{secretsOptional: vo.DryRun})
+			if c != exitOK {
+				return exitCode(c)
+			}
+			return exitCode(code)
+		},
+	}
+	configFlag(cmd, &cfgPath)
+	cmd.Flags().StringVar(&vo.Source, "source", "", "verify only this source")
+	cmd.Flags().StringVar(&vo.Account, "account", "", "verify only this account (\"org\": organization-level audit logs; edge streams: edge.account)")
+	cmd.Flags().StringVar(&from, "from", "", "verify records from this time on: RFC 3339 or YYYY-MM-DD (default: the stream's start)")
+	cmd.Flags().StringVar(&to, "to", "", "verify records before this time: RFC 3339 or YYYY-MM-DD (default and at most: the watermark)")
+	cmd.Flags().StringVar(&vo.Sink, "sink", "", "the sink to count in, by name, when several are configured")
+	cmd.Flags().BoolVar(&vo.JSON, "json", false, "print JSON (and nothing else) on standard output")
+	cmd.Flags().BoolVar(&vo.DryRun, "dry-run", false, "print the plan and its cost in requests; ask nothing of the API")
+	cmd.Flags().BoolVar(&vo.Yes, "yes", false, "spend the requests without asking (needed when standard input is not a terminal)")
+	return cmd
+}
+
+// docsCommand writes the command reference, generated from the same
+// definitions as the help: markdown (docs/cli, kept in the repository and
+// checked by a test) and, with --man, man pages (the release build).
+func docsCommand() *cobra.Command {
+	var dir string
+	var man bool
+	cmd := &cobra.Command{
+		Use:    "docs",
+		Short:  "Write the command reference as markdown (or man pages with --man) into --dir",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				return usagef("--dir is required")
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			root := cmd.Root()
+			if man {
+				return doc.GenManTree(root, &doc.GenManHeader{Title: "COLLECTOR", Section: "1", Source: "collector"}, dir)
+			}
+			return doc.GenMarkdownTree(root, dir)
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "the directory to write into")
+	cmd.Flags().BoolVar(&man, "man", false, "man pages (section 1) instead of markdown")
+	return cmd
+}
