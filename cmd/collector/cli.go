@@ -113,13 +113,7 @@ Exit codes: 0 done, 1 failure (verify: a gap), 2 bad command line or configurati
 		passThrough("healthcheck", "GET /readyz of the running collector: exit 0 ready, 1 not (container health checks)",
 			"[--addr 127.0.0.1:9464] [--path /readyz] [--timeout 3s]",
 			func(args []string) int { return healthcheck(args, stdout, stderr) }),
-		passThrough("tap", "Print what the running collector delivers of a source, as NDJSON envelopes (its /tap is off unless metrics.tap.enabled)",
-			"--source S [--account A] [--limit 100] [--sample 1] [--timeout D] [--config FILE | --addr 127.0.0.1:9464 | --url URL] [--token-file FILE]",
-			func(args []string) int {
-				ctx, stop := signalNotify()
-				defer stop()
-				return tapCmd(ctx, args, stdout, stderr)
-			}),
+		tapCommand(stdout, stderr),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print the version (the release build's, else the commit go build recorded)",
@@ -411,5 +405,32 @@ func docsCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "the directory to write into")
 	cmd.Flags().BoolVar(&man, "man", false, "man pages (section 1) instead of markdown")
+	return cmd
+}
+
+func tapCommand(stdout, stderr io.Writer) *cobra.Command {
+	var o tapOptions
+	cmd := &cobra.Command{
+		Use:   "tap",
+		Short: "Print what the running collector delivers of a source, as NDJSON envelopes",
+		Long: `Print what the running collector delivers of a source, as NDJSON envelopes, one
+a line on standard output (notes on standard error). No API request; a slow
+reader loses lines, never slows the collector. The collector is the one at
+--config's metrics.listen, --addr or --url. Its /tap is off unless
+metrics.tap.enabled, and asks for the token of metrics.tap.token_file
+(--token-file, default --config's). See docs/tap.md.
+
+Exit 0 after --limit envelopes, --timeout or an interrupt; 1 when the collector
+cannot be reached, refuses or stops first; 2 on a bad command line.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			ctx, stop := signalNotify()
+			defer stop()
+			return exitCode(tapCmd(ctx, &o, stdout, stderr))
+		},
+	}
+	tapFlags(cmd.Flags(), &o)
+	_ = cmd.MarkFlagFilename("config", "yaml", "yml")
+	_ = cmd.MarkFlagFilename("token-file")
 	return cmd
 }

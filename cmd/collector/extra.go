@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +12,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/svcexport/collector/internal/config"
 	"github.com/svcexport/collector/internal/secret"
@@ -138,29 +139,29 @@ func localURL(addr string) (string, error) {
 // --timeout or an interrupt; 1 when the collector cannot be reached,
 // refuses (the tap off, no or a wrong token, a source or account it does
 // not collect) or stops first; 2 on a bad command line or configuration.
-func tapCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("collector tap", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var req tap.Request
-	fs.StringVar(&req.Source, "source", "", "the source to tap (required): dns, connections, edge_alerts, ...")
-	fs.StringVar(&req.Account, "account", "", "only this sub-account (default: every account)")
-	fs.IntVar(&req.Limit, "limit", tap.DefaultLimit, fmt.Sprintf("stop after this many envelopes (1 to %d)", tap.MaxLimit))
-	fs.Float64Var(&req.Sample, "sample", 1, "the share of the envelopes to print, evenly spread, in (0, 1]: 0.01 prints one in a hundred")
-	fs.DurationVar(&req.Timeout, "timeout", 0, "stop after this long even with fewer envelopes (0: wait for --limit)")
-	cfgPath := fs.String("config", "", "the collector's configuration file: tap the collector at its metrics.listen")
-	addr := fs.String("addr", "", "the collector's metrics.listen, HOST:PORT (a wildcard host is asked on 127.0.0.1); default $COLLECTOR_METRICS__LISTEN or 127.0.0.1:9464")
-	rawURL := fs.String("url", "", "the collector's telemetry server as a URL, e.g. http://127.0.0.1:9464")
-	tokenFile := fs.String("token-file", "", "the file holding the bearer token /tap asks for (the collector's metrics.tap.token_file); default: --config's metrics.tap.token_file, else $COLLECTOR_METRICS__TAP__TOKEN_FILE")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
+// tapOptions are the flags of tap.
+type tapOptions struct {
+	req                              tap.Request
+	cfgPath, addr, rawURL, tokenFile string
+}
+
+// tapFlags registers the flags of tap on fs.
+func tapFlags(fs *pflag.FlagSet, o *tapOptions) {
+	fs.StringVar(&o.req.Source, "source", "", "the source to tap (required): dns, connections, edge_alerts, ...")
+	fs.StringVar(&o.req.Account, "account", "", "only this sub-account (default: every account)")
+	fs.IntVar(&o.req.Limit, "limit", tap.DefaultLimit, fmt.Sprintf("stop after this many envelopes (1 to %d)", tap.MaxLimit))
+	fs.Float64Var(&o.req.Sample, "sample", 1, "the share of the envelopes to print, evenly spread, in (0, 1]: 0.01 prints one in a hundred")
+	fs.DurationVar(&o.req.Timeout, "timeout", 0, "stop after this long even with fewer envelopes (0: wait for --limit)")
+	fs.StringVarP(&o.cfgPath, "config", "c", "", "the collector's configuration file: tap the collector at its metrics.listen")
+	fs.StringVar(&o.addr, "addr", "", "the collector's metrics.listen, HOST:PORT (a wildcard host is asked on 127.0.0.1); default $COLLECTOR_METRICS__LISTEN or 127.0.0.1:9464")
+	fs.StringVar(&o.rawURL, "url", "", "the collector's telemetry server as a URL, e.g. http://127.0.0.1:9464")
+	fs.StringVar(&o.tokenFile, "token-file", "", "the file holding the bearer token /tap asks for (the collector's metrics.tap.token_file); default: --config's metrics.tap.token_file, else $COLLECTOR_METRICS__TAP__TOKEN_FILE")
+}
+
+func tapCmd(ctx context.Context, o *tapOptions, stdout, stderr io.Writer) int {
+	req := o.req
+	cfgPath, addr, rawURL, tokenFile := &o.cfgPath, &o.addr, &o.rawURL, &o.tokenFile
 	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "collector tap: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
 	case req.Source == "":
 		fmt.Fprintln(stderr, "collector tap: --source is required: collector tap --source dns [--account A] [--limit N] [--config FILE]")
 		return exitUsage
