@@ -20,3 +20,17 @@ func BenchmarkScrub(b *testing.B) {
 		_ = s.Scrub(text)
 	}
 }
+
+// BenchmarkScrubLogLine scrubs a short log line without escapes (the fast
+// path: the text as it is only) against the same secrets.
+func BenchmarkScrubLogLine(b *testing.B) {
+	s := NewScrubber(New(strings.Repeat("session-token/", 73)))
+	for i := range 9 {
+		s.AddBasic(fmt.Sprintf("client-%d", i), New(fmt.Sprintf("s3cr3t+%d/with&chars", i)))
+	}
+	text := "kafka client: connection opened to broker addr=127.0.0.1:9092 broker=1"
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		_ = s.Scrub(text)
+	}
+}

@@ -31,7 +31,7 @@ import (
 type Scrubber struct {
 	mu   sync.Mutex // serializes Add, AddBasic
 	seen map[needle]bool
-	set  atomic.Pointer[[]needle] // nil while seen is empty
+	set  atomic.Pointer[matcher] // nil while seen is empty
 }
 
 // needle is one string Scrub looks for.
@@ -125,14 +125,34 @@ func (s *Scrubber) merge(ns []needle) {
 	if !changed {
 		return
 	}
-	all := make([]needle, 0, len(s.seen))
-	for n := range s.seen {
-		all = append(all, n)
+	s.set.Store(newMatcher(s.seen))
+}
+
+// matcher finds needles in one pass over a text: a position is looked at
+// further only when its first two bytes start some needle (a bit set), and
+// then only the needles whose first MinScrubLen bytes are there.
+type matcher struct {
+	needles []needle
+	pairs   [1 << 16 / 64]uint64      // bit b0<<8|b1 for each needle's first two bytes
+	byStart map[[MinScrubLen]byte][]int // needles by their first MinScrubLen bytes
+}
+
+func newMatcher(seen map[needle]bool) *matcher {
+	m := &matcher{byStart: make(map[[MinScrubLen]byte][]int)}
+	for n := range seen {
+		m.needles = append(m.needles, n)
 	}
-	slices.SortFunc(all, func(a, b needle) int {
+	slices.SortFunc(m.needles, func(a, b needle) int {
 		return cmp.Or(len(b.text)-len(a.text), strings.Compare(a.text, b.text), a.cut-b.cut)
 	})
-	s.set.Store(&all)
+	for i, n := range m.needles {
+		var k [MinScrubLen]byte
+		copy(k[:], n.text)
+		m.byStart[k] = append(m.byStart[k], i)
+		p := uint16(n.text[0])<<8 | uint16(n.text[1])
+		m.pairs[p/64] |= 1 << (p % 64)
+	}
+	return m
 }
 
 // valueNeedles returns what Scrub looks for to find the secret v: v and
@@ -232,8 +252,10 @@ func (s *Scrubber) Scrub(text string) string {
 	if set == nil || len(text) < MinScrubLen {
 		return text
 	}
-	found := find(*set, view{s: text}, nil)
-	if strings.ContainsAny(text, `%+&\`) {
+	found := set.find(view{s: text}, nil)
+	if strings.ContainsAny(text, `%&\`) || strings.Contains(text, "+") {
+		// "+" as itself matters only when the text has one (after undoing
+		// escapes: %2B); otherwise both readings are the same.
 		for _, plus := range []bool{true, false} {
 			v := view{s: text}
 			for range maxUnescapes {
@@ -241,8 +263,11 @@ func (s *Scrubber) Scrub(text string) string {
 				if !changed {
 					break
 				}
-				found = find(*set, next, found)
+				found = set.find(next, found)
 				v = next
+			}
+			if !strings.Contains(text, "+") && !strings.Contains(v.s, "+") {
+				break
 			}
 		}
 	}
@@ -272,25 +297,30 @@ func (v view) at(i int) span {
 }
 
 // find appends to out the stretches of the original text that the
-// matches of set in v came from.
-func find(set []needle, v view, out []span) []span {
-	for _, n := range set {
-		key := n.text
-		if n.cut > 0 {
-			key = n.text[:n.cut]
+// matches of m's needles in v came from.
+func (m *matcher) find(v view, out []span) []span {
+	s := v.s
+	for a := 0; a+MinScrubLen <= len(s); a++ {
+		p := uint16(s[a])<<8 | uint16(s[a+1])
+		if m.pairs[p/64]&(1<<(p%64)) == 0 {
+			continue
 		}
-		for off := 0; off+len(key) <= len(v.s); {
-			j := strings.Index(v.s[off:], key)
-			if j < 0 {
-				break
+		var k [MinScrubLen]byte
+		copy(k[:], s[a:])
+		for _, i := range m.byStart[k] {
+			n := m.needles[i]
+			key := n.text
+			if n.cut > 0 {
+				key = n.text[:n.cut]
 			}
-			a := off + j
+			if !strings.HasPrefix(s[a:], key) {
+				continue
+			}
 			b := a + len(key)
-			for n.cut > 0 && b < len(v.s) && b-a < len(n.text) && v.s[b] == n.text[b-a] {
+			for n.cut > 0 && b < len(s) && b-a < len(n.text) && s[b] == n.text[b-a] {
 				b++
 			}
 			out = append(out, span{v.at(a).lo, v.at(b - 1).hi})
-			off = a + 1
 		}
 	}
 	return out
