@@ -133,7 +133,7 @@ func (s *Scrubber) merge(ns []needle) {
 // then only the needles whose first MinScrubLen bytes are there.
 type matcher struct {
 	needles []needle
-	pairs   [1 << 16 / 64]uint64      // bit b0<<8|b1 for each needle's first two bytes
+	pairs   [1 << 16 / 64]uint64        // bit b0<<8|b1 for each needle's first two bytes
 	byStart map[[MinScrubLen]byte][]int // needles by their first MinScrubLen bytes
 }
 
