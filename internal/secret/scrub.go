@@ -161,8 +161,8 @@ func newMatcher(seen map[needle]bool) *matcher {
 func valueNeedles(v string) []needle {
 	var out []needle
 	for i, x := range []string{v, strings.TrimSpace(v)} {
-		if x == "" || (i == 1 && x == v) {
-			continue
+		if len(x) < MinScrubLen || (i == 1 && x == v) {
+			continue // too short to scrub, in any form
 		}
 		out = append(out, needle{text: x, cut: cutOf(x)})
 		for _, src := range []string{x, url.QueryEscape(x), lowerHex(url.QueryEscape(x)), url.PathEscape(x)} {
