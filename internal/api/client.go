@@ -117,20 +117,19 @@ type Client struct {
 }
 
 // NewClient returns the core API client of cfg. The secret comes from
-// cfg.Secret or else cfg.SecretFile. b is the process-wide budget; nil
-// makes one for this client alone.
+// cfg.Secret or else cfg.SecretFile, which is read at start and again at
+// every token renewal and whenever the token endpoint refuses the secret,
+// so that a rotated file is used without a restart. b is the
+// process-wide budget; nil makes one for this client alone.
 func NewClient(cfg Config, b Budget, o Options) (*Client, error) {
 	if errs := cfg.validate("api"); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	s, err := secret.Resolve(cfg.Secret.Reveal(), cfg.SecretFile)
-	if err != nil {
-		return nil, fmt.Errorf("api.secret_file: %w", err)
-	}
-	if !s.IsSet() {
-		return nil, errors.New("api.secret: empty")
-	}
 	c, err := newClient("core", cfg.BaseURL, "api.allowed_origins", cfg.AllowedOrigins, b, o)
+	if err != nil {
+		return nil, err
+	}
+	cred, err := newCredential(cfg.Secret, "api.secret_file", cfg.SecretFile, "api.secret", c.scrub)
 	if err != nil {
 		return nil, err
 	}
@@ -139,25 +138,24 @@ func NewClient(cfg Config, b Budget, o Options) (*Client, error) {
 		c.user = cfg.KeyID
 	}
 	c.rate, c.timeout, c.maxBody, c.retry = cfg.Rate.bucket(), cfg.Timeout, cfg.MaxBodyBytes, cfg.Retry
-	c.scrub.Add(s)
-	c.tokens = &coreTokens{c: c, keyID: cfg.KeyID, secret: s, header: cfg.SecretHeader, ttl: cfg.TokenTTL}
+	c.tokens = &coreTokens{c: c, keyID: cfg.KeyID, cred: cred, header: cfg.SecretHeader, ttl: cfg.TokenTTL}
 	return c, nil
 }
 
 // NewEdgeClient returns the edge API client of cfg (CONTRACT C6); retries
-// and the body limit come from core (api.retry, api.max_body_bytes).
+// and the body limit come from core (api.retry, api.max_body_bytes). The
+// token comes from cfg.Token or else cfg.TokenFile, which is read at start
+// and again whenever the edge API refuses the token: a refused request is
+// repeated at once when the file holds another token by then.
 func NewEdgeClient(cfg EdgeConfig, core Config, b Budget, o Options) (*Client, error) {
 	if errs := cfg.validate("edge"); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	s, err := secret.Resolve(cfg.Token.Reveal(), cfg.TokenFile)
-	if err != nil {
-		return nil, fmt.Errorf("edge.token_file: %w", err)
-	}
-	if !s.IsSet() {
-		return nil, errors.New("edge.token: empty")
-	}
 	c, err := newClient("edge", cfg.BaseURL, "edge.allowed_origins", cfg.AllowedOrigins, b, o)
+	if err != nil {
+		return nil, err
+	}
+	cred, err := newCredential(cfg.Token, "edge.token_file", cfg.TokenFile, "edge.token", c.scrub)
 	if err != nil {
 		return nil, err
 	}
@@ -169,8 +167,7 @@ func NewEdgeClient(cfg EdgeConfig, core Config, b Budget, o Options) (*Client, e
 	if c.retry.Initial <= 0 {
 		c.retry = DefaultConfig().Retry
 	}
-	c.scrub.Add(s)
-	c.tokens = staticToken{s}
+	c.tokens = &edgeToken{c: c, cred: cred}
 	return c, nil
 }
 

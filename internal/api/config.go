@@ -52,8 +52,11 @@ type Config struct {
 	KeyID   string `koanf:"key_id"`
 	// Secret is the key's secret, usually from the environment. Secret wins
 	// over SecretFile.
-	Secret     secret.Secret `koanf:"secret"`
-	SecretFile string        `koanf:"secret_file"`
+	Secret secret.Secret `koanf:"secret"`
+	// SecretFile holds the secret. It is read at start and again at every
+	// token renewal and whenever the token endpoint refuses the secret:
+	// rotating the file is enough, no restart.
+	SecretFile string `koanf:"secret_file"`
 	// SecretHeader names the header carrying the secret (C1). Default
 	// "X-SVC-UAKS".
 	SecretHeader string `koanf:"secret_header"`
@@ -111,7 +114,10 @@ type EdgeConfig struct {
 	// BaseURL of the edge API.
 	BaseURL string
 	// Token is the edge bearer token; it wins over TokenFile.
-	Token     secret.Secret
+	Token secret.Secret
+	// TokenFile holds the token. It is read at start and again whenever
+	// the edge API refuses the token: rotating the file is enough, no
+	// restart.
 	TokenFile string
 	// Timeout bounds one request. Default 125s.
 	Timeout time.Duration

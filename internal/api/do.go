@@ -68,7 +68,9 @@ type Response struct {
 // for all requests that saw it die) and the request repeated at once; a
 // 401 again is a transient error of this request, retried with backoff.
 // Only the token endpoint refusing the key (401, 403 there) or a 401 on
-// the edge token (C6), which cannot be renewed, is a permanent error. Its
+// the edge token (C6), which cannot be renewed, is a permanent error; a
+// refused edge token is first replaced by what edge.token_file holds now,
+// when that is another token, and the request repeated at once. Its
 // errors wrap a *StatusError, a *PermanentError (around an *origin.Error
 // or a *BodyTooLargeError for those) or ctx's error, and never hold a
 // credential or the user info of a URL.
@@ -124,7 +126,8 @@ func (c *Client) do(ctx context.Context, req Request, auth func(http.Header)) (*
 			// refusal as the permanent error it is. The token is dropped
 			// (once, however many requests saw it die) and the request
 			// repeated with its successor. The edge token (C6) cannot be
-			// renewed: its 401 is final.
+			// renewed: its 401 is final, unless edge.token_file holds
+			// another token by now (a rotated file).
 			if status != http.StatusUnauthorized || auth != nil || !c.tokens.refused(tok) {
 				return nil, fmt.Errorf("%s: %w", req.What, err)
 			}

@@ -31,13 +31,6 @@ type tokenSource interface {
 	served(tok string)
 }
 
-// staticToken is the edge token (C6): configured, never renewed.
-type staticToken struct{ s secret.Secret }
-
-func (t staticToken) token(context.Context) (string, error) { return t.s.Reveal(), nil }
-func (t staticToken) refused(string) bool                   { return false }
-func (t staticToken) served(string)                         {}
-
 // coreTokens obtains and renews the core bearer token of one API key
 // (CONTRACT C1). One token at a time; a renewal is single-flight: callers
 // that need a token while one is being obtained wait for it, and callers
@@ -55,7 +48,7 @@ func (t staticToken) served(string)                         {}
 type coreTokens struct {
 	c      *Client
 	keyID  string
-	secret secret.Secret
+	cred   *credential // the key's secret, read anew for every token (api.secret_file)
 	header string
 	ttl    time.Duration
 
@@ -215,8 +208,25 @@ func (t *coreTokens) pace(now time.Time) time.Duration {
 }
 
 // fetch asks the token endpoint for a new token (C1), spending the token
-// bucket (C4). The error never holds the secret.
+// bucket (C4), with the secret api.secret_file holds now. When the
+// endpoint refuses the secret (401, 403) and the file holds another one by
+// then (rotated while the request was under way), it asks once more with
+// that one. The error never holds the secret.
 func (t *coreTokens) fetch(ctx context.Context) (string, time.Time, error) {
+	s := t.cred.reread(ctx, t.c)
+	tok, expires, err := t.ask(ctx, s)
+	var se *StatusError
+	if err != nil && errors.As(err, &se) && (se.Status == http.StatusUnauthorized || se.Status == http.StatusForbidden) {
+		if again := t.cred.reread(ctx, t.c); again.Reveal() != s.Reveal() {
+			t.c.log.Info("token endpoint refused the secret; asking again with the new content of api.secret_file")
+			tok, expires, err = t.ask(ctx, again)
+		}
+	}
+	return tok, expires, err
+}
+
+// ask sends one token request (retried by do as C5 says) with secret s.
+func (t *coreTokens) ask(ctx context.Context, s secret.Secret) (string, time.Time, error) {
 	body, err := json.Marshal(map[string]any{"keyId": t.keyID, "expiryTime": int64(t.ttl / time.Second)})
 	if err != nil {
 		return "", time.Time{}, err
@@ -238,7 +248,7 @@ func (t *coreTokens) fetch(ctx context.Context) (string, time.Time, error) {
 			}
 			return nil
 		},
-	}, func(h http.Header) { h.Set(t.header, t.secret.Reveal()) })
+	}, func(h http.Header) { h.Set(t.header, s.Reveal()) })
 	if err != nil {
 		return "", time.Time{}, err
 	}

@@ -12,24 +12,46 @@ import (
 	"time"
 )
 
-// authority mints and checks bearer tokens (C1). Tokens are stateless:
-// HMAC-signed (key index, generation, expiry). Revoking a user bumps the
-// user's generation, which kills every token minted before. The HMAC key is
-// random per process, so a restart kills all tokens, as C1 allows.
+// authority mints and checks bearer tokens (C1) and holds the credentials
+// that may change while the simulator runs: the secret of each key and the
+// edge token (rotate.go). Tokens are stateless: HMAC-signed (key index,
+// generation, expiry). Revoking a user bumps the user's generation, which
+// kills every token minted before. The HMAC key is random per process, so
+// a restart kills all tokens, as C1 allows.
 type authority struct {
 	key  []byte
-	keys []KeyConfig
+	keys []KeyConfig // their Secret is the one at start: see secrets
 
-	mu   sync.Mutex
-	gens map[string]uint64 // per user
+	mu      sync.Mutex
+	gens    map[string]uint64 // per user
+	secrets []string          // the secret of each key of keys, now
+	edge    string            // the edge token (C6), now
 }
 
-func newAuthority(keys []KeyConfig) (*authority, error) {
+func newAuthority(keys []KeyConfig, edgeToken string) (*authority, error) {
 	k := make([]byte, 32)
 	if _, err := rand.Read(k); err != nil {
 		return nil, err
 	}
-	return &authority{key: k, keys: keys, gens: map[string]uint64{}}, nil
+	secrets := make([]string, len(keys))
+	for i, key := range keys {
+		secrets[i] = key.Secret
+	}
+	return &authority{key: k, keys: keys, gens: map[string]uint64{}, secrets: secrets, edge: edgeToken}, nil
+}
+
+// secret returns the secret the key of index idx has now.
+func (a *authority) secret(idx int) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.secrets[idx]
+}
+
+// edgeToken returns the edge token the edge API accepts now.
+func (a *authority) edgeToken() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.edge
 }
 
 func (a *authority) gen(user string) uint64 {

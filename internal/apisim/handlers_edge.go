@@ -1,6 +1,7 @@
 package apisim
 
 import (
+	"crypto/subtle"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -18,7 +19,7 @@ import (
 func (s *Server) handleEdge(w http.ResponseWriter, r *http.Request, src sourceID) {
 	now := s.now()
 	tok, ok := bearer(r)
-	if !ok || tok != s.cfg.EdgeToken {
+	if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(s.auth.edgeToken())) != 1 {
 		s.stats.add("", fnEdge, func(c *Counter) { c.Requests++; c.Unauthorized++ })
 		writeError(w, http.StatusUnauthorized, "authentication required: send Authorization: Bearer <edge token>")
 		return

@@ -44,7 +44,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	secret := r.Header.Get(s.cfg.SecretHeader)
-	if secret == "" || subtle.ConstantTimeCompare([]byte(secret), []byte(key.Secret)) != 1 {
+	if secret == "" || subtle.ConstantTimeCompare([]byte(secret), []byte(s.auth.secret(idx))) != 1 {
 		s.stats.add(key.User, fnToken, func(c *Counter) { c.Requests++; c.Unauthorized++ })
 		writeError(w, http.StatusUnauthorized, "unknown key or wrong secret")
 		return

@@ -59,7 +59,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.Accounts = append([]string(nil), cfg.Accounts...)
 	cfg.Keys = append([]KeyConfig(nil), cfg.Keys...)
-	auth, err := newAuthority(cfg.Keys)
+	auth, err := newAuthority(cfg.Keys, cfg.EdgeToken)
 	if err != nil {
 		return nil, fmt.Errorf("apisim token key: %w", err)
 	}

@@ -200,7 +200,7 @@ func TestADamagedCheckpointIsAClearErrorNeverACrash(t *testing.T) {
 		}, ErrUnknownVersion, "was written in bbolt format version 3"},
 		{"a text file is not a checkpoint", func([]byte) []byte {
 			return []byte("this is a text file, not a checkpoint\n")
-		}, ErrNotCheckpoint, `it starts with "this is a text file, not"`},
+		}, ErrNotCheckpoint, "is not a checkpoint: it is not a bbolt file (38 bytes; its content is not shown)"},
 		{"a YAML file is not a checkpoint", func([]byte) []byte {
 			return bytes.Repeat([]byte("checkpoint:\n  path: /var/lib/collector/checkpoint.db\n"), 200)
 		}, ErrNotCheckpoint, "is not a checkpoint: it is not a bbolt file"},

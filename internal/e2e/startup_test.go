@@ -29,6 +29,10 @@ func runFailure(logs string) string {
 	return ""
 }
 
+// notCheckpointToken is a token file that checkpoint.path names by
+// mistake.
+const notCheckpointToken = "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LWVkZ2UtdG9rZW4.k9Xq\n"
+
 // Issue 20: `check` says what `run` will say. A checkpoint.path that run
 // refuses (/etc/hostname passed check with exit 0) fails check with run's
 // exit code and run's very message, while every other line of the check
@@ -47,6 +51,13 @@ func TestCheckRefusesTheCheckpointPathRunRefusesWithRunsCodeAndMessage(t *testin
 				t.Fatal(err)
 			}
 		}, 2, "checkpoint.path: checkpoint file %s is not a checkpoint: it is not a bbolt file"},
+		// Issue 29: none of a wrong file's bytes is shown (the first 24
+		// were, a token's).
+		{"a token file", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte(notCheckpointToken), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, 2, "checkpoint.path: checkpoint file %s is not a checkpoint: it is not a bbolt file (50 bytes; its content is not shown)"},
 		{"a directory", func(t *testing.T, path string) {
 			if err := os.Mkdir(path, 0o700); err != nil {
 				t.Fatal(err)
@@ -77,6 +88,11 @@ func TestCheckRefusesTheCheckpointPathRunRefusesWithRunsCodeAndMessage(t *testin
 			}
 			if checkCode != runCode || !strings.Contains(checkOut, "FAIL  checkpoint "+path+": "+runErr+"\n") {
 				t.Fatalf("check: exit %d, output:\n%s\nwant exit %d (run's) and the line\nFAIL  checkpoint %s: %s", checkCode, checkOut, runCode, path, runErr)
+			}
+			for i := 0; i+6 <= len(notCheckpointToken); i++ {
+				if piece := notCheckpointToken[i : i+6]; strings.Contains(checkOut, piece) || strings.Contains(runOut, piece) {
+					t.Fatalf("check or run shows %q of the token file:\n%s\n%s", piece, checkOut, runOut)
+				}
 			}
 			if strings.Count(checkOut, "FAIL") != 1 || !strings.Contains(checkOut, "ok    core API token") || !strings.Contains(checkOut, "ok    sink file") {
 				t.Fatalf("check failed more than the checkpoint:\n%s", checkOut)

@@ -279,7 +279,9 @@ func (h fileHeader) noMeta(name string) error {
 	if bytes.Count(h.head, []byte{0}) == len(h.head) && (!m1.read || m1.zero()) {
 		return fmt.Errorf("checkpoint file %s is damaged: it is zeroed where its meta pages belong: %w", name, ErrCorrupt)
 	}
-	return fmt.Errorf("checkpoint file %s is not a checkpoint: it is not a bbolt file (it starts with %q): %w", name, h.head[:min(len(h.head), 24)], ErrNotCheckpoint)
+	// None of its bytes is shown: a path set to the wrong file may name a
+	// token or a key file (issue 29).
+	return fmt.Errorf("checkpoint file %s is not a checkpoint: it is not a bbolt file (%d bytes; its content is not shown): %w", name, h.size, ErrNotCheckpoint)
 }
 
 // metaPagePrefix is how every meta page 0 bbolt writes begins: its header

@@ -44,8 +44,10 @@ type EdgeConfig struct {
 	// BaseURL of the edge API; empty turns the edge sources off.
 	BaseURL string `koanf:"base_url"`
 	// Token is the edge bearer token; it wins over TokenFile.
-	Token     secret.Secret `koanf:"token"`
-	TokenFile string        `koanf:"token_file"`
+	Token secret.Secret `koanf:"token"`
+	// TokenFile holds the token; the client reads it again whenever the
+	// edge API refuses the token (api.EdgeConfig.TokenFile).
+	TokenFile string `koanf:"token_file"`
 	// MaxRows is the most rows the edge API returns; a response that full is
 	// taken as truncated. Default 10000.
 	MaxRows int `koanf:"max_rows"`
