@@ -3,11 +3,14 @@
 # The collector's image: a static binary (scripts/release-build.sh, the same
 # command as a local release build) on distroless static, as user nonroot.
 #
-#   docker build -t collector \
-#     --build-arg VERSION="$(git describe --tags --always --dirty)" \
+#   docker build -t collector:0.1.0 \
+#     --build-arg VERSION="$(cat VERSION)" \
 #     --build-arg COMMIT="$(git rev-parse HEAD)" \
 #     --build-arg DATE="$(date -u +%Y-%m-%dT%H:%M:%SZ)" .
 #   docker build --target apisim -t collector-apisim .    # the API simulator (Compose)
+#
+# Without --build-arg VERSION the binary says VERSION-dev (0.1.0-dev): the
+# file VERSION is in the build context (.dockerignore), .git is not.
 #
 # Run: mount a config at /etc/collector/collector.yaml (or use the built-in
 # one below, driven by COLLECTOR_* variables) and a volume at /data. The
@@ -17,16 +20,15 @@
 #   docker run --rm collector check --config /etc/collector/collector.yaml --offline
 #   docker run --rm collector version
 #
-# Base images: pin them by digest for reproducible builds, e.g.
+# Base images: Renovate (renovate.json) pins the two ARGs below by digest
+# (IMAGE:TAG@sha256:...) in its first pull request and keeps tag and digest
+# current after; until then the tags alone are used (the digests could not
+# be checked from where this file was written). To pin by hand: `crane digest IMAGE:TAG` or
+# `docker buildx imagetools inspect IMAGE:TAG`, then
 #   --build-arg BUILD_IMAGE=golang:1.26.8-bookworm@sha256:<digest> \
 #   --build-arg RUNTIME_IMAGE=gcr.io/distroless/static-debian13:nonroot@sha256:<digest>
-# (the digests of today's tags: `crane digest IMAGE:TAG` or
-# `docker buildx imagetools inspect IMAGE:TAG`; Renovate and Dependabot keep
-# such pins current). Tags alone are the default here because the digests
-# cannot be checked from where this file is written.
 
-ARG GO_VERSION=1.26.8
-ARG BUILD_IMAGE=golang:${GO_VERSION}-bookworm
+ARG BUILD_IMAGE=golang:1.26.8-bookworm
 ARG RUNTIME_IMAGE=gcr.io/distroless/static-debian13:nonroot
 
 FROM --platform=$BUILDPLATFORM ${BUILD_IMAGE} AS build
@@ -35,7 +37,7 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG TARGETOS TARGETARCH
-ARG VERSION=dev COMMIT=unknown DATE=unknown
+ARG VERSION="" COMMIT=unknown DATE=unknown
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     GOOS=$TARGETOS GOARCH=$TARGETARCH VERSION=$VERSION COMMIT=$COMMIT DATE=$DATE \
     scripts/release-build.sh /out collector apisim
@@ -50,7 +52,7 @@ ENTRYPOINT ["/apisim", "--listen", "0.0.0.0:8080"]
 
 # The collector (default target).
 FROM ${RUNTIME_IMAGE} AS collector
-ARG VERSION=dev COMMIT=unknown DATE=unknown
+ARG VERSION="" COMMIT=unknown DATE=unknown
 LABEL org.opencontainers.image.title="collector" \
       org.opencontainers.image.description="Exports a cloud security platform's activity and audit data into Kafka, ClickHouse or files" \
       org.opencontainers.image.source="https://github.com/svcexport/collector" \

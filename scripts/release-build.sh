@@ -18,7 +18,8 @@
 #             fixed order, owner and times (DATE).
 #
 # Environment (all optional):
-#   VERSION   default: git describe --tags --always --dirty, else "dev"
+#   VERSION   default: the file VERSION (e.g. 0.1.0) when HEAD is its tag
+#             v0.1.0 and the tree is clean, else VERSION-dev (0.1.0-dev)
 #   COMMIT    default: git rev-parse HEAD, else "unknown"
 #   DATE      default: the commit's time (UTC, RFC 3339), else now; a fixed
 #             date keeps the build reproducible
@@ -27,8 +28,8 @@
 # Examples:
 #   scripts/release-build.sh bin && bin/collector version
 #   for p in linux/amd64 linux/arm64; do
-#     GOOS=${p%/*} GOARCH=${p#*/} VERSION=v1.2.3 scripts/release-build.sh --archive dist
-#   done
+#     GOOS=${p%/*} GOARCH=${p#*/} scripts/release-build.sh --archive dist
+#   done        # scripts/release.sh does this for every platform
 #   (cd dist && sha256sum -c SHA256SUMS)
 set -euo pipefail
 
@@ -45,7 +46,13 @@ commands=("$@")
 [[ ${#commands[@]} -gt 0 ]] || commands=(collector)
 
 git_() { git -C "$repo" "$@" 2>/dev/null; }
-version="${VERSION:-$(git_ describe --tags --always --dirty || echo dev)}"
+# The one place the version is written: VERSION (version.go embeds it too).
+file_version="$(tr -d '[:space:]' < "$repo/VERSION")"
+default_version="$file_version-dev"
+if [[ "$(git_ describe --tags --exact-match --dirty || true)" == "v$file_version" ]]; then
+	default_version="$file_version"
+fi
+version="${VERSION:-$default_version}"
 commit="${COMMIT:-$(git_ rev-parse HEAD || echo unknown)}"
 date="${DATE:-$(TZ=UTC git_ log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ || date -u +%Y-%m-%dT%H:%M:%SZ)}"
 for v in "$version" "$commit" "$date"; do

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/svcexport/collector"
 	"github.com/svcexport/collector/internal/config"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/tap"
@@ -23,15 +24,21 @@ import (
 // buildInfo returns the version, commit and date to print: the ones the
 // release build stamped (-ldflags -X), else what the Go toolchain recorded
 // in the binary (go build in a git checkout: vcs.revision, vcs.time,
-// vcs.modified; go install: the module version).
+// vcs.modified; go install: the module version). A version neither stamped
+// nor recorded (go run, go build, a Docker build without VERSION) is the
+// repository's VERSION file with "-dev": the release it leads to, so that
+// no build says only "dev".
 func buildInfo() (v, c, d string) {
 	v, c, d = version, commit, date
 	bi, ok := debug.ReadBuildInfo()
+	if v == "" && ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	if v == "" {
+		v = collector.Version() + "-dev"
+	}
 	if !ok {
 		return v, c, d
-	}
-	if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		v = bi.Main.Version
 	}
 	var modified bool
 	for _, s := range bi.Settings {

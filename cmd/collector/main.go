@@ -20,9 +20,11 @@ import (
 	"github.com/svcexport/collector/internal/status"
 )
 
-// Stamped at build time with -ldflags "-X main.version=... -X main.commit=... -X main.date=...".
+// Stamped at build time with -ldflags "-X main.version=... -X main.commit=... -X main.date=..."
+// (scripts/release-build.sh); an unstamped version is the VERSION file's
+// plus "-dev" (buildInfo).
 var (
-	version = "dev"
+	version = ""
 	commit  = "unknown"
 	date    = "unknown"
 )

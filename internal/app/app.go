@@ -157,7 +157,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		return err
 	}
 	if once && ctx.Err() != nil {
-		// A stop is not a failure (README: SIGTERM exits 0): what was
+		// A stop is not a failure (docs/commands.md: SIGTERM exits 0): what was
 		// fetched is written and committed; the next run continues.
 		log.Info("stopped before every source caught up; the next run continues from the checkpoint")
 	}

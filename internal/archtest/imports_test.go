@@ -23,6 +23,7 @@ const module = "github.com/svcexport/collector"
 //	*test                every package whose last element ends in "test"
 //	                     (the recording fakes: sinktest, checkpointtest)
 //	std:os               a standard-library package (direct imports only)
+//	.                    the module's root package (the release version)
 //
 // A pattern may name a package that does not exist (yet): the rules hold
 // for it once it does.
@@ -192,6 +193,11 @@ var rules = []rule{
 		forbidden: testOnly,
 		direct:    true,
 	},
+	{
+		name:      "the module's root package holds only the release version: it imports no package of the module",
+		from:      []string{"."},
+		forbidden: []string{"..."},
+	},
 }
 
 // expectedViolation is an import that breaks a rule today and whose fix
@@ -292,6 +298,7 @@ func TestEveryRuleCatchesItsViolation(t *testing.T) {
 		fake("internal/sink/ocsfenc", []string{"internal/sink/stdout"}),
 		fake("internal/verify", []string{"internal/verify/apicount"}, "internal/api"),
 		fake("internal/verify/apicount", []string{"internal/verify"}, "internal/checkpoint"),
+		fake(".", []string{"internal/config"}),
 	}
 	for _, r := range rules {
 		if found, _, _ := check(r, bad, nil); len(found) == 0 {
@@ -406,6 +413,9 @@ func TestPatterns(t *testing.T) {
 		{"cmd/*", "internal/cmd", false},
 		{"*test", "internal/sink/sinktest", true},
 		{"*test", "internal/sink/testdata/x", false},
+		{"...", ".", true},
+		{"internal/...", ".", false},
+		{".", ".", true},
 		{"std:os", "std:os", true},
 		{"std:os", "std:os/exec", false},
 		{"std:os", "os", false},
@@ -452,8 +462,12 @@ func listPackages(t *testing.T) []pkg {
 	return pkgs
 }
 
-// inModule returns the path of importPath inside the module.
+// inModule returns the path of importPath inside the module: "." for the
+// module's root package (the release version, VERSION).
 func inModule(importPath string) (string, bool) {
+	if importPath == module {
+		return ".", true
+	}
 	return strings.CutPrefix(importPath, module+"/")
 }
 
@@ -464,7 +478,7 @@ func matchAny(patterns []string, rel string) bool {
 func match(pattern, rel string) bool {
 	switch {
 	case pattern == "...":
-		return !strings.HasPrefix(rel, "std:") && !strings.Contains(strings.Split(rel, "/")[0], ".")
+		return rel == "." || !strings.HasPrefix(rel, "std:") && !strings.Contains(strings.Split(rel, "/")[0], ".")
 	case strings.HasSuffix(pattern, "/..."):
 		base := strings.TrimSuffix(pattern, "/...")
 		return rel == base || strings.HasPrefix(rel, base+"/")

@@ -88,7 +88,7 @@
 // keeping the records), ClickHouse into a fresh database of the chtest
 // server (native). $BENCH_COLLECTOR_ENV adds environment to the collector
 // (e.g. COLLECTOR_PIPELINE__BUFFER_RECORDS=20000) to measure other
-// settings; the README's "Memory" table comes from it. -scale defaults
+// settings; the "Memory" table of docs/performance.md comes from it. -scale defaults
 // to 0.1 (1 with -long).
 //
 // # Running

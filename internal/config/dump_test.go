@@ -49,7 +49,7 @@ func roundTrip(t *testing.T, yaml string, env []string) (Config, string) {
 
 // Every string value, whatever it holds, loads back from check --print as
 // itself: a value holding ${file:/etc/passwd} must not read the file, nor
-// $${X} lose a dollar (issue 20, item 5; the README promises the print
+// $${X} lose a dollar (issue 20, item 5; docs/commands.md promises the print
 // loads back as the same configuration). The values come in through
 // ${V} references, whose content is not expanded again, so that the first
 // load holds them exactly; the environment also sets X and LITERAL, so

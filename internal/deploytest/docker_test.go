@@ -286,7 +286,7 @@ func TestDockerignoreKeepsTheBuildInputsAndDropsTheRest(t *testing.T) {
 		}
 		return ex
 	}
-	for _, p := range []string{"go.mod", "go.sum", "cmd/collector/main.go", "cmd/apisim/main.go", "internal/config/config.go",
+	for _, p := range []string{"go.mod", "go.sum", "VERSION", "version.go", "cmd/collector/main.go", "cmd/apisim/main.go", "internal/config/config.go",
 		"internal/source/catalog/config.go", "scripts/release-build.sh"} {
 		if excluded(p) {
 			t.Errorf(".dockerignore excludes %s, which the build needs", p)

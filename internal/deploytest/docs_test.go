@@ -2,6 +2,7 @@ package deploytest
 
 import (
 	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -133,6 +134,64 @@ func TestUserFacingFilesCiteOurDocsNotTheInternalSpecs(t *testing.T) {
 	for i := 1; i <= 8; i++ {
 		if !regexp.MustCompile(`(?m)^## C` + string(rune('0'+i)) + `\. `).MatchString(api) {
 			t.Errorf("docs/api.md has no section C%d", i)
+		}
+	}
+}
+
+// The README is what a newcomer needs first: at most about 300 lines, its
+// first commands the demo and the whole test suite (CI runs the latter), and
+// every page of docs/ reachable from the index it links.
+func TestReadmeIsShortAndDocsIndexLinksEveryPage(t *testing.T) {
+	t.Parallel()
+	readme := string(read(t, "README.md"))
+	if n := strings.Count(readme, "\n"); n > 300 {
+		t.Errorf("README.md has %d lines: keep it to what a newcomer needs first (at most 300), the rest in docs/", n)
+	}
+	first := regexp.MustCompile("(?s)```sh\n(.*?)```").FindStringSubmatch(readme)
+	want := []string{"go run ./cmd/collector run --config configs/demo.yaml --once", "./scripts/test.sh"}
+	if first == nil {
+		t.Fatal("README.md has no ```sh block")
+	}
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(first[1]), "\n") {
+		cmd, _, _ := strings.Cut(l, "#")
+		got = append(got, strings.TrimSpace(cmd))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("README.md's first commands are %q, want %q", got, want)
+	}
+	if !strings.Contains(readme, "](docs/README.md)") {
+		t.Errorf("README.md does not link docs/README.md")
+	}
+
+	index := string(read(t, "docs/README.md"))
+	pages, err := filepath.Glob(filepath.Join(root(t), "docs", "*.md"))
+	if err != nil || len(pages) < 15 {
+		t.Fatalf("docs/*.md: %v, %v", pages, err)
+	}
+	for _, p := range pages {
+		name := filepath.Base(p)
+		if name == "README.md" {
+			continue
+		}
+		if !strings.Contains(index, "]("+name+")") {
+			t.Errorf("docs/README.md does not link %s", name)
+		}
+		if !strings.Contains(readme, "](docs/"+name) {
+			t.Errorf("README.md's \"Where to read on\" does not link docs/%s", name)
+		}
+	}
+	// Every relative link of a docs page names a file that exists.
+	link := regexp.MustCompile(`\]\(([^)#:\s]+\.md)(#[^)]*)?\)`)
+	for _, p := range append(pages, filepath.Join(root(t), "README.md")) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			if _, err := os.Stat(filepath.Join(filepath.Dir(p), m[1])); err != nil {
+				t.Errorf("%s links %s, which does not exist", filepath.Base(p), m[1])
+			}
 		}
 	}
 }

@@ -108,23 +108,23 @@ func TestHelmChartWithTheKustomizeConfigLoads(t *testing.T) {
 	loadChartConfig(t, "deploy/kubernetes/collector.yaml over the chart's config", over, k8sEnv(t, loadK8s(t)))
 }
 
-// readmeHelmValues returns the values file the README's Helm section shows.
-func readmeHelmValues(t *testing.T) map[string]any {
+// docHelmValues returns the values file the Helm section of docs/kubernetes.md shows.
+func docHelmValues(t *testing.T) map[string]any {
 	t.Helper()
-	sec := readmeSection(t, "### Helm")
+	sec := docSection(t, "docs/kubernetes.md", "## Helm")
 	m := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindStringSubmatch(sec)
 	if m == nil {
-		t.Fatal("README.md, Helm: no values example (```yaml block)")
+		t.Fatal("docs/kubernetes.md, Helm: no values example (```yaml block)")
 	}
-	return yamlDocs(t, "README.md Helm values", []byte(m[1]))[0]
+	return yamlDocs(t, "docs/kubernetes.md Helm values", []byte(m[1]))[0]
 }
 
 func TestHelmReadmeExampleConfigLoads(t *testing.T) {
-	over, _ := readmeHelmValues(t)["config"].(map[string]any)
+	over, _ := docHelmValues(t)["config"].(map[string]any)
 	if over == nil {
-		t.Fatal("README.md, Helm: the values example sets no config")
+		t.Fatal("docs/kubernetes.md, Helm: the values example sets no config")
 	}
-	loadChartConfig(t, "README.md's Helm values over the chart's config", over, k8sEnv(t, loadK8s(t)))
+	loadChartConfig(t, "docs/kubernetes.md's Helm values over the chart's config", over, k8sEnv(t, loadK8s(t)))
 }
 
 func TestHelmChartResourcesLeaveRoomForTheGoHeap(t *testing.T) {

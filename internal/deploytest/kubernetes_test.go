@@ -69,12 +69,12 @@ func loadK8s(t *testing.T) k8sBase {
 			case "ConfigMap":
 				t.Errorf("%s: a ConfigMap resource keeps its name when it changes, so the pod does not roll: generate it (configMapGenerator)", name)
 			case "Secret":
-				t.Errorf("%s: a Secret in the base overwrites the operator's real one on every apply -k: create it out of band (README)", name)
+				t.Errorf("%s: a Secret in the base overwrites the operator's real one on every apply -k: create it out of band (docs/kubernetes.md)", name)
 			}
 		}
 	}
 	if get(b.kust, "secretGenerator") != nil {
-		t.Errorf("kustomization.yaml: a secretGenerator needs secrets in files next to the base; the README has the Secret created with kubectl")
+		t.Errorf("kustomization.yaml: a secretGenerator needs secrets in files next to the base; docs/kubernetes.md has the Secret created with kubectl")
 	}
 	if get(b.kust, "generatorOptions.disableNameSuffixHash") == true {
 		t.Errorf("kustomization.yaml: generatorOptions.disableNameSuffixHash: a changed config would not roll the pod")
@@ -181,16 +181,16 @@ func volume(sts map[string]any, name string) map[string]any {
 	return nil
 }
 
-// k8sSecretName is the Secret the README has the operator create.
+// k8sSecretName is the Secret docs/kubernetes.md has the operator create.
 const k8sSecretName = "collector"
 
 // k8sEnv is the environment the container gets: literal values, a
 // placeholder for each key of the operator's Secret (every reference
-// checked against the keys the README documents), and values from the
+// checked against the keys docs/kubernetes.md documents), and values from the
 // generated ConfigMap.
 func k8sEnv(t *testing.T, b k8sBase) map[string]string {
 	t.Helper()
-	documented := readmeSecretKeys(t)
+	documented := docSecretKeys(t)
 	env := map[string]string{}
 	for _, e := range list(b.container, "env") {
 		name := str(e, "name")
@@ -198,10 +198,10 @@ func k8sEnv(t *testing.T, b k8sBase) map[string]string {
 		case get(e, "valueFrom.secretKeyRef") != nil:
 			ref := mapAt(e, "valueFrom.secretKeyRef")
 			if str(ref, "name") != k8sSecretName {
-				t.Errorf("statefulset.yaml: env %s reads Secret %q, the README creates %q", name, str(ref, "name"), k8sSecretName)
+				t.Errorf("statefulset.yaml: env %s reads Secret %q, docs/kubernetes.md creates %q", name, str(ref, "name"), k8sSecretName)
 			}
 			if _, ok := documented.all[str(ref, "key")]; !ok {
-				t.Errorf("statefulset.yaml: env %s reads Secret key %s, which the README's Kubernetes section does not document", name, str(ref, "key"))
+				t.Errorf("statefulset.yaml: env %s reads Secret key %s, which the Kubernetes section of docs/kubernetes.md does not document", name, str(ref, "key"))
 			}
 			env[name] = "placeholder-" + str(ref, "key")
 		case get(e, "valueFrom.configMapKeyRef") != nil:
@@ -224,15 +224,16 @@ func k8sEnv(t *testing.T, b k8sBase) map[string]string {
 	return env
 }
 
-// readmeSection returns a subsection of README.md ("### Kubernetes").
-func readmeSection(t *testing.T, heading string) string {
+// docSection returns a section of a user's document, from its heading
+// ("## Kubernetes" of docs/kubernetes.md) to the next heading.
+func docSection(t *testing.T, file, heading string) string {
 	t.Helper()
-	readme := string(read(t, "README.md"))
-	i := strings.Index(readme, "\n"+heading+"\n")
+	doc := string(read(t, file))
+	i := strings.Index(doc, "\n"+heading+"\n")
 	if i < 0 {
-		t.Fatalf("README.md has no %q subsection", heading)
+		t.Fatalf("%s has no %q section", file, heading)
 	}
-	sec := readme[i+len(heading)+2:]
+	sec := doc[i+len(heading)+2:]
 	if j := regexp.MustCompile(`(?m)^##+ `).FindStringIndex(sec); j != nil {
 		sec = sec[:j[0]]
 	}
@@ -240,22 +241,22 @@ func readmeSection(t *testing.T, heading string) string {
 }
 
 type secretDocs struct {
-	command map[string]bool     // keys of the README's `kubectl create secret generic collector`
+	command map[string]bool     // keys of docs/kubernetes.md's `kubectl create secret generic collector`
 	all     map[string]struct{} // keys the section names at all (command or `key` in the text)
 }
 
-// readmeSecretKeys returns the Secret keys the README's Kubernetes section
+// docSecretKeys returns the Secret keys the Kubernetes section of docs/kubernetes.md
 // documents: those of its `kubectl ... create secret generic collector`
 // command, and any other `key` it names in backquotes next to them.
-func readmeSecretKeys(t *testing.T) secretDocs {
+func docSecretKeys(t *testing.T) secretDocs {
 	t.Helper()
-	sec := readmeSection(t, "### Kubernetes")
+	sec := docSection(t, "docs/kubernetes.md", "## Kubernetes")
 	cmd := regexp.MustCompile(`kubectl (?:-n \S+ )?create secret generic (\S+)((?:[^\n]*\\\n)*[^\n]*)`).FindStringSubmatch(sec)
 	if cmd == nil {
-		t.Fatalf("README.md, Kubernetes: no `kubectl create secret generic` command")
+		t.Fatalf("docs/kubernetes.md, Kubernetes: no `kubectl create secret generic` command")
 	}
 	if cmd[1] != k8sSecretName {
-		t.Errorf("README.md, Kubernetes: the command creates Secret %q, the StatefulSet reads %q", cmd[1], k8sSecretName)
+		t.Errorf("docs/kubernetes.md, Kubernetes: the command creates Secret %q, the StatefulSet reads %q", cmd[1], k8sSecretName)
 	}
 	d := secretDocs{command: map[string]bool{}, all: map[string]struct{}{}}
 	for _, m := range regexp.MustCompile(`--from-(?:literal|file)=([A-Za-z0-9._-]+)=`).FindAllStringSubmatch(cmd[2], -1) {
@@ -266,33 +267,33 @@ func readmeSecretKeys(t *testing.T) secretDocs {
 		d.all[m[1]] = struct{}{}
 	}
 	if len(d.command) == 0 {
-		t.Fatalf("README.md, Kubernetes: the create secret command sets no key")
+		t.Fatalf("docs/kubernetes.md, Kubernetes: the create secret command sets no key")
 	}
 	return d
 }
 
 func TestKubernetesSecretIsTheOperatorsAndDocumented(t *testing.T) {
 	b := loadK8s(t) // fails when the mounted configuration does not load
-	docs := readmeSecretKeys(t)
+	docs := docSecretKeys(t)
 	reads := map[string]bool{}
 	for _, e := range list(b.container, "env") {
 		if ref := mapAt(e, "valueFrom.secretKeyRef"); ref != nil {
 			reads[str(ref, "key")] = true
 			if get(ref, "optional") != true && !docs.command[str(ref, "key")] {
-				t.Errorf("statefulset.yaml: Secret key %s is required (not optional), but the README's create secret command does not set it", str(ref, "key"))
+				t.Errorf("statefulset.yaml: Secret key %s is required (not optional), but the create secret command of docs/kubernetes.md does not set it", str(ref, "key"))
 			}
 		}
 	}
 	for k := range docs.command {
 		if !reads[k] {
-			t.Errorf("README.md, Kubernetes: the create secret command sets %s, which the StatefulSet does not read", k)
+			t.Errorf("docs/kubernetes.md, Kubernetes: the create secret command sets %s, which the StatefulSet does not read", k)
 		}
 	}
 	// The kustomization's own comment gives the same command.
 	kust := string(read(t, k8sDir+"/kustomization.yaml"))
 	for k := range docs.command {
 		if !strings.Contains(kust, "--from-literal="+k+"=") {
-			t.Errorf("kustomization.yaml's header does not create Secret key %s as the README does", k)
+			t.Errorf("kustomization.yaml's header does not create Secret key %s as docs/kubernetes.md does", k)
 		}
 	}
 }

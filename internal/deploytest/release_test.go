@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/svcexport/collector"
 )
 
 // archiveBuild runs scripts/release-build.sh --archive into dir for this
@@ -145,8 +147,11 @@ func TestReleaseArchivesAndTheirChecksums(t *testing.T) {
 		}
 	}
 
-	if !regexp.MustCompile(`(?m)^\s*(\S+=\S+ )*scripts/release-build\.sh --archive \S+`).MatchString(string(read(t, "README.md"))) {
-		t.Errorf("README.md gives no `scripts/release-build.sh --archive DIR` command")
+	if !regexp.MustCompile(`(?m)^\s*(\S+=\S+ )*scripts/release-build\.sh --archive \S+`).MatchString(string(read(t, "docs/release.md"))) {
+		t.Errorf("docs/release.md gives no `scripts/release-build.sh --archive DIR` command")
+	}
+	if !regexp.MustCompile(`(?m)^\s*scripts/release\.sh \S+`).MatchString(string(read(t, "README.md"))) {
+		t.Errorf("README.md gives no `scripts/release.sh DIR` command")
 	}
 
 	// Reproducible: the same inputs give the same bytes.
@@ -167,5 +172,114 @@ func TestLicenseIsApache2(t *testing.T) {
 	}
 	if len(l) < 11000 {
 		t.Errorf("LICENSE is %d bytes: not the full Apache License 2.0 text", len(l))
+	}
+}
+
+// untar returns the body of the entry name of a .tar.gz file.
+func untar(t *testing.T, archive, name string) []byte {
+	t.Helper()
+	f, err := os.Open(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			t.Fatalf("%s holds no %s", archive, name)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Name == name {
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+	}
+}
+
+// The version is written once, in VERSION (version.go embeds it): the
+// chart's appVersion (the image tag when image.tag is empty), the kustomize
+// image tag and the changelog's newest release name it, under an
+// Unreleased section, so that what a user pins is what was released.
+func TestReleaseVersionIsWrittenOnceAndNamedEverywhere(t *testing.T) {
+	t.Parallel()
+	v := strings.TrimSpace(string(read(t, "VERSION")))
+	if !regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`).MatchString(v) {
+		t.Fatalf("VERSION holds %q, want MAJOR.MINOR.PATCH", v)
+	}
+	if collector.Version() != v {
+		t.Errorf("collector.Version() = %q, VERSION holds %q", collector.Version(), v)
+	}
+
+	if app := str(yamlDoc(t, chartDir+"/Chart.yaml"), "appVersion"); app != v {
+		t.Errorf("%s/Chart.yaml: appVersion %q, VERSION holds %q", chartDir, app, v)
+	}
+	values := yamlDoc(t, chartDir+"/values.yaml")
+	if tag := str(values, "image.tag"); tag != "" && tag != v {
+		t.Errorf("%s/values.yaml: image.tag %q: the default image is not the release %s", chartDir, tag, v)
+	}
+	if repo := str(values, "image.repository"); repo != "ghcr.io/svcexport/collector" {
+		t.Errorf("%s/values.yaml: image.repository %q", chartDir, repo)
+	}
+	images := list(yamlDoc(t, k8sDir+"/kustomization.yaml"), "images")
+	if len(images) != 1 || str(images[0], "newTag") != v {
+		t.Errorf("%s/kustomization.yaml: images %v, want the collector's with newTag %s", k8sDir, images, v)
+	}
+
+	// Keep a Changelog: "## [Unreleased]" first, then "## [X.Y.Z] - DATE",
+	// the newest release being VERSION.
+	heads := regexp.MustCompile(`(?m)^## \[([^\]]+)\](?: - ([0-9]{4}-[0-9]{2}-[0-9]{2}))?[ \t]*$`).
+		FindAllStringSubmatch(string(read(t, "CHANGELOG.md")), -1)
+	switch {
+	case len(heads) < 2:
+		t.Errorf("CHANGELOG.md has sections %v, want [Unreleased] and at least one release", heads)
+	case heads[0][1] != "Unreleased" || heads[0][2] != "":
+		t.Errorf("CHANGELOG.md: the first section is %q, want \"## [Unreleased]\"", heads[0][0])
+	case heads[1][1] != v || heads[1][2] == "":
+		t.Errorf("CHANGELOG.md: the newest release is %q, want \"## [%s] - YYYY-MM-DD\" (VERSION)", heads[1][0], v)
+	}
+}
+
+// scripts/release.sh builds the version in VERSION, stamped, with its
+// checksums, and refuses a version other than the file's.
+func TestReleaseScriptBuildsTheVersionFile(t *testing.T) {
+	v := strings.TrimSpace(string(read(t, "VERSION")))
+	script := filepath.Join(root(t), "scripts", "release.sh")
+
+	bad := exec.Command("bash", script, t.TempDir())
+	bad.Env = append(os.Environ(), "VERSION=999.0.0", "PLATFORMS="+runtime.GOOS+"/"+runtime.GOARCH)
+	if out, err := bad.CombinedOutput(); err == nil || !strings.Contains(string(out), "999.0.0") {
+		t.Errorf("release.sh with VERSION=999.0.0: %v, %q; want a refusal naming it", err, out)
+	}
+
+	dir := t.TempDir()
+	cmd := exec.Command("bash", script, dir)
+	cmd.Env = append(os.Environ(), "VERSION=", "COMMIT="+testCommit, "DATE="+testDate,
+		"PLATFORMS="+runtime.GOOS+"/"+runtime.GOARCH)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("release.sh: %v\n%s", err, out)
+	}
+	name := "collector_" + v + "_" + runtime.GOOS + "_" + runtime.GOARCH
+	sums := sha256sums(t, filepath.Join(dir, "SHA256SUMS"))
+	if got := sortedKeys(sums); !slices.Equal(got, []string{name + ".tar.gz"}) {
+		t.Fatalf("SHA256SUMS lists %v, want %s.tar.gz", got, name)
+	}
+	bin := filepath.Join(t.TempDir(), "collector")
+	if err := os.WriteFile(bin, untar(t, filepath.Join(dir, name+".tar.gz"), name+"/collector"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "version").CombinedOutput()
+	want := "collector " + v + " (commit " + testCommit + ", built " + testDate + ")"
+	if err != nil || strings.TrimSpace(string(out)) != want {
+		t.Errorf("the release's collector version: %v %q, want %q", err, out, want)
 	}
 }

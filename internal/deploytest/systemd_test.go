@@ -167,15 +167,15 @@ func TestSystemdUnitRunsTheShippedConfigWithItsCredentials(t *testing.T) {
 		t.Errorf("collector.service: TimeoutStopSec %s must exceed 2 x pipeline.stop_timeout (%s) + 5s = %s", stop, cfg.Pipeline.StopTimeout, need)
 	}
 
-	// The README's systemd steps write the same credential files.
-	sec := readmeSection(t, "### systemd")
+	// The systemd steps of docs/install.md write the same credential files.
+	sec := docSection(t, "docs/install.md", "## systemd")
 	for id, src := range creds {
 		if !strings.Contains(sec, "> "+src) {
-			t.Errorf("README.md, systemd: the install steps do not write credential %s to %s", id, src)
+			t.Errorf("docs/install.md, systemd: the install steps do not write credential %s to %s", id, src)
 		}
 	}
 	if strings.Contains(sec, "EnvironmentFile") || strings.Contains(sec, "collector.env") {
-		t.Errorf("README.md, systemd: still mentions the environment file")
+		t.Errorf("docs/install.md, systemd: still mentions the environment file")
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 
 // Every configuration problem exits 2 with one line naming its key; a
 // damaged checkpoint is a runtime failure (exit 1) that says how to
-// recover. The README promises both.
+// recover. docs/commands.md promises both (the README says so in short).
 func TestExitCodesOfHostileConfigurations(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -98,7 +98,7 @@ func TestCheckReportsAnUnreachableAPIQuickly(t *testing.T) {
 }
 
 // SIGTERM during `run --once` is a graceful stop, not a failure: exit 0,
-// as the README says, and what was delivered is complete.
+// as docs/commands.md and the README say, and what was delivered is complete.
 func TestSIGTERMDuringOnceExits0(t *testing.T) {
 	t.Parallel()
 	sim := harness.StartSim(t, harness.QuickRates)

@@ -116,17 +116,17 @@ func kustomizeConfigValues(t testing.TB) map[string]any {
 	return map[string]any{"config": configMap(t, "deploy/kubernetes/collector.yaml", string(read(t, "deploy/kubernetes/collector.yaml")))}
 }
 
-// readmeValues is the values file of the README's Helm section.
-func readmeValues(t testing.TB) map[string]any {
+// docsHelmValues is the values file of the Helm section of docs/kubernetes.md.
+func docsHelmValues(t testing.TB) map[string]any {
 	t.Helper()
-	readme := string(read(t, "README.md"))
-	i := strings.Index(readme, "\n### Helm\n")
+	doc := string(read(t, "docs/kubernetes.md"))
+	i := strings.Index(doc, "\n## Helm\n")
 	if i < 0 {
-		t.Fatal("README.md has no Helm section")
+		t.Fatal("docs/kubernetes.md has no Helm section")
 	}
-	m := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindStringSubmatch(readme[i:])
+	m := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindStringSubmatch(doc[i:])
 	if m == nil {
-		t.Fatal("README.md, Helm: no values example")
+		t.Fatal("docs/kubernetes.md, Helm: no values example")
 	}
 	return values(t, m[1])
 }
@@ -158,7 +158,7 @@ podDisruptionBudget: {enabled: true}
 networkPolicy: {enabled: true, metricsFrom: [{podSelector: {matchLabels: {app.kubernetes.io/name: prometheus}}}], egress: [{ports: [{port: 9093}]}]}
 grafanaDashboard: {enabled: true}`),
 		"kafkaConfig": kustomizeConfigValues(t),
-		"readme":      readmeValues(t),
+		"readme":      docsHelmValues(t),
 		"custom": values(t, `
 image: {repository: registry.example.com/collector, tag: v1.2.3}
 existingSecret: ch-credentials

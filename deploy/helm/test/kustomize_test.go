@@ -81,11 +81,11 @@ func TestKustomizeBaseBuildsValidObjectsWithoutASecret(t *testing.T) {
 	// The Secret it reads, by the keys the chart reads too.
 	refs := secretRefs(t, container(t, "kustomize", o.sts))
 	for key, ref := range refs {
-		mustf(t, ref.name == "collector", "env from Secret %q key %s, want Secret collector (README)", ref.name, key)
+		mustf(t, ref.name == "collector", "env from Secret %q key %s, want Secret collector (docs/kubernetes.md)", ref.name, key)
 	}
 	mustf(t, strings.Join(sortedKeys(refs), ",") == strings.Join(secretKeys, ","), "Secret keys %v, want %v", sortedKeys(refs), secretKeys)
 	mustf(t, !refs["api-secret"].optional, "api-secret is optional")
-	mustf(t, container(t, "kustomize", o.sts).Image == "ghcr.io/svcexport/collector:latest", "image %q", container(t, "kustomize", o.sts).Image)
+	mustf(t, container(t, "kustomize", o.sts).Image == "ghcr.io/svcexport/collector:0.1.0", "image %q", container(t, "kustomize", o.sts).Image)
 }
 
 func TestKustomizeConfigChangeRollsThePod(t *testing.T) {

@@ -120,7 +120,7 @@
 // peaked at 276-301 MiB resident before and 208 MiB after at a tenth of
 // the scale (the file sink: 173-189 MiB), and at 673 MiB before and 578
 // MiB after at full scale (2.6 million records; the file sink 643 MiB:
-// there the checkpoint dominates). The README's "Memory" has the figures
+// there the checkpoint dominates). docs/performance.md, "Memory", has the figures
 // by setting.
 //
 // # Metrics
