@@ -55,5 +55,10 @@ done
 for p in $platforms; do
 	GOOS="${p%/*}" GOARCH="${p#*/}" VERSION="$version" "$repo/scripts/release-build.sh" --archive "$out"
 done
+# The man pages, from the same command definitions as --help and docs/cli.
+rm -rf "$out/man" && mkdir -p "$out/man"
+(cd "$repo" && go run ./cmd/collector docs --man --dir "$out/man")
+tar -C "$out" -czf "$out/collector_${version}_man.tar.gz" man && rm -rf "$out/man"
+(cd "$out" && sha256sum "collector_${version}_man.tar.gz" >> SHA256SUMS)
 (cd "$out" && sha256sum -c --quiet SHA256SUMS)
 echo "release.sh: collector $version for $platforms in $out, checksums in $out/SHA256SUMS" >&2

@@ -145,5 +145,5 @@ func TestHelmChartReadmeListsEveryValue(t *testing.T) {
 // the collector's or Kubernetes' and documented there.
 var helmStructured = map[string]bool{
 	"image": true, "secret": true, "persistence": true, "serviceMonitor": true, "prometheusRule": true, "service": true,
-	"podDisruptionBudget": true, "networkPolicy": true, "grafanaDashboard": true, "test": true, "test.image": true,
+	"podDisruptionBudget": true, "networkPolicy": true, "grafanaDashboard": true, "test": true, "serviceAccount": true,
 }

@@ -270,8 +270,13 @@ func TestReleaseScriptBuildsTheVersionFile(t *testing.T) {
 	}
 	name := "collector_" + v + "_" + runtime.GOOS + "_" + runtime.GOARCH
 	sums := sha256sums(t, filepath.Join(dir, "SHA256SUMS"))
-	if got := sortedKeys(sums); !slices.Equal(got, []string{name + ".tar.gz"}) {
-		t.Fatalf("SHA256SUMS lists %v, want %s.tar.gz", got, name)
+	man := "collector_" + v + "_man.tar.gz"
+	if got := sortedKeys(sums); !slices.Equal(got, []string{name + ".tar.gz", man}) {
+		t.Fatalf("SHA256SUMS lists %v, want %s.tar.gz and %s", got, name, man)
+	}
+	// The man pages come from the command definitions, one per command.
+	if page := untar(t, filepath.Join(dir, man), "man/collector-run.1"); !strings.Contains(string(page), "--once") {
+		t.Errorf("man/collector-run.1 does not document --once:\n%s", page)
 	}
 	bin := filepath.Join(t.TempDir(), "collector")
 	if err := os.WriteFile(bin, untar(t, filepath.Join(dir, name+".tar.gz"), name+"/collector"), 0o755); err != nil {

@@ -350,10 +350,13 @@ func TestChartHelmTestHookGetsReadyz(t *testing.T) {
 	if len(p.Spec.Containers) != 1 {
 		t.Fatalf("test pod: %d containers", len(p.Spec.Containers))
 	}
+	// The collector's own image runs `collector healthcheck` against pod 0
+	// through the headless Service: nothing else to pull or mirror.
 	c := p.Spec.Containers[0]
-	mustf(t, c.Image == "busybox:1.37.0", "test image %q, want the pinned busybox:1.37.0", c.Image)
-	url := "http://" + r.sts.Name + "-0." + r.svc.Name + "." + namespace + ".svc:9464/readyz"
-	mustf(t, slices.Contains(c.Command, url), "test command %q does not GET %s (pod 0 through the headless Service)", c.Command, url)
+	mustf(t, c.Image == container(t, "helm", r.sts).Image, "test image %q, want the collector's %q", c.Image, container(t, "helm", r.sts).Image)
+	addr := r.sts.Name + "-0." + r.svc.Name + "." + namespace + ".svc:9464"
+	want := []string{"/collector", "healthcheck", "--addr", addr, "--path", "/readyz", "--timeout", "10s"}
+	mustf(t, slices.Equal(commandLine(c), want), "the test runs %q, want %q", commandLine(c), want)
 	mustf(t, c.SecurityContext != nil && c.SecurityContext.ReadOnlyRootFilesystem != nil && *c.SecurityContext.ReadOnlyRootFilesystem, "the test container is not locked down like the collector")
 	// The test pod is not the collector's: no selector of the release picks it.
 	for what, sel := range map[string]map[string]string{"StatefulSet": r.sts.Spec.Selector.MatchLabels, "Service": r.svc.Spec.Selector} {
@@ -364,10 +367,51 @@ func TestChartHelmTestHookGetsReadyz(t *testing.T) {
 		mustf(t, !match, "the %s's selector %v selects the test pod %v", what, sel, p.Labels)
 	}
 
-	custom := mustRender(t, "team-a", values(t, `test: {image: {repository: mirror.example.com/busybox, tag: "1.36.1", digest: "sha256:`+strings.Repeat("a", 64)+`"}}`))
-	mustf(t, custom.testPod.Spec.Containers[0].Image == "mirror.example.com/busybox@sha256:"+strings.Repeat("a", 64), "test image %q", custom.testPod.Spec.Containers[0].Image)
+	custom := mustRender(t, "team-a", values(t, `{image: {repository: mirror.example.com/collector, digest: "sha256:`+strings.Repeat("a", 64)+`"}, test: {timeoutSeconds: 30}}`))
+	cc := custom.testPod.Spec.Containers[0]
+	mustf(t, cc.Image == "mirror.example.com/collector@sha256:"+strings.Repeat("a", 64), "test image %q", cc.Image)
+	mustf(t, slices.Contains(commandLine(cc), "30s"), "test.timeoutSeconds 30: the test runs %q", commandLine(cc))
 	none := mustRender(t, "team-a", values(t, `test: {enabled: false}`))
 	mustf(t, none.testPod == nil, "test.enabled false: a test pod")
+}
+
+// The chart gives the pod a ServiceAccount of its own (IRSA's role-arn
+// annotation goes there) without mounting an API token, and passes
+// args, envFrom, init containers and lifecycle hooks through to the pod.
+func TestChartServiceAccountAndPodExtras(t *testing.T) {
+	r := mustRender(t, "team-a", nil)
+	ps := r.sts.Spec.Template.Spec
+	if r.sa == nil {
+		t.Fatal("no ServiceAccount by default")
+	}
+	mustf(t, r.sa.Name == r.sts.Name && ps.ServiceAccountName == r.sa.Name, "ServiceAccount %q, the pod runs as %q, want both the full name %q", r.sa.Name, ps.ServiceAccountName, r.sts.Name)
+	mustf(t, r.sa.AutomountServiceAccountToken != nil && !*r.sa.AutomountServiceAccountToken && ps.AutomountServiceAccountToken != nil && !*ps.AutomountServiceAccountToken,
+		"the Kubernetes API token is mounted (ServiceAccount %v, pod %v): the collector needs none", r.sa.AutomountServiceAccountToken, ps.AutomountServiceAccountToken)
+	c := container(t, "helm", r.sts)
+	mustf(t, len(c.Command) == 0 && len(c.Args) == 0 && len(c.EnvFrom) == 0 && c.Lifecycle == nil && len(ps.InitContainers) == 0,
+		"by default the container sets command %q, args %q, envFrom %v, lifecycle %v, init containers %v", c.Command, c.Args, c.EnvFrom, c.Lifecycle, ps.InitContainers)
+	mustf(t, r.sa.Labels["app.kubernetes.io/instance"] == "team-a", "ServiceAccount labels %v", r.sa.Labels)
+
+	const role = "arn:aws:iam::123456789012:role/collector-msk"
+	x := mustRender(t, "team-a", valueSets(t)["platform"])
+	ps = x.sts.Spec.Template.Spec
+	mustf(t, x.sa != nil && x.sa.Name == "collector-msk" && ps.ServiceAccountName == "collector-msk", "serviceAccount.name collector-msk: ServiceAccount %v, pod runs as %q", x.sa, ps.ServiceAccountName)
+	mustf(t, x.sa != nil && x.sa.Annotations["eks.amazonaws.com/role-arn"] == role, "ServiceAccount annotations %v, want the IRSA role", x.sa.Annotations)
+	c = container(t, "helm", x.sts)
+	mustf(t, slices.Equal(commandLine(c), []string{"/collector", "run", "--config", "/etc/collector/collector.yaml", "--no-progress"}), "args [--no-progress]: the container runs %q", commandLine(c))
+	mustf(t, len(c.EnvFrom) == 1 && c.EnvFrom[0].ConfigMapRef != nil && c.EnvFrom[0].ConfigMapRef.Name == "proxy", "envFrom %+v", c.EnvFrom)
+	mustf(t, len(ps.InitContainers) == 1 && ps.InitContainers[0].Name == "wait" && ps.InitContainers[0].Image == "registry.example.com/wait:1", "initContainers %+v", ps.InitContainers)
+	mustf(t, c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Sleep != nil && c.Lifecycle.PreStop.Sleep.Seconds == 5, "lifecycle %+v", c.Lifecycle)
+	// The pod-level extras leave the config alone: no roll of the pod for
+	// a config reason.
+	mustf(t, len(secretRefs(t, c)) == len(secretKeys), "the chart's Secret variables are gone with envFrom")
+
+	// An existing account: no ServiceAccount rendered, the pod runs as it
+	// (or as the namespace's default).
+	own := mustRender(t, "team-a", values(t, `serviceAccount: {create: false, name: platform-collector}`))
+	mustf(t, own.sa == nil && own.sts.Spec.Template.Spec.ServiceAccountName == "platform-collector", "create false, name platform-collector: ServiceAccount %v, pod runs as %q", own.sa, own.sts.Spec.Template.Spec.ServiceAccountName)
+	def := mustRender(t, "team-a", values(t, `serviceAccount: {create: false}`))
+	mustf(t, def.sa == nil && def.sts.Spec.Template.Spec.ServiceAccountName == "default", "create false: pod runs as %q", def.sts.Spec.Template.Spec.ServiceAccountName)
 }
 
 func TestKustomizeTLSComponentMountsTheSecretTheConfigPointsAt(t *testing.T) {

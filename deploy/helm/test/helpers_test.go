@@ -52,8 +52,9 @@ type objects struct {
 	netpol *networkingv1.NetworkPolicy
 	// The Grafana dashboard's ConfigMap (the one with key collector.json).
 	dashboard *corev1.ConfigMap
-	testPod   *corev1.Pod // the helm test hook
-	kinds     []string    // every kind, in order
+	testPod   *corev1.Pod            // the helm test hook
+	sa        *corev1.ServiceAccount // the pod's, when the chart creates it
+	kinds     []string               // every kind, in order
 }
 
 // decodeAll decodes a stream of YAML documents strictly: each must be one of
@@ -116,6 +117,10 @@ func decodeAll(t testing.TB, where string, docs []string) objects {
 			dup(o.netpol != nil)
 			o.netpol = new(networkingv1.NetworkPolicy)
 			strict(o.netpol)
+		case "v1, Kind=ServiceAccount":
+			dup(o.sa != nil)
+			o.sa = new(corev1.ServiceAccount)
+			strict(o.sa)
 		case "v1, Kind=Secret":
 			dup(o.secret != nil)
 			o.secret = new(corev1.Secret)
@@ -201,19 +206,31 @@ func mountedConfig(t testing.TB, where string, o objects) (path string, text str
 	return "", ""
 }
 
-// imageEntrypoint is the Dockerfile's ENTRYPOINT (internal/deploytest checks
-// the Dockerfile against it).
-var imageEntrypoint = []string{"/collector", "run", "--config", "/etc/collector/collector.yaml"}
+// imageEntrypoint and imageCmd are the Dockerfile's ENTRYPOINT and CMD
+// (internal/deploytest checks the Dockerfile against them).
+var (
+	imageEntrypoint = []string{"/collector"}
+	imageCmd        = []string{"run", "--config", "/etc/collector/collector.yaml"}
+)
+
+// commandLine is what container c runs, as Kubernetes combines its command
+// and args with the image's ENTRYPOINT and CMD: command replaces the
+// ENTRYPOINT (and drops the CMD), args replace the CMD.
+func commandLine(c corev1.Container) []string {
+	cmd, args := imageEntrypoint, imageCmd
+	if len(c.Command) > 0 {
+		cmd, args = c.Command, nil
+	}
+	if len(c.Args) > 0 {
+		args = c.Args
+	}
+	return append(append([]string{}, cmd...), args...)
+}
 
 // configArg returns the --config path the container runs with.
 func configArg(t testing.TB, where string, c corev1.Container) string {
 	t.Helper()
-	args := imageEntrypoint
-	if len(c.Command) > 0 {
-		args = append(append([]string{}, c.Command...), c.Args...)
-	} else if len(c.Args) > 0 {
-		args = append(append([]string{}, imageEntrypoint...), c.Args...)
-	}
+	args := commandLine(c)
 	for i, a := range args {
 		if a == "--config" && i+1 < len(args) {
 			return args[i+1]

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,6 +27,11 @@ type CheckReport struct {
 	Brokers []string
 	// Topics has one entry per distinct topic of the streams, sorted.
 	Topics []TopicReport
+	// Credentials is where the SASL credentials came from, when the
+	// mechanism can tell (AWS_MSK_IAM: the configuration keys, or the
+	// AWS default chain's provider, such as WebIdentityCredentials);
+	// empty otherwise. Never a secret.
+	Credentials string
 	// Warnings are settings that work but deserve a look.
 	Warnings []string
 }
@@ -48,6 +54,9 @@ type TopicReport struct {
 func (r CheckReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "kafka cluster %q, brokers %s\n", r.ClusterID, strings.Join(r.Brokers, ","))
+	if r.Credentials != "" {
+		fmt.Fprintf(&b, "  sasl credentials: %s\n", r.Credentials)
+	}
 	for _, t := range r.Topics {
 		switch {
 		case t.Exists:
@@ -71,7 +80,13 @@ func (r CheckReport) String() string {
 // create_topics is off; the report holds what was learned anyway.
 func Check(ctx context.Context, cfg Config, streams []record.Stream) (CheckReport, error) {
 	var rep CheckReport
-	cn, err := prepare(cfg, slog.New(slog.DiscardHandler), nil)
+	var mu sync.Mutex // the client's connections authenticate concurrently
+	source := ""
+	cn, err := prepare(cfg, slog.New(slog.DiscardHandler), nil, func(s string) {
+		mu.Lock()
+		source = s
+		mu.Unlock()
+	})
 	if err != nil {
 		return rep, err
 	}
@@ -84,6 +99,9 @@ func Check(ctx context.Context, cfg Config, streams []record.Stream) (CheckRepor
 	adm := kadm.NewClient(cl)
 
 	meta, err := adm.BrokerMetadata(ctx)
+	mu.Lock()
+	rep.Credentials = source
+	mu.Unlock()
 	if err != nil {
 		return rep, cn.scrub.Error(fmt.Errorf("kafka check: reach brokers %s%s: %w", strings.Join(cfg.Brokers, ","), connHint(cfg, err), err))
 	}

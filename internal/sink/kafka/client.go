@@ -29,8 +29,9 @@ type conn struct {
 // prepare validates cfg and reads its files; an error names the key. log
 // receives the SASL mechanism's warnings (a failed token refresh). scr is
 // the process's secret scrubber, which learns the SASL secrets; nil makes
-// one of those alone.
-func prepare(cfg Config, log *slog.Logger, scr *secret.Scrubber) (conn, error) {
+// one of those alone. credSource, when not nil, is told where each
+// AWS_MSK_IAM authentication took its credentials (kafkasasl.Options).
+func prepare(cfg Config, log *slog.Logger, scr *secret.Scrubber, credSource func(string)) (conn, error) {
 	if err := cfg.Validate(); err != nil {
 		return conn{}, err
 	}
@@ -42,7 +43,7 @@ func prepare(cfg Config, log *slog.Logger, scr *secret.Scrubber) (conn, error) {
 	if scr == nil {
 		scr = secret.NewScrubber()
 	}
-	mech, err := cfg.SASL.Build(kafkasasl.Options{Prefix: prefix + ".sasl", Brokers: cfg.Brokers, Log: log, TokenTimeout: cfg.RequestTimeout, Scrubber: scr})
+	mech, err := cfg.SASL.Build(kafkasasl.Options{Prefix: prefix + ".sasl", Brokers: cfg.Brokers, Log: log, TokenTimeout: cfg.RequestTimeout, Scrubber: scr, CredentialSource: credSource})
 	if err != nil {
 		return conn{}, err
 	}

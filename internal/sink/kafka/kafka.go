@@ -96,7 +96,7 @@ func New(cfg Config, streams []record.Stream, deadLetterDir string, reg promethe
 	for _, opt := range opts {
 		opt(&o)
 	}
-	cn, err := prepare(cfg, log.With("sink", sinkName), o.scrub)
+	cn, err := prepare(cfg, log.With("sink", sinkName), o.scrub, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/sink/kafka"
 	"github.com/svcexport/collector/internal/sink/kafka/kafkasasl"
+	"github.com/svcexport/collector/internal/testinfra/awstest"
 	"github.com/svcexport/collector/internal/testinfra/kafkatest"
 )
 
@@ -407,13 +408,15 @@ func mskCheck(t *testing.T, accessKey, secretKey, sessionToken, region string) f
 	}
 }
 
-// AWS_MSK_IAM: the credentials come from the standard environment
-// variables or from the configuration (secret and session token from
-// files), and every connection sends a request signed with them for the
-// region of AWS_REGION (the test broker's host, 127.0.0.1, names none).
-// A wrong secret is refused by the same check.
+// AWS_MSK_IAM: the credentials come from the configuration (secret and
+// session token inline or from files) or, without keys there, from the
+// AWS SDK's default chain (here the environment variables, a shared
+// credentials file, and an EKS web identity traded at an STS on
+// loopback), and every connection sends a request signed with them for
+// the region of AWS_REGION (the test broker's host, 127.0.0.1, names
+// none). A wrong secret is refused by the same check. "collector check"
+// (Check) reports where the credentials came from.
 func TestAWSMSKIAMSignsWithTheConfiguredCredentials(t *testing.T) {
-	t.Setenv("AWS_REGION", "eu-central-1")
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "secret")
 	tokFile := filepath.Join(dir, "session")
@@ -422,23 +425,42 @@ func TestAWSMSKIAMSignsWithTheConfiguredCredentials(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	webKey, webSecret, webSession := awstest.Credentials("projected-sa-token")
 	streams := []record.Stream{{Source: "dns", Account: "acme"}}
 	for _, tt := range []struct {
 		name                 string
-		env                  map[string]string
+		setup                func(t *testing.T, credentialsFile string)
 		aws                  kafkasasl.AWSConfig
 		key, secret, session string
+		source               string
 	}{
-		{name: "environment", env: map[string]string{"AWS_ACCESS_KEY_ID": "AKIAENVEXAMPLE", "AWS_SECRET_ACCESS_KEY": "env-secret-key", "AWS_SESSION_TOKEN": "env-session"},
-			key: "AKIAENVEXAMPLE", secret: "env-secret-key", session: "env-session"},
+		{name: "environment", setup: func(t *testing.T, _ string) {
+			t.Setenv("AWS_ACCESS_KEY_ID", "AKIAENVEXAMPLE")
+			t.Setenv("AWS_SECRET_ACCESS_KEY", "env-secret-key")
+			t.Setenv("AWS_SESSION_TOKEN", "env-session")
+		}, key: "AKIAENVEXAMPLE", secret: "env-secret-key", session: "env-session", source: "default chain: EnvConfigCredentials"},
+		{name: "shared credentials file", setup: func(t *testing.T, creds string) {
+			if err := os.WriteFile(creds, []byte("[default]\naws_access_key_id = AKIAFILEEXAMPLE\naws_secret_access_key = shared-secret-key\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, key: "AKIAFILEEXAMPLE", secret: "shared-secret-key", source: "default chain: SharedConfigCredentials: "},
+		{name: "web identity (EKS IRSA)", setup: func(t *testing.T, _ string) {
+			tok := filepath.Join(t.TempDir(), "token")
+			if err := os.WriteFile(tok, []byte("projected-sa-token"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			awstest.NewSTS(t, "arn:aws:iam::123456789012:role/collector").WebIdentity(t, tok)
+		}, key: webKey, secret: webSecret, session: webSession, source: "default chain: WebIdentityCredentials"},
 		{name: "configuration and files", aws: kafkasasl.AWSConfig{AccessKeyID: "ASIACFGEXAMPLE", SecretAccessKeyFile: keyFile, SessionTokenFile: tokFile},
-			key: "ASIACFGEXAMPLE", secret: "file-secret-key", session: "file-session-token"},
+			key: "ASIACFGEXAMPLE", secret: "file-secret-key", session: "file-session-token",
+			source: "configuration: sink.kafka.sasl.aws.access_key_id with sink.kafka.sasl.aws.secret_access_key_file and .session_token_file"},
 		{name: "inline key without session", aws: kafkasasl.AWSConfig{AccessKeyID: "AKIAINLINE", SecretAccessKey: secret.New("inline-secret")},
-			key: "AKIAINLINE", secret: "inline-secret"},
+			key: "AKIAINLINE", secret: "inline-secret", source: "configuration: sink.kafka.sasl.aws.access_key_id with sink.kafka.sasl.aws.secret_access_key"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"} {
-				t.Setenv(k, tt.env[k])
+			creds, _ := awstest.Isolate(t, "eu-central-1")
+			if tt.setup != nil {
+				tt.setup(t, creds)
 			}
 			c, broker := newSASLBroker(t, "AWS_MSK_IAM", mskCheck(t, tt.key, tt.secret, tt.session, "eu-central-1"), kfake.SeedTopics(1, "svc.dns"))
 			cfg := testConfig(c)
@@ -459,6 +481,23 @@ func TestAWSMSKIAMSignsWithTheConfiguredCredentials(t *testing.T) {
 			wrong, _, _, msg := mskCheck(t, tt.key, "not-"+tt.secret, tt.session, "eu-central-1")(auths[0].bytes)
 			if wrong || !strings.Contains(msg, "signature") {
 				t.Fatalf("the check accepted a signature made with another secret (%s)", msg)
+			}
+
+			// collector check says where the credentials came from, and
+			// shows no secret.
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			rep, err := kafka.Check(ctx, cfg, streams)
+			if err != nil {
+				t.Fatalf("check: %v", err)
+			}
+			if !strings.HasPrefix(rep.Credentials, tt.source) || !strings.Contains(rep.String(), "sasl credentials: "+tt.source) {
+				t.Errorf("check reports credentials %q, want %q:\n%s", rep.Credentials, tt.source, rep)
+			}
+			for _, sec := range []string{tt.secret, tt.session} {
+				if sec != "" && strings.Contains(rep.String(), sec) {
+					t.Errorf("the check report shows a secret:\n%s", rep)
+				}
 			}
 		})
 	}

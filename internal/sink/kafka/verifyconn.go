@@ -16,7 +16,7 @@ func ReaderOpts(cfg Config, streams []record.Stream, log *slog.Logger) ([]kgo.Op
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cn, err := prepare(cfg, log.With("sink", sinkName), nil)
+	cn, err := prepare(cfg, log.With("sink", sinkName), nil, nil)
 	if err != nil {
 		return nil, nil, err
 	}

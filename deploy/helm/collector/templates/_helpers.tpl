@@ -261,14 +261,14 @@ Checks of the values that are not about config.
 {{- end }}
 
 {{/*
-The image of the helm test pod.
+The pod's ServiceAccount: the chart's (serviceAccount.name, default the
+full name) or an existing one (serviceAccount.name, default "default").
 */}}
-{{- define "collector.testImage" -}}
-{{- $i := .Values.test.image }}
-{{- if $i.digest }}
-{{- printf "%s@%s" $i.repository $i.digest }}
+{{- define "collector.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "collector.fullname" .) .Values.serviceAccount.name }}
 {{- else }}
-{{- printf "%s:%s" $i.repository $i.tag }}
+{{- default "default" .Values.serviceAccount.name }}
 {{- end }}
 {{- end }}
 

@@ -95,10 +95,14 @@ type OAuthConfig struct {
 }
 
 // AWSConfig is where AWS_MSK_IAM takes its credentials: AccessKeyID with
-// the secret access key, or, when AccessKeyID is empty, the standard
-// environment variables AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
-// AWS_SESSION_TOKEN. The region comes from the broker's host name
-// (*.amazonaws.com) or AWS_REGION (AWS_DEFAULT_REGION).
+// the secret access key, or, when every key is empty, the AWS SDK's
+// default credential chain: the environment variables AWS_ACCESS_KEY_ID,
+// AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, the shared credentials and
+// config files (AWS_PROFILE, SSO), a web identity token (EKS IAM roles
+// for service accounts), the container credentials endpoint (EKS Pod
+// Identity, ECS) and the EC2 instance role, asked again before
+// temporary credentials expire. The region comes from the broker's host
+// name (*.amazonaws.com) or AWS_REGION (AWS_DEFAULT_REGION).
 type AWSConfig struct {
 	// AccessKeyID is the access key id (AKIA... or, with a session token,
 	// ASIA...).
@@ -257,7 +261,7 @@ func (a AWSConfig) validate(p string) []error {
 	secretSet := a.SecretAccessKey.IsSet() || a.SecretAccessKeyFile != ""
 	switch {
 	case a.AccessKeyID == "" && (secretSet || a.SessionToken.IsSet() || a.SessionTokenFile != ""):
-		add("access_key_id", "must be set with %s.secret_access_key or %s.session_token (leave all empty to use AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN)", p, p)
+		add("access_key_id", "must be set with %s.secret_access_key or %s.session_token (leave all empty to use the AWS default credential chain)", p, p)
 	case a.AccessKeyID != "" && !secretSet:
 		add("secret_access_key", "must be set (or %s.secret_access_key_file) with %s.access_key_id", p, p)
 	}

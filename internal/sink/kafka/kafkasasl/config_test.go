@@ -97,7 +97,6 @@ func TestBuildNamesMissingFilesAndVariables(t *testing.T) {
 		{"a missing token file", kafkasasl.Config{Mechanism: "OAUTHBEARER", OAuth: kafkasasl.OAuthConfig{TokenFile: dir + "/none"}}, kafkasasl.Options{}, p + ".oauth.token_file: "},
 		{"an empty token file", kafkasasl.Config{Mechanism: "OAUTHBEARER", OAuth: kafkasasl.OAuthConfig{TokenFile: fileIn(t, dir, "empty", " \n")}}, kafkasasl.Options{}, p + ".oauth.token_file: file " + dir + "/empty is empty"},
 		{"a missing client secret file", kafkasasl.Config{Mechanism: "OAUTHBEARER", OAuth: kafkasasl.OAuthConfig{TokenURL: "https://idp/t", ClientID: "c", ClientSecretFile: dir + "/none"}}, kafkasasl.Options{}, p + ".oauth.client_secret_file: "},
-		{"no AWS keys anywhere", kafkasasl.Config{Mechanism: "AWS_MSK_IAM"}, kafkasasl.Options{Getenv: env("AWS_REGION", "eu-west-1")}, p + ".aws.access_key_id: not set, and the environment lacks AWS_ACCESS_KEY_ID"},
 		{"a missing secret key file", kafkasasl.Config{Mechanism: "AWS_MSK_IAM", AWS: kafkasasl.AWSConfig{AccessKeyID: "AKIAEXAMPLE", SecretAccessKeyFile: dir + "/none"}}, kafkasasl.Options{Getenv: env("AWS_REGION", "eu-west-1")}, p + ".aws.secret_access_key_file: "},
 		{"no region", kafkasasl.Config{Mechanism: "AWS_MSK_IAM"}, kafkasasl.Options{Brokers: []string{"10.0.0.1:9098"}, Getenv: env("AWS_ACCESS_KEY_ID", "A", "AWS_SECRET_ACCESS_KEY", "s3cr3t")}, p + ".mechanism: AWS_MSK_IAM signs for a region, and broker 10.0.0.1:9098 does not name one"},
 	} {

@@ -7,8 +7,9 @@
 // grant (RFC 6749 section 4.4) against a token URL, fetched with net/http
 // and cached until shortly before it expires; AWS_MSK_IAM (franz-go's
 // pkg/sasl/aws, which signs the request with AWS Signature Version 4)
-// takes an access key from the configuration, files, or the standard AWS
-// environment variables.
+// takes an access key from the configuration or files, or else from the
+// AWS SDK's default credential chain (environment, shared files, IRSA web
+// identity, EKS Pod Identity, instance role), through the SDK's cache.
 //
 // Secrets (passwords, tokens, client secrets, secret access keys) are
 // secret.Secret values or files: no error, log line or metric of this
@@ -16,6 +17,7 @@
 // secret.Scrubber (Options.Scrubber), which learns each secret Build
 // reads, in case the endpoint echoes the request.
 //
-// It knows franz-go's SASL packages, net/http and package secret; nothing
+// It knows franz-go's SASL packages, the AWS SDK's config and
+// credentials, net/http and package secret; nothing
 // of records, topics or the pipeline. Package kafka is its only user.
 package kafkasasl

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -38,8 +39,19 @@ type Options struct {
 	HTTPClient *http.Client
 	// TokenTimeout bounds one token request. Default DefaultTokenTimeout.
 	TokenTimeout time.Duration
-	// Getenv reads the environment (AWS_* variables). Default os.Getenv.
+	// Getenv reads AWS_REGION and AWS_DEFAULT_REGION, to tell whether
+	// AWS_MSK_IAM knows its signing region. Default os.Getenv. (The AWS
+	// default credential chain reads the process's environment itself.)
 	Getenv func(string) string
+	// CredentialSource, when set, is told at each AWS_MSK_IAM
+	// authentication where its credentials came from: the configuration
+	// keys, or "default chain: " and the SDK provider's name
+	// (EnvConfigCredentials, SharedConfigCredentials: FILE,
+	// WebIdentityCredentials, CredentialsEndpointProvider,
+	// EC2RoleProvider, SSOProvider, ...). It never holds a secret.
+	// "collector check" reports it; the mechanism also logs it at info
+	// level whenever it changes.
+	CredentialSource func(source string)
 	// Now is the clock of the token cache. Default time.Now.
 	Now func() time.Time
 	// Scrubber removes secrets from the errors and log lines that hold a
@@ -79,10 +91,12 @@ func (o *Options) defaults() {
 
 // Build returns the franz-go mechanism of c, nil when SASL is off. It
 // validates c, and reads now every file and variable it needs (password,
-// token file, client secret file, AWS keys), so that a missing one is an
-// error naming its key at start; files whose content may change are read
-// again at each authentication. It sends no request: a token URL is first
-// asked when a broker connection authenticates.
+// token file, client secret file, AWS keys, the AWS shared configuration
+// of the default credential chain), so that a missing one is an error
+// naming its key at start; files whose content may change are read again
+// at each authentication. It sends no request: a token URL, and the
+// default chain's providers (STS, the container endpoint, IMDS), are
+// first asked when a broker connection authenticates.
 func (c Config) Build(o Options) (sasl.Mechanism, error) {
 	o.defaults()
 	if err := c.Validate(o.Prefix); err != nil {
@@ -120,14 +134,32 @@ func (c Config) Build(o Options) (sasl.Mechanism, error) {
 			return oauth.Auth{Token: t, Extensions: ext}, nil
 		}), nil
 	case AWSMSKIAM:
-		creds, err := c.AWS.credentials(p+".aws", o.Getenv, o.Scrubber)
+		creds, err := c.AWS.credentials(p+".aws", o.Scrubber)
 		if err != nil {
 			return nil, err
 		}
 		if err := checkRegion(o.Brokers, o.Getenv); err != nil {
 			return nil, fmt.Errorf("%s.mechanism: %w", p, err)
 		}
-		return aws.ManagedStreamingIAM(func(context.Context) (aws.Auth, error) { return creds() }), nil
+		var mu sync.Mutex
+		last := ""
+		return aws.ManagedStreamingIAM(func(ctx context.Context) (aws.Auth, error) {
+			auth, source, err := creds(ctx)
+			if err != nil {
+				return auth, err
+			}
+			mu.Lock()
+			changed := source != last
+			last = source
+			mu.Unlock()
+			if changed {
+				o.Log.Info("AWS_MSK_IAM credentials", "source", source)
+			}
+			if o.CredentialSource != nil {
+				o.CredentialSource(source)
+			}
+			return auth, nil
+		}), nil
 	}
 	return nil, fmt.Errorf("%s.mechanism: unknown mechanism %q", p, c.Mechanism)
 }
