@@ -11,12 +11,15 @@ import (
 
 var t0 = time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 
-// win is the log entry of the minutes [a, b) after t0 with count n, at
-// stage 0.
+// win is the log entry of the minutes [a, b) after t0 with count n,
+// fetched 30 minutes after its end: before every point.
 func win(a, b int, n int64) cursor.LoggedWindow {
 	return cursor.LoggedWindow{Start: t0.Add(time.Duration(a) * time.Minute), End: t0.Add(time.Duration(b) * time.Minute), Count: n,
-		FetchedAt: t0.Add(time.Duration(b+30) * time.Minute)}
+		FetchedAt: t0.Add(time.Duration(b+30) * time.Minute), Passed: 30 * time.Minute}
 }
+
+// asked is w last asked d after its end.
+func asked(w cursor.LoggedWindow, d time.Duration) cursor.LoggedWindow { w.Passed = d; return w }
 
 func edgeWin(a, b int, n int64) cursor.LoggedWindow {
 	w := win(a, b, n)
@@ -83,7 +86,6 @@ func TestDue(t *testing.T) {
 	c := fixedConfig()
 	c.MaxSpan = 3 * time.Hour
 	c.EdgeMaxRows = 100
-	staged := func(w cursor.LoggedWindow, s int) cursor.LoggedWindow { w.Stage = s; return w }
 	cases := []struct {
 		name string
 		log  []cursor.LoggedWindow
@@ -95,8 +97,10 @@ func TestDue(t *testing.T) {
 		{"adjacent due windows merge into one unit", []cursor.LoggedWindow{win(0, 10, 1), win(10, 20, 1), win(20, 30, 1)}, at(95), []string{"[0,30)"}},
 		{"a window not yet due cuts the run", []cursor.LoggedWindow{win(0, 10, 1), win(10, 20, 1), win(20, 30, 1)}, at(80), []string{"[0,20)"}},
 		{"a gap in the log cuts the run: counts add up only over adjacent windows", []cursor.LoggedWindow{win(0, 10, 1), win(11, 20, 1)}, at(200), []string{"[0,10)", "[11,20)"}},
-		{"windows at different stages merge when both are due", []cursor.LoggedWindow{staged(win(0, 10, 1), 1), win(10, 20, 1)}, at(10 + 6*60), []string{"[0,20)"}},
-		{"a window with every point done is not due", []cursor.LoggedWindow{staged(win(0, 10, 1), 3), win(10, 20, 1)}, at(200), []string{"[10,20)"}},
+		{"windows at different points merge when both are due", []cursor.LoggedWindow{asked(win(0, 10, 1), time.Hour), win(10, 20, 1)}, at(10 + 6*60), []string{"[0,20)"}},
+		{"a window with every point done is not due", []cursor.LoggedWindow{asked(win(0, 10, 1), 24*time.Hour), win(10, 20, 1)}, at(200), []string{"[10,20)"}},
+		{"a window asked between points is due at the next", []cursor.LoggedWindow{asked(win(0, 10, 1), 3*time.Hour)}, at(10 + 6*60), []string{"[0,10)"}},
+		{"and not before it", []cursor.LoggedWindow{asked(win(0, 10, 1), 3*time.Hour)}, at(10 + 6*60 - 1), nil},
 		{"a run is cut at MaxSpan", []cursor.LoggedWindow{win(0, 60, 1), win(60, 120, 1), win(120, 180, 1), win(180, 240, 1)}, at(400), []string{"[0,180)", "[180,240)"}},
 		{"edge windows merge while their rows stay at most half of max_rows (C6)", []cursor.LoggedWindow{edgeWin(0, 10, 30), edgeWin(10, 20, 20), edgeWin(20, 30, 1)}, at(100), []string{"[0,20)", "[20,30)"}},
 		{"an edge window fuller than half of max_rows is a unit alone", []cursor.LoggedWindow{edgeWin(0, 10, 70), edgeWin(10, 20, 1)}, at(100), []string{"[0,10)", "[10,20)"}},
@@ -120,7 +124,7 @@ func TestAUnitIsFinalWhenAWindowMakesItsLastRecheck(t *testing.T) {
 	if u := c.Due(log, at(20+60)); len(u) != 1 || u[0].Final {
 		t.Fatalf("first point: %+v", u)
 	}
-	log[0].Stage, log[1].Stage = 2, 2
+	log[0].Passed, log[1].Passed = 6*time.Hour, 6*time.Hour
 	if u := c.Due(log, at(10+24*60)); len(u) != 1 || !u[0].Final || len(u[0].Windows) != 1 {
 		t.Fatalf("last point of the first window: %+v", u)
 	}
@@ -129,7 +133,7 @@ func TestAUnitIsFinalWhenAWindowMakesItsLastRecheck(t *testing.T) {
 func TestPendingExpiredNextDueAndPruning(t *testing.T) {
 	c := fixedConfig()
 	done := win(0, 10, 1)
-	done.Stage = 3
+	done.Passed = 24 * time.Hour
 	log := []cursor.LoggedWindow{done, win(10, 20, 1), win(20, 30, 1), win(1000, 1010, 1)}
 	now := at(20 + 25*60) // [10,20) is past the 25h horizon
 	if n := c.Pending(log, now); n != 2 {
@@ -155,17 +159,19 @@ func TestANewEntryStartsPastThePointsItsFetchAlreadyCovered(t *testing.T) {
 	c := fixedConfig()
 	cases := []struct {
 		fetched time.Duration
-		stage   int
-		done    bool
+		next    time.Duration // 0: done
 	}{
-		{30 * time.Minute, 0, false}, // tailing: every point to go
-		{2 * time.Hour, 1, false},    // a late fetch covers the 1h point
-		{24 * time.Hour, 3, true},    // a backfill: nothing to recheck
+		{30 * time.Minute, time.Hour},  // tailing: every point to go
+		{time.Hour, 6 * time.Hour},     // fetched at a point: it is passed
+		{2 * time.Hour, 6 * time.Hour}, // a late fetch covers the 1h point
+		{24 * time.Hour, 0},            // a backfill: nothing to recheck
+		{-time.Second, time.Hour},      // a clock step back: nothing passed
 	}
 	for _, tc := range cases {
 		w := c.Entry(at(0), at(10), 5, "", at(10).Add(tc.fetched))
-		if w.Stage != tc.stage || c.Done(w) != tc.done || w.Count != 5 {
-			t.Errorf("fetched %v after the end: %+v, done %v; want stage %d", tc.fetched, w, c.Done(w), tc.stage)
+		at, ok := c.dueAt(w)
+		if w.Passed != max(tc.fetched, 0) || c.Done(w) != (tc.next == 0) || w.Count != 5 || ok && !at.Equal(w.End.Add(tc.next)) {
+			t.Errorf("fetched %v after the end: %+v, done %v, due at %v; want the point %v next", tc.fetched, w, c.Done(w), at, tc.next)
 		}
 	}
 }
