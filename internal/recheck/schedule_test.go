@@ -1,6 +1,7 @@
 package recheck
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -184,6 +185,119 @@ func TestIndexPlacesATimeInItsWindow(t *testing.T) {
 	}{{at(0), 0}, {at(10).Add(-time.Millisecond), 0}, {at(10), 1}, {at(19), 1}, {at(20), -1}, {at(-1), -1}} {
 		if got := u.Index(tc.t); got != tc.want {
 			t.Errorf("Index(%v) = %d, want %d", tc.t, got, tc.want)
+		}
+	}
+}
+
+// recheckAt asks the one window of log again at now with cfg, its count
+// unchanged, and returns the log with its kept entry; it fails t unless
+// exactly that window is due.
+func recheckAt(t *testing.T, cfg Config, log []cursor.LoggedWindow, now time.Time) (Unit, []cursor.LoggedWindow) {
+	t.Helper()
+	us := cfg.Due(log, now)
+	if len(us) != 1 || len(us[0].Windows) != 1 {
+		t.Fatalf("at %v after the end: %d units due, want the window", now.Sub(log[0].End), len(us))
+	}
+	n := us[0].Narrow()
+	for _, ok := n.Next(); ok; _, ok = n.Next() {
+		n.Observe(log[0].Count)
+	}
+	r := n.Result()
+	if len(r.Keep) != 1 {
+		t.Fatalf("recheck at %v: %+v", now.Sub(log[0].End), r)
+	}
+	return us[0], []cursor.LoggedWindow{r.Keep[0].Entry}
+}
+
+// Issue 29 item 3: the points of recheck: auto are recomputed from the
+// learnt dense phase at every step. A window asked at 12m, 24m and 1h of
+// [12m 24m 1h 6h 24h] (dense 6m) when the platform's delays grow and the
+// points become [1h 6h 24h] still has its 6h and 24h points: it is due at
+// 6h, not before, then at 24h (its last), then done. And a window that
+// reaches the horizon before its points came counts as expired.
+func TestAWindowKeepsItsLaterPointsWhenTheLearntPointsShrink(t *testing.T) {
+	t.Parallel()
+	fast, slow := DefaultConfig(), DefaultConfig()
+	fast.Offsets, slow.Offsets = autoOffsets(6*time.Minute), autoOffsets(46*time.Minute)
+	want := func(c Config, ds ...time.Duration) {
+		t.Helper()
+		if !slices.Equal(c.Offsets, ds) {
+			t.Fatalf("points %v, want %v", c.Offsets, ds)
+		}
+	}
+	want(fast, 12*time.Minute, 24*time.Minute, time.Hour, 6*time.Hour, 24*time.Hour)
+	want(slow, time.Hour, 6*time.Hour, 24*time.Hour)
+	e := fast.Entry(at(0), at(5), 10, "", at(5).Add(30*time.Second))
+	log := []cursor.LoggedWindow{e}
+	for _, p := range fast.Offsets[:3] {
+		_, log = recheckAt(t, fast, log, e.End.Add(p))
+	}
+	// The delays grew: the points are [1h 6h 24h].
+	if slow.Done(log[0]) {
+		t.Fatal("asked at 1h of five points, the window counts as done under three: its 6h and 24h points are dropped")
+	}
+	if next, ok := slow.NextDue(log, e.End.Add(time.Hour)); !ok || !next.Equal(e.End.Add(6*time.Hour)) {
+		t.Fatalf("next due %v %v after the end, want 6h", next.Sub(e.End), ok)
+	}
+	if us := slow.Due(log, e.End.Add(6*time.Hour-time.Second)); len(us) != 0 {
+		t.Fatalf("due again before its 6h point: %v", spans(us))
+	}
+	// Expiry: left unasked past the horizon, the window is counted.
+	if exp := slow.Expired(log, e.End.Add(slow.HorizonOrDefault())); len(exp) != 1 {
+		t.Fatalf("a window with points to go reached the horizon: %d expired, want 1", len(exp))
+	}
+	u, log := recheckAt(t, slow, log, e.End.Add(6*time.Hour))
+	if u.Final {
+		t.Fatal("the 6h point is not the last")
+	}
+	u, log = recheckAt(t, slow, log, e.End.Add(24*time.Hour))
+	if !u.Final || !slow.Done(log[0]) || !fast.Done(log[0]) {
+		t.Fatalf("the 24h point: final %v, done %v", u.Final, slow.Done(log[0]))
+	}
+	if exp := slow.Expired(log, e.End.Add(slow.HorizonOrDefault())); len(exp) != 0 {
+		t.Fatalf("a window done at its last point expired: %v", exp)
+	}
+}
+
+// Issue 29 item 3: whatever the points were when a window was last asked
+// and whatever they are now, its next point is the first of the current
+// ones after that ask: a schedule that grows, shrinks or moves its points
+// never drops one still to come (nor asks again one passed).
+func TestEveryChangeOfThePointsKeepsThePointsStillToCome(t *testing.T) {
+	t.Parallel()
+	lists := [][]time.Duration{
+		autoOffsets(2 * time.Minute),  // [4m 8m 16m 32m 1h 6h 24h]
+		autoOffsets(6 * time.Minute),  // [12m 24m 1h 6h 24h]
+		autoOffsets(15 * time.Minute), // [30m 1h 6h 24h]
+		autoOffsets(time.Hour),        // [1h 6h 24h]
+		{10 * time.Minute, 3 * time.Hour},
+		DefaultOffsets(),
+	}
+	for _, from := range lists {
+		for k := range len(from) + 1 {
+			asked := 30 * time.Second // fetched, no point passed
+			if k > 0 {
+				asked = from[k-1] // asked at its k-th point
+			}
+			a := fixedConfig()
+			a.Offsets = from
+			w := a.Entry(at(0), at(5), 10, "", at(5).Add(asked))
+			for _, to := range lists {
+				b := fixedConfig()
+				b.Offsets = to
+				i := slices.IndexFunc(to, func(p time.Duration) bool { return p > asked })
+				next, ok := b.NextDue([]cursor.LoggedWindow{w}, w.End.Add(asked))
+				got := "no point"
+				if ok {
+					got = next.Sub(w.End).String()
+				}
+				switch {
+				case i < 0 && (ok || !b.Done(w)):
+					t.Errorf("asked at %v of %v, now %v: next %s (done %v), want done", asked, from, to, got, b.Done(w))
+				case i >= 0 && (!ok || !next.Equal(w.End.Add(to[i])) || b.Done(w)):
+					t.Errorf("asked at %v of %v, now %v: next %s (done %v), want %v", asked, from, to, got, b.Done(w), to[i])
+				}
+			}
 		}
 	}
 }
