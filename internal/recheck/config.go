@@ -42,8 +42,9 @@ type Config struct {
 	// positive. Default 1h, 6h, 24h. Empty turns rechecks off.
 	Offsets []time.Duration
 	// Horizon is how long after its end a window stays in the log; a
-	// window not rechecked by then (the budget was short) expires. At
-	// least the last offset. Default 0: the last offset plus 1h.
+	// window not rechecked by then (the budget was short) expires. After
+	// the last offset: a window leaving the log at its last point would
+	// never be asked at it. Default 0: the last offset plus 1h.
 	Horizon time.Duration
 	// Share is the most of each functionality's budget that rechecks may
 	// spend over the budget's period, in (0, 1]. Default 0.10.
@@ -120,8 +121,8 @@ func (c Config) Validate() error {
 	}
 	if c.Horizon < 0 {
 		bad("recheck_horizon", "%v, want 0 (the default) or more", c.Horizon)
-	} else if n := len(c.Offsets); n > 0 && c.Horizon > 0 && c.Horizon < c.Offsets[n-1] {
-		bad("recheck_horizon", "%v is before the last recheck point %v", c.Horizon, c.Offsets[n-1])
+	} else if n := len(c.Offsets); n > 0 && c.Horizon > 0 && c.Horizon <= c.Offsets[n-1] {
+		bad("recheck_horizon", "%v is not after the last recheck point %v: a window would leave the log before it is asked at its last point", c.Horizon, c.Offsets[n-1])
 	}
 	if math.IsNaN(c.Share) || c.Share <= 0 || c.Share > 1 {
 		bad("recheck_share", "%v, want a share in (0, 1]", c.Share)

@@ -53,7 +53,8 @@ func TestConfigDefaultsAreValidAndBadValuesNameTheirKey(t *testing.T) {
 	}{
 		{"a point that is not positive", func(c *Config) { c.Offsets = []time.Duration{0} }, "recheck: point 1 is 0s"},
 		{"points out of order", func(c *Config) { c.Offsets = []time.Duration{time.Hour, time.Hour} }, "recheck: points must ascend"},
-		{"a horizon before the last point", func(c *Config) { c.Horizon = time.Hour }, "recheck_horizon: 1h0m0s is before the last recheck point"},
+		{"a horizon before the last point", func(c *Config) { c.Horizon = time.Hour }, "recheck_horizon: 1h0m0s is not after the last recheck point"},
+		{"a horizon at the last point: the window leaves as its last point comes", func(c *Config) { c.Horizon = 24 * time.Hour }, "recheck_horizon: 24h0m0s is not after the last recheck point 24h0m0s"},
 		{"a negative horizon", func(c *Config) { c.Horizon = -1 }, "recheck_horizon:"},
 		{"no share", func(c *Config) { c.Share = 0 }, "recheck_share:"},
 		{"a share over one", func(c *Config) { c.Share = 1.5 }, "recheck_share:"},
