@@ -143,6 +143,10 @@ type Config struct {
 	// run.
 	LateMaxAfter time.Duration `yaml:"late_max_after"`
 	LateSwitch   time.Time     `yaml:"late_switch"`
+	// LateShareAfter, when positive (and LateMaxAfter is), replaces
+	// LateShare for the records at or after LateSwitch: few records late
+	// by hours, then many late by minutes.
+	LateShareAfter float64 `yaml:"late_share_after"`
 
 	// Now is the clock; nil means time.Now. Tests inject a manual clock.
 	Now func() time.Time `yaml:"-"`
@@ -324,7 +328,8 @@ func (c *Config) Validate() error {
 	for _, p := range []struct {
 		key string
 		p   float64
-	}{{"error_rate", c.ErrorRate}, {"slow_rate", c.SlowRate}, {"cut_rate", c.CutRate}, {"late_share", c.LateShare}} {
+	}{{"error_rate", c.ErrorRate}, {"slow_rate", c.SlowRate}, {"cut_rate", c.CutRate}, {"late_share", c.LateShare},
+		{"late_share_after", c.LateShareAfter}} {
 		if p.p < 0 || p.p > 1 {
 			bad(p.key, "must be a probability in [0, 1]")
 		}

@@ -2,6 +2,7 @@ package apisim
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 )
@@ -56,5 +57,54 @@ func TestTruthListSaysWhenEachRecordBecameVisible(t *testing.T) {
 	}
 	if longest <= cfg.LateMax || longest > cfg.LateMaxAfter {
 		t.Errorf("longest delay %v, want past %v (after the switch) and at most %v", longest, cfg.LateMax, cfg.LateMaxAfter)
+	}
+}
+
+// late_share_after replaces late_share from late_switch on: few records
+// late by up to hours before it, many late by minutes after it.
+func TestLateShareAfterTheSwitchReplacesTheShare(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	sw := now.Add(-2 * time.Hour)
+	cfg := DefaultConfig()
+	cfg.Now = func() time.Time { return now }
+	cfg.LateMax, cfg.LateShare = 5*time.Hour, 0.02
+	cfg.LateMaxAfter, cfg.LateSwitch, cfg.LateShareAfter = 10*time.Minute, sw, 0.5
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := srv.TruthList(context.Background(), "dns", "acme", now.Add(-4*time.Hour), now.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, lateBefore, after, lateAfter int
+	for _, v := range vs {
+		d := v.At.Sub(v.Time)
+		if v.Time.Before(sw) {
+			before++
+			if d > 0 {
+				lateBefore++
+			}
+			continue
+		}
+		after++
+		if d > 0 {
+			lateAfter++
+		}
+		if d > cfg.LateMaxAfter {
+			t.Fatalf("record after the switch %v late, want at most %v", d, cfg.LateMaxAfter)
+		}
+	}
+	if before < 1000 || after < 1000 {
+		t.Fatalf("%d records before the switch, %d after: too few to tell", before, after)
+	}
+	sb, sa := float64(lateBefore)/float64(before), float64(lateAfter)/float64(after)
+	if sb < 0.01 || sb > 0.03 || sa < 0.4 || sa > 0.6 {
+		t.Errorf("late shares %.3f before the switch and %.3f after, want about 0.02 and 0.5", sb, sa)
+	}
+	cfg.LateShareAfter = 1.5
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "late_share_after") {
+		t.Errorf("a share of 1.5: %v", err)
 	}
 }

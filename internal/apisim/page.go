@@ -13,10 +13,10 @@ import (
 
 // lateness is how late records become visible (C3: late data): a share
 // of them (share1000 of every 1,000; 1,000: all) with a delay in [0, max]
-// ms, and from record time at on (when after > 0) in [0, after] ms: the
-// platform's delays changing during a run.
+// ms, and from record time at on (when after > 0) shareAfter1000 of them
+// in [0, after] ms: the platform's delays changing during a run.
 type lateness struct {
-	max, share1000, after, at int64
+	max, share1000, after, at, shareAfter1000 int64
 }
 
 // on reports whether any record can be late.
@@ -27,11 +27,11 @@ func (l lateness) most() int64 { return max(l.max, l.after) }
 
 // delay is a record's ingestion delay in ms.
 func (l lateness) delay(key uint64, t int64) int64 {
-	late := l.max
+	late, share := l.max, l.share1000
 	if l.after > 0 && t >= l.at {
-		late = l.after
+		late, share = l.after, l.shareAfter1000
 	}
-	if late <= 0 || int64(mix64(key^saltLateShare)%1000) >= l.share1000 {
+	if late <= 0 || int64(mix64(key^saltLateShare)%1000) >= share {
 		return 0
 	}
 	return int64(mix64(key^saltLate) % uint64(late+1))
@@ -53,6 +53,12 @@ func (s *Server) lateness() lateness {
 	l := lateness{max: s.cfg.LateMax.Milliseconds(), share1000: 1000, after: s.cfg.LateMaxAfter.Milliseconds()}
 	if sh := s.cfg.LateShare; sh > 0 && sh < 1 {
 		l.share1000 = int64(sh * 1000)
+	}
+	l.shareAfter1000 = l.share1000
+	if sh := s.cfg.LateShareAfter; sh > 0 && sh < 1 {
+		l.shareAfter1000 = int64(sh * 1000)
+	} else if sh >= 1 {
+		l.shareAfter1000 = 1000
 	}
 	if l.after > 0 {
 		l.at = s.cfg.LateSwitch.UnixMilli()

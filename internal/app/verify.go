@@ -210,7 +210,7 @@ func streamInfos(cfg catalog.Config, snap checkpoint.Snapshot) ([]verify.StreamI
 		}
 		r := cfg.Sources.Resolve(k.Source)
 		out = append(out, verify.StreamInfo{Stream: k, Edge: spec.Edge, Start: absoluteStart(r.Start),
-			State: st, Windows: snap.Windows[k], RecheckPoints: len(r.RecheckConfig(0).Offsets)})
+			State: st, Windows: snap.Windows[k], RecheckLast: r.RecheckConfig(0).Last()})
 	}
 	return out, notes
 }

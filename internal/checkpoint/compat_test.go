@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,4 +209,108 @@ func rawCheckFile(t *testing.T, path string, fn func(tx *bolt.Tx)) {
 	if err := bdb.View(func(tx *bolt.Tx) error { fn(tx); return nil }); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// windowsV1File was written by the collector at commit cd5d7e3, whose
+// window log stored "stage", an index into the recheck points of the
+// time (a throwaway program: Open with the clock at t0, one Apply, Close).
+// Its dns/acme log holds windows of 5 minutes from t0, fetched 30 s after
+// their end, at stages 0 to 4 of the learnt points [12m 24m 1h 6h 24h],
+// and a sixth refetched 1h5m after its end at stage 3; its
+// edge_audit_events/acme log one edge window at stage 1.
+const windowsV1File = "testdata/windows-v1-cd5d7e3.db"
+
+// Issue 29 item 3: an index into points recomputed at every step could
+// skip points, so the log now keeps how long after its end a window was
+// last asked (cursor.LoggedWindow.Passed). A log of the old form reads
+// with Passed at most the time its window was truly last asked: the next
+// point, the first of any schedule after Passed, is then never later than
+// the one the window truly had to come, so no point is dropped whatever
+// the schedule was and is (at worst a passed point comes once more). The
+// time the old form proves is when the window was fetched: FetchedAt,
+// exact for a window refetched at its last point. An entry written back
+// takes the new form; entries not written stay as they were and read the
+// same.
+func TestAWindowLogOfStageIndexesReadsWithEveryRemainingPoint(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := copyFile(t, windowsV1File, t.TempDir())
+	learnt := []time.Duration{12 * time.Minute, 24 * time.Minute, time.Hour, 6 * time.Hour, 24 * time.Hour}
+	v1 := rawWindowValues(t, path, dnsAcme)
+	if len(v1) != 6 || !strings.Contains(v1[3], `"v":1,`) || !strings.Contains(v1[3], `"stage":3`) {
+		t.Fatalf("the file is not of the old form: %v", v1)
+	}
+	d, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", windowsV1File, err)
+	}
+	defer d.Close()
+	got := mustWindows(t, d, dnsAcme)
+	if len(got) != 6 {
+		t.Fatalf("dns/acme: %d windows, want 6: %v", len(got), got)
+	}
+	m := 5 * time.Minute
+	for i, w := range got {
+		stage := []int{0, 1, 2, 3, 4, 3}[i]
+		// When the window was truly last asked: at its fetch, or at the
+		// point of its stage.
+		truly := w.FetchedAt.Sub(w.End)
+		if stage > 0 {
+			truly = max(truly, learnt[stage-1])
+		}
+		if !w.Start.Equal(t0.Add(time.Duration(i)*m)) || !w.End.Equal(w.Start.Add(m)) || w.Count != int64(10+i) {
+			t.Fatalf("window %d: %+v", i, w)
+		}
+		if w.Passed < 0 || w.Passed > truly {
+			t.Errorf("window %d (stage %d): passed %v, later than its last ask %v: a point still to come could be skipped", i, stage, w.Passed, truly)
+		}
+		if want := w.FetchedAt.Sub(w.End); w.Passed != want {
+			t.Errorf("window %d: passed %v, want its fetch %v", i, w.Passed, want)
+		}
+	}
+	if got[5].Passed != time.Hour+5*time.Minute {
+		t.Errorf("the window refetched 1h5m after its end: passed %v", got[5].Passed)
+	}
+	edge := mustWindows(t, d, record.Stream{Source: "edge_audit_events", Account: "acme"})
+	if len(edge) != 1 || edge[0].Digest == "" || edge[0].Passed != 30*time.Second {
+		t.Fatalf("edge log: %+v", edge)
+	}
+	// A recheck stores window 3 anew: it is written in the new form, the
+	// others stay as they were and read the same.
+	w3 := got[3]
+	w3.Passed = 6*time.Hour + time.Second
+	if err := d.Apply(ctx, Changes{Windows: map[record.Stream]cursor.WindowChanges{dnsAcme: {Put: []cursor.LoggedWindow{w3}}}}); err != nil {
+		t.Fatal(err)
+	}
+	again := mustWindows(t, d, dnsAcme)
+	want := slices.Clone(got)
+	want[3] = w3
+	windowsEqual(t, again, want)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	v2 := rawWindowValues(t, path, dnsAcme)
+	if !strings.Contains(v2[3], `"v":2,`) || !strings.Contains(v2[3], `"passed_ns":21601000000000`) || strings.Contains(v2[3], "stage") {
+		t.Errorf("the entry written back: %s", v2[3])
+	}
+	if v2[2] != v1[2] {
+		t.Errorf("an entry not written changed: %s, was %s", v2[2], v1[2])
+	}
+}
+
+// rawWindowValues returns the values of k's window log in the bbolt file
+// at path, by start.
+func rawWindowValues(t *testing.T, path string, k record.Stream) []string {
+	t.Helper()
+	var out []string
+	rawCheckFile(t, path, func(tx *bolt.Tx) {
+		b := tx.Bucket(bucketWindows).Bucket(encodeKey(k))
+		if b == nil {
+			t.Fatalf("no window log of %s", k)
+		}
+		if err := b.ForEach(func(_, v []byte) error { out = append(out, string(v)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return out
 }

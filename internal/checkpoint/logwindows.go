@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -13,8 +14,16 @@ import (
 	"github.com/svcexport/collector/internal/cursor"
 )
 
-// windowVersion is the version of the encoding of a cursor.LoggedWindow value.
-const windowVersion = 1
+// windowVersion is the version of the encoding of a cursor.LoggedWindow
+// value. Version 2 stores how long after its end the window was last
+// asked ("passed_ns", cursor.LoggedWindow.Passed); version 1 stored
+// "stage", an index into the recheck points of the time, which a learnt
+// schedule recomputed at every step could make skip points. A version 1
+// value is still read (windowV1) and written back as version 2.
+const (
+	windowVersion   = 2
+	windowVersionV1 = 1
+)
 
 // wireWindow is the stored form of a cursor.LoggedWindow, separate from cursor.LoggedWindow so that
 // a change of the type never silently changes the file format.
@@ -25,7 +34,39 @@ type wireWindow struct {
 	Count     int64     `json:"count"`
 	Digest    string    `json:"digest,omitempty"`
 	FetchedAt time.Time `json:"fetched_at"`
+	// PassedNs is cursor.LoggedWindow.Passed in nanoseconds.
+	PassedNs int64 `json:"passed_ns"`
+}
+
+// wireWindowV1 is the stored form of version 1.
+type wireWindowV1 struct {
+	V         int       `json:"v"`
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	Count     int64     `json:"count"`
+	Digest    string    `json:"digest,omitempty"`
+	FetchedAt time.Time `json:"fetched_at"`
 	Stage     int       `json:"stage"`
+}
+
+// windowV1 converts a version 1 value. Its stage counted the points
+// passed of the schedule of the time it was written, which nothing here
+// knows (a learnt schedule changed at every step, and the schedule now is
+// the one that would skip points), so the conversion keeps only what
+// holds under every schedule: the window was asked when it was fetched
+// (FetchedAt, its first fetch or its last refetch), and perhaps later.
+// Passed is FetchedAt minus End: every point still to come is still to
+// come; a point passed after FetchedAt without a refetch comes once more
+// (one recheck more, never one fewer).
+func windowV1(w wireWindowV1) (cursor.LoggedWindow, error) {
+	if w.Stage < 0 {
+		return cursor.LoggedWindow{}, fmt.Errorf("negative stage %d", w.Stage)
+	}
+	out := cursor.LoggedWindow{Start: utc(w.Start), End: utc(w.End), Count: w.Count, Digest: w.Digest, FetchedAt: utc(w.FetchedAt)}
+	if !w.FetchedAt.IsZero() {
+		out.Passed = max(w.FetchedAt.Sub(w.End), 0)
+	}
+	return out, nil
 }
 
 // minKeyTime and maxKeyTime bound the times a key can hold: nanoseconds
@@ -48,7 +89,8 @@ func keyTime(b []byte) time.Time {
 }
 
 // validWindow returns an error when w cannot be stored: a zero or empty
-// window, one outside the times a key can hold, a negative count or stage.
+// window, one outside the times a key can hold, a negative count or
+// passed.
 func validWindow(w cursor.LoggedWindow) error {
 	switch {
 	case w.Start.IsZero() || w.End.IsZero():
@@ -57,8 +99,8 @@ func validWindow(w cursor.LoggedWindow) error {
 		return fmt.Errorf("window [%v, %v) is empty", w.Start, w.End)
 	case w.Start.Before(minKeyTime) || w.End.After(maxKeyTime):
 		return fmt.Errorf("window [%v, %v) is outside the years 1678-2262", w.Start, w.End)
-	case w.Count < 0 || w.Stage < 0:
-		return fmt.Errorf("window [%v, %v): negative count %d or stage %d", w.Start, w.End, w.Count, w.Stage)
+	case w.Count < 0 || w.Passed < 0:
+		return fmt.Errorf("window [%v, %v): negative count %d or passed %v", w.Start, w.End, w.Count, w.Passed)
 	}
 	return nil
 }
@@ -66,7 +108,7 @@ func validWindow(w cursor.LoggedWindow) error {
 func encodeWindow(w cursor.LoggedWindow) ([]byte, error) {
 	b, err := json.Marshal(wireWindow{
 		V: windowVersion, Start: utc(w.Start), End: utc(w.End), Count: w.Count,
-		Digest: w.Digest, FetchedAt: utc(w.FetchedAt), Stage: w.Stage,
+		Digest: w.Digest, FetchedAt: utc(w.FetchedAt), PassedNs: int64(w.Passed),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encode window: %w", err)
@@ -80,39 +122,62 @@ func decodeWindow(key, b []byte) (cursor.LoggedWindow, error) {
 	if len(key) != 8 {
 		return cursor.LoggedWindow{}, fmt.Errorf("window key %x is not 8 bytes: %w", key, ErrCorrupt)
 	}
-	if err := checkVersion(b, windowVersion); err != nil {
+	v, err := readVersion(b)
+	if err == nil && v != windowVersion && v != windowVersionV1 {
+		err = fmt.Errorf("value has version %d, this collector reads versions %d and %d: %w", v, windowVersionV1, windowVersion, ErrUnknownVersion)
+	}
+	if err != nil {
 		return cursor.LoggedWindow{}, fmt.Errorf("window %s: %w", keyTime(key).Format(time.RFC3339Nano), err)
 	}
-	var w wireWindow
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil || dec.More() {
+	var out cursor.LoggedWindow
+	if v == windowVersionV1 {
+		var w wireWindowV1
+		if err = decodeStrict(b, &w); err == nil {
+			out, err = windowV1(w)
+		}
+	} else {
+		var w wireWindow
+		if err = decodeStrict(b, &w); err == nil {
+			out = cursor.LoggedWindow{Start: utc(w.Start), End: utc(w.End), Count: w.Count, Digest: w.Digest, FetchedAt: utc(w.FetchedAt),
+				Passed: time.Duration(w.PassedNs)}
+		}
+	}
+	if err != nil {
 		return cursor.LoggedWindow{}, fmt.Errorf("window %s: undecodable value: %w", keyTime(key).Format(time.RFC3339Nano), ErrCorrupt)
 	}
-	out := cursor.LoggedWindow{Start: utc(w.Start), End: utc(w.End), Count: w.Count, Digest: w.Digest, FetchedAt: utc(w.FetchedAt), Stage: w.Stage}
 	if !out.Start.Equal(keyTime(key)) || validWindow(out) != nil {
-		return cursor.LoggedWindow{}, fmt.Errorf("window %s: value [%v, %v) count %d stage %d does not fit its key: %w",
-			keyTime(key).Format(time.RFC3339Nano), out.Start, out.End, out.Count, out.Stage, ErrCorrupt)
+		return cursor.LoggedWindow{}, fmt.Errorf("window %s: value [%v, %v) count %d passed %v does not fit its key: %w",
+			keyTime(key).Format(time.RFC3339Nano), out.Start, out.End, out.Count, out.Passed, ErrCorrupt)
 	}
 	return out, nil
 }
 
-// checkVersion reads the "v" member of a JSON value and refuses any other
-// than want.
-func checkVersion(b []byte, want int) error {
+// decodeStrict decodes the JSON value b into v, refusing unknown members
+// and trailing values.
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data")
+	}
+	return nil
+}
+
+// readVersion reads the "v" member of a JSON value.
+func readVersion(b []byte) (int, error) {
 	var head struct {
 		V *int `json:"v"`
 	}
 	if err := json.Unmarshal(b, &head); err != nil {
-		return fmt.Errorf("undecodable value (%d bytes): %w: %w", len(b), ErrCorrupt, err)
+		return 0, fmt.Errorf("undecodable value (%d bytes): %w: %w", len(b), ErrCorrupt, err)
 	}
 	if head.V == nil {
-		return fmt.Errorf("value has no version field: %w", ErrCorrupt)
+		return 0, fmt.Errorf("value has no version field: %w", ErrCorrupt)
 	}
-	if *head.V != want {
-		return fmt.Errorf("value has version %d, this collector reads version %d: %w", *head.V, want, ErrUnknownVersion)
-	}
-	return nil
+	return *head.V, nil
 }
 
 // ApplyWindows applies c in tx to the log of the stream whose key is key

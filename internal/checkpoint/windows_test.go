@@ -31,7 +31,7 @@ func windowsEqual(t testing.TB, got, want []cursor.LoggedWindow) {
 	for i := range got {
 		g, w := got[i], want[i]
 		if !g.Start.Equal(w.Start) || !g.End.Equal(w.End) || !g.FetchedAt.Equal(w.FetchedAt) ||
-			g.Count != w.Count || g.Digest != w.Digest || g.Stage != w.Stage {
+			g.Count != w.Count || g.Digest != w.Digest || g.Passed != w.Passed {
 			t.Fatalf("entry %d = %+v, want %+v", i, g, w)
 		}
 		if g.Start.Location() != time.UTC || g.End.Location() != time.UTC {
@@ -55,7 +55,7 @@ func TestAWindowLogComesBackSortedByStartWithEveryField(t *testing.T) {
 	d, path := openTemp(t)
 	edge := hourWindow(2, 17)
 	edge.Digest = "00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff"
-	edge.Stage = 2
+	edge.Passed = 6*time.Hour + 123*time.Millisecond
 	local := hourWindow(1, 5)
 	local.Start, local.End = local.Start.In(time.FixedZone("x", 3600)), local.End.In(time.FixedZone("x", 3600))
 	put := []cursor.LoggedWindow{edge, hourWindow(0, 0), local}
@@ -94,9 +94,9 @@ func TestWindowChangesDeleteThenPutThenPrune(t *testing.T) {
 	}
 	apply(cursor.WindowChanges{Put: seed})
 	// A recheck merged hours 2-3 into one entry and advanced hour 4.
-	merged := cursor.LoggedWindow{Start: seed[2].Start, End: seed[3].End, Count: 9, FetchedAt: t0.Add(10 * time.Hour), Stage: 1}
+	merged := cursor.LoggedWindow{Start: seed[2].Start, End: seed[3].End, Count: 9, FetchedAt: t0.Add(10 * time.Hour), Passed: 6 * time.Hour}
 	h4 := seed[4]
-	h4.Stage = 1
+	h4.Passed = 5 * time.Hour
 	apply(cursor.WindowChanges{Delete: []time.Time{seed[2].Start, seed[3].Start, t0.Add(99 * time.Hour)}, Put: []cursor.LoggedWindow{merged, h4}})
 	windowsEqual(t, mustWindows(t, d, dnsAcme), []cursor.LoggedWindow{seed[0], seed[1], merged, h4, seed[5]})
 	// The horizon passed the end of hour 1: hours 0 and 1 go, and only
@@ -155,7 +155,7 @@ func TestAStateAndItsWindowLogAreStoredTogetherOrNotAtAll(t *testing.T) {
 		{Start: t0.Add(time.Hour), End: t0},
 		{End: t0},
 		{Start: t0, End: t0.Add(time.Hour), Count: -1},
-		{Start: t0, End: t0.Add(time.Hour), Stage: -1},
+		{Start: t0, End: t0.Add(time.Hour), Passed: -1},
 		{Start: time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), End: t0},
 	}
 	for _, w := range bad {
@@ -279,7 +279,11 @@ func TestADamagedWindowLogEntryIsAnErrorAtOpen(t *testing.T) {
 	}{
 		{"not JSON", pinnedTimeKey(t0), "{", ErrCorrupt},
 		{"no version", pinnedTimeKey(t0), `{"start":"2026-11-20T00:00:00Z"}`, ErrCorrupt},
-		{"a newer version", pinnedTimeKey(t0), `{"v":2}`, ErrUnknownVersion},
+		{"a newer version", pinnedTimeKey(t0), `{"v":3}`, ErrUnknownVersion},
+		{"a version 2 value with a stage", pinnedTimeKey(t0), `{"v":2,"start":"2026-11-20T00:00:00Z","end":"2026-11-20T01:00:00Z","count":1,"fetched_at":"2026-11-20T01:00:00Z","stage":1}`, ErrCorrupt},
+		{"a version 1 value with passed_ns", pinnedTimeKey(t0), `{"v":1,"start":"2026-11-20T00:00:00Z","end":"2026-11-20T01:00:00Z","count":1,"fetched_at":"2026-11-20T01:00:00Z","passed_ns":1}`, ErrCorrupt},
+		{"a negative passed", pinnedTimeKey(t0), `{"v":2,"start":"2026-11-20T00:00:00Z","end":"2026-11-20T01:00:00Z","count":1,"fetched_at":"2026-11-20T01:00:00Z","passed_ns":-1}`, ErrCorrupt},
+		{"a negative stage", pinnedTimeKey(t0), `{"v":1,"start":"2026-11-20T00:00:00Z","end":"2026-11-20T01:00:00Z","count":1,"fetched_at":"2026-11-20T01:00:00Z","stage":-1}`, ErrCorrupt},
 		{"an unknown field", pinnedTimeKey(t0), `{"v":1,"start":"2026-11-20T00:00:00Z","end":"2026-11-20T01:00:00Z","count":1,"fetched_at":"2026-11-20T01:00:00Z","stage":0,"x":1}`, ErrCorrupt},
 		{"a start unlike its key", pinnedTimeKey(t0.Add(time.Hour)), `{"v":1,"start":"2026-11-20T00:00:00Z","end":"2026-11-20T01:00:00Z","count":1,"fetched_at":"2026-11-20T01:00:00Z","stage":0}`, ErrCorrupt},
 		{"an empty window", pinnedTimeKey(t0), `{"v":1,"start":"2026-11-20T00:00:00Z","end":"2026-11-20T00:00:00Z","count":1,"fetched_at":"2026-11-20T01:00:00Z","stage":0}`, ErrCorrupt},

@@ -117,10 +117,18 @@ type LoggedWindow struct {
 	Digest string
 	// FetchedAt is when the window's first page arrived.
 	FetchedAt time.Time
-	// Stage counts the recheck points done (0: none yet): the next one is
-	// recheck.Config.Offsets[Stage] after End.
-	Stage int
+	// Passed is how long after End the window was last asked: fetched
+	// (FetchedAt minus End) or counted again by a recheck. Every recheck
+	// point at or before it is passed; the next is the first point of the
+	// current schedule after it (recheck.Config). A duration rather than
+	// an index into the points, so that a schedule learnt anew at every
+	// step (recheck: auto) moves the points still to come but never drops
+	// one.
+	Passed time.Duration
 }
+
+// Checked is when w was last asked: End plus Passed.
+func (w LoggedWindow) Checked() time.Time { return w.End.Add(w.Passed) }
 
 // Edge reports whether w is an edge window (it has an id digest).
 func (w LoggedWindow) Edge() bool { return w.Digest != "" }

@@ -42,8 +42,9 @@ type Config struct {
 	// positive. Default 1h, 6h, 24h. Empty turns rechecks off.
 	Offsets []time.Duration
 	// Horizon is how long after its end a window stays in the log; a
-	// window not rechecked by then (the budget was short) expires. At
-	// least the last offset. Default 0: the last offset plus 1h.
+	// window not rechecked by then (the budget was short) expires. After
+	// the last offset: a window leaving the log at its last point would
+	// never be asked at it. Default 0: the last offset plus 1h.
 	Horizon time.Duration
 	// Share is the most of each functionality's budget that rechecks may
 	// spend over the budget's period, in (0, 1]. Default 0.10.
@@ -120,8 +121,8 @@ func (c Config) Validate() error {
 	}
 	if c.Horizon < 0 {
 		bad("recheck_horizon", "%v, want 0 (the default) or more", c.Horizon)
-	} else if n := len(c.Offsets); n > 0 && c.Horizon > 0 && c.Horizon < c.Offsets[n-1] {
-		bad("recheck_horizon", "%v is before the last recheck point %v", c.Horizon, c.Offsets[n-1])
+	} else if n := len(c.Offsets); n > 0 && c.Horizon > 0 && c.Horizon <= c.Offsets[n-1] {
+		bad("recheck_horizon", "%v is not after the last recheck point %v: a window would leave the log before it is asked at its last point", c.Horizon, c.Offsets[n-1])
 	}
 	if math.IsNaN(c.Share) || c.Share <= 0 || c.Share > 1 {
 		bad("recheck_share", "%v, want a share in (0, 1]", c.Share)
@@ -144,22 +145,40 @@ func (c Config) Validate() error {
 // Enabled reports whether c has recheck points.
 func (c Config) Enabled() bool { return len(c.Offsets) > 0 || c.Auto }
 
-// passed is how many recheck points of a window ending at end lie at or
-// before now.
-func (c Config) passed(end, now time.Time) int {
-	n, _ := slices.BinarySearchFunc(c.Offsets, now.Sub(end), func(o, d time.Duration) int {
+// next is the first recheck point after passed (how long after its end
+// a window was last asked), and false when no point is. Points are
+// durations after a window's end and a window keeps the time it was last
+// asked (cursor.LoggedWindow.Passed), never an index into the points: a
+// schedule learnt anew at every step (Learnt) may grow, shrink or move
+// its points, and a window still gets every point of the current
+// schedule later than its last ask; its last point always comes.
+func (c Config) next(passed time.Duration) (time.Duration, bool) {
+	i, _ := slices.BinarySearchFunc(c.Offsets, passed, func(o, d time.Duration) int {
 		if o <= d {
 			return -1
 		}
 		return 1
 	})
-	return n
+	if i == len(c.Offsets) {
+		return 0, false
+	}
+	return c.Offsets[i], true
 }
 
 // dueAt is when w's next recheck is due, and false when it has none left.
 func (c Config) dueAt(w cursor.LoggedWindow) (time.Time, bool) {
-	if w.Stage < 0 || w.Stage >= len(c.Offsets) {
+	o, ok := c.next(w.Passed)
+	if !ok {
 		return time.Time{}, false
 	}
-	return w.End.Add(c.Offsets[w.Stage]), true
+	return w.End.Add(o), true
+}
+
+// Last is the last recheck point, 0 when there is none: a window asked
+// at least this long after its end has no recheck to come.
+func (c Config) Last() time.Duration {
+	if len(c.Offsets) == 0 {
+		return 0
+	}
+	return c.Offsets[len(c.Offsets)-1]
 }

@@ -8,8 +8,11 @@
 // # What it decides
 //
 //   - Config.Due: from a stream's window log (one cursor.LoggedWindow per fetched
-//     window: bounds, count when fetched, edge id digest, recheck stage)
-//     and the recheck points (Config.Offsets after a window's end), the
+//     window: bounds, count when fetched, edge id digest, how long after
+//     its end it was last asked) and the recheck points (Config.Offsets
+//     after a window's end: a window is due at the first point after its
+//     last ask, so that a schedule learnt anew moves points but never
+//     drops one), the
 //     units due now: runs of adjacent due windows merged up to
 //     Config.MaxSpan, because counts add up over adjacent windows and one
 //     request counts the run. Units come oldest first (see Due).
@@ -20,7 +23,7 @@
 //     goes down the halves that changed, down to single logged windows or
 //     to a range small enough that fetching it costs no more than counting
 //     it (Config.RefetchRows). Its Result says what to fetch again, which
-//     log entries to store (with their new counts and stages), what
+//     log entries to store (with their new counts and asks), what
 //     shrank, and how many requests it made.
 //   - Unit.CompareEdge: edge windows have no totalRows (C6); a unit is
 //     fetched whole (one request) and compared window by window by count
@@ -43,7 +46,7 @@
 // recheck point both halves are counted (at most 1 + 2*g*ceil(log2 n)):
 // a record that arrives in the left half between the parent's count and
 // the left's would make the derived right count too small and hide a
-// growth there; earlier stages catch that at the next point, because a
+// growth there; earlier points catch that at the next point, because a
 // stored count never exceeds what was delivered, but the last one has no
 // next point. A range of at most Config.RefetchRows (two pages, 10,000
 // rows) is fetched whole instead of narrowed: that costs at most two

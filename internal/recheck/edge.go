@@ -12,8 +12,8 @@ import (
 // digest of the ids fetched for u.Windows[i] (place each record with
 // u.Index of its create_time; len(got) must be len(u.Windows)).
 //
-// A window whose count and digest are as stored is kept (its stage
-// advances); any other is a Refetch with Counted set: the caller holds its
+// A window whose count and digest are as stored is kept (asked at the
+// unit's At); any other is a Refetch with Counted set: the caller holds its
 // records already and delivers them (repeats are harmless downstream, C7),
 // then stores the Update. A window whose count fell is also a Shrink.
 // Requests is 1.
@@ -30,7 +30,7 @@ func (u Unit) CompareEdge(got []record.Digest) Result {
 			continue
 		}
 		e := w
-		e.Count, e.Digest, e.FetchedAt, e.Stage = d.Count, d.Hex(), u.At, n.newStage(w)
+		e.Count, e.Digest, e.FetchedAt, e.Passed = d.Count, d.Hex(), u.At, n.passed(w)
 		grew := d.Count - w.Count
 		if grew < 0 {
 			n.res.Shrunk = append(n.res.Shrunk, Shrink{Start: w.Start, End: w.End, Before: w.Count, After: d.Count})

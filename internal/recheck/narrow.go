@@ -57,7 +57,8 @@ type Result struct {
 	// Requests is how many count requests it made (the edge compare: 1).
 	Requests int
 	// Keep are the log updates to store at once: windows whose count did
-	// not change (their stage advances) or fell.
+	// not change (asked at the unit's At: their points before it are
+	// passed) or fell.
 	Keep []Update
 	// Refetch are the ranges to fetch again, oldest first.
 	Refetch []Refetch
@@ -224,14 +225,23 @@ func (n *Narrowing) decide(i, j int, c1 int64, counted bool) bool {
 	return false
 }
 
-// newStage is the stage w reaches with this recheck.
-func (n *Narrowing) newStage(w cursor.LoggedWindow) int {
-	return max(w.Stage, n.cfg.passed(w.End, n.u.At))
+// checked is when w was last asked once this recheck is stored: the
+// unit's At (or later, should the entry say so).
+func (n *Narrowing) checked(w cursor.LoggedWindow) time.Time {
+	if c := w.Checked(); c.After(n.u.At) {
+		return c
+	}
+	return n.u.At
+}
+
+// passed is w.Passed once this recheck is stored.
+func (n *Narrowing) passed(w cursor.LoggedWindow) time.Duration {
+	return max(n.checked(w).Sub(w.End), 0)
 }
 
 func (n *Narrowing) keepAll(i, j int) {
 	for _, w := range n.u.Windows[i:j] {
-		w.Stage = n.newStage(w)
+		w.Passed = n.passed(w)
 		n.keep = append(n.keep, Update{Entry: w, Replaces: []time.Time{w.Start}})
 	}
 }
@@ -239,12 +249,18 @@ func (n *Narrowing) keepAll(i, j int) {
 // merged is the one entry replacing windows [i, j) with count c1.
 func (n *Narrowing) merged(i, j int, c1 int64, fetchedAt time.Time) Update {
 	ws := n.u.Windows[i:j]
-	e := cursor.LoggedWindow{Start: ws[0].Start, End: ws[len(ws)-1].End, Count: c1, FetchedAt: fetchedAt, Stage: n.newStage(ws[0])}
+	e := cursor.LoggedWindow{Start: ws[0].Start, End: ws[len(ws)-1].End, Count: c1, FetchedAt: fetchedAt}
+	// The merged entry was asked when the earliest asked of its windows
+	// was: a later point of any of them is not passed.
+	checked := n.checked(ws[0])
 	starts := make([]time.Time, len(ws))
 	for x, w := range ws {
 		starts[x] = w.Start
-		e.Stage = min(e.Stage, n.newStage(w))
+		if c := n.checked(w); c.Before(checked) {
+			checked = c
+		}
 	}
+	e.Passed = max(checked.Sub(e.End), 0)
 	if len(ws) == 1 {
 		e.Digest = ws[0].Digest
 	}

@@ -28,7 +28,7 @@ func unitOf(t testing.TB, cfg Config, log []cursor.LoggedWindow, final bool) Uni
 	now := end.Add(2 * time.Hour)
 	if final {
 		for i := range log {
-			log[i].Stage = len(cfg.Offsets) - 1
+			log[i].Passed = cfg.Last() - time.Minute // every point passed but the last
 		}
 		now = end.Add(cfg.Offsets[len(cfg.Offsets)-1] + time.Minute)
 	}
@@ -153,8 +153,8 @@ func TestNarrowing(t *testing.T) {
 			}
 			checkCover(t, u, r)
 			for _, k := range r.Keep {
-				if k.Entry.Stage != u.cfg.passed(k.Entry.End, u.At) {
-					t.Errorf("kept %v at stage %d", k.Entry.Start, k.Entry.Stage)
+				if k.Entry.Passed != u.At.Sub(k.Entry.End) {
+					t.Errorf("kept %v passed %v, want asked at the unit's %v", k.Entry.Start, k.Entry.Passed, u.At)
 				}
 			}
 		})

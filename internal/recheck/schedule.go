@@ -14,8 +14,8 @@ type Unit struct {
 	// Windows are the log entries, sorted and adjacent (each one's Start is
 	// the previous one's End).
 	Windows []cursor.LoggedWindow
-	// At is when the unit was found due; the stages its result stores are
-	// those passed at At.
+	// At is when the unit was found due: the entries its result stores
+	// were asked at At (cursor.LoggedWindow.Passed).
 	At time.Time
 	// Final: some window of the unit makes its last recheck: no later
 	// point will see what this one misses.
@@ -86,7 +86,7 @@ func (c Config) expired(w cursor.LoggedWindow, now time.Time) bool {
 // not be sorted; Due does not change it.
 //
 // Units come oldest first: a window leaves the log at End plus the
-// horizon whatever its stage, so the oldest window is the one closest to
+// horizon whatever its points, so the oldest window is the one closest to
 // expiring without its recheck (earliest deadline first, which misses no
 // deadline that any order could meet when every unit costs alike), and
 // the oldest have had the most time to collect their late records, so
@@ -107,7 +107,7 @@ func (c Config) Due(log []cursor.LoggedWindow, now time.Time) []Unit {
 		}
 		u := Unit{Windows: slices.Clone(log[g:end]), At: now, cfg: c}
 		for _, w := range u.Windows {
-			if c.passed(w.End, now) >= len(c.Offsets) {
+			if _, ok := c.next(now.Sub(w.End)); !ok {
 				u.Final = true
 			}
 		}
@@ -168,15 +168,17 @@ func (c Config) NextDue(log []cursor.LoggedWindow, now time.Time) (time.Time, bo
 }
 
 // Expired returns the windows of log past the horizon at now that still
-// had a recheck point to go: rechecks the budget could not afford. The
-// caller counts them and prunes them (PruneBefore).
+// had a recheck point to go: rechecks the budget could not afford, or a
+// point the schedule put at or past the horizon. The caller counts them
+// and prunes them (PruneBefore): a window leaves the log before its last
+// point only counted.
 func (c Config) Expired(log []cursor.LoggedWindow, now time.Time) []cursor.LoggedWindow {
 	if !c.Enabled() {
 		return nil
 	}
 	var out []cursor.LoggedWindow
 	for _, w := range log {
-		if w.Stage < len(c.Offsets) && c.expired(w, now) {
+		if !c.Done(w) && c.expired(w, now) {
 			out = append(out, w)
 		}
 	}
@@ -190,14 +192,18 @@ func (c Config) PruneBefore(now time.Time) time.Time { return now.Add(-c.Horizon
 
 // Entry is the log entry of a window just fetched for the first time,
 // with the first page's totalRows (core) or the rows and digest delivered
-// (edge, digest non-empty) and the stage of the recheck points that lie
-// before fetchedAt already: a window fetched a day after its end (a
+// (edge, digest non-empty), asked at fetchedAt: the recheck points before
+// it are passed already. A window fetched a day after its end (a
 // backfill) has nothing left to recheck, and rechecking it would cost a
 // request for nothing.
 func (c Config) Entry(start, end time.Time, count int64, digest string, fetchedAt time.Time) cursor.LoggedWindow {
-	return cursor.LoggedWindow{Start: start, End: end, Count: count, Digest: digest, FetchedAt: fetchedAt, Stage: c.passed(end, fetchedAt)}
+	return cursor.LoggedWindow{Start: start, End: end, Count: count, Digest: digest, FetchedAt: fetchedAt, Passed: max(fetchedAt.Sub(end), 0)}
 }
 
-// Done reports whether w has no recheck point left: a log entry that only
-// the horizon removes, and that a poller need not write at all.
-func (c Config) Done(w cursor.LoggedWindow) bool { return w.Stage >= len(c.Offsets) }
+// Done reports whether w has no recheck point left in the current
+// schedule: it was last asked at or after the last point. Such an entry
+// only the horizon removes, and a poller need not write it at all.
+func (c Config) Done(w cursor.LoggedWindow) bool {
+	_, ok := c.next(w.Passed)
+	return !ok
+}

@@ -1,10 +1,12 @@
 package recheck_test
 
 import (
+	"context"
 	"encoding/hex"
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/svcexport/collector/internal/apisim"
@@ -48,6 +50,50 @@ type simStream struct {
 	// counts, pages: requests spent on rechecks (counts and edge re-asks;
 	// page fetches of refetches that the first page did not hold).
 	counts, pages, expired int
+	// learn: the points are learnt as a poller with recheck: auto learns
+	// them (delays from the records its fetches find, Learnt at every
+	// step with cadence, a sweep every cadence).
+	learn   bool
+	base    recheck.Config
+	delays  cursor.Delays
+	cadence time.Duration
+	swept   time.Time
+}
+
+// step sets the points of a step at now: the learnt ones, with a sweep
+// every cadence.
+func (s *simStream) step(now time.Time) {
+	if !s.learn {
+		return
+	}
+	s.cfg = s.base.Learnt(s.delays, s.cadence)
+	if now.Sub(s.swept) >= s.cadence {
+		s.cfg.Sweep, s.swept = true, now
+	}
+}
+
+// observe learns from a refetch of [a, b) at now what a poller learns from
+// the records it delivers: each record that became visible since its
+// window was last fetched is late by now minus its record time.
+func (s *simStream) observe(a, b, now time.Time) {
+	if !s.learn {
+		return
+	}
+	vs, err := s.sim.TruthList(context.Background(), s.source, "acme", a, b)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, v := range vs {
+		i, _ := slices.BinarySearchFunc(s.windows, v.Time, func(f *fetched, t time.Time) int {
+			if !f.end.After(t) {
+				return -1
+			}
+			return 1
+		})
+		if i < len(s.windows) && v.At.After(s.windows[i].last) && !v.At.After(now) {
+			recheck.ObserveLate(&s.delays, now.Sub(v.Time), now)
+		}
+	}
 }
 
 func (s *simStream) truth(a, b time.Time) record.Digest {
@@ -62,6 +108,9 @@ func (s *simStream) truth(a, b time.Time) record.Digest {
 func (s *simStream) fetchNew(start, end, now time.Time) {
 	d := s.truth(start, end)
 	s.windows = append(s.windows, &fetched{start: start, end: end, first: now, last: now})
+	if s.learn {
+		recheck.ObserveFresh(&s.delays, int(d.Count), now)
+	}
 	digest := ""
 	if s.edge {
 		digest = d.Hex()
@@ -81,6 +130,7 @@ func (s *simStream) apply(u recheck.Update) {
 // refetch fetches [a, b) again at now: every window in it is delivered
 // as visible now.
 func (s *simStream) refetch(a, b, now time.Time) {
+	s.observe(a, b, now)
 	i, _ := slices.BinarySearchFunc(s.windows, a, func(f *fetched, t time.Time) int { return f.start.Compare(t) })
 	for ; i < len(s.windows) && !s.windows[i].end.After(b); i++ {
 		s.windows[i].last = now
@@ -220,4 +270,87 @@ func recheckScenario(t *testing.T, step time.Duration) {
 			t.Fatalf("%s: %d windows lost records, %d rechecks expired", s.source, lost, s.expired)
 		}
 	}
+}
+
+// C3, issue 29 item 3: a learnt schedule whose delays grow keeps the points
+// of the windows logged before the growth. For three hours the platform
+// makes few records late (8 in 1,000), by up to 5 hours: too few to learn
+// from, so the points stay the prior's (dense phase 5m plus the 2-minute
+// cadence: [14m 28m 1h 6h 24h]). From then on a tenth of the records are
+// late by up to 40 minutes: the dense phase learns them and the points
+// become [1h 6h 24h]. A window more than an hour old had then passed three
+// points of five; kept as an index into the points it counted as done,
+// and its records 2 to 5 hours late were never fetched, nor was the window
+// counted as expired. Every record of the windows logged before the
+// growth is delivered by their 6h point. Nine and a half hours of API
+// time in a testing/synctest bubble, windows of a minute.
+func TestALearntScheduleWhoseDelaysGrowKeepsThePointsOfOlderWindows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		begin := time.Now()
+		sw := begin.Add(3 * time.Hour)
+		sim, _ := simtest.StartInMemory(t, func(c *apisim.Config) {
+			c.LateMax, c.LateShare = 5*time.Hour, 0.008
+			c.LateMaxAfter, c.LateSwitch, c.LateShareAfter = 40*time.Minute, sw, 0.1
+			c.WaveAmplitude, c.BurstProbability = 0, 0
+			c.Rates[apisim.SourceDNS] = 2000
+		})
+		// Grown windows are narrowed down to each one (RefetchRows 0,
+		// MaxRequests ample) and the budget is the whole of it: a
+		// refetch of several windows stores one entry whose points count
+		// from its end, which delays the points of the older ones, and a
+		// short budget delays every point; this test is about the
+		// points alone.
+		base := recheck.DefaultConfig()
+		base.RefetchRows, base.MaxRequests = 0, 1000
+		s := &simStream{t: t, sim: sim, source: apisim.SourceDNS, cfg: base, base: base, learn: true, cadence: 2 * time.Minute,
+			lim: recheck.NewLimiter(1, 480, time.Hour, time.Now)}
+		const step, lag = time.Minute, time.Minute
+		end := sw.Add(6*time.Hour + 30*time.Minute)
+		var before, after []time.Duration
+		for now := begin.Add(step); !now.After(end); now = now.Add(step) {
+			time.Sleep(time.Until(now))
+			s.step(now)
+			if now.Equal(sw) {
+				before = s.cfg.Offsets
+			}
+			s.fetchNew(now.Add(-lag-step), now.Add(-lag), now)
+			s.recheck(now)
+		}
+		after = s.cfg.Offsets
+		t.Logf("points before the delays grew %v, at the end %v; %d count requests, %d extra pages, %d expired", before, after, s.counts, s.pages, s.expired)
+		if len(before) != 5 || len(after) != 3 || s.expired != 0 {
+			t.Fatalf("points %v before the growth, %v after, %d windows expired: want the prior's five, then three, none expired", before, after, s.expired)
+		}
+		first := begin.Add(-lag)
+		vs, err := sim.TruthList(context.Background(), s.source, "acme", first, sw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var late, missing, missingLate int
+		for _, v := range vs {
+			i := int(v.Time.Sub(first) / step)
+			f := s.windows[i]
+			if v.Time.Before(f.start) || !v.Time.Before(f.end) {
+				t.Fatalf("record at %v placed in [%v, %v)", v.Time, f.start, f.end)
+			}
+			d := v.At.Sub(v.Time)
+			if d >= 2*time.Hour {
+				late++
+			}
+			if v.At.After(f.last) {
+				missing++
+				if d >= 2*time.Hour {
+					missingLate++
+				}
+			}
+		}
+		t.Logf("%d records in the windows logged before the delays grew, %d of them 2-5 h late; %d missing (%d of the late ones)",
+			len(vs), late, missing, missingLate)
+		if late < 10 {
+			t.Fatalf("only %d records 2-5 h late: the scenario proves nothing", late)
+		}
+		if missing != 0 {
+			t.Errorf("%d records of the windows logged before the delays grew were never fetched, %d of them 2-5 h late", missing, missingLate)
+		}
+	})
 }

@@ -469,7 +469,7 @@ func (r *rechecks) recheckEdge(ctx, rctx context.Context, a *run, u recheck.Unit
 	return r.settle(ctx, a, u, res, nil)
 }
 
-// settle stores the unit's kept entries (stages advanced, shrinks) on an
+// settle stores the unit's kept entries (asked again, shrinks) on an
 // empty Revisit page, updates the poller's copy of the log (refetched
 // entries were stored by their last pages, but those whose start is in
 // unstored: their old entries stay, due again), and counts.

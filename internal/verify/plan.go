@@ -42,9 +42,10 @@ type StreamInfo struct {
 	// Windows is the stream's window log: counts to estimate rows with,
 	// and the windows still waiting for a recheck.
 	Windows []cursor.LoggedWindow
-	// RecheckPoints is the number of the stream's recheck points
-	// (sources.<name>.recheck); 0: Limits.RecheckPoints.
-	RecheckPoints int
+	// RecheckLast is the stream's last recheck point
+	// (sources.<name>.recheck, recheck.Config.Last); 0:
+	// Limits.RecheckLast.
+	RecheckLast time.Duration
 }
 
 // Filter is what the command asks for; zero fields select everything.
@@ -65,10 +66,10 @@ type Limits struct {
 	CountCap int64
 	// EdgeMaxRows: default DefaultEdgeMaxRows.
 	EdgeMaxRows int64
-	// RecheckPoints is the number of recheck points (len of
-	// sources.*.recheck): a logged window with a lower stage still has a
-	// recheck to come.
-	RecheckPoints int
+	// RecheckLast is the last recheck point (of sources.*.recheck): a
+	// logged window last asked less than this long after its end
+	// (cursor.LoggedWindow.Passed) still has a recheck to come.
+	RecheckLast time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -169,11 +170,11 @@ func NewPlan(streams []StreamInfo, f Filter, l Limits) Plan {
 		}
 		for d := from.UTC().Truncate(Day); d.Before(to); d = d.Add(Day) {
 			t := Target{Stream: s.Stream, Edge: s.Edge, Day: d, Start: maxTime(d, from.UTC()), End: minTime(d.Add(Day), to.UTC())}
-			points := l.RecheckPoints
-			if s.RecheckPoints > 0 {
-				points = s.RecheckPoints
+			last := l.RecheckLast
+			if s.RecheckLast > 0 {
+				last = s.RecheckLast
 			}
-			t.EstRows, t.Rechecked = estimate(s, t.Start, t.End, points)
+			t.EstRows, t.Rechecked = estimate(s, t.Start, t.End, last)
 			t.Pending = len(t.Rechecked)
 			t.Parts = parts(t, l)
 			p.Requests += t.Parts
@@ -186,7 +187,7 @@ func NewPlan(streams []StreamInfo, f Filter, l Limits) Plan {
 // estimate returns the rows of [start, end) as the window log says where
 // it covers the range and as the density says elsewhere (-1 when neither
 // knows), and the logged windows of the range that have a recheck to come.
-func estimate(s StreamInfo, start, end time.Time, points int) (rows int64, pending []cursor.LoggedWindow) {
+func estimate(s StreamInfo, start, end time.Time, last time.Duration) (rows int64, pending []cursor.LoggedWindow) {
 	var covered time.Duration
 	var logged float64
 	for _, w := range s.Windows {
@@ -196,7 +197,7 @@ func estimate(s StreamInfo, start, end time.Time, points int) (rows int64, pendi
 		}
 		covered += b.Sub(a)
 		logged += float64(w.Count) * float64(b.Sub(a)) / float64(w.End.Sub(w.Start))
-		if w.Stage < points {
+		if w.Passed < last {
 			pending = append(pending, w)
 		}
 	}

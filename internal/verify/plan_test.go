@@ -90,15 +90,15 @@ func TestPlanStartsAtTheAPIsHistoryAndSaysWhereTheStartIsUnknown(t *testing.T) {
 // in parts, and the dry run says what the plan costs.
 func TestPlanEstimatesRowsAndRequests(t *testing.T) {
 	log := []cursor.LoggedWindow{
-		{Start: h(24), End: h(36), Count: 600_000, Stage: 3},
-		{Start: h(36), End: h(48), Count: 10, Stage: 1},
+		{Start: h(24), End: h(36), Count: 600_000, Passed: 24 * time.Hour},
+		{Start: h(36), End: h(48), Count: 10, Passed: time.Hour},
 	}
 	streams := []StreamInfo{
 		{Stream: dns, Start: d0, State: checkpoint.State{Watermark: h(48), Density: 100}, Windows: log},
 		{Stream: alrt, Edge: true, Start: d0, State: checkpoint.State{Watermark: h(24), Density: 1000}},
 		{Stream: record.Stream{Source: "user_logins", Account: "acme"}, Start: d0, State: checkpoint.State{Watermark: h(24)}},
 	}
-	p := NewPlan(streams, Filter{}, Limits{Now: now, RecheckPoints: 3})
+	p := NewPlan(streams, Filter{}, Limits{Now: now, RecheckLast: 24 * time.Hour})
 	want := map[string]struct {
 		rows           int64
 		parts, pending int
@@ -212,26 +212,27 @@ func TestC3SplittingAsksTheHalvesOfACutAnswer(t *testing.T) {
 func checkStateAt(wm time.Time) checkpoint.State { return checkpoint.State{Watermark: wm} }
 
 // A stream's own recheck points (sources.<name>.recheck) decide which of
-// its logged windows are still pending, not another source's.
+// its logged windows are still pending, not another source's: a window
+// last asked (Passed) before the last point has one to come.
 func TestPlanCountsPendingWithTheStreamsOwnRecheckPoints(t *testing.T) {
 	log := []cursor.LoggedWindow{
-		{Start: h(24), End: h(30), Count: 5, Stage: 1},
-		{Start: h(30), End: h(36), Count: 5, Stage: 2},
+		{Start: h(24), End: h(30), Count: 5, Passed: time.Hour},
+		{Start: h(30), End: h(36), Count: 5, Passed: 6 * time.Hour},
 	}
-	pending := func(points int) int {
-		p := NewPlan([]StreamInfo{{Stream: dns, Start: d0, State: checkpoint.State{Watermark: h(48)}, Windows: log, RecheckPoints: points}},
-			Filter{}, Limits{Now: now, RecheckPoints: 3})
+	pending := func(last time.Duration) int {
+		p := NewPlan([]StreamInfo{{Stream: dns, Start: d0, State: checkpoint.State{Watermark: h(48)}, Windows: log, RecheckLast: last}},
+			Filter{}, Limits{Now: now, RecheckLast: 24 * time.Hour})
 		n := 0
 		for _, tg := range p.Targets {
 			n += tg.Pending
 		}
 		return n
 	}
-	if got := pending(2); got != 1 {
-		t.Errorf("two points: %d pending, want 1 (the window at stage 1)", got)
+	if got := pending(6 * time.Hour); got != 1 {
+		t.Errorf("points up to 6h: %d pending, want 1 (the window asked at 1h)", got)
 	}
 	if got := pending(0); got != 2 {
-		t.Errorf("no points of its own: %d pending, want 2 (Limits.RecheckPoints 3)", got)
+		t.Errorf("no points of its own: %d pending, want 2 (Limits.RecheckLast 24h)", got)
 	}
 }
 
@@ -245,7 +246,7 @@ func TestAGapTellsAWindowCutShortFromOneARecheckMayFill(t *testing.T) {
 		{Start: d0, End: d0.Add(12 * time.Hour), Count: 10},
 		{Start: d0.Add(12 * time.Hour), End: d0.Add(Day), Count: 10},
 	}
-	p := NewPlan([]StreamInfo{{Stream: dns, Start: d0, State: checkpoint.State{Watermark: d0.Add(Day)}, Windows: logged}}, Filter{}, Limits{Now: now, RecheckPoints: 3})
+	p := NewPlan([]StreamInfo{{Stream: dns, Start: d0, State: checkpoint.State{Watermark: d0.Add(Day)}, Windows: logged}}, Filter{}, Limits{Now: now, RecheckLast: 24 * time.Hour})
 	for _, tc := range []struct {
 		name   string
 		second int64 // the API's count of the second window now

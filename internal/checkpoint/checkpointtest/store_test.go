@@ -63,7 +63,7 @@ func TestTheFakeAppliesWindowLogsAndAlertMarksAsTheDBDoes(t *testing.T) {
 	t0 := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 	hour := func(i int) cursor.LoggedWindow {
 		return cursor.LoggedWindow{Start: t0.Add(time.Duration(i) * time.Hour), End: t0.Add(time.Duration(i+1) * time.Hour),
-			Count: rng.Int64N(100), FetchedAt: t0.Add(48 * time.Hour), Stage: rng.IntN(3)}
+			Count: rng.Int64N(100), FetchedAt: t0.Add(48 * time.Hour), Passed: time.Duration(rng.IntN(3)) * time.Hour}
 	}
 	streams := []record.Stream{{Source: "dns", Account: "a"}, {Source: "edge_alerts", Account: "b"}}
 	for range 200 {
@@ -102,7 +102,7 @@ func TestTheFakeAppliesWindowLogsAndAlertMarksAsTheDBDoes(t *testing.T) {
 			t.Fatalf("%s: db has %d windows, fake %d", k, len(dw), len(fw))
 		}
 		for i := range dw {
-			if !dw[i].Start.Equal(fw[i].Start) || dw[i].Count != fw[i].Count || dw[i].Stage != fw[i].Stage {
+			if !dw[i].Start.Equal(fw[i].Start) || dw[i].Count != fw[i].Count || dw[i].Passed != fw[i].Passed {
 				t.Fatalf("%s: window %d: db %+v, fake %+v", k, i, dw[i], fw[i])
 			}
 		}
