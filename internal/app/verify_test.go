@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/svcexport/collector/internal/cursor"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,7 +141,7 @@ func TestVerifyAsksFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := record.Stream{Source: "dns", Account: "default"}
-	if err := db.Commit(ctx, k, checkpoint.State{Watermark: time.Now().Add(-time.Hour)}); err != nil {
+	if err := db.Commit(ctx, k, checkpoint.State{Cursor: cursor.Cursor{Watermark: time.Now().Add(-time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/svcexport/collector/internal/cursor"
 	"maps"
 	"os"
 	"path/filepath"
@@ -47,7 +48,7 @@ func makeCheckpoint(t testing.TB) history {
 			s.Delivered = int64(1000*round + i)
 			m[record.Stream{Source: "dns", Account: fmt.Sprintf("acct-%02d", i)}] = s
 		}
-		m[record.Stream{Source: "audit_logs", Account: fmt.Sprintf("org-%d", round)}] = State{Watermark: t0, Updated: t0}
+		m[record.Stream{Source: "audit_logs", Account: fmt.Sprintf("org-%d", round)}] = State{Cursor: cursor.Cursor{Watermark: t0}, Updated: t0}
 		if err := d.CommitMany(ctx, m); err != nil {
 			t.Fatal(err)
 		}
@@ -351,7 +352,7 @@ func TestADamagedMetaPageIsSurvivedAndSaid(t *testing.T) {
 			// After one commit both meta pages are whole, and the file
 			// opens without a word.
 			k := record.Stream{Source: "dns", Account: "after-recovery"}
-			if err := d.Commit(ctx, k, State{Watermark: t0, Updated: t0}); err != nil {
+			if err := d.Commit(ctx, k, State{Cursor: cursor.Cursor{Watermark: t0}, Updated: t0}); err != nil {
 				t.Fatal(err)
 			}
 			if err := d.Close(); err != nil {
@@ -370,7 +371,7 @@ func TestADamagedMetaPageIsSurvivedAndSaid(t *testing.T) {
 				t.Fatalf("Recovered() after reopening = %q, want empty", rec)
 			}
 			want := maps.Clone(h.byTx[tc.tx])
-			want[k] = State{Watermark: t0, Updated: t0}
+			want[k] = State{Cursor: cursor.Cursor{Watermark: t0}, Updated: t0}
 			sameStates(t, readAll(t, d), want)
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/svcexport/collector/internal/cursor"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -138,7 +139,7 @@ func TestTelemetryAnswersWhileASinkWaitsAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Commit(context.Background(), k, checkpoint.State{Watermark: wm, Delivered: 42}); err != nil {
+	if err := db.Commit(context.Background(), k, checkpoint.State{Cursor: cursor.Cursor{Watermark: wm}, Delivered: 42}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {

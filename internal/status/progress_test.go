@@ -3,6 +3,7 @@ package status
 import (
 	"bytes"
 	"errors"
+	"github.com/svcexport/collector/internal/cursor"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
@@ -44,7 +45,7 @@ func TestReporter_StatesAreServedOnStateAndReadBackByLive(t *testing.T) {
 	}
 	wm := time.Now().Add(-3 * time.Hour).UTC().Truncate(time.Second)
 	acked := fakeAcked{states: map[record.Stream]checkpoint.State{
-		{Source: catalog.SourceDNS, Account: "acme"}: {Watermark: wm, Delivered: 42},
+		{Source: catalog.SourceDNS, Account: "acme"}: {Cursor: cursor.Cursor{Watermark: wm}, Delivered: 42},
 	}, delivered: 42, failures: map[record.Stream]error{
 		{Source: catalog.SourceDNS, Account: "acme-dev"}: errors.New("stream dns/acme-dev stopped: the sink refused it"),
 	}}
