@@ -447,3 +447,56 @@ func TestDeliveredReadsAgreeWithTheKeysCommitted(t *testing.T) {
 		}
 	}
 }
+
+// Hour values as version 2 wrote them (no checksum) read beside the
+// checked values of this version, and are cut by the horizon alike.
+func TestHourValuesWithoutAChecksumReadBesideCheckedOnes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := openTemp(t)
+	k := record.Stream{Source: "dns", Account: "acme"}
+	base := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	at := func(d time.Duration, h uint64) cursor.Delivered {
+		return cursor.Delivered{Time: base.Add(d).UnixMilli(), Hash: h}
+	}
+	old := []cursor.Delivered{at(time.Minute, 1), at(59*time.Minute, 2)}
+	err := db.update(func(tx *bolt.Tx) error {
+		root, err := tx.CreateBucketIfNotExists(bucketDelivered)
+		if err != nil {
+			return err
+		}
+		b, err := root.CreateBucketIfNotExists(encodeKey(k))
+		if err != nil {
+			return err
+		}
+		start := base.UnixMilli()
+		v := []byte{deliveredV2}
+		for _, e := range old {
+			v = binary.BigEndian.AppendUint32(v, uint32(e.Time-start))
+			v = binary.BigEndian.AppendUint64(v, e.Hash)
+		}
+		seq, _ := b.NextSequence()
+		return b.Put(binary.BigEndian.AppendUint64(spanKey(start, hourMillis), seq), v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := []cursor.Delivered{at(time.Minute, 1), at(2*time.Minute, 3), at(61*time.Minute, 4)}
+	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: base}}}, Delivered: map[record.Stream][]cursor.Delivered{k: now}}); err != nil {
+		t.Fatal(err)
+	}
+	counts, err := db.DeliveredOf(ctx, k, []cursor.Delivered{at(time.Minute, 1), at(59*time.Minute, 2), at(2*time.Minute, 3), at(61*time.Minute, 4), at(3*time.Minute, 5)})
+	if err != nil || !slices.Equal(counts, []int{2, 1, 1, 1, 0}) {
+		t.Fatalf("DeliveredOf: %v (%v), want [2 1 1 1 0]", counts, err)
+	}
+	if n := db.DamagedDelivered(); n != 0 {
+		t.Fatalf("%d sound values taken for damaged", n)
+	}
+	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: base.Add(time.Hour)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.deliveredIn(ctx, k, base, base.Add(2*time.Hour))
+	if err != nil || len(got) != 1 || got[0] != at(61*time.Minute, 4) {
+		t.Fatalf("after the cut at 11:00: %v (%v); want the value of 11:00 only", got, err)
+	}
+}
