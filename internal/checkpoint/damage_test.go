@@ -476,7 +476,7 @@ func firstLeaf(t testing.TB, b []byte, ps int) int {
 // damaged value is logged once and counted, and reads as empty: each of
 // its records counts as not delivered (it is delivered again when its
 // period is asked again: a copy, never a loss), its minutes count 0, and
-// the values around it read as they were.
+// the values around it read as they were; collector check counts it.
 func TestADamagedDeliveredValueIsSaidAndItsRecordsCountAsNotDelivered(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -535,8 +535,13 @@ func TestADamagedDeliveredValueIsSaidAndItsRecordsCountAsNotDelivered(t *testing
 		for bit := range bits {
 			b[at+bit/8] ^= 1 << (bit % 8)
 		}
+		p := writeCopy(t, b)
+		// collector check says so too.
+		if in, err := Inspect(p, 0); err != nil || in.DamagedDelivered != 1 || !strings.Contains(in.String(), "1 damaged values in the delivered sets") {
+			t.Fatalf("copy %d: Inspect: %q, %d damaged (%v); want 1", c, in, in.DamagedDelivered, err)
+		}
 		var logs bytes.Buffer
-		db, err := Open(writeCopy(t, b), WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+		db, err := Open(p, WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 		if err != nil {
 			t.Fatalf("copy %d (bits %v): a damaged delivered-set value stopped the file: %v", c, slices.Sorted(maps.Keys(bits)), err)
 		}

@@ -436,6 +436,27 @@ func (d *DB) DeliveredCounts(ctx context.Context, k record.Stream, from, to time
 	return counts, nil
 }
 
+// damagedDelivered counts the values of every delivered set in tx that
+// fail their checksum or layout.
+func damagedDelivered(tx *bolt.Tx) int {
+	root := tx.Bucket(bucketDelivered)
+	if root == nil {
+		return 0
+	}
+	n := 0
+	_ = root.ForEachBucket(func(k []byte) error {
+		return root.Bucket(k).ForEach(func(key, v []byte) error {
+			if len(key) < 8 {
+				n++
+			} else if _, err := parseSpan(int64(binary.BigEndian.Uint64(key[:8])), v); err != nil {
+				n++
+			}
+			return nil
+		})
+	})
+	return n
+}
+
 // damaged reports a damaged value of the delivered set of k, stored under
 // key, once per value: it is logged and counted (DamagedDelivered).
 func (d *DB) damaged(k record.Stream, key []byte, err error) {
