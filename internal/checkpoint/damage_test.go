@@ -506,7 +506,9 @@ func TestADamagedDeliveredValueIsSaidAndItsRecordsCountAsNotDelivered(t *testing
 	}
 	// The value of the middle hour, found in the file by its bytes.
 	mid := t0.Add(time.Hour)
-	inMid := func(e cursor.Delivered) bool { return e.Time >= mid.UnixMilli() && e.Time < mid.Add(time.Hour).UnixMilli() }
+	inMid := func(e cursor.Delivered) bool {
+		return e.Time >= mid.UnixMilli() && e.Time < mid.Add(time.Hour).UnixMilli()
+	}
 	var midKeys []cursor.Delivered
 	for _, e := range keys {
 		if inMid(e) {
