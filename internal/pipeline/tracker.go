@@ -140,7 +140,7 @@ func advance(cur, after cursor.Cursor, revisit bool) cursor.Cursor {
 	// the logs travel apart (LogChanges).
 	next := after.Clone()
 	next.Log, next.Alerts = nil, nil
-	if next.Density <= 0 {
+	if !(next.Density > 0) { // 0 or NaN: unknown
 		next.Density = cur.Density
 	}
 	if next.Delays.Empty() {
