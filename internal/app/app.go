@@ -83,6 +83,11 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	// series at 0 (the sinks' errors, the streams' deliveries and
 	// backlog); building does no I/O with a destination.
 	reg := telemetry.NewRegistry(o.Version, o.Commit)
+	if err := reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "collector_checkpoint_damaged_values_total",
+		Help: "Damaged values of the checkpoint's delivered sets met since the start (a wrong checksum): their records count as not delivered and are delivered again if asked again."},
+		func() float64 { return float64(store.DamagedDelivered()) })); err != nil {
+		return fmt.Errorf("register the checkpoint's metrics: %w", err)
+	}
 	// One scrubber for every error that may hold a server's words.
 	scr := newScrubber(cfg, srcCfg, os.Getenv)
 	set, err := buildSources(cfg, srcCfg, reg, log, scr, once)
@@ -300,7 +305,7 @@ func runWithProgress(ctx context.Context, pl *pipeline.Pipeline, prog *status.Re
 // failure whose message says how to recover; a file opened from bbolt's
 // second meta page is logged.
 func openCheckpoint(cfg config.Config, log *slog.Logger) (*checkpoint.DB, error) {
-	db, err := checkpoint.Open(cfg.Checkpoint.Path, checkpoint.WithOpenTimeout(cfg.Checkpoint.OpenTimeout))
+	db, err := checkpoint.Open(cfg.Checkpoint.Path, checkpoint.WithOpenTimeout(cfg.Checkpoint.OpenTimeout), checkpoint.WithLogger(log))
 	if err != nil {
 		return nil, checkpointError(err)
 	}

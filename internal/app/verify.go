@@ -28,9 +28,8 @@ type VerifyOptions struct {
 	// Source and Account keep only the streams of that source or account
 	// ("" keeps every one).
 	Source, Account string
-	// From and To bound the verified record times; zero From is the
-	// stream's start (sources.*.start when it is a time), zero To its
-	// watermark.
+	// From and To bound the verified record times; zero From is where
+	// the stream began (kept in the checkpoint), zero To its watermark.
 	From, To time.Time
 	// Sink names the sink to count in (Config.Sinks); "" takes the only
 	// one.
@@ -209,7 +208,11 @@ func streamInfos(cfg catalog.Config, snap checkpoint.Snapshot) ([]verify.StreamI
 			continue
 		}
 		r := cfg.Sources.Resolve(k.Source)
-		out = append(out, verify.StreamInfo{Stream: k, Edge: spec.Edge, Start: absoluteStart(r.Start),
+		start := st.Start
+		if start.IsZero() {
+			start = absoluteStart(r.Start)
+		}
+		out = append(out, verify.StreamInfo{Stream: k, Edge: spec.Edge, Start: start,
 			State: st, Windows: snap.Windows[k], RecheckLast: r.RecheckConfig(0).Last()})
 	}
 	return out, notes
@@ -217,7 +220,8 @@ func streamInfos(cfg catalog.Config, snap checkpoint.Snapshot) ([]verify.StreamI
 
 // absoluteStart is sources.*.start when it is a time or a date (RFC 3339
 // or YYYY-MM-DD); zero when it is relative ("24h", "max"): relative to the
-// first run, which the checkpoint does not keep.
+// stream's first run, which a checkpoint written before the collector
+// kept each stream's start does not hold.
 func absoluteStart(s string) time.Time {
 	for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
 		if t, err := time.Parse(layout, s); err == nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -139,14 +140,33 @@ func TestVerifyAsksFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A state of a collector that did not keep where the stream began,
+	// with the default relative start: verify says it does not know
+	// rather than guess (issue 29).
 	k := record.Stream{Source: "dns", Account: "default"}
-	if err := db.Commit(ctx, k, checkpoint.State{Watermark: time.Now().Add(-time.Hour)}); err != nil {
+	wm := time.Now().Add(-time.Hour)
+	if err := db.Commit(ctx, k, checkpoint.State{Cursor: cursor.Cursor{Watermark: wm}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	code, err, notes := run(VerifyOptions{})
+	code, err, notes := run(VerifyOptions{Yes: true})
+	if code != VerifyUsage || err == nil || !strings.Contains(err.Error(), "nothing to verify") ||
+		!strings.Contains(notes, "dns/default: where the stream began is unknown") || !strings.Contains(notes, "give --from") {
+		t.Fatalf("an unknown start: %d, %v\n%s", code, err, notes)
+	}
+	db, err = checkpoint.Open(cfg.Checkpoint.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Commit(ctx, k, checkpoint.State{Cursor: cursor.Cursor{Watermark: wm, Start: wm.Add(-24 * time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, err, notes = run(VerifyOptions{})
 	if code != VerifyUsage || !errors.Is(err, ErrNotConfirmed) || !strings.Contains(err.Error(), "--yes") || !strings.Contains(notes, "about 2 API requests") {
 		t.Fatalf("a stdin that is no terminal: %d, %v\n%s", code, err, notes)
 	}

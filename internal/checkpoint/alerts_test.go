@@ -118,7 +118,7 @@ func TestAnAlertMarkWithoutUUIDStoresNothing(t *testing.T) {
 	t.Parallel()
 	d, _ := openTemp(t)
 	err := d.Apply(context.Background(), Changes{
-		States: map[record.Stream]State{alertsAcme: {Watermark: t0}},
+		States: map[record.Stream]State{alertsAcme: {Cursor: cursor.Cursor{Watermark: t0}}},
 		Alerts: map[record.Stream]cursor.AlertChanges{alertsAcme: {Put: map[string]cursor.AlertMark{"": {Create: t0}, "a": {Create: t0}}}},
 	})
 	if err == nil || !strings.Contains(err.Error(), "without uuid") {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,14 @@ type DB struct {
 	// marks; dropped* count what the bounds dropped.
 	windowLimit, alertLimit       int
 	droppedWindows, droppedAlerts atomic.Int64
+
+	// log receives the warnings of damaged delivered-set values
+	// (WithLogger); nil logs nothing. damagedSeen holds the values
+	// reported, damagedValues counts them.
+	log           *slog.Logger
+	damageMu      sync.Mutex
+	damagedSeen   map[string]struct{}
+	damagedValues atomic.Int64
 
 	closed    atomic.Bool
 	closeOnce sync.Once

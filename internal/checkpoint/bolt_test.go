@@ -40,20 +40,14 @@ func openTemp(t testing.TB, opts ...Option) (*DB, string) {
 }
 
 func sampleState() State {
-	return State{
-		Watermark: t0,
-		InFlight: &cursor.Chain{
-			Window:  window.Window{Start: t0, End: t0.Add(24 * time.Hour)},
-			NextURL: "https://api.example.test/api/v2/next?token=opaque%2Fabc",
-			Started: t0.Add(24*time.Hour + 31*time.Minute),
-			Pages:   7,
-			Rows:    35_000,
-			Total:   147_579,
-		},
-		Delivered: 1_234_567,
-		Density:   10_417.5,
-		Updated:   t0.Add(25 * time.Hour),
-	}
+	return State{Cursor: cursor.Cursor{Watermark: t0, InFlight: &cursor.Chain{
+		Window:  window.Window{Start: t0, End: t0.Add(24 * time.Hour)},
+		NextURL: "https://api.example.test/api/v2/next?token=opaque%2Fabc",
+		Started: t0.Add(24*time.Hour + 31*time.Minute),
+		Pages:   7,
+		Rows:    35_000,
+		Total:   147_579,
+	}, Density: 10_417.5}, Delivered: 1_234_567, Updated: t0.Add(25 * time.Hour)}
 }
 
 func statesEqual(t *testing.T, got, want State) {
@@ -96,7 +90,7 @@ func TestRoundTrip(t *testing.T) {
 
 	// A state without a window in flight and an account-less key.
 	k2 := record.Stream{Source: "audit_logs"}
-	want2 := State{Watermark: t0.Add(time.Hour), Updated: t0}
+	want2 := State{Cursor: cursor.Cursor{Watermark: t0.Add(time.Hour)}, Updated: t0}
 	if err := d.Commit(ctx, k2, want2); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
@@ -114,14 +108,14 @@ func TestCommitSetsUpdatedOnlyWhenZero(t *testing.T) {
 	d, _ := openTemp(t, WithClock(func() time.Time { return clock }))
 	k := record.Stream{Source: "dns", Account: "acme"}
 
-	if err := d.Commit(ctx, k, State{Watermark: t0}); err != nil {
+	if err := d.Commit(ctx, k, State{Cursor: cursor.Cursor{Watermark: t0}}); err != nil {
 		t.Fatal(err)
 	}
 	got, _, _ := d.Load(ctx, k)
 	if !got.Updated.Equal(clock) {
 		t.Fatalf("Updated = %v, want the store's clock %v", got.Updated, clock)
 	}
-	if err := d.Commit(ctx, k, State{Watermark: t0, Updated: t0}); err != nil {
+	if err := d.Commit(ctx, k, State{Cursor: cursor.Cursor{Watermark: t0}, Updated: t0}); err != nil {
 		t.Fatal(err)
 	}
 	got, _, _ = d.Load(ctx, k)
@@ -136,7 +130,7 @@ func TestCommitStoresABadDensityAsUnknown(t *testing.T) {
 	d, _ := openTemp(t)
 	k := record.Stream{Source: "dns", Account: "acme"}
 	for _, density := range []float64{-1, math.Inf(1), math.NaN()} {
-		if err := d.Commit(ctx, k, State{Watermark: t0, Density: density}); err != nil {
+		if err := d.Commit(ctx, k, State{Cursor: cursor.Cursor{Watermark: t0, Density: density}}); err != nil {
 			t.Fatalf("Commit with density %v: %v", density, err)
 		}
 		got, _, err := d.Load(ctx, k)
@@ -156,8 +150,8 @@ func TestReopenAfterCloseKeepsData(t *testing.T) {
 	}
 	want := map[record.Stream]State{
 		{Source: "dns", Account: "acme"}:         sampleState(),
-		{Source: "connections", Account: "acme"}: {Watermark: t0, Delivered: 3, Updated: t0},
-		{Source: "audit_logs", Account: "org"}:   {Watermark: t0.Add(time.Minute), Updated: t0},
+		{Source: "connections", Account: "acme"}: {Cursor: cursor.Cursor{Watermark: t0}, Delivered: 3, Updated: t0},
+		{Source: "audit_logs", Account: "org"}:   {Cursor: cursor.Cursor{Watermark: t0.Add(time.Minute)}, Updated: t0},
 	}
 	if err := d.CommitMany(ctx, want); err != nil {
 		t.Fatal(err)
@@ -394,8 +388,10 @@ func TestDecodeStateRefusesWhatItCannotRead(t *testing.T) {
 		{"not JSON", "\x00\x01", ErrCorrupt},
 		{"no version field", `{"watermark":"2026-11-20T00:00:00Z"}`, ErrCorrupt},
 		{"version zero", `{"v":0}`, ErrUnknownVersion},
-		{"a newer version", `{"v":2}`, ErrUnknownVersion},
+		{"a newer version", `{"v":3}`, ErrUnknownVersion},
 		{"an unknown field", `{"v":1,"cursor":"x"}`, ErrCorrupt},
+		{"an unknown field of version 2", `{"v":2,"cursor":"x"}`, ErrCorrupt},
+		{"a field of version 2 in version 1", `{"v":1,"limits":{"chain_cap":5}}`, ErrCorrupt},
 		{"a field of the wrong type", `{"v":1,"watermark":12}`, ErrCorrupt},
 		{"trailing data", `{"v":1}{"v":1}`, ErrCorrupt},
 	}
@@ -416,11 +412,11 @@ func TestReset(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	seed := map[record.Stream]State{
-		{Source: "dns", Account: "acme"}:         {Watermark: t0},
-		{Source: "dns", Account: "globex"}:       {Watermark: t0},
-		{Source: "dns", Account: ""}:             {Watermark: t0},
-		{Source: "dnsx", Account: "acme"}:        {Watermark: t0}, // shares a prefix with "dns"
-		{Source: "connections", Account: "acme"}: {Watermark: t0},
+		{Source: "dns", Account: "acme"}:         {Cursor: cursor.Cursor{Watermark: t0}},
+		{Source: "dns", Account: "globex"}:       {Cursor: cursor.Cursor{Watermark: t0}},
+		{Source: "dns", Account: ""}:             {Cursor: cursor.Cursor{Watermark: t0}},
+		{Source: "dnsx", Account: "acme"}:        {Cursor: cursor.Cursor{Watermark: t0}}, // shares a prefix with "dns"
+		{Source: "connections", Account: "acme"}: {Cursor: cursor.Cursor{Watermark: t0}},
 	}
 	cases := []struct {
 		name            string
@@ -473,8 +469,8 @@ func TestCommitManyStoresAllOrNothing(t *testing.T) {
 	ctx := context.Background()
 	d, _ := openTemp(t)
 	bad := map[record.Stream]State{
-		{Source: "dns", Account: "acme"}: {Watermark: t0},
-		{Source: "", Account: "acme"}:    {Watermark: t0},
+		{Source: "dns", Account: "acme"}: {Cursor: cursor.Cursor{Watermark: t0}},
+		{Source: "", Account: "acme"}:    {Cursor: cursor.Cursor{Watermark: t0}},
 	}
 	if err := d.CommitMany(ctx, bad); !errors.Is(err, ErrInvalidKey) {
 		t.Fatalf("CommitMany with an empty source = %v, want ErrInvalidKey", err)
@@ -501,7 +497,7 @@ func TestInvalidKeysAreRefused(t *testing.T) {
 	}
 	// A NUL byte in the account is fine: the first NUL splits the key.
 	k := record.Stream{Source: "dns", Account: "a\x00b"}
-	if err := d.Commit(ctx, k, State{Watermark: t0}); err != nil {
+	if err := d.Commit(ctx, k, State{Cursor: cursor.Cursor{Watermark: t0}}); err != nil {
 		t.Fatal(err)
 	}
 	all, err := d.All(ctx)
@@ -551,7 +547,7 @@ func TestConcurrentCommitsAreSafe(t *testing.T) {
 		wg.Go(func() {
 			own := record.Stream{Source: "dns", Account: fmt.Sprintf("acct-%d", w)}
 			for i := range commits {
-				s := State{Watermark: t0.Add(time.Duration(i+1) * time.Hour), Delivered: int64(i + 1)}
+				s := State{Cursor: cursor.Cursor{Watermark: t0.Add(time.Duration(i+1) * time.Hour)}, Delivered: int64(i + 1)}
 				if err := d.Commit(ctx, own, s); err != nil {
 					errs <- err
 				}

@@ -14,8 +14,13 @@ import (
 )
 
 // stateVersion is the version of the encoding of a State value. A change of
-// meaning bumps it; a reader refuses a version it does not know.
-const stateVersion = 1
+// meaning bumps it; a reader refuses a version it does not know. Version 2
+// added the paging limits the stream learnt and where it began (limits,
+// start); version 1 values, which lack them, are read as knowing neither.
+const (
+	stateVersion   = 2
+	stateVersionV1 = 1
+)
 
 // keySep separates source and account in a stored key. A source never holds
 // it (validateKey), so the first one splits the key.
@@ -31,6 +36,20 @@ type wireState struct {
 	Delivered int64         `json:"delivered"`
 	Density   float64       `json:"density"`
 	Updated   time.Time     `json:"updated"`
+	// Version 2.
+	Start  time.Time   `json:"start,omitzero"`
+	Limits *wireLimits `json:"limits,omitempty"`
+}
+
+// wireLimits is the stored form of a State's window.Limits (durations in
+// nanoseconds); the zero Limits is not stored.
+type wireLimits struct {
+	PageRows    int           `json:"page_rows,omitempty"`
+	CountCap    int64         `json:"count_cap,omitempty"`
+	NextPageTTL time.Duration `json:"next_page_ttl_ns,omitempty"`
+	ChainAgeOK  time.Duration `json:"chain_age_ok_ns,omitempty"`
+	PageTime    time.Duration `json:"page_time_ns,omitempty"`
+	ChainCap    int64         `json:"chain_cap,omitempty"`
 }
 
 // wireInFlight is the stored form of a State's cursor.Chain.
@@ -87,6 +106,11 @@ func encodeState(s State) ([]byte, error) {
 		Delivered: s.Delivered,
 		Density:   s.Density,
 		Updated:   utc(s.Updated),
+		Start:     utc(s.Start),
+	}
+	if l := s.Limits; l != (window.Limits{}) {
+		w.Limits = &wireLimits{PageRows: l.PageRows, CountCap: l.CountCap, NextPageTTL: l.NextPageTTL,
+			ChainAgeOK: l.ChainAgeOK, PageTime: l.PageTime, ChainCap: l.ChainCap}
 	}
 	// Density is only a sizing hint: a value JSON cannot hold must not stop
 	// a stream from committing, so it is stored as unknown.
@@ -124,23 +148,29 @@ func decodeState(b []byte) (State, error) {
 	if head.V == nil {
 		return State{}, fmt.Errorf("value has no version field: %w", ErrCorrupt)
 	}
-	if *head.V != stateVersion {
-		return State{}, fmt.Errorf("value has version %d, this collector reads version %d: %w", *head.V, stateVersion, ErrUnknownVersion)
+	if *head.V != stateVersion && *head.V != stateVersionV1 {
+		return State{}, fmt.Errorf("value has version %d, this collector reads versions %d and %d: %w", *head.V, stateVersionV1, stateVersion, ErrUnknownVersion)
 	}
 	var w wireState
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil {
-		return State{}, fmt.Errorf("undecodable version %d value: %w: %w", stateVersion, ErrCorrupt, err)
+		return State{}, fmt.Errorf("undecodable version %d value: %w: %w", *head.V, ErrCorrupt, err)
 	}
 	if dec.More() {
 		return State{}, fmt.Errorf("trailing data after the value: %w", ErrCorrupt)
 	}
+	if *head.V == stateVersionV1 && (w.Limits != nil || !w.Start.IsZero()) {
+		return State{}, fmt.Errorf("version 1 value with fields of version 2: %w", ErrCorrupt)
+	}
 	s := State{
-		Watermark: utc(w.Watermark),
+		Cursor:    cursor.Cursor{Watermark: utc(w.Watermark), Density: w.Density, Start: utc(w.Start)},
 		Delivered: w.Delivered,
-		Density:   w.Density,
 		Updated:   utc(w.Updated),
+	}
+	if l := w.Limits; l != nil {
+		s.Limits = window.Limits{PageRows: l.PageRows, CountCap: l.CountCap, NextPageTTL: l.NextPageTTL,
+			ChainAgeOK: l.ChainAgeOK, PageTime: l.PageTime, ChainCap: l.ChainCap}
 	}
 	if f := w.InFlight; f != nil {
 		s.InFlight = &cursor.Chain{

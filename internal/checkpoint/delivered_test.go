@@ -33,7 +33,7 @@ func TestDeliveredSetsCommitWithTheStateAndAreCutBehindTheWatermark(t *testing.T
 	}
 	before, _ := os.Stat(path)
 	if err := db.Apply(ctx, Changes{
-		States:    map[record.Stream]State{k: {Watermark: base}},
+		States:    map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: base}}},
 		Delivered: map[record.Stream][]cursor.Delivered{k: keys},
 	}); err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestDeliveredSetsCommitWithTheStateAndAreCutBehindTheWatermark(t *testing.T
 
 	// The watermark passes the first three hours and no window log
 	// entry holds them: they are forgotten, the rest kept.
-	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: base.Add(3 * time.Hour)}}}); err != nil {
+	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: base.Add(3 * time.Hour)}}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := db.deliveredIn(ctx, k, base, base.Add(3*time.Hour)); len(got) != 0 {
@@ -68,7 +68,7 @@ func TestDeliveredSetsCommitWithTheStateAndAreCutBehindTheWatermark(t *testing.T
 	}
 	// A logged window may be rechecked: its hours stay.
 	if err := db.Apply(ctx, Changes{
-		States:  map[record.Stream]State{k: {Watermark: base.Add(6 * time.Hour)}},
+		States:  map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: base.Add(6 * time.Hour)}}},
 		Windows: map[record.Stream]cursor.WindowChanges{k: {Put: []cursor.LoggedWindow{{Start: base.Add(5 * time.Hour), End: base.Add(6 * time.Hour), Count: 1, FetchedAt: base}}}},
 	}); err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestDeliveredCountsAgreeWithTheKeysPerMinute(t *testing.T) {
 			keys = append(keys, cursor.Delivered{Hash: uint64(i*7+commit) * 0x9e3779b97f4a7c15,
 				Time: base.Add(time.Duration(i*(commit+1)*97) * time.Millisecond).UnixMilli()})
 		}
-		if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: base}},
+		if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: base}}},
 			Delivered: map[record.Stream][]cursor.Delivered{k: keys}}); err != nil {
 			t.Fatal(err)
 		}
@@ -189,10 +189,10 @@ func TestDelaysCommitWithTheStateAndSurviveAReopen(t *testing.T) {
 	k := record.Stream{Source: "dns", Account: "acme"}
 	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	dl := cursor.Delays{Late: []float64{0, 3, 1.5}, Fresh: 1000, At: at}
-	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: at, Delays: dl}}}); err != nil {
+	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: at, Delays: dl}}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: at.Add(time.Minute)}}}); err != nil {
+	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: at.Add(time.Minute)}}}}); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -210,7 +210,7 @@ func TestDelaysCommitWithTheStateAndSurviveAReopen(t *testing.T) {
 	if _, err := db.Reset(ctx, "dns", "acme"); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: at}}}); err != nil {
+	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: at}}}}); err != nil {
 		t.Fatal(err)
 	}
 	if s, _, _ := db.Load(ctx, k); !s.Delays.Empty() {
@@ -265,7 +265,7 @@ func TestMinuteValuesOfAnEarlierCollectorReadBesideHourValues(t *testing.T) {
 	}
 	// Hour values of this collector: one key already in a minute value.
 	now := []cursor.Delivered{at(3*time.Minute+time.Second, 1), at(10*time.Minute, 5), at(61*time.Minute, 6)}
-	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: base}}, Delivered: map[record.Stream][]cursor.Delivered{k: now}}); err != nil {
+	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: base}}}, Delivered: map[record.Stream][]cursor.Delivered{k: now}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := db.deliveredIn(ctx, k, base, base.Add(2*time.Hour))
@@ -285,7 +285,7 @@ func TestMinuteValuesOfAnEarlierCollectorReadBesideHourValues(t *testing.T) {
 	}
 	// The watermark at 11:00:30: the minute values and the hour value
 	// that end by then go; the minute of 11:00 and the hour of 11:00 stay.
-	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: base.Add(60*time.Minute + 30*time.Second)}}}); err != nil {
+	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: base.Add(60*time.Minute + 30*time.Second)}}}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err = db.deliveredIn(ctx, k, base, base.Add(2*time.Hour))
@@ -364,7 +364,7 @@ func TestDeliveredReadsAgreeWithTheKeysCommitted(t *testing.T) {
 			for range rng.IntN(400) {
 				adds = append(adds, key())
 			}
-			if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Watermark: time.UnixMilli(base)}},
+			if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: time.UnixMilli(base)}}},
 				Delivered: map[record.Stream][]cursor.Delivered{k: adds}}); err != nil {
 				t.Fatal(err)
 			}
@@ -445,5 +445,58 @@ func TestDeliveredReadsAgreeWithTheKeysCommitted(t *testing.T) {
 				t.Fatalf("round %d: DeliveredOf(%v) = %d, committed %d times", round, p, of[i], n)
 			}
 		}
+	}
+}
+
+// Hour values as version 2 wrote them (no checksum) read beside the
+// checked values of this version, and are cut by the horizon alike.
+func TestHourValuesWithoutAChecksumReadBesideCheckedOnes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := openTemp(t)
+	k := record.Stream{Source: "dns", Account: "acme"}
+	base := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	at := func(d time.Duration, h uint64) cursor.Delivered {
+		return cursor.Delivered{Time: base.Add(d).UnixMilli(), Hash: h}
+	}
+	old := []cursor.Delivered{at(time.Minute, 1), at(59*time.Minute, 2)}
+	err := db.update(func(tx *bolt.Tx) error {
+		root, err := tx.CreateBucketIfNotExists(bucketDelivered)
+		if err != nil {
+			return err
+		}
+		b, err := root.CreateBucketIfNotExists(encodeKey(k))
+		if err != nil {
+			return err
+		}
+		start := base.UnixMilli()
+		v := []byte{deliveredV2}
+		for _, e := range old {
+			v = binary.BigEndian.AppendUint32(v, uint32(e.Time-start))
+			v = binary.BigEndian.AppendUint64(v, e.Hash)
+		}
+		seq, _ := b.NextSequence()
+		return b.Put(binary.BigEndian.AppendUint64(spanKey(start, hourMillis), seq), v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := []cursor.Delivered{at(time.Minute, 1), at(2*time.Minute, 3), at(61*time.Minute, 4)}
+	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: base}}}, Delivered: map[record.Stream][]cursor.Delivered{k: now}}); err != nil {
+		t.Fatal(err)
+	}
+	counts, err := db.DeliveredOf(ctx, k, []cursor.Delivered{at(time.Minute, 1), at(59*time.Minute, 2), at(2*time.Minute, 3), at(61*time.Minute, 4), at(3*time.Minute, 5)})
+	if err != nil || !slices.Equal(counts, []int{2, 1, 1, 1, 0}) {
+		t.Fatalf("DeliveredOf: %v (%v), want [2 1 1 1 0]", counts, err)
+	}
+	if n := db.DamagedDelivered(); n != 0 {
+		t.Fatalf("%d sound values taken for damaged", n)
+	}
+	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: base.Add(time.Hour)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.deliveredIn(ctx, k, base, base.Add(2*time.Hour))
+	if err != nil || len(got) != 1 || got[0] != at(61*time.Minute, 4) {
+		t.Fatalf("after the cut at 11:00: %v (%v); want the value of 11:00 only", got, err)
 	}
 }

@@ -1,8 +1,9 @@
 // Package checkpoint persists the progress of every (source, account) stream
-// in a bbolt file: the watermark (end of the last window whose every record
-// was acknowledged) and the window in flight. It knows neither the API nor
-// the sinks; the pipeline commits a State only after the pages it covers were
-// acknowledged, in order.
+// in a bbolt file: its cursor.Cursor (the watermark, the end of the last
+// window whose every record was acknowledged; the window in flight; what
+// the stream learnt of the server; where it began). It knows neither the
+// API nor the sinks; the pipeline commits a State only after the pages it
+// covers were acknowledged, in order.
 //
 // Next to the States it keeps five more kinds of value, each in a bucket
 // of its own and committed in the same transaction as the States they
@@ -45,8 +46,10 @@
 // repair of a damaged meta page; this package owns the meta, states,
 // windows and alerts buckets and Open, which joins them.
 // Stored values are versioned JSON (states, windows) or versioned bytes
-// (alert marks): a file or value this version cannot read is an error
-// naming the file and key, never a silent reset.
+// (alert marks, delivered sets): a file or value this version cannot read
+// is an error naming the file and key, never a silent reset. The one
+// exception is a damaged value of a delivered set (its checksum fails): it
+// is reported and read as empty, which only delivers its records again.
 //
 // # A damaged file is an error, never a crash or a restart
 //

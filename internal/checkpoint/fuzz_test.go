@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -76,7 +77,7 @@ func FuzzOpen(f *testing.F) {
 			if _, err := d.All(ctx); err != nil {
 				t.Fatalf("All on a file Open accepted: %v", err)
 			}
-			if err := d.Commit(ctx, record.Stream{Source: "dns", Account: "fuzz"}, State{Watermark: t0, Updated: t0}); err != nil {
+			if err := d.Commit(ctx, record.Stream{Source: "dns", Account: "fuzz"}, State{Cursor: cursor.Cursor{Watermark: t0}, Updated: t0}); err != nil {
 				t.Fatalf("Commit on a file Open accepted: %v", err)
 			}
 			if err := d.Close(); err != nil {

@@ -44,7 +44,7 @@ func BenchmarkDeliveredSetAt24hHorizon(b *testing.B) {
 			n += batch
 			wm := base.Add(time.Duration(n) * step)
 			if err := db.Apply(ctx, Changes{
-				States:    map[record.Stream]State{k: {Watermark: wm}},
+				States:    map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: wm}}},
 				Windows:   map[record.Stream]cursor.WindowChanges{k: {Put: []cursor.LoggedWindow{{Start: base, End: base.Add(time.Minute), Count: 1, FetchedAt: base}}}},
 				Delivered: map[record.Stream][]cursor.Delivered{k: keys},
 			}); err != nil {

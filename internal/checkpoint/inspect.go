@@ -30,6 +30,10 @@ type Inspection struct {
 	// Damage says what Open will recover from (a damaged meta page), ""
 	// when the file is sound.
 	Damage string
+	// DamagedDelivered counts the values of the delivered sets that fail
+	// their checksum: run reads them as empty, so their records count as
+	// not delivered (delivered again if their period is asked again).
+	DamagedDelivered int
 }
 
 // String describes the inspection in a few words, for `collector check`.
@@ -43,6 +47,9 @@ func (i Inspection) String() string {
 	}
 	if i.Damage != "" {
 		s += "; damaged, run recovers it: " + i.Damage
+	}
+	if i.DamagedDelivered > 0 {
+		s += fmt.Sprintf("; %d damaged values in the delivered sets: their records count as not delivered (delivered again if asked again)", i.DamagedDelivered)
 	}
 	return s
 }
@@ -82,9 +89,16 @@ func Inspect(path string, timeout time.Duration) (Inspection, error) {
 		if err := checkContents(db, name); err != nil {
 			return err
 		}
-		st, err := (&DB{path: name, bdb: db}).all()
+		d := &DB{path: name, bdb: db}
+		st, err := d.all()
 		in.Streams = len(st)
-		return err
+		if err != nil {
+			return err
+		}
+		return d.view(func(tx *bolt.Tx) error {
+			in.DamagedDelivered = damagedDelivered(tx)
+			return nil
+		})
 	}
 	dmg, err := boltfile.Verify(path, path, timeout, count)
 	if errors.Is(err, ErrLocked) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -63,6 +64,14 @@ type options struct {
 	timeout                 time.Duration
 	now                     func() time.Time
 	windowLimit, alertLimit int
+	log                     *slog.Logger
+}
+
+// WithLogger sets where the DB logs what it meets at run time: a damaged
+// value of a delivered set (DamagedDelivered). Default: nothing is
+// logged.
+func WithLogger(log *slog.Logger) Option {
+	return func(o *options) { o.log = log }
 }
 
 // WithOpenTimeout sets how long Open waits for the file's lock before it
@@ -206,7 +215,7 @@ func Open(path string, opts ...Option) (*DB, error) {
 		_ = bdb.Close()
 		return nil, err
 	}
-	d := &DB{path: path, bdb: bdb, now: o.now, recovered: recovered, windowLimit: o.windowLimit, alertLimit: o.alertLimit}
+	d := &DB{path: path, bdb: bdb, now: o.now, recovered: recovered, windowLimit: o.windowLimit, alertLimit: o.alertLimit, log: o.log}
 	if err := d.init(); err != nil {
 		_ = bdb.Close()
 		return nil, err

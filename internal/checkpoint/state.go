@@ -1,24 +1,23 @@
 package checkpoint
 
 import (
-	"github.com/svcexport/collector/internal/cursor"
 	"time"
+
+	"github.com/svcexport/collector/internal/cursor"
 )
 
 // State is what is stored for one stream.
 type State struct {
-	// Watermark: every record with a time before it was acknowledged.
-	Watermark time.Time
-	// InFlight is the window in flight, nil when none.
-	InFlight *cursor.Chain
+	// Cursor is where the stream stands, as the cursor of its last
+	// acknowledged page left it (cursor.Page.After): the watermark, the
+	// chain in flight, the density, the paging limits and delays learnt,
+	// and where the stream began. It is stored whole, so that no learnt
+	// value is lost at a restart; only its Log and Alerts are not: the
+	// window log and the alert marks are logs of their own (Changes,
+	// DB.Windows, DB.Alerts), and a State read back has them nil.
+	cursor.Cursor
 	// Delivered counts the records acknowledged for the stream over its life.
 	Delivered int64
-	// Density is the last observed rows per hour, for window sizing after a
-	// restart; 0 when unknown.
-	Density float64
-	// Delays are the platform's delays the stream learnt (recheck: auto),
-	// so that a restart keeps them; the zero Delays knows nothing.
-	Delays cursor.Delays
 	// Updated is when the state was last committed.
 	Updated time.Time
 }

@@ -23,7 +23,7 @@ func TestReadSnapshotReadsStatesAndWindowLogsAlsoWhileTheFileIsHeld(t *testing.T
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	st := State{Watermark: t0.Add(3 * time.Hour), Delivered: 42, Density: 7}
+	st := State{Cursor: cursor.Cursor{Watermark: t0.Add(3 * time.Hour), Density: 7}, Delivered: 42}
 	logs := []cursor.LoggedWindow{hourWindow(0, 10), hourWindow(1, 20), hourWindow(2, 30)}
 	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{dnsAcme: st}, Windows: map[record.Stream]cursor.WindowChanges{dnsAcme: {Put: logs}}}); err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestReadSnapshotReadsStatesAndWindowLogsAlsoWhileTheFileIsHeld(t *testing.T
 	}
 	check(held, true)
 	// The holder goes on committing after the copy.
-	if err := db.Commit(ctx, dnsAcme, State{Watermark: t0.Add(4 * time.Hour)}); err != nil {
+	if err := db.Commit(ctx, dnsAcme, State{Cursor: cursor.Cursor{Watermark: t0.Add(4 * time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {

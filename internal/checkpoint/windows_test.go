@@ -160,7 +160,7 @@ func TestAStateAndItsWindowLogAreStoredTogetherOrNotAtAll(t *testing.T) {
 	}
 	for _, w := range bad {
 		err := d.Apply(ctx, Changes{
-			States:  map[record.Stream]State{dnsAcme: {Watermark: t0}},
+			States:  map[record.Stream]State{dnsAcme: {Cursor: cursor.Cursor{Watermark: t0}}},
 			Windows: map[record.Stream]cursor.WindowChanges{dnsAcme: {Put: []cursor.LoggedWindow{hourWindow(0, 1), w}}},
 		})
 		if err == nil {
@@ -168,7 +168,7 @@ func TestAStateAndItsWindowLogAreStoredTogetherOrNotAtAll(t *testing.T) {
 		}
 	}
 	err := d.Apply(ctx, Changes{
-		States:  map[record.Stream]State{dnsAcme: {Watermark: t0}},
+		States:  map[record.Stream]State{dnsAcme: {Cursor: cursor.Cursor{Watermark: t0}}},
 		Windows: map[record.Stream]cursor.WindowChanges{{Source: "", Account: "x"}: {Put: []cursor.LoggedWindow{hourWindow(0, 1)}}},
 	})
 	if !errors.Is(err, ErrInvalidKey) {
@@ -182,7 +182,7 @@ func TestAStateAndItsWindowLogAreStoredTogetherOrNotAtAll(t *testing.T) {
 	}
 	// The same with a good window: both are there.
 	if err := d.Apply(ctx, Changes{
-		States:  map[record.Stream]State{dnsAcme: {Watermark: t0.Add(time.Hour)}},
+		States:  map[record.Stream]State{dnsAcme: {Cursor: cursor.Cursor{Watermark: t0.Add(time.Hour)}}},
 		Windows: map[record.Stream]cursor.WindowChanges{dnsAcme: {Put: []cursor.LoggedWindow{hourWindow(0, 1)}}},
 	}); err != nil {
 		t.Fatal(err)
@@ -240,7 +240,7 @@ func TestResetRemovesTheWindowLogsAndAlertMarksOfItsStreams(t *testing.T) {
 	d, _ := openTemp(t)
 	c := Changes{States: map[record.Stream]State{}, Windows: map[record.Stream]cursor.WindowChanges{}, Alerts: map[record.Stream]cursor.AlertChanges{}}
 	for _, k := range streams {
-		c.States[k] = State{Watermark: t0}
+		c.States[k] = State{Cursor: cursor.Cursor{Watermark: t0}}
 		c.Windows[k] = cursor.WindowChanges{Put: []cursor.LoggedWindow{hourWindow(0, 1)}}
 		c.Alerts[k] = cursor.AlertChanges{Put: map[string]cursor.AlertMark{"a": {Update: t0, Create: t0}}}
 	}

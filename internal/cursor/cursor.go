@@ -34,10 +34,17 @@ type Chain struct {
 }
 
 // Cursor is where a stream stands: everything before Watermark is delivered;
-// InFlight, if not nil, is the chain that was walked last.
+// InFlight, if not nil, is the chain that was walked last. The checkpoint
+// stores it whole as a stream's state (all but Log and Alerts, which are
+// logs of their own), so that what a stream learnt survives a restart.
 type Cursor struct {
 	Watermark time.Time
 	InFlight  *Chain
+	// Start is where the stream began collecting: its configured start
+	// as resolved at its first run (sources.*.start may be relative to
+	// it); zero when unknown (a checkpoint of a collector that did not
+	// keep it). Verify counts from it.
+	Start time.Time
 	// Density is the observed rows per hour of the stream, so that window
 	// sizing survives a restart; 0 when unknown.
 	Density float64
@@ -53,6 +60,18 @@ type Cursor struct {
 	// leaves them nil).
 	Log    []LoggedWindow
 	Alerts map[string]AlertMark
+}
+
+// Clone returns a copy of c that shares no memory with it.
+func (c Cursor) Clone() Cursor {
+	if c.InFlight != nil {
+		ch := *c.InFlight
+		c.InFlight = &ch
+	}
+	c.Delays = c.Delays.Clone()
+	c.Log = slices.Clone(c.Log)
+	c.Alerts = maps.Clone(c.Alerts)
+	return c
 }
 
 // Page is one page of a result set (or a bounded part of one) as the

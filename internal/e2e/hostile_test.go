@@ -12,6 +12,7 @@ import (
 
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/testinfra/harness"
 )
@@ -109,7 +110,7 @@ func TestATruncatedCheckpointExits1SayingHowToRecover(t *testing.T) {
 	}
 	states := map[record.Stream]checkpoint.State{}
 	for i := range 200 {
-		states[record.Stream{Source: "dns", Account: "acct-" + strings.Repeat("x", i%7) + string(rune('a'+i%26))}] = checkpoint.State{Watermark: time.Now().UTC(), Delivered: int64(i)}
+		states[record.Stream{Source: "dns", Account: "acct-" + strings.Repeat("x", i%7) + string(rune('a'+i%26))}] = checkpoint.State{Cursor: cursor.Cursor{Watermark: time.Now().UTC()}, Delivered: int64(i)}
 	}
 	if err := db.CommitMany(context.Background(), states); err != nil {
 		t.Fatal(err)

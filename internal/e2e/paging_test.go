@@ -414,6 +414,45 @@ func TestPaging_C3_AServerChainCapBelowTheConfiguredResultCapLosesNothing(t *tes
 	}
 }
 
+// (7) C3: what a stream learnt of the server survives a restart (issue 29).
+// The service's chains stop at 50,000 rows; a first run backfills the
+// first half of 24 hours (lag 12h) and learns that cap by cutting chains
+// at it; a second run, a restart on the same checkpoint, backfills the
+// rest (lag 2m). It starts with the cap it learnt, so none of its chains
+// is cut at the cap and asked again: before the checkpoint kept the
+// learnt limits, the second run cut chains at the cap again to relearn
+// it. 0 missing per (stream, day) over both runs.
+func TestPaging_C3_ARestartKeepsTheChainCapItLearnt(t *testing.T) {
+	t.Parallel()
+	sim := harness.StartSim(t, harness.QuickRates, func(c *apisim.Config) {
+		c.Rates = map[string]float64{"dns": 12_000}
+		c.BurstProbability, c.WaveAmplitude = 0, 0
+		c.PageSize = 2_000
+		c.ResultCap = 50_000
+	})
+	start := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Minute)
+	cfg := harness.Config{Sim: sim, Dir: t.TempDir(), Start: start, Accounts: []string{"acme"}, Sources: []string{"dns"},
+		Interval: harness.Omit, PageRows: 2_000, Lag: 12 * time.Hour}
+	first := harness.New(t, cfg).RunOnce(t, 3*time.Minute)
+	learnt, _ := cutChainRows(t, first.Logs, "short")
+	if learnt == 0 {
+		t.Fatalf("the first run cut no chain at the server's cap: the test proves nothing\n%s", harness.Tail(first.Logs, 30))
+	}
+	before := requests(sim, "dns")
+	cfg.Lag = 0 // 2m
+	c := harness.New(t, cfg)
+	second := c.RunOnce(t, 3*time.Minute)
+	asked := requests(sim, "dns") - before
+	chains, rows := cutChainRows(t, second.Logs, "short")
+	t.Logf("first run: %d chains cut at the cap; restart: %d requests, %d chains cut at the cap again (%d rows, %d pages of 2,000 asked again)",
+		learnt, asked, chains, rows, (rows+1_999)/2_000)
+	if chains > 0 {
+		t.Errorf("after a restart %d chains were cut at the cap again (%d rows asked again): the learnt cap was lost", chains, rows)
+	}
+	out := c.ReadOutput(t)
+	c.Compare(t, out, c.Streams())
+}
+
 // C3, C5, C6: settings the API cannot honour are configuration errors
 // (exit 2, one line naming the key), not silent no-ops at run time.
 func TestPaging_SettingsTheAPICannotHonourAreConfigurationErrors(t *testing.T) {

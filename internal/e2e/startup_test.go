@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/status"
 	"github.com/svcexport/collector/internal/testinfra/harness"
@@ -154,7 +155,7 @@ func TestTelemetryAnswersWhileASinkWaitsAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Commit(context.Background(), k, checkpoint.State{Watermark: wm, Delivered: 42}); err != nil {
+	if err := db.Commit(context.Background(), k, checkpoint.State{Cursor: cursor.Cursor{Watermark: wm}, Delivered: 42}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {

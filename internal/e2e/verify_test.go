@@ -227,6 +227,34 @@ func TestVerifyFindsAPlantedGapInTheFileSink(t *testing.T) {
 	t.Logf("\n%s", stdout)
 }
 
+// A relative start (sources.*.start: 24h) is resolved at the stream's
+// first run and kept in the checkpoint: verify, without --from, counts
+// from there and finds every (stream, day) complete, exit 0. Before, it
+// guessed a start a day before the watermark, about a minute before the
+// stream began, and reported the minute never collected as gaps that "will
+// not close", exit 1 (issue 29).
+func TestVerifyAfterARelativeStartNeedsNoFrom(t *testing.T) {
+	t.Parallel()
+	sim := harness.StartSim(t, harness.QuickRates)
+	col := harness.New(t, harness.Config{Sim: sim, Start: time.Now().UTC(), Sources: verifySources, NoFsync: true,
+		Env: []string{"COLLECTOR_SOURCES__DEFAULT__START=24h"}})
+	began := time.Now().UTC()
+	col.RunOnce(t, 3*time.Minute)
+	code, rep, out := runVerify(t, col)
+	if code != 0 || rep.Gaps != 0 || len(rep.Rows) == 0 {
+		t.Fatalf("verify after start: 24h: exit %d, %d gaps, %d rows; want 0, 0 and rows\n%s", code, rep.Gaps, len(rep.Rows), out)
+	}
+	for _, r := range rep.Rows {
+		if r.Start.Before(began.Add(-24*time.Hour - time.Minute)) {
+			t.Errorf("%s/%s %s starts at %s, before the stream began (about %s)", r.Source, r.Account, r.Day, r.Start.Format(time.RFC3339), began.Add(-24*time.Hour).Format(time.RFC3339))
+		}
+	}
+	checkAgainstTruth(t, sim, rep, nil)
+	if strings.Contains(out, "unknown") {
+		t.Errorf("verify says a start is unknown:\n%s", out)
+	}
+}
+
 // Bad flags exit 2 naming the flag.
 func TestVerifyBadFlagsExit2(t *testing.T) {
 	t.Parallel()

@@ -94,14 +94,7 @@ func (p *Pipeline) commit(ctx context.Context) error {
 
 // cursorOf is the cursor a poller resumes from: the stream's state as
 // committed.
-func cursorOf(st checkpoint.State) cursor.Cursor {
-	c := cursor.Cursor{Watermark: st.Watermark, Density: st.Density, Delays: st.Delays.Clone()}
-	if f := st.InFlight; f != nil {
-		ch := *f
-		c.InFlight = &ch
-	}
-	return c
-}
+func cursorOf(st checkpoint.State) cursor.Cursor { return st.Cursor.Clone() }
 
 // resumeFrom is the cursor stream k resumes from: its state, window log
 // and alert marks as committed.

@@ -8,6 +8,7 @@ import (
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/window"
 )
 
 // tracker turns acknowledgements, which arrive in any order from concurrent
@@ -108,22 +109,7 @@ func (t *tracker) ack(k record.Stream, seq uint64, p ackedPage, now time.Time) {
 			s.delivered = append(s.delivered, a.delivered...)
 			s.logged = true
 		}
-		if !a.revisit {
-			s.state.Watermark = a.after.Watermark
-			s.state.InFlight = nil
-			if f := a.after.InFlight; f != nil {
-				ch := *f // the state owns its copy, whatever the producer does with its own
-				s.state.InFlight = &ch
-			}
-			if a.after.Density > 0 {
-				s.state.Density = a.after.Density
-			}
-		}
-		if !a.after.Delays.Empty() {
-			// Revisit pages carry the newest too: rechecks are where the
-			// delays are learnt.
-			s.state.Delays = a.after.Delays
-		}
+		s.state.Cursor = advance(s.state.Cursor, a.after, a.revisit)
 		moved = true
 	}
 	if !moved {
@@ -135,6 +121,38 @@ func (t *tracker) ack(k record.Stream, seq uint64, p ackedPage, now time.Time) {
 	case t.signal <- struct{}{}:
 	default:
 	}
+}
+
+// advance is the cursor a stream's state holds once the page whose cursor
+// is after (a revisit page when revisit) is delivered on top of cur. A
+// page moves the state to its cursor whole, so that every value the
+// stream learnt reaches the checkpoint, but for what the page does not
+// know: a value it leaves unknown keeps the one learnt before. A revisit
+// page moves nothing but the delays: rechecks are where they are learnt.
+func advance(cur, after cursor.Cursor, revisit bool) cursor.Cursor {
+	if revisit {
+		if !after.Delays.Empty() {
+			cur.Delays = after.Delays.Clone()
+		}
+		return cur
+	}
+	// The state owns its copy, whatever the producer does with its own;
+	// the logs travel apart (LogChanges).
+	next := after.Clone()
+	next.Log, next.Alerts = nil, nil
+	if !(next.Density > 0) { // 0 or NaN: unknown
+		next.Density = cur.Density
+	}
+	if next.Delays.Empty() {
+		next.Delays = cur.Delays
+	}
+	if next.Limits == (window.Limits{}) {
+		next.Limits = cur.Limits
+	}
+	if next.Start.IsZero() {
+		next.Start = cur.Start
+	}
+	return next
 }
 
 // fail stops stream k: acknowledgements of its pages are ignored from now

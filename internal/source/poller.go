@@ -211,7 +211,7 @@ func (p *Poller) Run(ctx context.Context, from cursor.Cursor, out Output) error 
 			p.log.Warn("configured start is older than the API reaches; starting at the oldest reachable time",
 				"start", p.cfg.Settings.Start, "watermark", record.FormatTime(st))
 		}
-		from.Watermark = st
+		from.Watermark, from.Start = st, st
 		p.rv.StartAt(st)
 	}
 	p.rv.Load(from.Log, from.Alerts, from.Delays)
@@ -221,7 +221,7 @@ func (p *Poller) Run(ctx context.Context, from cursor.Cursor, out Output) error 
 	if from.Limits != (window.Limits{}) {
 		p.learn(func(l *window.Limits) bool { l.Adopt(from.Limits); return true })
 	}
-	r := &run{p: p, cur: from, out: out, mem: newMemory(out), started: started}
+	r := &run{p: p, cur: from, out: out, mem: newMemory(out), started: started, start: from.Start}
 	p.st.Begin(started, from)
 	if !p.cfg.Once {
 		// A small deterministic offset per stream, so that pollers do

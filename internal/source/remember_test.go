@@ -60,7 +60,7 @@ func TestAPageWithMoreRecordsOfAKeyThanDeliveredDeliversThemAll(t *testing.T) {
 		t.Fatal("the fixture's keys do not collide")
 	}
 	if err := db.Apply(ctx, checkpoint.Changes{
-		States:    map[record.Stream]checkpoint.State{k: {Watermark: at.Add(-time.Hour)}},
+		States:    map[record.Stream]checkpoint.State{k: {Cursor: cursor.Cursor{Watermark: at.Add(-time.Hour)}}},
 		Delivered: map[record.Stream][]cursor.Delivered{k: {cursor.DeliveredOf(old.ID, old.Time)}},
 	}); err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func TestPagesInThePipelineAreNotDeliveredTwice(t *testing.T) {
 	}
 	// Committed: the pending keys go, the checkpoint has them.
 	if err := db.Apply(ctx, checkpoint.Changes{
-		States:    map[record.Stream]checkpoint.State{k: {Watermark: at.Add(-time.Hour)}},
+		States:    map[record.Stream]checkpoint.State{k: {Cursor: cursor.Cursor{Watermark: at.Add(-time.Hour)}}},
 		Delivered: map[record.Stream][]cursor.Delivered{k: keys},
 	}); err != nil {
 		t.Fatal(err)

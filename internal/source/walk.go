@@ -23,6 +23,9 @@ type run struct {
 	mem               *memory // nil when out does not remember (Remembers)
 	started           time.Time
 	warnedUnreachable bool
+	// start is where the stream began (cursor.Cursor.Start): every page
+	// carries it, so that the checkpoint keeps it; zero when unknown.
+	start time.Time
 }
 
 // step does one unit of work: resume the chain in flight, process the next
@@ -188,6 +191,7 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 			page.After, page.Revisit = r.cur, true
 			page.After.Delays = after.Delays
 		}
+		page.After.Start = r.start
 		n := len(envs)
 		envs = nil
 		if err := r.out.Emit(ctx, page); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/source/catalog"
@@ -31,7 +32,7 @@ func TestReporter_EveryStreamHasItsSeriesFromTheStart(t *testing.T) {
 	}
 	committed := time.Date(2026, 3, 1, 12, 0, 0, 500e6, time.UTC)
 	acked := fakeAcked{states: map[record.Stream]checkpoint.State{
-		{Source: catalog.SourceDNS, Account: "acme"}: {Watermark: committed.Add(-time.Hour), Updated: committed},
+		{Source: catalog.SourceDNS, Account: "acme"}: {Cursor: cursor.Cursor{Watermark: committed.Add(-time.Hour)}, Updated: committed},
 	}}
 	reg := prometheus.NewRegistry()
 	if _, err := NewReporter(cfg, source.Streams(cfg), set.Pollers, acked, 0, reg, slog.New(slog.DiscardHandler)); err != nil {

@@ -72,7 +72,7 @@ func TestFailingErrorNamesStreamsThatFailWithoutCommitting(t *testing.T) {
 		t.Fatalf("FailingError = %v, want dns/acme alone with its error", err)
 	}
 	// A commit after the last error: the stream is not failing.
-	acked.states[failing] = checkpoint.State{Watermark: time.Now(), Updated: time.Now().Add(time.Second)}
+	acked.states[failing] = checkpoint.State{Cursor: cursor.Cursor{Watermark: time.Now()}, Updated: time.Now().Add(time.Second)}
 	if err := r.FailingError(later); err != nil {
 		t.Fatalf("a stream that committed after its last error: %v", err)
 	}

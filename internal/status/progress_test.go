@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/source/catalog"
@@ -44,7 +45,7 @@ func TestReporter_StatesAreServedOnStateAndReadBackByLive(t *testing.T) {
 	}
 	wm := time.Now().Add(-3 * time.Hour).UTC().Truncate(time.Second)
 	acked := fakeAcked{states: map[record.Stream]checkpoint.State{
-		{Source: catalog.SourceDNS, Account: "acme"}: {Watermark: wm, Delivered: 42},
+		{Source: catalog.SourceDNS, Account: "acme"}: {Cursor: cursor.Cursor{Watermark: wm}, Delivered: 42},
 	}, delivered: 42, failures: map[record.Stream]error{
 		{Source: catalog.SourceDNS, Account: "acme-dev"}: errors.New("stream dns/acme-dev stopped: the sink refused it"),
 	}}

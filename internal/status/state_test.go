@@ -40,9 +40,8 @@ func TestStateEstimatesTheBacklogFromWatermarkDensityAndBudget(t *testing.T) {
 	caught := record.Stream{Source: "dns", Account: "acme-dev"}
 	stored := map[record.Stream]checkpoint.State{
 		// Two days behind at 100,000 rows an hour: 4.8M rows, 960 pages.
-		behind: {Watermark: now.Add(-48 * time.Hour), Density: 100_000, Delivered: 7,
-			InFlight: &cursor.Chain{Window: window.Window{Start: now.Add(-48 * time.Hour), End: now.Add(-46 * time.Hour)}, Pages: 3}},
-		caught: {Watermark: now.Add(-2 * time.Minute), Density: 100_000},
+		behind: {Cursor: cursor.Cursor{Watermark: now.Add(-48 * time.Hour), Density: 100_000, InFlight: &cursor.Chain{Window: window.Window{Start: now.Add(-48 * time.Hour), End: now.Add(-46 * time.Hour)}, Pages: 3}}, Delivered: 7},
+		caught: {Cursor: cursor.Cursor{Watermark: now.Add(-2 * time.Minute), Density: 100_000}},
 	}
 	states := FromCheckpoint(cfg, stored, keys, now)
 	byKey := map[record.Stream]StreamState{}
@@ -112,7 +111,7 @@ func TestStartingStateServesTheCheckpointAndWhatTheStartWaitsFor(t *testing.T) {
 	now := time.Now().UTC()
 	k := record.Stream{Source: "dns", Account: "acme"}
 	wm := now.Add(-time.Hour).Truncate(time.Second)
-	stored := map[record.Stream]checkpoint.State{k: {Watermark: wm, Delivered: 42}}
+	stored := map[record.Stream]checkpoint.State{k: {Cursor: cursor.Cursor{Watermark: wm}, Delivered: 42}}
 	windows := map[record.Stream][]cursor.LoggedWindow{k: {{Start: wm.Add(-2 * time.Hour), End: wm.Add(-time.Hour), Count: 9, FetchedAt: wm.Add(-time.Hour)}}}
 	const why = "waiting for sink lake: dial tcp 127.0.0.1:1: connect: connection refused"
 	h := StartingHandler(cfg, stored, windows, source.Streams(cfg), func() string { return why })

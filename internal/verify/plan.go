@@ -32,9 +32,12 @@ type StreamInfo struct {
 	Stream record.Stream
 	// Edge: an edge source, counted by fetching its rows (C6).
 	Edge bool
-	// Start is where the stream began collecting; zero when unknown (the
-	// checkpoint does not keep it; a relative sources.*.start is relative
-	// to the first run).
+	// Start is where the stream began collecting: the start its
+	// checkpoint keeps (cursor.Cursor.Start), or, for a checkpoint written
+	// before it kept one, sources.*.start when that is a time; zero when
+	// unknown (such a checkpoint and a relative start: relative to a first
+	// run it did not keep). Verify never guesses it: a stream whose start
+	// is unknown is verified only from --from.
 	Start time.Time
 	// State is the stream's committed checkpoint state: Watermark bounds
 	// what is verified, Density estimates the rows.
@@ -151,11 +154,11 @@ func NewPlan(streams []StreamInfo, f Filter, l Limits) Plan {
 			from = s.Start
 		}
 		if from.IsZero() {
-			from = wm.Add(-Day)
-			if len(s.Windows) > 0 && s.Windows[0].Start.Before(from) {
-				from = s.Windows[0].Start
-			}
-			p.Notes = append(p.Notes, fmt.Sprintf("%s: where the stream began is unknown: verifying from %s (give --from)", s.Stream, from.UTC().Format(time.RFC3339)))
+			// A guess would be no proof: a start before the real one
+			// reports the time never collected as gaps, a later one
+			// leaves days out.
+			p.Notes = append(p.Notes, fmt.Sprintf("%s: where the stream began is unknown (its checkpoint was written by a collector that did not keep it, and sources.%s.start is relative): not verified; give --from", s.Stream, s.Stream.Source))
+			continue
 		}
 		if !f.To.IsZero() && f.To.Before(to) {
 			to = f.To

@@ -22,6 +22,7 @@ import (
 
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/sink/clickhouse"
@@ -151,8 +152,8 @@ func updated(t *testing.T, raw json.RawMessage) json.RawMessage {
 // plan is the verify plan of the scenario's two streams.
 func (s *scenario) plan() verify.Plan {
 	return verify.NewPlan([]verify.StreamInfo{
-		{Stream: logins, Start: s.from, State: checkpoint.State{Watermark: s.wm}},
-		{Stream: alerts, Edge: true, Start: s.from, State: checkpoint.State{Watermark: s.wm}},
+		{Stream: logins, Start: s.from, State: checkpoint.State{Cursor: cursor.Cursor{Watermark: s.wm}}},
+		{Stream: alerts, Edge: true, Start: s.from, State: checkpoint.State{Cursor: cursor.Cursor{Watermark: s.wm}}},
 	}, verify.Filter{}, verify.Limits{Now: time.Now()})
 }
 
@@ -444,8 +445,8 @@ func TestVerifyReportsTheDaysTheFileSinkPrunedAsPruned(t *testing.T) {
 	}
 	// Day 0 alone: pruned only, exit 0.
 	day0 := verify.NewPlan([]verify.StreamInfo{
-		{Stream: logins, Start: s.from, State: checkpoint.State{Watermark: s.wm}},
-		{Stream: alerts, Edge: true, Start: s.from, State: checkpoint.State{Watermark: s.wm}},
+		{Stream: logins, Start: s.from, State: checkpoint.State{Cursor: cursor.Cursor{Watermark: s.wm}}},
+		{Stream: alerts, Edge: true, Start: s.from, State: checkpoint.State{Cursor: cursor.Cursor{Watermark: s.wm}}},
 	}, verify.Filter{From: s.from, To: s.from.Add(verify.Day)}, verify.Limits{Now: time.Now()})
 	r0, err := verify.Run(ctx, day0, s.truth(), d)
 	if err != nil {

@@ -317,10 +317,7 @@ func (s *Store) usable(ctx context.Context, k record.Stream) error {
 }
 
 func clone(st checkpoint.State) checkpoint.State {
-	if st.InFlight != nil {
-		f := *st.InFlight
-		st.InFlight = &f
-	}
+	st.Cursor = st.Cursor.Clone()
 	return st
 }
 

@@ -19,7 +19,7 @@ func TestTheFakeRecordsCommitsAndCopiesStates(t *testing.T) {
 	var s Store
 	k := record.Stream{Source: "dns", Account: "acme"}
 	f := &cursor.Chain{Pages: 1}
-	if err := s.Commit(ctx, k, checkpoint.State{Watermark: time.Unix(60, 0), InFlight: f}); err != nil {
+	if err := s.Commit(ctx, k, checkpoint.State{Cursor: cursor.Cursor{Watermark: time.Unix(60, 0), InFlight: f}}); err != nil {
 		t.Fatal(err)
 	}
 	f.Pages = 99 // the caller's pointer must not reach into the store

@@ -20,6 +20,7 @@ import (
 	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/config"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -141,7 +142,7 @@ func TestCompareWithTruthHoldsTheOutputToTheSimulator(t *testing.T) {
 	if out.Total < 100 {
 		t.Fatalf("only %d records in the window", out.Total)
 	}
-	wms := map[record.Stream]checkpoint.State{k: {Watermark: end}}
+	wms := map[record.Stream]checkpoint.State{k: {Cursor: cursor.Cursor{Watermark: end}}}
 	var n int64
 	if errs := failures(t, func(tb testing.TB) { n = CompareWithTruth(tb, sim, out, []record.Stream{k}, start, wms) }); len(errs) != 0 || n != int64(out.Total) {
 		t.Fatalf("the simulator's own records: %d compared, errors %v", n, errs)
@@ -216,7 +217,7 @@ func TestCompareWithTruthTakesEdgeRecordsPerEnvelopeAccount(t *testing.T) {
 		out.Add(record.Stream{Source: "edge_audit_events", Account: m.Account}, id, tm)
 	}
 	edge := record.Stream{Source: "edge_audit_events", Account: EdgeAccount}
-	wms := map[record.Stream]checkpoint.State{edge: {Watermark: end}}
+	wms := map[record.Stream]checkpoint.State{edge: {Cursor: cursor.Cursor{Watermark: end}}}
 	if len(out.IDs) != 2 || len(out.Of(edge)) != out.Total {
 		t.Fatalf("%d envelope accounts, %d ids of the edge stream, %d records", len(out.IDs), len(out.Of(edge)), out.Total)
 	}
@@ -461,7 +462,7 @@ func TestWatermarksReadsACommittedCheckpoint(t *testing.T) {
 	}
 	wm := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 	if err := db.CommitMany(context.Background(), map[record.Stream]checkpoint.State{
-		{Source: "dns", Account: "acme"}: {Watermark: wm, Delivered: 5},
+		{Source: "dns", Account: "acme"}: {Cursor: cursor.Cursor{Watermark: wm}, Delivered: 5},
 	}); err != nil {
 		t.Fatal(err)
 	}

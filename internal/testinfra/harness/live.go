@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -103,7 +104,7 @@ func LiveWatermarks(st map[record.Stream]LiveStream, from time.Time) (map[record
 	var keys []record.Stream
 	for k, s := range st {
 		if s.Watermark.After(from) {
-			out[k] = checkpoint.State{Watermark: s.Watermark, Delivered: s.Delivered}
+			out[k] = checkpoint.State{Cursor: cursor.Cursor{Watermark: s.Watermark}, Delivered: s.Delivered}
 			keys = append(keys, k)
 		}
 	}
