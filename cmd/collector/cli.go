@@ -110,9 +110,7 @@ Exit codes: 0 done, 1 failure (verify: a gap), 2 bad command line or configurati
 		checkCommand(stdout, stderr),
 		stateCommand(stdout, stderr),
 		verifyCommand(stdout, stderr),
-		passThrough("healthcheck", "GET /readyz of the running collector: exit 0 ready, 1 not (container health checks)",
-			"[--addr 127.0.0.1:9464] [--path /readyz] [--timeout 3s]",
-			func(args []string) int { return healthcheck(args, stdout, stderr) }),
+		healthCommand(stdout, stderr),
 		tapCommand(stdout, stderr),
 		&cobra.Command{
 			Use:   "version",
@@ -183,22 +181,6 @@ func levenshtein(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
-}
-
-// passThrough is a command whose flags its own function parses (the flag
-// package): args go to it unparsed.
-func passThrough(name, short, usage string, f func([]string) int) *cobra.Command {
-	return &cobra.Command{
-		Use:                name + " " + usage,
-		Short:              short,
-		DisableFlagParsing: true,
-		RunE: func(_ *cobra.Command, args []string) error {
-			if c := f(args); c != exitOK {
-				return exitCode(c)
-			}
-			return nil
-		},
-	}
 }
 
 // configFlag adds --config (-c) to cmd.
@@ -432,5 +414,22 @@ cannot be reached, refuses or stops first; 2 on a bad command line.`,
 	tapFlags(cmd.Flags(), &o)
 	_ = cmd.MarkFlagFilename("config", "yaml", "yml")
 	_ = cmd.MarkFlagFilename("token-file")
+	return cmd
+}
+
+func healthCommand(stdout, stderr io.Writer) *cobra.Command {
+	var o healthOptions
+	cmd := &cobra.Command{
+		Use:   "healthcheck",
+		Short: "GET /readyz of the running collector: exit 0 ready, 1 not (container health checks)",
+		Long: `GET /readyz (or --path) of the running collector's telemetry server, for
+container health checks (the image has no curl) and helm test: exit 0 when
+ready, 1 when not or unreachable, 2 on a bad command line.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return exitCode(healthcheck(&o, stdout, stderr))
+		},
+	}
+	healthFlags(cmd.Flags(), &o)
 	return cmd
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -65,22 +64,21 @@ func buildInfo() (v, c, d string) {
 // running collector's metrics address, for container health checks
 // (distroless images have no curl). Exit 0 when ready, 1 when not or
 // unreachable, 2 on a bad command line.
-func healthcheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("collector healthcheck", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("addr", defaultAddr(), "the collector's metrics.listen (a wildcard host is asked on 127.0.0.1); default $COLLECTOR_METRICS__LISTEN or 127.0.0.1:9464")
-	path := fs.String("path", "/readyz", "the path to GET: /readyz (ready to deliver) or /healthz (alive)")
-	timeout := fs.Duration("timeout", 3*time.Second, "deadline of the request")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "collector healthcheck: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
+// healthOptions are the flags of healthcheck.
+type healthOptions struct {
+	addr, path string
+	timeout    time.Duration
+}
+
+// healthFlags registers the flags of healthcheck on fs.
+func healthFlags(fs *pflag.FlagSet, o *healthOptions) {
+	fs.StringVar(&o.addr, "addr", defaultAddr(), "the collector's metrics.listen, or HOST:PORT of another pod (a wildcard host is asked on 127.0.0.1); default $COLLECTOR_METRICS__LISTEN or 127.0.0.1:9464")
+	fs.StringVar(&o.path, "path", "/readyz", "the path to GET: /readyz (ready to deliver) or /healthz (alive)")
+	fs.DurationVar(&o.timeout, "timeout", 3*time.Second, "deadline of the request")
+}
+
+func healthcheck(o *healthOptions, stdout, stderr io.Writer) int {
+	addr, path, timeout := &o.addr, &o.path, &o.timeout
 	base, err := localURL(*addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "collector healthcheck: --addr %q: %v\n", *addr, err)
