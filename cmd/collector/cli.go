@@ -17,6 +17,7 @@ import (
 	"github.com/svcexport/collector/internal/config"
 	"github.com/svcexport/collector/internal/memlimit"
 	"github.com/svcexport/collector/internal/status"
+	"github.com/svcexport/collector/internal/suggest"
 )
 
 // The command line is cobra's (as the OpenTelemetry Collector's, Helm's and
@@ -147,40 +148,18 @@ func flagError(cmd *cobra.Command, err error) error {
 	return usageError{err}
 }
 
-// closest is the name among names nearest to s (a prefix, or at most two
-// edits away), "" when none is.
+// closest is the name among names nearest to s: a name s begins (at
+// least three letters of it), else the closest within two edits (package
+// suggest); "" when none is.
 func closest(s string, names []string) string {
-	best, bestD := "", 3
-	for _, n := range names {
-		d := levenshtein(s, n)
-		if strings.HasPrefix(n, s) && len(s) >= 3 {
-			d = min(d, 1)
-		}
-		if d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return best
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
+	if len(s) >= 3 {
+		for _, n := range names {
+			if strings.HasPrefix(n, s) {
+				return n
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return suggest.Closest(s, names)
 }
 
 // configFlag adds --config (-c) to cmd.

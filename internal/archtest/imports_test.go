@@ -97,10 +97,16 @@ var rules = []rule{
 		allowed:   []string{"internal/record/..."},
 	},
 	{
-		name:      "tap only shows what the pipeline delivered: it imports no internal package but record, and secret for its token file (no API client, no sink, no checkpoint)",
+		name:      "tap only shows what the pipeline delivered: it imports no internal package but record, secret for its token file and suggest for its did-you-mean (no API client, no sink, no checkpoint)",
 		from:      []string{"internal/tap"},
 		forbidden: []string{"internal/..."},
-		allowed:   []string{"internal/tap", "internal/record/...", "internal/secret"},
+		allowed:   []string{"internal/tap", "internal/record/...", "internal/secret", "internal/suggest"},
+	},
+	{
+		name:      "suggest is a leaf: it imports no internal package",
+		from:      []string{"internal/suggest"},
+		forbidden: []string{"internal/..."},
+		allowed:   []string{"internal/suggest"},
 	},
 	{
 		name:      "window imports no internal package but record",

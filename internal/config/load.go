@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/svcexport/collector/internal/config/expand"
+	"github.com/svcexport/collector/internal/suggest"
 )
 
 // EnvPrefix starts every environment variable the collector reads.
@@ -261,7 +262,7 @@ func checkKey(t reflect.Type, path []string) (string, string) {
 			}
 			f, ok := fieldByTag(t, path[i])
 			if !ok {
-				return at(i), "unknown key" + suggest(t, path[i])
+				return at(i), "unknown key" + didYouMean(t, path[i])
 			}
 			t = f.Type
 		case reflect.Map:
@@ -289,7 +290,7 @@ func fieldByTag(t reflect.Type, name string) (reflect.StructField, bool) {
 	return reflect.StructField{}, false
 }
 
-func suggest(t reflect.Type, name string) string {
+func didYouMean(t reflect.Type, name string) string {
 	var names []string
 	for i := 0; i < t.NumField(); i++ {
 		if tag := strings.Split(t.Field(i).Tag.Get("koanf"), ",")[0]; tag != "" && tag != "-" {
@@ -297,36 +298,10 @@ func suggest(t reflect.Type, name string) string {
 		}
 	}
 	sort.Strings(names)
-	best, bestD := "", 3
-	for _, n := range names {
-		if d := editDistance(n, name); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	if best != "" {
+	if best := suggest.Closest(name, names); best != "" {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return fmt.Sprintf(" (known: %s)", strings.Join(names, ", "))
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 var (

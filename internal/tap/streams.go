@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/suggest"
 )
 
 // collected is what the collector reads, source by source: a tap for
@@ -53,37 +54,11 @@ func (c collected) check(req Request) error {
 }
 
 // didYouMean is ` (did you mean "X"?)` for the one of names closest to
-// name, within two edits (a typo, a swapped letter, dsn for dns), else "".
+// name (package suggest), else "".
 func didYouMean(name string, names []string) string {
-	best, bestD := "", 3
-	for _, n := range names {
-		if d := editDistance(strings.ToLower(name), strings.ToLower(n)); d < bestD {
-			best, bestD = n, d
-		}
-	}
+	best := suggest.Closest(name, names)
 	if best == "" {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
