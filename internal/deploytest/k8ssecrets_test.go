@@ -9,13 +9,26 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// k8sSecretDir writes the operator's Secret as the kubelet mounts it: one
-// file per key, each holding a placeholder.
+// k8sSecretDir writes the operator's Secret as the kubelet's atomic writer
+// mounts it: the files in a timestamped directory, a symlink ..data to it,
+// and per key a symlink KEY -> ..data/KEY (a rotation writes a new
+// directory and swaps ..data, so the collector must read through the
+// links). Each file holds a placeholder.
 func k8sSecretDir(t *testing.T, keys ...string) string {
 	t.Helper()
 	dir := t.TempDir()
+	const ts = "..2026_12_06_05_00_00.000000001"
+	if err := os.Mkdir(filepath.Join(dir, ts), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(ts, filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
 	for _, k := range keys {
-		if err := os.WriteFile(filepath.Join(dir, k), []byte("placeholder-"+k+"\n"), 0o440); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, ts, k), []byte("placeholder-"+k+"\n"), 0o440); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join("..data", k), filepath.Join(dir, k)); err != nil {
 			t.Fatal(err)
 		}
 	}
