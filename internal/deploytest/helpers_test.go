@@ -378,8 +378,13 @@ func runFlags(t testing.TB) map[string]bool {
 		t.Fatalf("collector run --help: %v\n%s", err, out)
 	}
 	flags := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^\s+-(\w[\w-]*)( \w+)?`).FindAllStringSubmatch(string(out), -1) {
-		flags[m[1]] = m[2] != ""
+	// cobra's help: "  -c, --config string   ..." or "      --once   ...";
+	// a flag is known by its short and its long name.
+	for _, m := range regexp.MustCompile(`(?m)^\s+(?:-(\w), )?--(\w[\w-]*)( \w+)?`).FindAllStringSubmatch(string(out), -1) {
+		flags[m[2]] = m[3] != ""
+		if m[1] != "" {
+			flags[m[1]] = m[3] != ""
+		}
 	}
 	if len(flags) == 0 {
 		t.Fatalf("no flags in collector run --help:\n%s", out)

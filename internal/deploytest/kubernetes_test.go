@@ -272,6 +272,55 @@ func docSecretKeys(t *testing.T) secretDocs {
 	return d
 }
 
+// k8sSecretFiles maps each Secret key that the loaded configuration reads
+// as a file (api.secret_file, edge.token_file: read again at every renewal
+// and refusal, docs/api.md C1, C6) to the mount path of its volume. It
+// checks that the file is on a read-only volume of the operator's Secret,
+// mounted without subPath (the kubelet never updates a subPath mount, so a
+// rotated Secret would not reach the file) and group-readable for the
+// non-root user.
+func k8sSecretFiles(t *testing.T, b k8sBase) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for key, p := range map[string]string{"api.secret_file": b.cfg.API.SecretFile, "edge.token_file": b.cfg.Edge.TokenFile} {
+		if p == "" {
+			continue
+		}
+		var mount map[string]any
+		for _, vm := range list(b.container, "volumeMounts") {
+			if underDir(p, str(vm, "mountPath")) {
+				mount, _ = vm.(map[string]any)
+			}
+		}
+		if mount == nil {
+			t.Errorf("statefulset.yaml: %s %s is on no volume of the pod", key, p)
+			continue
+		}
+		if str(mount, "subPath") != "" || str(mount, "subPathExpr") != "" {
+			t.Errorf("statefulset.yaml: %s %s: volume %s is mounted with subPath, which the kubelet never updates", key, p, str(mount, "name"))
+		}
+		if get(mount, "readOnly") != true {
+			t.Errorf("statefulset.yaml: %s %s: volume %s is not read-only", key, p, str(mount, "name"))
+		}
+		vol := volume(b.sts, str(mount, "name"))
+		if str(vol, "secret.secretName") != k8sSecretName {
+			t.Errorf("statefulset.yaml: %s %s: volume %s is not the Secret %s", key, p, str(mount, "name"), k8sSecretName)
+			continue
+		}
+		if mode, ok := get(vol, "secret.defaultMode").(int); !ok || mode&0o040 == 0 {
+			t.Errorf("statefulset.yaml: volume %s: defaultMode %v is not group-readable (the collector runs in the fsGroup)", str(mount, "name"), get(vol, "secret.defaultMode"))
+		}
+		k := strings.TrimPrefix(path.Clean(p), path.Clean(str(mount, "mountPath"))+"/")
+		for _, it := range list(vol, "secret.items") {
+			if str(it, "path") == k {
+				k = str(it, "key")
+			}
+		}
+		out[k] = str(mount, "mountPath")
+	}
+	return out
+}
+
 func TestKubernetesSecretIsTheOperatorsAndDocumented(t *testing.T) {
 	b := loadK8s(t) // fails when the mounted configuration does not load
 	docs := docSecretKeys(t)
@@ -282,6 +331,13 @@ func TestKubernetesSecretIsTheOperatorsAndDocumented(t *testing.T) {
 			if get(ref, "optional") != true && !docs.command[str(ref, "key")] {
 				t.Errorf("statefulset.yaml: Secret key %s is required (not optional), but the create secret command of docs/kubernetes.md does not set it", str(ref, "key"))
 			}
+		}
+	}
+	// The files the configuration names: the collector needs each.
+	for k := range k8sSecretFiles(t, b) {
+		reads[k] = true
+		if !docs.command[k] {
+			t.Errorf("collector.yaml and statefulset.yaml read Secret key %s as a file, but the create secret command of docs/kubernetes.md does not set it", k)
 		}
 	}
 	for k := range docs.command {

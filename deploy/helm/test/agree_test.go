@@ -38,7 +38,7 @@ func TestHelmAndKustomizeDeployTheSamePod(t *testing.T) {
 	same("resources", quantities(kc.Resources), quantities(hc.Resources))
 	same("GOMEMLIMIT", envValue(kc, "GOMEMLIMIT"), envValue(hc, "GOMEMLIMIT"))
 	same("env names", envNames(kc), envNames(hc))
-	same("Secret keys", secretKeysOptional(t, kc), secretKeysOptional(t, hc))
+	same("Secret keys", secretKeysOptional(t, "kustomize", k), secretKeysOptional(t, "helm", h.objects))
 	same("volume mounts", kc.VolumeMounts, hc.VolumeMounts)
 	same("replicas", *k.sts.Spec.Replicas, *h.sts.Spec.Replicas)
 	same("podManagementPolicy", k.sts.Spec.PodManagementPolicy, h.sts.Spec.PodManagementPolicy)
@@ -135,16 +135,15 @@ func envNames(c corev1.Container) []string {
 	return out
 }
 
-// secretKeysOptional maps each Secret key the container reads to whether it
-// is optional, and the variable it sets.
-func secretKeysOptional(t testing.TB, c corev1.Container) map[string]string {
+// secretKeysOptional maps each Secret key the pod of o reads to how it
+// reads it (secretRefs: a variable, or a file the config names) and whether
+// it is optional.
+func secretKeysOptional(t testing.TB, where string, o objects) map[string]string {
 	t.Helper()
+	_, text := mountedConfig(t, where, o)
 	out := map[string]string{}
-	for _, e := range c.Env {
-		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-			r := e.ValueFrom.SecretKeyRef
-			out[r.Key] = fmt.Sprintf("%s optional=%v", e.Name, r.Optional != nil && *r.Optional)
-		}
+	for k, r := range secretRefs(t, o.sts, configMap(t, where, text)) {
+		out[k] = fmt.Sprintf("%s optional=%v", r.via, r.optional)
 	}
 	return out
 }

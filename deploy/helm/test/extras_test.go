@@ -134,7 +134,7 @@ func TestChartMountsTheSecretsTheConfigPointsAt(t *testing.T) {
 		"lake-password items: %+v", vols["lake-password"].Secret.Items)
 	mustf(t, vols["oauth"].Projected != nil && mounts["oauth"].MountPath == "/var/run/oauth", "extraVolumes/extraVolumeMounts oauth: %+v %+v", vols["oauth"], mounts["oauth"])
 	// The chart's own mounts stay.
-	for _, n := range []string{"config", "data", "tmp"} {
+	for _, n := range []string{"config", "data", "tmp", "credentials"} {
 		_, ok := mounts[n]
 		mustf(t, ok, "the mount %s is gone", n)
 	}
@@ -404,7 +404,9 @@ func TestChartServiceAccountAndPodExtras(t *testing.T) {
 	mustf(t, c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Sleep != nil && c.Lifecycle.PreStop.Sleep.Seconds == 5, "lifecycle %+v", c.Lifecycle)
 	// The pod-level extras leave the config alone: no roll of the pod for
 	// a config reason.
-	mustf(t, len(secretRefs(t, c)) == len(secretKeys), "the chart's Secret variables are gone with envFrom")
+	_, text := mountedConfig(t, "platform", x.objects)
+	xcfg := configMap(t, "platform", text)
+	mustf(t, slices.Equal(sortedKeys(secretRefs(t, x.sts, xcfg)), wantSecretKeys(xcfg)), "the chart's Secret keys are gone with envFrom: %v", secretRefs(t, x.sts, xcfg))
 
 	// An existing account: no ServiceAccount rendered, the pod runs as it
 	// (or as the namespace's default).
@@ -468,12 +470,12 @@ configMapGenerator:
 	}
 	mustf(t, vol.Secret.DefaultMode != nil && *vol.Secret.DefaultMode&0o040 != 0, "collector-tls defaultMode %v is not group-readable", vol.Secret.DefaultMode)
 	// The base's mounts stay, and the config's files are on the mount.
-	for _, n := range []string{"config", "data", "tmp"} {
+	for _, n := range []string{"config", "data", "tmp", "credentials"} {
 		mustf(t, slices.ContainsFunc(ctr.VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.Name == n }), "the component drops the base's mount %s", n)
 	}
 	_, text := mountedConfig(t, "kustomize tls", o)
 	files := fileKeys(t, configMap(t, "kustomize tls", text))
-	mustf(t, len(files) == 3, "the overlay's config names %v, want the three TLS files", files)
+	mustf(t, len(files) == 4 && files["edge.token_file"] != "", "the overlay's config names %v, want the base's edge token and the three TLS files", files)
 	for k, p := range files {
 		_, ok := mountOf(ctr, p)
 		mustf(t, ok, "config %s %s is on no volume of the pod", k, p)

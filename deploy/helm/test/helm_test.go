@@ -20,6 +20,7 @@ import (
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	"helm.sh/helm/v3/pkg/releaseutil"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -258,12 +259,12 @@ func TestChartRendersValidObjectsForEveryValueSet(t *testing.T) {
 			if es, _ := v["existingSecret"].(string); es != "" {
 				wantSecret = es
 			}
-			refs := secretRefs(t, ctr)
+			refs := secretRefs(t, r.sts, cfg)
 			for key, ref := range refs {
-				mustf(t, ref.name == wantSecret, "env from Secret %q key %s, want Secret %q", ref.name, key, wantSecret)
+				mustf(t, ref.name == wantSecret, "%s: from Secret %q key %s, want Secret %q", ref.via, ref.name, key, wantSecret)
 			}
-			mustf(t, slices.Equal(sortedKeys(refs), secretKeys), "Secret keys %v, want %v", sortedKeys(refs), secretKeys)
-			mustf(t, !refs["api-secret"].optional, "api-secret is optional")
+			mustf(t, slices.Equal(sortedKeys(refs), wantSecretKeys(cfg)), "Secret keys %v, want %v", sortedKeys(refs), wantSecretKeys(cfg))
+			mustf(t, !refs["api-secret"].optional && strings.HasPrefix(refs["api-secret"].via, "COLLECTOR_API__SECRET_FILE "), "api-secret: %+v, want a file named by COLLECTOR_API__SECRET_FILE", refs["api-secret"])
 			create, _ := get(v, "secret", "create").(bool)
 			if create {
 				if r.secret == nil || r.secret.Name != wantSecret {
@@ -439,15 +440,36 @@ func checkServiceMonitor(t testing.TB, where string, sm *monitoringv1.ServiceMon
 }
 
 type secretRef struct {
-	name     string
-	optional bool
+	name     string // the Secret
+	optional bool   // a missing key only leaves a variable unset
+	via      string // the variable, or the config key and the file
 }
 
-// secretRefs returns the Secret keys the container's environment reads.
-func secretRefs(t testing.TB, c corev1.Container) map[string]secretRef {
+// rotatedSecretFiles are the configuration keys whose file the collector
+// reads again at every token renewal and refusal (docs/api.md C1, C6), with
+// the variable that sets each: their Secret keys must come as files of a
+// Secret volume, which the kubelet updates in place, not as variables,
+// which a pod reads only at its start.
+var rotatedSecretFiles = [][2]string{
+	{"api.secret_file", "COLLECTOR_API__SECRET_FILE"},
+	{"edge.token_file", "COLLECTOR_EDGE__TOKEN_FILE"},
+}
+
+// secretRefs returns the Secret keys the collector container of sts reads:
+// as variables (secretKeyRef), and as the files that api.secret_file and
+// edge.token_file name (from the variable, which wins over the config file
+// cfg, else from cfg). It checks that the API secret and the edge token are
+// such files and not variables, each on a read-only Secret volume mounted
+// without subPath (the kubelet never updates a subPath mount), readable by
+// the pod's group.
+func secretRefs(t testing.TB, sts *appsv1.StatefulSet, cfg map[string]any) map[string]secretRef {
 	t.Helper()
+	c := container(t, "secretRefs", sts)
 	out := map[string]secretRef{}
 	for _, e := range c.Env {
+		if e.Name == "COLLECTOR_API__SECRET" || e.Name == "COLLECTOR_EDGE__TOKEN" {
+			t.Errorf("env %s: a pod reads its variables only at start, so a rotated Secret would need a restart; the collector reads %s_FILE again at each renewal", e.Name, e.Name)
+		}
 		if e.ValueFrom == nil {
 			continue
 		}
@@ -456,12 +478,63 @@ func secretRefs(t testing.TB, c corev1.Container) map[string]secretRef {
 			t.Errorf("env %s: only secretKeyRef is expected", e.Name)
 			continue
 		}
-		out[r.Key] = secretRef{name: r.Name, optional: r.Optional != nil && *r.Optional}
+		out[r.Key] = secretRef{name: r.Name, optional: r.Optional != nil && *r.Optional, via: e.Name}
 	}
 	// envFrom is the operator's (extraEnvFrom): the chart's own variables
 	// are listed one by one (TestChartServiceAccountAndPodExtras checks
 	// that it sets none by default).
+	for _, kv := range rotatedSecretFiles {
+		key, env := kv[0], kv[1]
+		p, via := envValue(c, env), env
+		if p == "" {
+			p, via = str(cfg, strings.Split(key, ".")...), "config "+key
+		}
+		if p == "" {
+			continue
+		}
+		via += " " + p
+		m, ok := mountOf(c, p)
+		if !ok {
+			t.Errorf("%s is on no volume of the pod", via)
+			continue
+		}
+		mustf(t, m.SubPath == "" && m.SubPathExpr == "", "%s: volume %s is mounted with subPath, which the kubelet never updates: a rotated Secret would not reach the file", via, m.Name)
+		mustf(t, m.ReadOnly, "%s: volume %s is not mounted read-only", via, m.Name)
+		var vol *corev1.Volume
+		for i, v := range sts.Spec.Template.Spec.Volumes {
+			if v.Name == m.Name {
+				vol = &sts.Spec.Template.Spec.Volumes[i]
+			}
+		}
+		if vol == nil || vol.Secret == nil {
+			t.Errorf("%s: volume %s is not a Secret", via, m.Name)
+			continue
+		}
+		// The collector runs as 65532 in the fsGroup: the files must be
+		// group-readable.
+		mustf(t, vol.Secret.DefaultMode != nil && *vol.Secret.DefaultMode&0o040 != 0, "%s: Secret volume %s has defaultMode %v, not group-readable", via, m.Name, vol.Secret.DefaultMode)
+		k := strings.TrimPrefix(path.Clean(p), path.Clean(m.MountPath)+"/")
+		if len(vol.Secret.Items) > 0 {
+			i := slices.IndexFunc(vol.Secret.Items, func(it corev1.KeyToPath) bool { return it.Path == k })
+			if i < 0 {
+				t.Errorf("%s: Secret volume %s mounts only %+v", via, m.Name, vol.Secret.Items)
+				continue
+			}
+			k = vol.Secret.Items[i].Key
+		}
+		out[k] = secretRef{name: vol.Secret.SecretName, via: via}
+	}
 	return out
+}
+
+// wantSecretKeys are the Secret keys a pod with config cfg reads: edge-token
+// only with the edge API, so that a core-only collector starts from a
+// Secret without it.
+func wantSecretKeys(cfg map[string]any) []string {
+	if str(cfg, "edge", "base_url") == "" {
+		return slices.DeleteFunc(slices.Clone(secretKeys), func(k string) bool { return k == "edge-token" })
+	}
+	return secretKeys
 }
 
 func envValue(c corev1.Container, name string) string {

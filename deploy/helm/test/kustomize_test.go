@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,12 +80,16 @@ func TestKustomizeBaseBuildsValidObjectsWithoutASecret(t *testing.T) {
 		t.Errorf("deploy/kubernetes/collector.yaml has keys configs/collector.yaml does not name: %v", bad)
 	}
 	// The Secret it reads, by the keys the chart reads too.
-	refs := secretRefs(t, container(t, "kustomize", o.sts))
+	cfg := configMap(t, "kustomize", text)
+	refs := secretRefs(t, o.sts, cfg)
 	for key, ref := range refs {
-		mustf(t, ref.name == "collector", "env from Secret %q key %s, want Secret collector (docs/kubernetes.md)", ref.name, key)
+		mustf(t, ref.name == "collector", "%s: from Secret %q key %s, want Secret collector (docs/kubernetes.md)", ref.via, ref.name, key)
 	}
-	mustf(t, strings.Join(sortedKeys(refs), ",") == strings.Join(secretKeys, ","), "Secret keys %v, want %v", sortedKeys(refs), secretKeys)
-	mustf(t, !refs["api-secret"].optional, "api-secret is optional")
+	mustf(t, slices.Equal(sortedKeys(refs), wantSecretKeys(cfg)), "Secret keys %v, want %v", sortedKeys(refs), wantSecretKeys(cfg))
+	mustf(t, !refs["api-secret"].optional && strings.HasPrefix(refs["api-secret"].via, "COLLECTOR_API__SECRET_FILE "), "api-secret: %+v, want a file named by COLLECTOR_API__SECRET_FILE", refs["api-secret"])
+	// The edge token goes with the edge block: a core-only collector.yaml
+	// drops both, and its Secret needs no edge-token.
+	mustf(t, strings.HasPrefix(refs["edge-token"].via, "config edge.token_file "), "edge-token: %+v, want the file of collector.yaml's edge.token_file", refs["edge-token"])
 	mustf(t, container(t, "kustomize", o.sts).Image == "ghcr.io/svcexport/collector:0.1.0", "image %q", container(t, "kustomize", o.sts).Image)
 }
 

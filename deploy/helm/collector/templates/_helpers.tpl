@@ -155,7 +155,7 @@ chart's default sink goes (after the secret check below). */}}
 {{- end }}
 {{- end }}
 {{- /* Every file the collector reads is on a volume of the pod. */}}
-{{- $roots := list "/data" "/etc/ssl/certs" }}
+{{- $roots := list "/data" "/etc/ssl/certs" "/etc/collector-credentials" }}
 {{- range .Values.secretMounts }}
 {{- $roots = append $roots .mountPath }}
 {{- end }}
@@ -219,16 +219,16 @@ Checks of the values that are not about config.
 {{- fail "secret.create needs secret.apiSecret (better: create the Secret yourself and set existingSecret)" }}
 {{- end }}
 {{- /* Extra volumes: unique names, mounts that leave the chart's own alone. */}}
-{{- $volumes := list "config" "data" "tmp" }}
+{{- $volumes := list "config" "data" "tmp" "credentials" }}
 {{- range $m := .Values.secretMounts }}
 {{- if has $m.name $volumes }}
-{{- fail (printf "secretMounts: the volume name %q is taken (config, data and tmp are the chart's)" $m.name) }}
+{{- fail (printf "secretMounts: the volume name %q is taken (config, data, tmp and credentials are the chart's)" $m.name) }}
 {{- end }}
 {{- $volumes = append $volumes $m.name }}
 {{- end }}
 {{- range $v := .Values.extraVolumes }}
 {{- if has $v.name $volumes }}
-{{- fail (printf "extraVolumes: the volume name %q is taken (config, data, tmp and secretMounts' names)" $v.name) }}
+{{- fail (printf "extraVolumes: the volume name %q is taken (config, data, tmp, credentials and secretMounts' names)" $v.name) }}
 {{- end }}
 {{- $volumes = append $volumes $v.name }}
 {{- end }}
@@ -242,6 +242,14 @@ Checks of the values that are not about config.
 {{- end }}
 {{- $mounts = append $mounts (list (printf "extraVolumeMounts %s" $m.name) $m.mountPath) }}
 {{- end }}
+{{- /* The API secret and the edge token are files of the Secret's volume,
+read again at each renewal and refusal: a variable would win over the file
+and hold the value of the pod's start until a restart. */}}
+{{- range $e := .Values.extraEnv }}
+{{- if has $e.name (list "COLLECTOR_API__SECRET" "COLLECTOR_EDGE__TOKEN" "COLLECTOR_API__SECRET_FILE" "COLLECTOR_EDGE__TOKEN_FILE") }}
+{{- fail (printf "extraEnv: %s is the chart's: the API secret and the edge token are the files api-secret and edge-token of the Secret (existingSecret), mounted at /etc/collector-credentials and read again at each token renewal, so a rotated Secret needs no restart (a variable would win over the file and keep its value until a restart). For a file of another Secret, mount it with secretMounts and set config.api.secret_file or config.edge.token_file" $e.name) }}
+{{- end }}
+{{- end }}
 {{- $seen := list }}
 {{- range $m := $mounts }}
 {{- $p := index $m 1 }}
@@ -252,9 +260,9 @@ Checks of the values that are not about config.
 {{- fail (printf "%s: mountPath %q is mounted twice" (index $m 0) $p) }}
 {{- end }}
 {{- $seen = append $seen (clean $p) }}
-{{- range $own := list "/etc/collector" "/data" "/tmp" }}
+{{- range $own := list "/etc/collector" "/data" "/tmp" "/etc/collector-credentials" }}
 {{- if or (include "collector.under" (list (clean $p) $own)) (include "collector.under" (list $own $p)) }}
-{{- fail (printf "%s: mountPath %q overlaps the chart's mount %s (config at /etc/collector, checkpoint at /data, /tmp): mount it elsewhere, e.g. /etc/collector-tls" (index $m 0) $p $own) }}
+{{- fail (printf "%s: mountPath %q overlaps the chart's mount %s (config at /etc/collector, checkpoint at /data, /tmp, the Secret at /etc/collector-credentials): mount it elsewhere, e.g. /etc/collector-tls" (index $m 0) $p $own) }}
 {{- end }}
 {{- end }}
 {{- end }}
