@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -147,7 +148,9 @@ func Verify(ctx context.Context, cfg config.Config, o Options, vo VerifyOptions)
 	if sim != nil {
 		defer sim.Close()
 	}
-	counter, err := apicount.New(resolved, api.Options{Logger: o.Log})
+	// The process's one scrubber, as run and check have: a server that
+	// echoes a secret in an error does not print it here either.
+	counter, err := apicount.New(resolved, api.Options{Logger: o.Log, Scrubber: newScrubber(cfg, resolved, os.Getenv)})
 	if err != nil {
 		return VerifyGap, err
 	}
