@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcexport/collector/internal/apisim"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/testinfra/harness"
 )
@@ -113,8 +114,14 @@ func TestSIGTERMDuringOnceExits0(t *testing.T) {
 	if err := p.Wait(t, 60*time.Second); err != nil {
 		t.Fatalf("exit after SIGTERM in --once: %v\n%s", err, p.Tail(20))
 	}
-	// Streams that committed something are complete up to their
-	// watermark; the rest continue at the next run.
+	compareCommitted(t, sim, c, p, start, "SIGTERM")
+}
+
+// compareCommitted checks, after a graceful stop by signal, that the
+// streams that committed something are complete up to their watermark
+// (the rest continue at the next run), and that some stream did.
+func compareCommitted(t *testing.T, sim *apisim.Server, c *harness.Collector, p *harness.Process, start time.Time, signal string) {
+	t.Helper()
 	wms := c.Watermarks(t)
 	var moved []record.Stream
 	for _, k := range harness.AllStreams() {
@@ -123,7 +130,7 @@ func TestSIGTERMDuringOnceExits0(t *testing.T) {
 		}
 	}
 	if len(moved) == 0 {
-		t.Fatalf("no stream committed anything before SIGTERM\n%s", p.Tail(20))
+		t.Fatalf("no stream committed anything before %s\n%s", signal, p.Tail(20))
 	}
 	harness.CompareWithTruth(t, sim, c.ReadOutput(t), moved, start, wms)
 }
@@ -157,17 +164,7 @@ func TestSIGHUPIsAGracefulStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wms := c.Watermarks(t)
-	var moved []record.Stream
-	for _, k := range harness.AllStreams() {
-		if wms[k].Watermark.After(start) {
-			moved = append(moved, k)
-		}
-	}
-	if len(moved) == 0 {
-		t.Fatalf("no stream committed anything before SIGHUP\n%s", p.Tail(20))
-	}
-	harness.CompareWithTruth(t, sim, c.ReadOutput(t), moved, start, wms)
+	compareCommitted(t, sim, c, p, start, "SIGHUP")
 }
 
 // The secret files of SASL OAUTHBEARER and AWS_MSK_IAM are read at start
