@@ -24,9 +24,12 @@
 // (Acquire, Done with the answer's RateLimit headers, Period); package
 // budget holds the buckets, package origin the origin checks.
 //
-// Files, one job each: config.go (configuration), client.go (the client
-// and its budget), do.go (requests and retries), token.go (bearer
-// tokens), errors.go (error classes), clock.go, metrics.go.
+// Secrets given as files (api.secret_file, edge.token_file) are read
+// again at every token renewal and whenever the server refuses the value
+// held, so that rotating the file is enough, and every value read joins
+// the process's one secret.Scrubber (Options.Scrubber): no error text or
+// log line of the client carries a credential, old or new, in any echo
+// form. Start reading at NewClient and Client.Do.
 //
 // Credentials go only to the origin of the base URL and to the configured
 // allowed_origins (C1, C3, C6): another origin in a next-page URL or a

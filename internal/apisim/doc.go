@@ -20,6 +20,13 @@
 //     (total_rows_cap), keys with narrower permissions than their role
 //     (KeyConfig.AllowedAccounts, NoOrgAccess: 403 for the rest).
 //
+// Credentials change while it runs, as a real platform's do: SetKeySecret
+// rotates a key's secret, RevokeTokens revokes a user's tokens and
+// SetEdgeToken replaces the edge token, so that tests can rotate a
+// collector's secret files under it. EdgeQueries says what each edge
+// request asked and whether its answer was full (C6), bounded to the
+// newest 10,000, so that a test tells a window asked twice from one split.
+//
 // The edge API has no account selection (C6): an answer holds the records
 // of every account of the organization, each naming its own in
 // account_name, and Account-Name is ignored. Each (edge source, account)

@@ -22,6 +22,11 @@
 //     need the application (simulator.settings); simulator.go is the one
 //     importer of apisim among the daemon's packages.
 //
+// Run, Check and Verify share one secret.Scrubber of every credential of
+// the configuration (secrets.go), which the API clients extend as they
+// read rotated secret files. The telemetry server serves /tap only when
+// metrics.tap.enabled, behind its bearer token (package tap).
+//
 // It holds no logic of polling, delivering, checkpointing, counting or
 // reporting: that lives in the package that owns it, and a function here
 // that grows such logic belongs there. Only cmd/collector imports it.

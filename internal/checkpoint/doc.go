@@ -39,12 +39,13 @@
 // through its own pipeline.Store, and package checkpointtest holds an
 // in-memory fake for tests. Inspect makes Open's checks of a path without
 // creating, repairing or locking anything (for `collector check`, also
-// beside a running collector), and ReadSnapshot reads a file read-only. States are keyed by record.Stream; the stored
-// key is "source NUL account", unchanged since the first version (testdata
-// holds a file of that version). Package boltfile owns the file below the
-// buckets: its checks before bbolt opens it, its atomic creation, and the
-// repair of a damaged meta page; this package owns the meta, states,
-// windows and alerts buckets and Open, which joins them.
+// beside a running collector), and ReadSnapshot reads a file read-only.
+// States are keyed by record.Stream; the stored key is "source NUL
+// account", unchanged since the first version (testdata holds a file of
+// that version). Package boltfile owns the file below the buckets: its
+// checks before bbolt opens it, its atomic creation, and the repair of a
+// damaged meta page; this package owns every bucket (meta, states,
+// windows, alerts, delivered, sinks, delays) and Open, which joins them.
 // Stored values are versioned JSON (states, windows) or versioned bytes
 // (alert marks, delivered sets): a file or value this version cannot read
 // is an error naming the file and key, never a silent reset. The one

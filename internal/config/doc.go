@@ -6,4 +6,6 @@
 // of package catalog, pipeline.Config, the sinks'); this package composes
 // them, and only cmd/ and the assembly (internal/app) import it. It does not
 // know the API simulator: internal/app checks and applies simulator.settings.
+// COLLECTOR_CONFIG (ConfigPathEnv) names the file for the command line and
+// is no key.
 package config

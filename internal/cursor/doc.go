@@ -4,7 +4,12 @@
 // (LoggedWindow) and alert marks (AlertMark), the changes a page brings to
 // them (LogChanges: WindowChanges and AlertChanges, which merge), and a
 // Page, which carries its record.Batch and the cursor that holds once it
-// is delivered.
+// is delivered. A Cursor holds everything a stream knows of itself that
+// must survive a restart (where it began, what it learnt of the server:
+// Limits, Density, Delays), so that the checkpoint stores it whole and no
+// field is dropped in transit; a LoggedWindow keeps how long after its end
+// it was last asked (Passed), so that a recheck schedule learnt anew moves
+// its points but never drops one.
 //
 // Package source produces these values, package pipeline passes them
 // through and package checkpoint stores them with its own codec (the file

@@ -12,8 +12,7 @@
 //     its end it was last asked) and the recheck points (Config.Offsets
 //     after a window's end: a window is due at the first point after its
 //     last ask, so that a schedule learnt anew moves points but never
-//     drops one), the
-//     units due now: runs of adjacent due windows merged up to
+//     drops one), the units due now: runs of adjacent due windows merged up to
 //     Config.MaxSpan, because counts add up over adjacent windows and one
 //     request counts the run. Units come oldest first (see Due).
 //   - Unit.Narrow: a state machine for a core unit. It asks for the

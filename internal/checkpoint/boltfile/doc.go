@@ -6,6 +6,10 @@
 // copy (repair.go), opens the file with bbolt and turns a fault or a panic
 // of bbolt into an error (open.go), and locks files (sys_*.go).
 //
+// A path that holds no bbolt file (a token file, say) is refused as
+// ErrNotCheckpoint with its size, never its bytes: whatever the file
+// holds may be a secret.
+//
 // It knows nothing of what the file stores: the owner (package
 // checkpoint) initializes a new file and checks the contents of an
 // existing one through callbacks (Create's init, Check). It imports no

@@ -8,8 +8,11 @@
 // Start creates the database (default "svc") and one table per source when
 // missing, and completes tables of an older schema; package schema says
 // what the tables look like (the envelope's columns, typed columns read
-// from the record, ReplacingMergeTree so that a record delivered twice is
-// one row) and how they evolve.
+// from the record, ReplacingMergeTree keyed by the C7 id, so that a record
+// stored twice where once cannot be promised, delivery at_least_once or a
+// cluster, is one row after a merge) and how they evolve. With delivery
+// exactly_once (the default on one server) a start reads back the rows
+// inserted past the checkpoint, and the pipeline writes them no more.
 //
 // A typed column takes its default (empty string, 0, 1970-01-01) when the
 // record lacks the member or holds a value of another type (a number sent

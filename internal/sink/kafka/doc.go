@@ -2,8 +2,10 @@
 // (CONTRACT C7) as one Kafka record with franz-go's idempotent producer.
 //
 // A record's key is chosen per source (Config.KeyOf): the envelope id, so
-// a consumer (or a compacted topic) removes the duplicates that
-// at-least-once delivery brings, or the record's account and entity
+// that a consumer (or a compacted topic) merges copies by the record's
+// identity (with delivery exactly_once, the default, the sink's ledger
+// writes none: see Recover; at_least_once may write some after a crash),
+// or the record's account and entity
 // (kafkarecord.EntityKey; by default for agent_info and edge_alerts, the
 // id then in the header "id"), so a compacted topic keeps each agent's or
 // alert's latest record. Its headers are
@@ -14,9 +16,9 @@
 // (format "ocsf", package ocsf; content-type then
 // kafkarecord.ContentTypeOCSF, values that do not fit the schema counted
 // in collector_ocsf_fallbacks_total{source}). The record's Kafka timestamp
-// is the time it was produced, not the record time: backfilled records
-// would otherwise fall under the topic's retention at once. Topics come from a
-// template (default "svc.{source}").
+// is its record time (Config.Timestamp "record", the default) or when its
+// page was fetched ("fetched", for topics whose retention would delete a
+// backfill at once). Topics come from a template (default "svc.{source}").
 //
 // Write returns nil only when every record of the batch is acknowledged by
 // all in-sync replicas. A record too large for its topic can never succeed:
