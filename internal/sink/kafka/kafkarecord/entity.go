@@ -45,22 +45,12 @@ func EntitySources() []string { return slices.Sorted(maps.Keys(entities)) }
 // different pairs never make one key. A later qualifier (the tenant)
 // would go in front the same way.
 func EntityKey(account, entity string) string {
-	var b strings.Builder
-	b.Grow(len(account) + 1 + len(entity))
-	for i := 0; i < len(account); i++ {
-		switch c := account[i]; c {
-		case '%':
-			b.WriteString("%25")
-		case '/':
-			b.WriteString("%2F")
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('/')
-	b.WriteString(entity)
-	return b.String()
+	return accountEscaper.Replace(account) + "/" + entity
 }
+
+// accountEscaper writes '%' and '/' of an account as %25 and %2F
+// (EntityKey).
+var accountEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
 
 // EntityKeyOf returns the key of a record of source under account with
 // EntityKeys: EntityKey of its account and its entity member; ok false
