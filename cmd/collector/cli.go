@@ -68,9 +68,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// A bad command line: an unknown command or flag (with what was
 		// meant, when something is close), a missing value, an argument
 		// where none is taken.
-		fmt.Fprintf(stderr, "collector: %v\nRun 'collector --help' for usage.\n", err)
-		return exitUsage
+		return usage(stderr, err)
 	}
+}
+
+// usage prints a bad command line's error and returns exit 2.
+func usage(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "collector: %v\nRun 'collector --help' for usage.\n", err)
+	return exitUsage
 }
 
 // newRoot builds the command tree. Commands write to stdout and stderr;
@@ -196,11 +201,7 @@ SIGTERM, SIGINT and SIGHUP stop it gracefully: the fetched pages are written
 and the checkpoint committed; a second SIGTERM or SIGINT exits at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			p, err := configPath(cfgPath)
-			if err != nil {
-				return err
-			}
-			return exitCode(runWith(p, "run", stdout, stderr, func(ctx context.Context, cfg config.Config, opts app.Options, bars *status.Bars) error {
+			return exitCode(runWith(cfgPath, "run", stdout, stderr, func(ctx context.Context, cfg config.Config, opts app.Options, bars *status.Bars) error {
 				self, _ := os.ReadFile("/proc/self/cgroup") // none off Linux: no limit
 				if limit, merr := memlimit.Set("/sys/fs/cgroup", self, os.Getenv); merr != nil {
 					opts.Log.Warn("no Go memory limit from the container's", "err", merr)
@@ -236,11 +237,7 @@ lint; exit 0 or 2). --print prints the resolved configuration as YAML (it loads
 back the same) and its streams.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			p, err := configPath(cfgPath)
-			if err != nil {
-				return err
-			}
-			return exitCode(runWith(p, "check", stdout, stderr, func(ctx context.Context, cfg config.Config, opts app.Options, _ *status.Bars) error {
+			return exitCode(runWith(cfgPath, "check", stdout, stderr, func(ctx context.Context, cfg config.Config, opts app.Options, _ *status.Bars) error {
 				return app.Check(ctx, cfg, opts, co)
 			}, loadFlags{offline: co.Offline}))
 		},
@@ -271,11 +268,7 @@ stopped).`,
 			case so.Reset != "" && so.Watch:
 				return usagef("--reset and --watch do not go together")
 			}
-			p, err := configPath(cfgPath)
-			if err != nil {
-				return err
-			}
-			return exitCode(runWith(p, "state", stdout, stderr, func(ctx context.Context, cfg config.Config, opts app.Options, _ *status.Bars) error {
+			return exitCode(runWith(cfgPath, "state", stdout, stderr, func(ctx context.Context, cfg config.Config, opts app.Options, _ *status.Bars) error {
 				so.Notes = stderr
 				so.Terminal = isTerminal(stdout)
 				return app.State(ctx, cfg, opts, so)
@@ -310,12 +303,8 @@ midnight). See docs/verify.md.`,
 			if err != nil {
 				return usageError{err}
 			}
-			p, err := configPath(cfgPath)
-			if err != nil {
-				return err
-			}
 			code := exitOK
-			c := runWith(p, "verify", stdout, stderr, func(ctx context.Context, cfg config.Config, opts app.Options, _ *status.Bars) error {
+			c := runWith(cfgPath, "verify", stdout, stderr, func(ctx context.Context, cfg config.Config, opts app.Options, _ *status.Bars) error {
 				vo.Notes, vo.Stdin, vo.Interactive = stderr, os.Stdin, status.IsTerminal(os.Stdin)
 				c, err := app.Verify(ctx, cfg, opts, vo)
 				code = verifyExit(c, err, stderr)

@@ -51,10 +51,15 @@ type loadFlags struct {
 	progress        bool // run: bars on a terminal
 }
 
-// runWith loads and validates the configuration at path for command name,
-// sets up the logger and the signals, runs body and returns the exit
-// status: 2 for a bad configuration, 1 when body fails.
-func runWith(path, name string, stdout, stderr io.Writer, body func(context.Context, config.Config, app.Options, *status.Bars) error, lf loadFlags) int {
+// runWith finds the configuration (configPath of the --config flag cfgFlag),
+// loads and validates it for command name, sets up the logger and the
+// signals, runs body and returns the exit status: 2 for a bad command
+// line or configuration, 1 when body fails.
+func runWith(cfgFlag, name string, stdout, stderr io.Writer, body func(context.Context, config.Config, app.Options, *status.Bars) error, lf loadFlags) int {
+	path, err := configPath(cfgFlag)
+	if err != nil {
+		return usage(stderr, err)
+	}
 	loaded, err := config.LoadWith(path, os.Environ(), config.LoadOptions{Offline: lf.offline, SecretsOptional: lf.secretsOptional})
 	cfg := loaded.Config
 	if err == nil || isProblems(err) {
