@@ -39,13 +39,15 @@ const (
 var _ sink.Sink = (*Sink)(nil)
 
 // Sink writes batches into one ClickHouse table per source. Build it with
-// New; the zero value is not usable. Its methods are safe for concurrent
-// use.
+// New; the zero value is not usable. Its Start, Write, Ready and Shutdown
+// are sinkhelper.Base's, which runs the sink's own steps: start, push,
+// ping, drain and close. Its methods are safe for concurrent use.
 type Sink struct {
+	*sinkhelper.Base
+
 	cfg   Config
 	names schema.Options
 	log   *slog.Logger
-	base  *sinkhelper.Base
 	m     *metrics
 	opts  *ch.Options
 
@@ -118,7 +120,7 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger, opts ...Option
 		opts:  cfg.options(pw, tlsCfg),
 		scrub: o.scrub,
 	}
-	s.base, err = sinkhelper.New(SinkName, reg, s.push, sinkhelper.WithLogger(log),
+	s.Base, err = sinkhelper.New(SinkName, reg, s.push, sinkhelper.WithLogger(log),
 		sinkhelper.WithStart(s.start), sinkhelper.WithReady(s.ping),
 		sinkhelper.WithErrorKinds(errKindInsert, errKindTimeout, errKindSource),
 		sinkhelper.WithDrain(s.drain), sinkhelper.WithClose(s.close), sinkhelper.WithErrorScrub(o.scrub.Error))
@@ -128,35 +130,6 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger, opts ...Option
 	return s, nil
 }
 
-// Start connects, checks the server version, creates the database, the
-// tables and the edge alerts view when missing, brings tables of an older
-// schema up to date where that can be done in place and warns about what
-// cannot (schema.Ensure), and starts one insert loop per table. A column
-// of an incompatible type is an error naming table, column and both types.
-// ctx bounds Start only; each server call also has query_timeout.
-func (s *Sink) Start(ctx context.Context) error { return s.base.Start(ctx) }
-
-// Write delivers b into the table of b.Source and returns nil once the
-// insert holding its rows was confirmed by the server. Its rows wait at most
-// flush_interval for the rows of other Writes to the same table. On an
-// error (or when ctx ends first) nothing of b may be taken as delivered;
-// rows of b may still be stored, and a repeat is harmless (ids,
-// ReplacingMergeTree). An error is permanent (sink.Permanent) when the
-// server refuses b's rows for good (see the package documentation). An
-// empty batch is delivered at once.
-func (s *Sink) Write(ctx context.Context, b *record.Batch) error { return s.base.Write(ctx, b) }
-
-// Ready pings the server: nil when the sink is started and the server
-// answers within ctx and query_timeout.
-func (s *Sink) Ready(ctx context.Context) error { return s.base.Ready(ctx) }
-
-// Shutdown stops taking Writes, sends every pending row at once, waits for
-// the inserts, and closes the connections. When ctx ends first, inserts in
-// flight are cancelled and the Writes still waiting get an error (their
-// batches come again after a restart); Shutdown then returns ctx's error.
-// It is safe to call twice and without Start.
-func (s *Sink) Shutdown(ctx context.Context) error { return s.base.Shutdown(ctx) }
-
 // ServerVersion returns the version Start found ("" before Start).
 func (s *Sink) ServerVersion() string {
 	if v := s.version.Load(); v != nil {
@@ -165,7 +138,13 @@ func (s *Sink) ServerVersion() string {
 	return ""
 }
 
-// start is Start's own step (see Start).
+// start is Start's own step: it connects, checks the server version,
+// creates the database, the tables and the edge alerts view when missing,
+// brings tables of an older schema up to date where that can be done in
+// place and warns about what cannot (schema.Ensure), and starts one insert
+// loop per table. A column of an incompatible type is an error naming
+// table, column and both types. ctx bounds Start only; each server call
+// also has query_timeout.
 func (s *Sink) start(ctx context.Context) error {
 	conn, err := ch.Open(s.opts)
 	if err != nil {
@@ -246,18 +225,24 @@ func versionAtLeast(have, want string) bool {
 	return true
 }
 
-// push is the sink's sinkhelper.PushFunc: it hands b's rows to its table's
-// insert loop and waits for the insert's outcome.
-func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered, error) {
+// push is the sink's sinkhelper.PushFunc, the body of Write: it hands b's
+// rows to its table's insert loop and returns nil once the insert holding
+// them was confirmed by the server. The rows wait at most flush_interval
+// for the rows of other Writes to the same table. On an error (or when ctx
+// ends first) nothing of b may be taken as written; rows of b may still be
+// stored, and a repeat is harmless (ids, ReplacingMergeTree). An error is
+// permanent (sink.Permanent) when the server refuses b's rows for good (see
+// the package documentation).
+func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Written, error) {
 	w := s.writers[b.Source]
 	if w == nil {
-		return sinkhelper.Delivered{}, sink.Permanent(sinkhelper.Kind(errKindSource,
+		return sinkhelper.Written{}, sink.Permanent(sinkhelper.Kind(errKindSource,
 			fmt.Errorf("write %d records: no ClickHouse table for source %q", len(b.Envelopes), b.Source)))
 	}
 	c := w.layout.newChunk(b)
 	c.batch = s.handedOver(b)
 	if err := w.enqueue(c); err != nil {
-		return sinkhelper.Delivered{}, sinkhelper.Kind(sinkhelper.KindState, fmt.Errorf("write %d %s records: %w", c.rows, b.Source, err))
+		return sinkhelper.Written{}, sinkhelper.Kind(sinkhelper.KindState, fmt.Errorf("write %d %s records: %w", c.rows, b.Source, err))
 	}
 	select {
 	case err := <-c.done:
@@ -266,19 +251,20 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 			if forGood, _ := refusal(err); forGood {
 				err = sink.Permanent(err)
 			}
-			return sinkhelper.Delivered{}, err
+			return sinkhelper.Written{}, err
 		}
-		return sinkhelper.Delivered{Records: c.rows, Bytes: int64(c.bytes)}, nil
+		return sinkhelper.Written{Records: c.rows, Bytes: int64(c.bytes)}, nil
 	case <-ctx.Done():
 		what := "withdrawn before its insert"
 		if !w.withdraw(c) {
 			what = "its insert is in flight and may still store them"
 		}
-		return sinkhelper.Delivered{}, sinkhelper.Kind(errKindTimeout, fmt.Errorf("write %d %s records (%s): %w", c.rows, b.Source, what, ctx.Err()))
+		return sinkhelper.Written{}, sinkhelper.Kind(errKindTimeout, fmt.Errorf("write %d %s records (%s): %w", c.rows, b.Source, what, ctx.Err()))
 	}
 }
 
-// ping is Ready's probe.
+// ping is Ready's probe: nil when the server answers within ctx and
+// query_timeout.
 func (s *Sink) ping(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
@@ -313,7 +299,8 @@ func (s *Sink) check(ctx context.Context) error {
 
 // drain is Shutdown's first step: every insert loop sends its pending rows
 // at once and returns. When ctx ends first, the inserts in flight are
-// cancelled, which fails the Writes still waiting.
+// cancelled, which fails the Writes still waiting (their batches come
+// again after a restart), and Shutdown returns ctx's error.
 func (s *Sink) drain(ctx context.Context) error {
 	for _, w := range s.writers {
 		w.close()

@@ -35,13 +35,15 @@ const (
 )
 
 // Sink writes batches as NDJSON files (see the package doc). Build it with
-// New; the zero value is not usable. Start, Write, Ready and Shutdown are
-// safe for concurrent use.
+// New; the zero value is not usable. Its Start, Write, Ready and Shutdown
+// are sinkhelper.Base's, which runs the sink's own steps: start, push,
+// ready, drain and closeAll. All are safe for concurrent use.
 type Sink struct {
+	*sinkhelper.Base
+
 	cfg     Config
 	dir     string // absolute
 	log     *slog.Logger
-	base    *sinkhelper.Base
 	rotated prometheus.Counter
 	layout  layout           // Config.Path
 	line    lineFunc         // per Config.Format
@@ -143,7 +145,7 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error)
 	for _, reason := range []string{pruneCount, pruneBytes, pruneAge} {
 		s.pruned[reason] = prunedFiles.WithLabelValues(name, reason) // 0 from the start
 	}
-	s.base, err = sinkhelper.New(SinkName, reg, s.push, sinkhelper.WithLogger(s.log),
+	s.Base, err = sinkhelper.New(SinkName, reg, s.push, sinkhelper.WithLogger(s.log),
 		sinkhelper.WithErrorKinds(kindInvalid, kindOpen, kindWrite, kindSync, kindTruncate, kindCanceled),
 		sinkhelper.WithStart(s.start), sinkhelper.WithReady(s.ready),
 		sinkhelper.WithDrain(s.drain), sinkhelper.WithClose(s.closeAll))
@@ -153,47 +155,16 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error)
 	return s, nil
 }
 
-// Start creates the root directory, takes an exclusive lock on it (a
-// second collector on the same directory fails here), repairs what a
-// crash may have left in every stream directory (the torn tail of every
-// *.part file, which it then renames to its final name; the torn last line
-// of the newest plain file an earlier version wrote in place), and applies
-// Config.Retention to the files of earlier runs. It fails when the directory is
-// unusable or a file cannot be repaired. With MaxAge or Retention it starts
-// one goroutine that closes old files of quiet streams and deletes what
-// retention allows; Shutdown stops it.
-func (s *Sink) Start(ctx context.Context) error { return s.base.Start(ctx) }
-
-// Write appends b's envelopes, one NDJSON line each, to the current file of
-// the stream (b.Source, b.Account), and returns nil once they are durable
-// (fsynced unless Config.Fsync is off). Concurrent Writes to one stream are
-// appended one after the other and share one fsync; different streams
-// proceed in parallel. On an error nothing of b counts as written: a
-// partial append is truncated away, so a retry neither duplicates a torn
-// line nor leaves one. An empty batch returns nil at once (between Start
-// and Shutdown). A batch without source or account, or whose names make a
-// file name too long, fails with a permanent error (sink.Permanent).
-//
-// ctx bounds the wait for the stream; a write or fsync already under way is
-// not interrupted. When ctx ends after b was handed to the disk, Write
-// returns ctx's error although b may become durable: a retry then writes it
-// a second time within this run; with delivery exactly_once, Recover at the
-// next start cuts whatever the checkpoint did not commit, so a copy never
-// outlives a crash (C7).
-func (s *Sink) Write(ctx context.Context, b *record.Batch) error { return s.base.Write(ctx, b) }
-
-// Ready reports whether the directory takes a new file now: it creates,
-// writes and removes a small hidden file there.
-func (s *Sink) Ready(ctx context.Context) error { return s.base.Ready(ctx) }
-
-// Shutdown stops accepting writes, waits for the Writes under way, then
-// syncs and closes every file (renaming gzip files to their final name) and
-// releases the directory lock. It is safe twice and without Start. When ctx
-// ends first it returns ctx's error and the last Write under way closes the
-// files.
-func (s *Sink) Shutdown(ctx context.Context) error { return s.base.Shutdown(ctx) }
-
-// start is Start's own step (see Start).
+// start is Start's own step: it creates the root directory, takes an
+// exclusive lock on it (a second collector on the same directory fails
+// here), repairs what a crash may have left in every stream directory (the
+// torn tail of every *.part file, which it then renames to its final name;
+// the torn last line of the newest plain file an earlier version wrote in
+// place), and applies Config.Retention to the files of earlier runs. It
+// fails when the directory is unusable or a file cannot be repaired. With
+// MaxAge or Retention it starts one goroutine that closes old files of
+// quiet streams and deletes what retention allows; Shutdown (drain) stops
+// it.
 func (s *Sink) start(ctx context.Context) error {
 	if err := os.MkdirAll(s.dir, 0o750); err != nil {
 		return fmt.Errorf("file sink: %w", err)
@@ -224,14 +195,29 @@ func (s *Sink) start(ctx context.Context) error {
 	return nil
 }
 
-// push is the sink's sinkhelper.PushFunc.
-func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered, error) {
+// push is the sink's sinkhelper.PushFunc, the body of Write: it appends
+// b's envelopes, one NDJSON line each, to the current file of the stream
+// (b.Source, b.Account), and returns once they are durable (fsynced unless
+// Config.Fsync is off). Concurrent Writes to one stream are appended one
+// after the other and share one fsync; different streams proceed in
+// parallel. On an error nothing of b counts as written: a partial append
+// is truncated away, so a retry neither duplicates a torn line nor leaves
+// one. A batch without source or account, or whose names make a file name
+// too long, fails with a permanent error (sink.Permanent).
+//
+// ctx bounds the wait for the stream; a write or fsync already under way is
+// not interrupted. When ctx ends after b was handed to the disk, Write
+// returns ctx's error although b may become durable: a retry then writes it
+// a second time within this run; with delivery exactly_once, Recover at the
+// next start cuts whatever the checkpoint did not commit, so a copy never
+// outlives a crash (C7).
+func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Written, error) {
 	if b.Source == "" || b.Account == "" {
-		return sinkhelper.Delivered{}, sink.Permanent(sinkhelper.Kind(kindInvalid,
+		return sinkhelper.Written{}, sink.Permanent(sinkhelper.Kind(kindInvalid,
 			fmt.Errorf("file sink: batch has no source or account (source %q, account %q)", b.Source, b.Account)))
 	}
 	if err := checkNames(b.Source, b.Account, s.cfg.Gzip); err != nil {
-		return sinkhelper.Delivered{}, sink.Permanent(sinkhelper.Kind(kindInvalid, fmt.Errorf("file sink: %w", err)))
+		return sinkhelper.Written{}, sink.Permanent(sinkhelper.Kind(kindInvalid, fmt.Errorf("file sink: %w", err)))
 	}
 	st := s.stream(b.Source, b.Account)
 	p, err := s.encode(ctx, b)
@@ -248,9 +234,9 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 		err = fmt.Errorf("file sink: encode %s: %w", st.name, err)
 		if errors.Is(err, errUnwritable) {
 			// The same record fails the same way every time.
-			return sinkhelper.Delivered{}, sink.Permanent(sinkhelper.Kind(kindInvalid, err))
+			return sinkhelper.Written{}, sink.Permanent(sinkhelper.Kind(kindInvalid, err))
 		}
-		return sinkhelper.Delivered{}, sinkhelper.Kind(kindWrite, err)
+		return sinkhelper.Written{}, sinkhelper.Kind(kindWrite, err)
 	}
 	n := len(*p.buf)
 	if err := st.commit(p); err != nil {
@@ -259,9 +245,9 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 			// the same names fail again.
 			err = sink.Permanent(err)
 		}
-		return sinkhelper.Delivered{}, err
+		return sinkhelper.Written{}, err
 	}
-	return sinkhelper.Delivered{Records: len(b.Envelopes), Bytes: int64(n)}, nil
+	return sinkhelper.Written{Records: len(b.Envelopes), Bytes: int64(n)}, nil
 }
 
 // stream returns the stream of (source, account), created on first use.
@@ -368,7 +354,8 @@ func (s *Sink) janitor(stop, done chan struct{}) {
 	}
 }
 
-// ready is Ready's probe.
+// ready is Ready's probe: whether the directory takes a new file now. It
+// creates, writes and removes a small hidden file there.
 func (s *Sink) ready(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -401,7 +388,9 @@ func (s *Sink) drain(context.Context) error {
 }
 
 // closeAll is Shutdown's last step, run when no Write is under way: it
-// closes every stream's file and the directory lock.
+// syncs and closes every stream's file (renaming gzip files to their final
+// name) and releases the directory lock. When Shutdown's ctx ends first,
+// the last Write under way runs it.
 func (s *Sink) closeAll() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -31,13 +31,16 @@ var _ sink.Sink = (*Sink)(nil)
 // Sink writes batches of envelopes to Kafka with franz-go's idempotent
 // producer: key = record id or account/entity (Config.KeyOf), headers =
 // the envelope's fields, value per Config.Format (see the package
-// documentation). Build it with New; the
-// zero value is not usable. Its methods are safe for concurrent use.
+// documentation). Build it with New; the zero value is not usable. Its
+// Start, Write, Ready and Shutdown are sinkhelper.Base's, which runs the
+// sink's own steps: start, push, ping, drain and close. Its methods are
+// safe for concurrent use.
 type Sink struct {
+	*sinkhelper.Base
+
 	cfg  Config
 	conn conn
 	log  *slog.Logger
-	base *sinkhelper.Base
 	m    *metrics
 	enc  kafkarecord.Encoder
 
@@ -113,7 +116,7 @@ func New(cfg Config, streams []record.Stream, deadLetterDir string, reg promethe
 		limits: make(map[string]int32),
 		led:    kledger{end: map[tp]int64{}, uncovered: map[record.Stream][]batchAt{}, cov: sinkhelper.NewCoverage(), landed: map[landedKey]map[string]struct{}{}},
 	}
-	s.base, err = sinkhelper.New(sinkName, reg, s.push, sinkhelper.WithLogger(s.log),
+	s.Base, err = sinkhelper.New(sinkName, reg, s.push, sinkhelper.WithLogger(s.log),
 		sinkhelper.WithStart(s.start), sinkhelper.WithReady(s.ping),
 		sinkhelper.WithDrain(s.drain), sinkhelper.WithClose(s.close), sinkhelper.WithErrorScrub(cn.scrub.Error),
 		sinkhelper.WithDeadLetters(deadLetterDir, "topic"), sinkhelper.WithDeadLetterReasons(reasonTooLarge),
@@ -121,7 +124,7 @@ func New(cfg Config, streams []record.Stream, deadLetterDir string, reg promethe
 	if err != nil {
 		return nil, err
 	}
-	if s.m, err = newMetrics(reg, &s.client, s.base.CountBytes); err != nil {
+	if s.m, err = newMetrics(reg, &s.client, s.CountBytes); err != nil {
 		return nil, err
 	}
 	if cfg.Format == FormatOCSF {
@@ -135,39 +138,12 @@ func New(cfg Config, streams []record.Stream, deadLetterDir string, reg promethe
 	return s, nil
 }
 
-// Start creates the dead-letter directory if needed, connects to the
-// cluster, checks that it answers, and checks that the topic of every
-// configured stream exists, creating the missing ones when
-// Config.CreateTopics is set. It learns each topic's max.message.bytes to
-// size batches. A missing topic without CreateTopics is an error naming it.
-// Start starts no goroutine that outlives Shutdown (franz-go's are closed by
-// Shutdown, or here when Start fails). A failed Start may be tried again.
-func (s *Sink) Start(ctx context.Context) error { return s.base.Start(ctx) }
-
-// Write produces every envelope of b and returns nil only when the brokers
-// acknowledged each one (acks=all) or, for a record too large to ever be
-// accepted, its dead-letter line is fsynced. A record too large for the
-// topic (over min(batch_max_bytes, max.message.bytes) alone, or refused
-// with MESSAGE_TOO_LARGE on its own account) is dead-lettered and counted;
-// the rest of the batch goes on. Any other failure is an error and nothing
-// of b may be taken as delivered: the pipeline retries the batch and the
-// keys make repeats harmless, unless the error is permanent (see the
-// package documentation). When ctx ends first, Write returns ctx.Err();
-// records already handed to the producer may still arrive (at least once).
-func (s *Sink) Write(ctx context.Context, b *record.Batch) error { return s.base.Write(ctx, b) }
-
-// Ready reports whether a broker answers now (a metadata request), for
-// /readyz and collector check.
-func (s *Sink) Ready(ctx context.Context) error { return s.base.Ready(ctx) }
-
-// Shutdown stops accepting Writes, flushes what the producer holds until
-// ctx ends, closes the client (records still unacknowledged then fail, so
-// their Writes return errors and the pipeline keeps them for the next run)
-// and closes the dead-letter file. It waits for running Writes up to ctx.
-// It is safe to call twice and without Start.
-func (s *Sink) Shutdown(ctx context.Context) error { return s.base.Shutdown(ctx) }
-
-// start is Start's own step (see Start).
+// start is Start's own step: it connects to the cluster, checks that it
+// answers, and checks that the topic of every configured stream exists,
+// creating the missing ones when Config.CreateTopics is set. It learns each
+// topic's max.message.bytes to size batches. A missing topic without
+// CreateTopics is an error naming it. It starts no goroutine that outlives
+// Shutdown (franz-go's are closed by drain, or here when start fails).
 func (s *Sink) start(ctx context.Context) error {
 	for _, w := range warnings(s.cfg) {
 		s.log.Warn(w)
@@ -210,7 +186,8 @@ func connHint(cfg Config, err error) string {
 		cfg.SASL.Mechanism, cfg.SASL.Username, prefix)
 }
 
-// ping is Ready's probe.
+// ping is Ready's probe: whether a broker answers now (a metadata
+// request), for /readyz and collector check.
 func (s *Sink) ping(ctx context.Context) error {
 	if err := s.client.Load().Ping(ctx); err != nil {
 		return fmt.Errorf("kafka sink: ping brokers: %w", err)
@@ -218,9 +195,11 @@ func (s *Sink) ping(ctx context.Context) error {
 	return nil
 }
 
-// drain is Shutdown's first step: it flushes the producer until ctx ends
-// and closes the client, which fails the records still unacknowledged, so
-// the Writes in flight return.
+// drain is Shutdown's first step: it flushes what the producer holds
+// until ctx ends and closes the client, which fails the records still
+// unacknowledged, so the Writes in flight return errors and the pipeline
+// keeps their batches for the next run. Base then waits for them (up to
+// ctx) and closes the dead-letter file.
 func (s *Sink) drain(ctx context.Context) error {
 	cl := s.client.Load()
 	if cl == nil {
@@ -241,8 +220,18 @@ func (s *Sink) close() error {
 	return nil
 }
 
-// push is the sink's sinkhelper.PushFunc: Write's body.
-func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered, error) {
+// push is the sink's sinkhelper.PushFunc, the body of Write: it produces
+// every envelope of b and returns nil only when the brokers acknowledged
+// each one (acks=all) or, for a record too large to ever be accepted, its
+// dead-letter line is fsynced. A record too large for the topic (over
+// min(batch_max_bytes, max.message.bytes) alone, or refused with
+// MESSAGE_TOO_LARGE on its own account) is dead-lettered and counted; the
+// rest of the batch goes on. Any other failure is an error and nothing of
+// b may be taken as written: the pipeline retries the batch and the keys
+// make repeats harmless, unless the error is permanent (see the package
+// documentation). When ctx ends first, Write returns ctx.Err(); records
+// already handed to the producer may still arrive (at least once).
+func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Written, error) {
 	b = s.unlanded(b)
 	n := len(b.Envelopes)
 	topics := make([]string, n)
@@ -262,14 +251,14 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 		}
 		t, err := s.topicFor(ctx, source, account)
 		if err != nil {
-			return sinkhelper.Delivered{}, s.fail(b, kindUnknownTopic, err)
+			return sinkhelper.Written{}, s.fail(b, kindUnknownTopic, err)
 		}
 		topics[i] = t
 	}
 	recs, err := s.enc.Encode(b.Envelopes, topics)
 	if err != nil {
 		// Format ocsf only: the record can never be mapped.
-		return sinkhelper.Delivered{}, sink.Permanent(s.fail(b, kindInvalid, err))
+		return sinkhelper.Written{}, sink.Permanent(s.fail(b, kindInvalid, err))
 	}
 
 	// Records that cannot fit a batch of their own are dead letters before
@@ -314,13 +303,13 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 		}
 		results, err := s.produce(ctx, pctx, cl, send)
 		if err != nil {
-			return sinkhelper.Delivered{}, s.fail(b, kindCanceled, fmt.Errorf("%d records not all acknowledged before the context ended: %w", n, err))
+			return sinkhelper.Written{}, s.fail(b, kindCanceled, fmt.Errorf("%d records not all acknowledged before the context ended: %w", n, err))
 		}
 		results = s.healRecreated(ctx, cl, results, gen)
 		more, err := s.sortFailures(ctx, b, send, idx, topics, results)
 		if err != nil {
 			s.noteLanded(b, results)
-			return sinkhelper.Delivered{}, err
+			return sinkhelper.Written{}, err
 		}
 		if len(more) == 0 && len(results) == len(send) {
 			s.m.produceLatency.Observe(time.Since(produceStart).Seconds())
@@ -329,10 +318,10 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 		dead = append(dead, more...)
 	}
 
-	if err := s.base.DeadLetter(dead); err != nil {
-		return sinkhelper.Delivered{}, s.fail(b, kindDeadLetter, fmt.Errorf("%d records too large for kafka: %w", len(dead), err))
+	if err := s.DeadLetter(dead); err != nil {
+		return sinkhelper.Written{}, s.fail(b, kindDeadLetter, fmt.Errorf("%d records too large for kafka: %w", len(dead), err))
 	}
-	return sinkhelper.Delivered{Records: n - len(dead)}, nil
+	return sinkhelper.Written{Records: n - len(dead)}, nil
 }
 
 // fail says which batch failed and marks err with kind; an error that is

@@ -30,16 +30,16 @@ const txEndTimeout = 30 * time.Second
 // pushTx produces send in one transaction and commits it; any failed
 // record aborts the whole transaction and the batch is retried whole (a
 // record too large on its own was dead-lettered before, in push).
-func (s *Sink) pushTx(ctx context.Context, b *record.Batch, cl *kgo.Client, send []*kgo.Record, dead []sinkhelper.DeadLetter, began time.Time) (sinkhelper.Delivered, error) {
+func (s *Sink) pushTx(ctx context.Context, b *record.Batch, cl *kgo.Client, send []*kgo.Record, dead []sinkhelper.DeadLetter, began time.Time) (sinkhelper.Written, error) {
 	s.txMu.Lock()
 	defer s.txMu.Unlock()
 	if err := cl.BeginTransaction(); err != nil {
-		return sinkhelper.Delivered{}, s.fail(b, errKind(err), fmt.Errorf("begin transaction (%s.transactional_id %q): %w", prefix, s.cfg.TransactionalID, err))
+		return sinkhelper.Written{}, s.fail(b, errKind(err), fmt.Errorf("begin transaction (%s.transactional_id %q): %w", prefix, s.cfg.TransactionalID, err))
 	}
 	results, err := s.produce(ctx, ctx, cl, send)
 	if err != nil {
 		s.abort(cl)
-		return sinkhelper.Delivered{}, s.fail(b, kindCanceled, fmt.Errorf("%d records not all acknowledged before the context ended; transaction aborted: %w", len(send), err))
+		return sinkhelper.Written{}, s.fail(b, kindCanceled, fmt.Errorf("%d records not all acknowledged before the context ended; transaction aborted: %w", len(send), err))
 	}
 	if ferr := results.FirstErr(); ferr != nil {
 		s.abort(cl)
@@ -49,19 +49,19 @@ func (s *Sink) pushTx(ctx context.Context, b *record.Batch, cl *kgo.Client, send
 				nErr++
 			}
 		}
-		return sinkhelper.Delivered{}, s.fail(b, errKind(ferr), fmt.Errorf("%d of %d records not acknowledged; transaction aborted, nothing of the batch is visible: %w", nErr, len(send), txHint(ferr)))
+		return sinkhelper.Written{}, s.fail(b, errKind(ferr), fmt.Errorf("%d of %d records not acknowledged; transaction aborted, nothing of the batch is visible: %w", nErr, len(send), txHint(ferr)))
 	}
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		s.m.txAborted.Inc()
-		return sinkhelper.Delivered{}, s.fail(b, errKind(err), fmt.Errorf("commit transaction: %w", txHint(err)))
+		return sinkhelper.Written{}, s.fail(b, errKind(err), fmt.Errorf("commit transaction: %w", txHint(err)))
 	}
 	s.m.txCommitted.Inc()
 	s.m.produceLatency.Observe(time.Since(began).Seconds())
 	s.noteStored(results)
-	if err := s.base.DeadLetter(dead); err != nil {
-		return sinkhelper.Delivered{}, s.fail(b, kindDeadLetter, fmt.Errorf("%d records too large for kafka: %w", len(dead), err))
+	if err := s.DeadLetter(dead); err != nil {
+		return sinkhelper.Written{}, s.fail(b, kindDeadLetter, fmt.Errorf("%d records too large for kafka: %w", len(dead), err))
 	}
-	return sinkhelper.Delivered{Records: len(b.Envelopes) - len(dead)}, nil
+	return sinkhelper.Written{Records: len(b.Envelopes) - len(dead)}, nil
 }
 
 // abort drops what the producer still holds and aborts the open

@@ -24,9 +24,12 @@ var (
 	ErrClosed     = errors.New("shut down")
 )
 
-// Delivered is what one push made durable downstream.
-type Delivered struct {
-	// Records counts the envelopes delivered: the batch's, less those
+// Written is what one push made durable downstream, as Write counts it in
+// collector_sink_records_total and collector_sink_bytes_total: a sink's
+// own write, not yet delivered (a record is delivered once a checkpoint
+// commit covers it in every sink: cursor.Delivered).
+type Written struct {
+	// Records counts the envelopes written: the batch's, less those
 	// dead-lettered.
 	Records int
 	// Bytes counts the bytes as written downstream (after encoding and
@@ -35,12 +38,12 @@ type Delivered struct {
 	Bytes int64
 }
 
-// PushFunc delivers one non-empty batch and returns nil only when every
+// PushFunc writes one non-empty batch and returns nil only when every
 // record of it is durable downstream or dead-lettered (the sink.Sink Write
 // contract). Base calls it between Start and Shutdown only, concurrently,
 // with a ctx that had not ended yet. Its errors carry a metric kind (Kind)
 // and, when repeating the batch can never succeed, sink.Permanent.
-type PushFunc func(ctx context.Context, b *record.Batch) (Delivered, error)
+type PushFunc func(ctx context.Context, b *record.Batch) (Written, error)
 
 // Option adds a sink's own step to a Base.
 type Option func(*Base)
@@ -123,9 +126,14 @@ const (
 	stateStopped  // the close step ran
 )
 
-// Base is the lifecycle, metrics and dead letters of one sink; the sink's
-// Start, Write, Ready and Shutdown call Base's. Build it with New; the zero
-// value is not usable. All methods are safe for concurrent use.
+// Base is the lifecycle, metrics and dead letters of one sink, and its
+// sink.Sink: a sink type embeds *Base, so that Base's Start, Write, Ready
+// and Shutdown are the sink's, and writes none of them itself; its own
+// steps come in through New's push function and options. A sink's further
+// interfaces (sink.Ledger, sink.InOrder, sink.CommitObserver) are methods
+// of the sink type beside the embedded Base, so that the compiler checks
+// them. Build it with New; the zero value is not usable. All methods are
+// safe for concurrent use.
 type Base struct {
 	name  string
 	push  PushFunc
@@ -159,8 +167,8 @@ type Base struct {
 // New returns the Base of the sink named name ("file", "kafka": the value
 // of the sink label), registering its metrics with reg (nil: metrics
 // nobody exports). Through a Registerer of Named, the configured name
-// replaces name (the sink's type). push delivers a batch; opts add the
-// sink's own steps.
+// replaces name (the sink's type). push writes a batch; opts add the
+// sink's own steps. The sink stores the result in its embedded *Base.
 func New(name string, reg prometheus.Registerer, push PushFunc, opts ...Option) (*Base, error) {
 	if name == "" || push == nil {
 		return nil, errors.New("sinkhelper: a sink needs a name and a push function")
@@ -272,37 +280,37 @@ func (b *Base) leave() {
 	}
 }
 
-// Write delivers b through the push function between Start and Shutdown
+// Write writes b through the push function between Start and Shutdown
 // and counts the call: its duration (every call), the records and bytes
-// delivered (calls that return nil), its error kind (the others). An empty
-// batch is delivered at once; a ctx already ended fails with kind
+// written (calls that return nil), its error kind (the others). An empty
+// batch is written at once; a ctx already ended fails with kind
 // "canceled" before anything is pushed.
 func (b *Base) Write(ctx context.Context, batch *record.Batch) error {
 	start := time.Now()
-	d, err := b.write(ctx, batch)
+	w, err := b.write(ctx, batch)
 	b.m.duration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		b.m.errors.WithLabelValues(KindOf(err)).Inc()
 		return err
 	}
-	b.m.records.Add(float64(d.Records))
-	b.m.bytes.Add(float64(d.Bytes))
+	b.m.records.Add(float64(w.Records))
+	b.m.bytes.Add(float64(w.Bytes))
 	return nil
 }
 
-func (b *Base) write(ctx context.Context, batch *record.Batch) (Delivered, error) {
+func (b *Base) write(ctx context.Context, batch *record.Batch) (Written, error) {
 	if err := b.enter(); err != nil {
-		return Delivered{}, Kind(KindState, err)
+		return Written{}, Kind(KindState, err)
 	}
 	defer b.leave()
 	if len(batch.Envelopes) == 0 {
-		return Delivered{}, nil
+		return Written{}, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return Delivered{}, Kind(KindCanceled, fmt.Errorf("%s sink: write %s/%s page %d: %w", b.name, batch.Source, batch.Account, batch.Page, err))
+		return Written{}, Kind(KindCanceled, fmt.Errorf("%s sink: write %s/%s page %d: %w", b.name, batch.Source, batch.Account, batch.Page, err))
 	}
-	d, err := b.push(ctx, batch)
-	return d, b.scrub(err)
+	w, err := b.push(ctx, batch)
+	return w, b.scrub(err)
 }
 
 // Ready returns ErrNotStarted or ErrClosed outside Start..Shutdown, else
@@ -392,7 +400,7 @@ func (b *Base) finish() error {
 }
 
 // CountBytes adds n to collector_sink_bytes_total, for a sink whose bytes
-// are known apart from its pushes (Delivered.Bytes 0).
+// are known apart from its pushes (Written.Bytes 0).
 func (b *Base) CountBytes(n int64) { b.m.bytes.Add(float64(n)) }
 
 // Kinds of collector_sink_errors_total that Base itself gives.

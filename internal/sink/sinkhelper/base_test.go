@@ -47,11 +47,11 @@ func newToy(t *testing.T, reg prometheus.Registerer, opts ...sinkhelper.Option) 
 		ty.steps = append(ty.steps, name)
 		ty.mu.Unlock()
 	}
-	push := func(ctx context.Context, b *record.Batch) (sinkhelper.Delivered, error) {
+	push := func(ctx context.Context, b *record.Batch) (sinkhelper.Written, error) {
 		if err := ty.rec.Write(ctx, b); err != nil {
-			return sinkhelper.Delivered{}, err
+			return sinkhelper.Written{}, err
 		}
-		return sinkhelper.Delivered{Records: len(b.Envelopes), Bytes: 10 * int64(len(b.Envelopes))}, nil
+		return sinkhelper.Written{Records: len(b.Envelopes), Bytes: 10 * int64(len(b.Envelopes))}, nil
 	}
 	opts = append([]sinkhelper.Option{
 		sinkhelper.WithStart(func(context.Context) error {
@@ -300,7 +300,7 @@ func TestShutdownDrainsThenWaitsForTheWritesInFlightThenCloses(t *testing.T) {
 			t.Errorf("steps %q", got)
 		}
 		if s := ty.rec.Stats(); s.Batches != 2 {
-			t.Errorf("%d batches delivered, want the 2 in flight", s.Batches)
+			t.Errorf("%d batches written, want the 2 in flight", s.Batches)
 		}
 	})
 }
@@ -343,8 +343,8 @@ func TestAShutdownOutOfTimeLeavesTheCloseToTheLastWrite(t *testing.T) {
 }
 
 // TestConcurrentWritesAndShutdown runs under -race: every Write either
-// delivers or is refused with ErrClosed, and the close step runs after the
-// last delivery.
+// writes or is refused with ErrClosed, and the close step runs after the
+// last write.
 func TestConcurrentWritesAndShutdown(t *testing.T) {
 	ctx := context.Background()
 	ty := newToy(t, nil)
@@ -375,7 +375,7 @@ func TestConcurrentWritesAndShutdown(t *testing.T) {
 	closedAt := ty.rec.Stats().Batches
 	wg.Wait()
 	if s := ty.rec.Stats(); s.Batches != ok || closedAt != ok {
-		t.Errorf("%d delivered, %d acknowledged, %d delivered when closed", s.Batches, ok, closedAt)
+		t.Errorf("%d written, %d acknowledged, %d written when closed", s.Batches, ok, closedAt)
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 func TestTwoSinksShareTheFamiliesOfOneRegistry(t *testing.T) {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
-	push := func(_ context.Context, b *record.Batch) (sinkhelper.Delivered, error) {
-		return sinkhelper.Delivered{Records: len(b.Envelopes), Bytes: 100}, nil
+	push := func(_ context.Context, b *record.Batch) (sinkhelper.Written, error) {
+		return sinkhelper.Written{Records: len(b.Envelopes), Bytes: 100}, nil
 	}
 	var sinks []*sinkhelper.Base
 	for _, name := range []string{"file", "stdout", "file"} {
@@ -52,7 +52,7 @@ func TestTwoSinksShareTheFamiliesOfOneRegistry(t *testing.T) {
 func TestAnIncompatibleMetricOfTheSameNameIsAnError(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: sinkhelper.RecordsTotal, Help: "x"}))
-	push := func(context.Context, *record.Batch) (sinkhelper.Delivered, error) { return sinkhelper.Delivered{}, nil }
+	push := func(context.Context, *record.Batch) (sinkhelper.Written, error) { return sinkhelper.Written{}, nil }
 	_, err := sinkhelper.New("file", reg, push)
 	if err == nil {
 		t.Fatal("New succeeded over a gauge of the same name")
@@ -63,7 +63,7 @@ func TestAnIncompatibleMetricOfTheSameNameIsAnError(t *testing.T) {
 }
 
 func TestANameAndAPushAreRequired(t *testing.T) {
-	push := func(context.Context, *record.Batch) (sinkhelper.Delivered, error) { return sinkhelper.Delivered{}, nil }
+	push := func(context.Context, *record.Batch) (sinkhelper.Written, error) { return sinkhelper.Written{}, nil }
 	if _, err := sinkhelper.New("", nil, push); err == nil {
 		t.Error("New accepted an empty name")
 	}
@@ -77,7 +77,7 @@ func TestANameAndAPushAreRequired(t *testing.T) {
 // rate() alerts see them from the start.
 func TestKnownErrorKindsAndDeadLetterReasonsStartAtZero(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	push := func(context.Context, *record.Batch) (sinkhelper.Delivered, error) { return sinkhelper.Delivered{}, nil }
+	push := func(context.Context, *record.Batch) (sinkhelper.Written, error) { return sinkhelper.Written{}, nil }
 	if _, err := sinkhelper.New("file", reg, push, sinkhelper.WithErrorKinds("open", "sync")); err != nil {
 		t.Fatal(err)
 	}

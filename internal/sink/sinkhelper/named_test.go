@@ -22,8 +22,8 @@ func TestNamedSinksOfOneTypeNeverShareASeriesOrADeadLetterFile(t *testing.T) {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
 	dir := t.TempDir()
-	push := func(_ context.Context, b *record.Batch) (sinkhelper.Delivered, error) {
-		return sinkhelper.Delivered{Records: len(b.Envelopes)}, nil
+	push := func(_ context.Context, b *record.Batch) (sinkhelper.Written, error) {
+		return sinkhelper.Written{Records: len(b.Envelopes)}, nil
 	}
 	for i, name := range []string{"siem", "lake", "kafka"} {
 		nreg := sinkhelper.Named(reg, name)

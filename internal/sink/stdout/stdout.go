@@ -75,11 +75,17 @@ const bufSize = 64 << 10
 const maxKept = 16 << 20
 
 // Sink writes batches to an io.Writer. Build it with New; the zero value is
-// not usable. Its methods are safe for concurrent use: one batch is written
-// at a time, so lines of different batches never interleave.
+// not usable. Its Start, Write, Ready and Shutdown are sinkhelper.Base's,
+// with push as the body of Write: Start does no I/O, Ready is nil between
+// Start and Shutdown (a writer cannot be probed without writing to it),
+// and Shutdown has nothing to flush (every acknowledged batch was) and
+// leaves the writer open. Its methods are safe for concurrent use: one
+// batch is written at a time, so lines of different batches never
+// interleave.
 type Sink struct {
+	*sinkhelper.Base
+
 	cfg  Config
-	base *sinkhelper.Base
 	ocsf *ocsfenc.Encoder // format ocsf; nil for envelopes
 
 	// turn is held (capacity 1) by the one Write that owns the writer and
@@ -112,48 +118,31 @@ func New(cfg Config, w io.Writer, reg prometheus.Registerer) (*Sink, error) {
 			return nil, fmt.Errorf("stdout sink: %w", err)
 		}
 	}
-	if s.base, err = sinkhelper.New(SinkName, reg, s.push, sinkhelper.WithErrorKinds(kindInvalid, "sync")); err != nil {
+	if s.Base, err = sinkhelper.New(SinkName, reg, s.push, sinkhelper.WithErrorKinds(kindInvalid, "sync")); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// Start makes the sink accept writes. It does no I/O; a second Start fails
-// with sinkhelper.ErrStarted.
-func (s *Sink) Start(ctx context.Context) error { return s.base.Start(ctx) }
-
-// Write writes b's envelopes (or their OCSF events), one NDJSON line
-// each, flushes them to the writer and, when the writer is a regular file
-// (stdout redirected to one), fsyncs it; it returns nil once all of that
-// succeeded. On an error the batch counts as not written although part of
-// it may have reached the reader; the next Write then begins with a
-// newline, so that the torn line stays alone and every later line parses.
-// ctx bounds the wait for the writer; a write under way is not
-// interrupted. The only permanent error is a batch that format "ocsf"
-// cannot map (see the package documentation); it is refused before
-// anything is written.
-func (s *Sink) Write(ctx context.Context, b *record.Batch) error { return s.base.Write(ctx, b) }
-
-// Ready returns nil between Start and Shutdown: a writer cannot be probed
-// without writing to it.
-func (s *Sink) Ready(ctx context.Context) error { return s.base.Ready(ctx) }
-
-// Shutdown stops accepting writes and waits for the Write under way, if
-// any, or for ctx to end. Every acknowledged batch was flushed already, so
-// nothing is left to flush; the writer is not closed. Safe twice and
-// without Start.
-func (s *Sink) Shutdown(ctx context.Context) error { return s.base.Shutdown(ctx) }
-
-// push is the sink's sinkhelper.PushFunc.
-func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered, error) {
+// push is the sink's sinkhelper.PushFunc, the body of Write: it writes
+// b's envelopes (or their OCSF events), one NDJSON line each, flushes them
+// to the writer and, when the writer is a regular file (stdout redirected
+// to one), fsyncs it; it returns nil once all of that succeeded. On an
+// error the batch counts as not written although part of it may have
+// reached the reader; the next Write then begins with a newline, so that
+// the torn line stays alone and every later line parses. ctx bounds the
+// wait for the writer; a write under way is not interrupted. The only
+// permanent error is a batch that format "ocsf" cannot map (see the
+// package documentation); it is refused before anything is written.
+func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Written, error) {
 	select {
 	case s.turn <- struct{}{}:
 	case <-ctx.Done():
-		return sinkhelper.Delivered{}, sinkhelper.Kind(sinkhelper.KindCanceled, fmt.Errorf("stdout sink: write %s/%s: %w", b.Source, b.Account, ctx.Err()))
+		return sinkhelper.Written{}, sinkhelper.Kind(sinkhelper.KindCanceled, fmt.Errorf("stdout sink: write %s/%s: %w", b.Source, b.Account, ctx.Err()))
 	}
 	defer func() { <-s.turn }()
 	if err := ctx.Err(); err != nil {
-		return sinkhelper.Delivered{}, sinkhelper.Kind(sinkhelper.KindCanceled, fmt.Errorf("stdout sink: write %s/%s: %w", b.Source, b.Account, err))
+		return sinkhelper.Written{}, sinkhelper.Kind(sinkhelper.KindCanceled, fmt.Errorf("stdout sink: write %s/%s: %w", b.Source, b.Account, err))
 	}
 	// Encode the whole batch first: a record that cannot be mapped fails
 	// it before a byte reaches the reader.
@@ -161,7 +150,7 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 	for i := range b.Envelopes {
 		var err error
 		if buf, err = s.encode(buf, &b.Envelopes[i]); err != nil {
-			return sinkhelper.Delivered{}, sink.Permanent(sinkhelper.Kind(kindInvalid, fmt.Errorf("stdout sink: %s/%s: %w", b.Source, b.Account, err)))
+			return sinkhelper.Written{}, sink.Permanent(sinkhelper.Kind(kindInvalid, fmt.Errorf("stdout sink: %s/%s: %w", b.Source, b.Account, err)))
 		}
 	}
 	if cap(buf) <= maxKept {
@@ -170,23 +159,23 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Delivered,
 	n := 0
 	if s.torn {
 		if err := s.bw.WriteByte('\n'); err != nil {
-			return sinkhelper.Delivered{}, s.fail(err)
+			return sinkhelper.Written{}, s.fail(err)
 		}
 		n++
 	}
 	m, err := s.bw.Write(buf)
 	n += m
 	if err != nil {
-		return sinkhelper.Delivered{}, s.fail(err)
+		return sinkhelper.Written{}, s.fail(err)
 	}
 	if err := s.bw.Flush(); err != nil {
-		return sinkhelper.Delivered{}, s.fail(err)
+		return sinkhelper.Written{}, s.fail(err)
 	}
 	s.torn = false
 	if err := s.sync(); err != nil {
-		return sinkhelper.Delivered{}, sinkhelper.Kind("sync", fmt.Errorf("stdout sink: fsync: %w", err))
+		return sinkhelper.Written{}, sinkhelper.Kind("sync", fmt.Errorf("stdout sink: fsync: %w", err))
 	}
-	return sinkhelper.Delivered{Records: len(b.Envelopes), Bytes: int64(n)}, nil
+	return sinkhelper.Written{Records: len(b.Envelopes), Bytes: int64(n)}, nil
 }
 
 // fail resets the buffer after a failed write (a bufio.Writer keeps its
