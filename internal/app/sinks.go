@@ -27,7 +27,7 @@ import (
 // newSink builds the sink sc configures, named sc.SinkName() in its
 // metrics and dead-letter file (sinkhelper.Named), so that two sinks of one
 // type never collide. deadLetterDir is where sinks put records that can
-// never be delivered (next to the checkpoint). scr is the process's secret
+// never be written (next to the checkpoint). scr is the process's secret
 // scrubber (newScrubber), for the sinks whose errors may hold a server's
 // words. Its errors name sc's keys.
 func newSink(sc config.SinkConfig, streams []record.Stream, deadLetterDir string, reg prometheus.Registerer, log *slog.Logger, out io.Writer,
@@ -151,7 +151,7 @@ func shutdownSinks(ctx context.Context, runs []*sinkRun, log *slog.Logger) {
 	wg.Wait()
 }
 
-// allReady returns nil when every sink says it can deliver now.
+// allReady returns nil when every sink says it can write now.
 func allReady(ctx context.Context, runs []*sinkRun) error {
 	for _, r := range runs {
 		if err := r.sink.Ready(ctx); err != nil {

@@ -7,7 +7,7 @@ import (
 	"github.com/svcexport/collector/internal/record"
 )
 
-// Sink delivers batches of envelopes downstream.
+// Sink writes batches of envelopes to a destination.
 //
 // Lifecycle: Start once, then any number of concurrent Write calls, then
 // Shutdown. Shutdown is safe to call twice or without Start.
@@ -17,16 +17,16 @@ type Sink interface {
 	// all; it does not start goroutines that outlive Shutdown.
 	Start(ctx context.Context) error
 
-	// Write delivers b and returns nil only when every record of b is
+	// Write writes b and returns nil only when every record of b is
 	// durable downstream (fsynced, acknowledged by the broker, inserted).
-	// On an error nothing of b may be taken as delivered: the caller will
+	// On an error nothing of b may be taken as written: the caller will
 	// call Write again with the same batch after a backoff, and the record
-	// ids make the repeat harmless. A record that can never be delivered
+	// ids make the repeat harmless. A record that can never be written
 	// (too large for the broker) is the sink's to dead-letter, not an error.
 	// Write is safe for concurrent use; it honours ctx's deadline.
 	Write(ctx context.Context, b *record.Batch) error
 
-	// Ready reports whether the sink can deliver now (for /readyz and
+	// Ready reports whether the sink can write now (for /readyz and
 	// "collector check"); nil means ready.
 	Ready(ctx context.Context) error
 
@@ -115,7 +115,7 @@ type Stored map[record.Stream]map[string]struct{}
 // sink lacks for good). The pipeline does not retry it forever: it stops
 // the stream with a clear error and an alert-able metric; nothing of the
 // batch is acknowledged, so nothing is lost and a restart after the fix
-// delivers it. Wrap with Permanent; test with IsPermanent.
+// writes it. Wrap with Permanent; test with IsPermanent.
 type PermanentError struct{ Err error }
 
 func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }

@@ -49,7 +49,7 @@
 // # Permanent errors
 //
 // Write marks an error permanent (sink.Permanent: the pipeline stops the
-// stream instead of retrying; a restart after the fix delivers the batch)
+// stream instead of retrying; a restart after the fix writes the batch)
 // when the server refuses the insert's statement or rows and will refuse
 // every repeat until an operator changes the table or the grants: an
 // unknown table, column or database (Start creates them, so this is a

@@ -25,7 +25,7 @@ type chunk struct {
 	accounts []string
 	millis   [4][]int64 // time, window_start, window_end, fetched_at as epoch ms
 	records  [][]byte
-	original []*string  // nil but for a record delivered with a flaw
+	original []*string  // nil but for a record received with a flaw
 	strs     [][]string // typed columns by slot
 	ints     [][]int64
 	times    [][]int64       // epoch ms

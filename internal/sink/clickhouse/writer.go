@@ -332,7 +332,7 @@ func insertSettings(cfg Config, token string) ch.Settings {
 		// included, to the shards and answers once each stored its rows
 		// (distributed_foreground_insert; this older name works on every
 		// supported server). Queued in the background instead, the rows
-		// would count as delivered before any shard had them, and a
+		// would count as written before any shard had them, and a
 		// repeat could be batched differently (docs/clickhouse.md).
 		settings["insert_distributed_sync"] = 1
 	}

@@ -32,7 +32,7 @@
 // # Permanent errors
 //
 // Write marks an error permanent (sink.Permanent: the pipeline stops the
-// stream instead of retrying; a restart after the fix delivers the batch)
+// stream instead of retrying; a restart after the fix writes the batch)
 // when the cluster's answer concerns the records or their topic and no
 // repeat can change it without an operator changing the cluster:
 // TOPIC_AUTHORIZATION_FAILED and CLUSTER_AUTHORIZATION_FAILED (the ACLs

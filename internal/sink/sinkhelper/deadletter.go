@@ -17,7 +17,7 @@ import (
 // after its type; see DeadLetterFileOf for the others.
 const DeadLetterFile = "dead-letters.ndjson"
 
-// DeadLetter is one record that its sink can never deliver.
+// DeadLetter is one record that its sink can never write.
 type DeadLetter struct {
 	// Env is the record.
 	Env *record.Envelope

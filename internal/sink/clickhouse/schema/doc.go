@@ -18,7 +18,7 @@
 // LowCardinality(String), time, window_start, window_end and fetched_at as
 // DateTime64(3, 'UTC') with CODEC(Delta(8), ZSTD(1)), record String
 // CODEC(ZSTD(1)) holding the record byte for byte, record_original
-// Nullable(String) (the bytes of a record delivered with a flaw); then
+// Nullable(String) (the bytes of a record received with a flaw); then
 // typed columns read from the record (Tables says which), LowCardinality
 // where values repeat, ZSTD(1) otherwise, and bloom_filter skip indexes on
 // the columns searched for (the id, IPs, hashes).
@@ -26,7 +26,7 @@
 // The engine is ReplacingMergeTree(fetched_at), PARTITION BY
 // toYYYYMM(time), ORDER BY (account, toDate(time), KEY, time, id) where KEY
 // is the column queries of the source name (Table.Key: the user name, the
-// FQDN, the alert's uuid; Table.SortingKey says why). A record delivered
+// FQDN, the alert's uuid; Table.SortingKey says why). A record written
 // twice (at least once, C7) is one row after a merge, and at once with
 // FINAL:
 //

@@ -169,7 +169,7 @@ func (e *ensurer) checkEngine(table, engine string) error {
 		return fmt.Errorf("table %s.%s is a %s, but with sink.clickhouse.cluster its rows must be in a replicated table (see docs/clickhouse.md, \"From one server to a cluster\")",
 			e.o.Database, table, engine)
 	case !strings.Contains(engine, "ReplacingMergeTree"):
-		e.log.Warn("clickhouse table is not a ReplacingMergeTree: records delivered twice stay twice",
+		e.log.Warn("clickhouse table is not a ReplacingMergeTree: records written twice stay twice",
 			slog.String("table", table), slog.String("engine", engine))
 	}
 	return nil

@@ -249,7 +249,7 @@ const (
 
 // commonColumns are the envelope's fields (CONTRACT C7), first in every
 // table. The raw record is kept byte for byte; record_original is NULL but
-// for a record delivered with a flaw (record.Envelope.Original: invalid
+// for a record received with a flaw (record.Envelope.Original: invalid
 // UTF-8 or no JSON at all), whose bytes as sent it holds while record holds
 // the repaired copy or null, so that nothing the API sent is lost.
 func commonColumns() []Column {

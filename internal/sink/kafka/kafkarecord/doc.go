@@ -7,5 +7,5 @@
 // decides whether a record can ever fit its topic.
 //
 // It is pure: no I/O, no state of its own (the OCSF mapper it is given
-// counts fallbacks); the Kafka sink delivers what it encodes.
+// counts fallbacks); the Kafka sink produces what it encodes.
 package kafkarecord
