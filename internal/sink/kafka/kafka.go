@@ -120,7 +120,7 @@ func New(cfg Config, streams []record.Stream, deadLetterDir string, reg promethe
 		sinkhelper.WithStart(s.start), sinkhelper.WithReady(s.ping),
 		sinkhelper.WithDrain(s.drain), sinkhelper.WithClose(s.close), sinkhelper.WithErrorScrub(cn.scrub.Error),
 		sinkhelper.WithDeadLetters(deadLetterDir, "topic"), sinkhelper.WithDeadLetterReasons(reasonTooLarge),
-		sinkhelper.WithErrorKinds(kindTooLarge, kindTimeout, kindCanceled, kindAuth, kindUnknownTopic, kindBroker, kindClosed, kindOther, kindDeadLetter, kindInvalid))
+		sinkhelper.WithErrorKinds(kindTooLarge, kindTimeout, kindCanceled, kindAuth, kindUnknownTopic, kindBroker, kindClosed, kindOther, kindInvalid))
 	if err != nil {
 		return nil, err
 	}
@@ -318,10 +318,7 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Written, e
 		dead = append(dead, more...)
 	}
 
-	if err := s.DeadLetter(dead); err != nil {
-		return sinkhelper.Written{}, s.fail(b, kindDeadLetter, fmt.Errorf("%d records too large for kafka: %w", len(dead), err))
-	}
-	return sinkhelper.Written{Records: n - len(dead)}, nil
+	return sinkhelper.Written{Records: n - len(dead), DeadLetters: dead}, nil
 }
 
 // fail says which batch failed and marks err with kind; an error that is

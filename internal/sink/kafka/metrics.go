@@ -16,7 +16,8 @@ import (
 const sinkName = "kafka"
 
 // Values of the "kind" label of collector_kafka_produce_errors_total and
-// of collector_sink_errors_total{sink="kafka"}.
+// of collector_sink_errors_total{sink="kafka"} (which also has
+// sinkhelper's state, write and dead_letter).
 const (
 	kindTooLarge     = "too_large"     // MESSAGE_TOO_LARGE from the producer or a broker
 	kindTimeout      = "timeout"       // delivery timeout, request timeout
@@ -26,7 +27,6 @@ const (
 	kindBroker       = "broker"        // any other error code from a broker
 	kindClosed       = "closed"        // the sink or client was shut down
 	kindOther        = "other"         // network and everything else
-	kindDeadLetter   = "dead_letter"   // the dead-letter file could not be written (Write errors only)
 	kindInvalid      = "invalid"       // format ocsf: a record the mapping can never take (permanent; Write errors only)
 )
 

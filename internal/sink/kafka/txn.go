@@ -58,10 +58,7 @@ func (s *Sink) pushTx(ctx context.Context, b *record.Batch, cl *kgo.Client, send
 	s.m.txCommitted.Inc()
 	s.m.produceLatency.Observe(time.Since(began).Seconds())
 	s.noteStored(results)
-	if err := s.DeadLetter(dead); err != nil {
-		return sinkhelper.Written{}, s.fail(b, kindDeadLetter, fmt.Errorf("%d records too large for kafka: %w", len(dead), err))
-	}
-	return sinkhelper.Written{Records: len(b.Envelopes) - len(dead)}, nil
+	return sinkhelper.Written{Records: len(b.Envelopes) - len(dead), DeadLetters: dead}, nil
 }
 
 // abort drops what the producer still holds and aborts the open

@@ -36,11 +36,15 @@ type Written struct {
 	// compression). A sink that learns its bytes elsewhere (the Kafka
 	// producer's hooks) leaves it 0 and calls Base.CountBytes.
 	Bytes int64
+	// DeadLetters are the batch's records the destination can never take
+	// (WithDeadLetters): Write appends them to the dead-letter file before
+	// it returns, and fails with kind dead_letter when it cannot.
+	DeadLetters []DeadLetter
 }
 
 // PushFunc writes one non-empty batch and returns nil only when every
-// record of it is durable downstream or dead-lettered (the sink.Sink Write
-// contract). Base calls it between Start and Shutdown only, concurrently,
+// record of it is durable downstream or in Written.DeadLetters (the
+// sink.Sink Write contract). Base calls it between Start and Shutdown only, concurrently,
 // with a ctx that had not ended yet. Its errors carry a metric kind (Kind)
 // and, when repeating the batch can never succeed, sink.Permanent.
 type PushFunc func(ctx context.Context, b *record.Batch) (Written, error)
@@ -96,8 +100,10 @@ func WithErrorScrub(f func(error) error) Option {
 // WithDeadLetters gives the sink a dead-letter file, DeadLetterFile (see
 // DeadLetterFileOf for a sink built through Named) in dir
 // (created by Start when missing), whose lines name the destination under
-// destKey ("topic"); see Base.DeadLetter. It registers
-// collector_dead_letters_total. Default: no dead-letter file.
+// destKey ("topic"), for the records a push returns in
+// Written.DeadLetters. It registers collector_dead_letters_total and the
+// error kind dead_letter. Default: no dead-letter file (a push that
+// returns dead letters then fails).
 func WithDeadLetters(dir, destKey string) Option {
 	return func(b *Base) { b.dlDir, b.dlKey = dir, destKey }
 }
@@ -192,7 +198,11 @@ func New(name string, reg prometheus.Registerer, push PushFunc, opts ...Option) 
 	b.m = m
 	// Every known series at 0 from the start: a counter that appears only
 	// at its first increment leaves panels empty and rate() alerts late.
-	for _, k := range append([]string{KindState, KindCanceled, KindWrite}, b.kinds...) {
+	kinds := append([]string{KindState, KindCanceled, KindWrite}, b.kinds...)
+	if b.dlDir != "" {
+		kinds = append(kinds, KindDeadLetter)
+	}
+	for _, k := range kinds {
 		m.errors.WithLabelValues(k)
 	}
 	if m.deadLetters != nil {
@@ -310,7 +320,14 @@ func (b *Base) write(ctx context.Context, batch *record.Batch) (Written, error) 
 		return Written{}, Kind(KindCanceled, fmt.Errorf("%s sink: write %s/%s page %d: %w", b.name, batch.Source, batch.Account, batch.Page, err))
 	}
 	w, err := b.push(ctx, batch)
-	return w, b.scrub(err)
+	if err != nil {
+		return Written{}, b.scrub(err)
+	}
+	if err := b.deadLetter(w.DeadLetters); err != nil {
+		return Written{}, b.scrub(Kind(KindDeadLetter, fmt.Errorf("%s sink: write %s/%s page %d: %d records the destination never takes: %w",
+			b.name, batch.Source, batch.Account, batch.Page, len(w.DeadLetters), err)))
+	}
+	return w, nil
 }
 
 // Ready returns ErrNotStarted or ErrClosed outside Start..Shutdown, else
@@ -411,6 +428,9 @@ const (
 	KindCanceled = "canceled"
 	// KindWrite: an error the push function did not mark.
 	KindWrite = "write"
+	// KindDeadLetter: the dead-letter file could not take the records a
+	// push gave it (a sink with WithDeadLetters only).
+	KindDeadLetter = "dead_letter"
 )
 
 // kindError marks an error with its metric kind.

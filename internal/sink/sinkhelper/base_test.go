@@ -29,8 +29,9 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // toy is the smallest sink: its push hands the batch to a sinktest.Recorder
-// (which can hold and fail writes) and reports 10 bytes per record; its
-// steps log their names.
+// (which can hold and fail writes) and reports 10 bytes per record, less
+// the records whose id begins with "dead", which it dead-letters; its steps
+// log their names.
 type toy struct {
 	*sinkhelper.Base
 	rec      sinktest.Recorder
@@ -51,7 +52,14 @@ func newToy(t *testing.T, reg prometheus.Registerer, opts ...sinkhelper.Option) 
 		if err := ty.rec.Write(ctx, b); err != nil {
 			return sinkhelper.Written{}, err
 		}
-		return sinkhelper.Written{Records: len(b.Envelopes), Bytes: 10 * int64(len(b.Envelopes))}, nil
+		var dead []sinkhelper.DeadLetter
+		for i, e := range b.Envelopes {
+			if strings.HasPrefix(e.ID, "dead") {
+				dead = append(dead, sinkhelper.DeadLetter{Env: &b.Envelopes[i], Dest: "svc.dns", Reason: `too large: "` + e.ID + `"`, Kind: "too_large"})
+			}
+		}
+		n := len(b.Envelopes) - len(dead)
+		return sinkhelper.Written{Records: n, Bytes: 10 * int64(n), DeadLetters: dead}, nil
 	}
 	opts = append([]sinkhelper.Option{
 		sinkhelper.WithStart(func(context.Context) error {
@@ -387,19 +395,11 @@ func TestDeadLettersAreFsyncedLinesCountedBySinkAndReason(t *testing.T) {
 	if err := ty.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b := batch("a", "b")
-	err := ty.DeadLetter([]sinkhelper.DeadLetter{
-		{Env: &b.Envelopes[0], Dest: "svc.dns", Reason: `too large: "a"`, Kind: "too_large"},
-		{Env: &b.Envelopes[1], Dest: "svc.dns", Reason: "too large", Kind: "too_large"},
-	})
-	if err != nil {
+	if err := ty.Write(ctx, batch("dead-a", "b", "dead-c")); err != nil {
 		t.Fatal(err)
 	}
 	if err := ty.Shutdown(ctx); err != nil {
 		t.Fatal(err)
-	}
-	if err := ty.DeadLetter([]sinkhelper.DeadLetter{{Env: &b.Envelopes[0], Kind: "too_large"}}); err == nil {
-		t.Error("dead letter after Shutdown accepted")
 	}
 	f, err := os.Open(filepath.Join(dir, sinkhelper.DeadLetterFile))
 	if err != nil {
@@ -415,16 +415,62 @@ func TestDeadLettersAreFsyncedLinesCountedBySinkAndReason(t *testing.T) {
 		}
 		lines = append(lines, m)
 	}
-	if len(lines) != 2 || lines[0]["id"] != "a" || lines[0]["sink"] != "toy" || lines[0]["topic"] != "svc.dns" ||
-		lines[0]["reason"] != `too large: "a"` || lines[0]["dead_lettered_at"] == nil || lines[1]["id"] != "b" {
+	if len(lines) != 2 || lines[0]["id"] != "dead-a" || lines[0]["sink"] != "toy" || lines[0]["topic"] != "svc.dns" ||
+		lines[0]["reason"] != `too large: "dead-a"` || lines[0]["dead_lettered_at"] == nil || lines[1]["id"] != "dead-c" {
 		t.Fatalf("lines %v", lines)
 	}
-	if got := gather(t, reg)[`collector_dead_letters_total{reason="too_large",sink="toy"}`]; got != 2 {
-		t.Errorf("collector_dead_letters_total = %v, want 2", got)
+	got := gather(t, reg)
+	for k, v := range map[string]float64{
+		`collector_dead_letters_total{reason="too_large",sink="toy"}`: 2,
+		`collector_sink_records_total{sink="toy"}`:                    1,
+		`collector_sink_bytes_total{sink="toy"}`:                      10,
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
 	}
+}
+
+// A push's dead letters are part of its write: when the dead-letter file
+// cannot take them, nothing of the batch counts as written and the Write
+// fails with kind dead_letter, which exists from the start.
+func TestAWriteWhoseDeadLettersCannotBeStoredFails(t *testing.T) {
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	dir := filepath.Join(t.TempDir(), "state")
+	ty := newToy(t, reg, sinkhelper.WithDeadLetters(dir, "topic"))
+	if _, ok := gather(t, reg)[`collector_sink_errors_total{kind="dead_letter",sink="toy"}`]; !ok {
+		t.Error("no dead_letter error series before the first error")
+	}
+	if err := ty.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A directory where the file should be: it cannot be opened for append.
+	if err := os.Mkdir(filepath.Join(dir, sinkhelper.DeadLetterFile), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	err := ty.Write(ctx, batch("b", "dead-a"))
+	if err == nil || sinkhelper.KindOf(err) != sinkhelper.KindDeadLetter || !strings.Contains(err.Error(), "toy sink: write dns/acme page 3") {
+		t.Fatalf("Write = %v, want a dead_letter error naming the batch", err)
+	}
+	if err := ty.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := gather(t, reg)
+	if got[`collector_sink_errors_total{kind="dead_letter",sink="toy"}`] != 1 || got[`collector_sink_records_total{sink="toy"}`] != 0 {
+		t.Errorf("errors %v, records %v: want 1 dead_letter error and nothing written",
+			got[`collector_sink_errors_total{kind="dead_letter",sink="toy"}`], got[`collector_sink_records_total{sink="toy"}`])
+	}
+
 	noDL := newToy(t, nil)
-	if err := noDL.DeadLetter([]sinkhelper.DeadLetter{{Env: &b.Envelopes[0]}}); err == nil {
-		t.Error("a sink without a dead-letter file accepted a dead letter")
+	if err := noDL.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := noDL.Write(ctx, batch("dead-a")); sinkhelper.KindOf(err) != sinkhelper.KindDeadLetter {
+		t.Errorf("a sink without a dead-letter file: Write = %v, want kind dead_letter", err)
+	}
+	if err := noDL.Shutdown(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -30,13 +30,13 @@ type DeadLetter struct {
 	Kind string
 }
 
-// DeadLetter appends ds to the dead-letter file, one line each (the C7
+// deadLetter appends ds to the dead-letter file, one line each (the C7
 // envelope plus "sink", the destination key, "reason" and
 // "dead_lettered_at"), fsyncs it, then counts and logs each record. It
-// returns nil only when every line is durable: the caller then acknowledges
+// returns nil only when every line is durable: Write then acknowledges
 // those records as handled. On an error nothing of ds may be taken as
 // written. A sink without WithDeadLetters gets an error.
-func (b *Base) DeadLetter(ds []DeadLetter) error {
+func (b *Base) deadLetter(ds []DeadLetter) error {
 	if len(ds) == 0 {
 		return nil
 	}

@@ -22,8 +22,10 @@ func TestNamedSinksOfOneTypeNeverShareASeriesOrADeadLetterFile(t *testing.T) {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
 	dir := t.TempDir()
+	// The first record of every batch is a dead letter.
 	push := func(_ context.Context, b *record.Batch) (sinkhelper.Written, error) {
-		return sinkhelper.Written{Records: len(b.Envelopes)}, nil
+		dead := []sinkhelper.DeadLetter{{Env: &b.Envelopes[0], Dest: "svc.dns", Reason: "too large", Kind: "too_large"}}
+		return sinkhelper.Written{Records: len(b.Envelopes) - 1, DeadLetters: dead}, nil
 	}
 	for i, name := range []string{"siem", "lake", "kafka"} {
 		nreg := sinkhelper.Named(reg, name)
@@ -42,11 +44,7 @@ func TestNamedSinksOfOneTypeNeverShareASeriesOrADeadLetterFile(t *testing.T) {
 		if err := b.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
-		bt := batch(make([]string, i+1)...)
-		if err := b.Write(ctx, bt); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.DeadLetter([]sinkhelper.DeadLetter{{Env: &bt.Envelopes[0], Dest: "svc.dns", Reason: "too large", Kind: "too_large"}}); err != nil {
+		if err := b.Write(ctx, batch(make([]string, i+2)...)); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Shutdown(ctx); err != nil {
