@@ -195,6 +195,9 @@ func (d *DB) Reset(ctx context.Context, source, account string) (int, error) {
 			}
 		}
 		n = len(del)
+		if err := resetHeld(tx, source, account); err != nil {
+			return err
+		}
 		return resetLogs(tx, source, account)
 	})
 	if err != nil {
