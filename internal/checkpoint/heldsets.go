@@ -209,25 +209,7 @@ func resetHeld(tx *bolt.Tx, source, account string) error {
 		return nil
 	}
 	return root.ForEachBucket(func(name []byte) error {
-		sb := root.Bucket(name)
-		var del [][]byte
-		if account != "" {
-			if k := encodeKey(record.Stream{Source: source, Account: account}); sb.Bucket(k) != nil {
-				del = append(del, k)
-			}
-		} else {
-			prefix := sourcePrefix(source)
-			c := sb.Cursor()
-			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-				del = append(del, bytes.Clone(k))
-			}
-		}
-		for _, k := range del {
-			if err := sb.DeleteBucket(k); err != nil {
-				return err
-			}
-		}
-		return nil
+		return resetStreams(root.Bucket(name), source, account)
 	})
 }
 
