@@ -111,7 +111,7 @@ func (t *target) hold(h sink.Held) int {
 		}
 		n += len(keys)
 	}
-	t.heldLeft += n
+	t.heldLeft.Add(int64(n))
 	return n
 }
 
@@ -125,11 +125,11 @@ func (t *target) unstored(b *record.Batch) *record.Batch {
 	if b == nil {
 		return nil
 	}
-	t.heldMu.Lock()
-	defer t.heldMu.Unlock()
-	if t.heldLeft == 0 {
+	if t.heldLeft.Load() == 0 {
 		return b
 	}
+	t.heldMu.Lock()
+	defer t.heldMu.Unlock()
 	// A sink may know a record under its own account rather than the
 	// stream's (an edge stream's records name theirs, C6).
 	bk := record.Stream{Source: b.Source, Account: b.Account}
@@ -174,6 +174,6 @@ func (t *target) takeHeldLocked(k record.Stream, h uint64) bool {
 	} else {
 		t.held[k][h] = n - 1
 	}
-	t.heldLeft--
+	t.heldLeft.Add(-1)
 	return true
 }

@@ -37,10 +37,12 @@ type target struct {
 
 	// held counts, per stream, the records the sink holds beyond the
 	// checkpoint by their id hash (ledger.go): they are not written to it
-	// again. Loaded before the workers start; heldLeft is the sum.
+	// again. Loaded before the workers start; heldLeft is the sum, read
+	// without the lock when it is 0 (mostly: a sink holds nothing past
+	// its mark).
 	heldMu   sync.Mutex
 	held     map[record.Stream]map[uint64]int
-	heldLeft int
+	heldLeft atomic.Int64
 
 	mu      sync.Mutex
 	pending map[*item]struct{} // handed to this sink, not yet acknowledged or dropped by it
