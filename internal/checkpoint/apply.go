@@ -198,7 +198,7 @@ func (d *DB) apply(ctx context.Context, c Changes, what string) error {
 			}
 		}
 	}
-	held := d.now()
+	convertedAt := d.now() // when an earlier collector's held sets are converted (heldsets.go)
 	dkeys := slices.SortedFunc(maps.Keys(c.Delivered), compareStreams)
 	skeys := slices.SortedFunc(maps.Keys(c.States), compareStreams)
 	// Streams in a fixed order: the same changes make the same file.
@@ -238,7 +238,7 @@ func (d *DB) apply(ctx context.Context, c Changes, what string) error {
 		if err := applyMarks(tx, c.Marks); err != nil {
 			return fmt.Errorf("sink marks: %w", err)
 		}
-		if err := applyHeld(tx, c.Held, held); err != nil {
+		if err := applyHeld(tx, c.Held, convertedAt); err != nil {
 			return fmt.Errorf("the sinks' held sets: %w", err)
 		}
 		for _, k := range skeys {

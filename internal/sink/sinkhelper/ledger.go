@@ -21,8 +21,8 @@ import (
 // checkpoint covers each stream's batches of it (Covered). A record read
 // back is one the checkpoint does not cover when its batch names the mark's
 // run and a Seq at or past its stream's entry. Records of other runs were
-// resolved before the mark, or the checkpoint holds them (sink.Held). The zero
-// Coverage is not usable: use NewCoverage. Its methods are safe for
+// resolved before the mark, or the checkpoint holds them (sink.Held). The
+// zero Coverage is not usable: use NewCoverage. Its methods are safe for
 // concurrent use.
 type Coverage struct {
 	mu      sync.Mutex
