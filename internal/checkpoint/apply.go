@@ -50,6 +50,11 @@ type Changes struct {
 	// Marks are the sinks' marks (sink.Ledger.Mark) by sink name: where
 	// each sink stood when the pages these changes cover were stored.
 	Marks map[string][]byte
+	// Held add to the sinks' held sets, by sink name and stream: what a
+	// sink holds beyond the checkpoint (sink.Ledger.Recover). They are
+	// stored as the delivered sets are, and a stream's are cut with its
+	// delivered set (heldsets.go).
+	Held map[string]map[record.Stream][]cursor.Delivered
 }
 
 // Merge folds later, changes that come after c, into c (State: the later
@@ -83,6 +88,17 @@ func (c *Changes) Merge(later Changes) {
 		}
 		c.Delivered[k] = append(c.Delivered[k], d...)
 	}
+	for name, ks := range later.Held {
+		if c.Held == nil {
+			c.Held = map[string]map[record.Stream][]cursor.Delivered{}
+		}
+		if c.Held[name] == nil {
+			c.Held[name] = map[record.Stream][]cursor.Delivered{}
+		}
+		for k, d := range ks {
+			c.Held[name][k] = append(c.Held[name][k], d...)
+		}
+	}
 	for k, a := range later.Alerts {
 		if c.Alerts == nil {
 			c.Alerts = map[record.Stream]cursor.AlertChanges{}
@@ -108,6 +124,13 @@ func (c Changes) Empty() bool {
 	for _, d := range c.Delivered {
 		if len(d) > 0 {
 			return false
+		}
+	}
+	for _, ks := range c.Held {
+		for _, d := range ks {
+			if len(d) > 0 {
+				return false
+			}
 		}
 	}
 	return len(c.States) == 0 && len(c.Marks) == 0
@@ -168,6 +191,14 @@ func (d *DB) apply(ctx context.Context, c Changes, what string) error {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
+	for _, ks := range c.Held {
+		for k := range ks {
+			if err := validateKey(k); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+		}
+	}
+	convertedAt := d.now() // when an earlier collector's held sets are converted (heldsets.go)
 	dkeys := slices.SortedFunc(maps.Keys(c.Delivered), compareStreams)
 	skeys := slices.SortedFunc(maps.Keys(c.States), compareStreams)
 	// Streams in a fixed order: the same changes make the same file.
@@ -207,13 +238,20 @@ func (d *DB) apply(ctx context.Context, c Changes, what string) error {
 		if err := applyMarks(tx, c.Marks); err != nil {
 			return fmt.Errorf("sink marks: %w", err)
 		}
+		if err := applyHeld(tx, c.Held, convertedAt); err != nil {
+			return fmt.Errorf("the sinks' held sets: %w", err)
+		}
 		for _, k := range skeys {
 			key := encodeKey(k)
 			if err := putDelays(tx, key, c.States[k].Delays); err != nil {
 				return fmt.Errorf("delays of %s: %w", k, err)
 			}
-			if err := pruneDelivered(tx, key, deliveredCutoff(tx, key, c.States[k])); err != nil {
+			cutoff := deliveredCutoff(tx, key, c.States[k])
+			if err := pruneDelivered(tx, key, cutoff); err != nil {
 				return fmt.Errorf("delivered set of %s: %w", k, err)
+			}
+			if err := pruneHeld(tx, key, cutoff); err != nil {
+				return fmt.Errorf("the sinks' held sets of %s: %w", k, err)
 			}
 		}
 		return nil

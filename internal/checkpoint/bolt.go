@@ -195,6 +195,9 @@ func (d *DB) Reset(ctx context.Context, source, account string) (int, error) {
 			}
 		}
 		n = len(del)
+		if err := resetHeld(tx, source, account); err != nil {
+			return err
+		}
 		return resetLogs(tx, source, account)
 	})
 	if err != nil {
@@ -207,26 +210,33 @@ func (d *DB) Reset(ctx context.Context, source, account string) (int, error) {
 // source, or of every account of source when account is "".
 func resetLogs(tx *bolt.Tx, source, account string) error {
 	for _, name := range [][]byte{bucketWindows, bucketAlerts, bucketDelivered, bucketDelays} {
-		root := tx.Bucket(name)
-		if root == nil {
-			continue
-		}
-		var del [][]byte
-		if account != "" {
-			if k := encodeKey(record.Stream{Source: source, Account: account}); root.Bucket(k) != nil {
-				del = append(del, k)
-			}
-		} else {
-			prefix := sourcePrefix(source)
-			c := root.Cursor()
-			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-				del = append(del, bytes.Clone(k))
-			}
-		}
-		for _, k := range del {
-			if err := root.DeleteBucket(k); err != nil {
+		if root := tx.Bucket(name); root != nil {
+			if err := resetStreams(root, source, account); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// resetStreams removes the sub-buckets of root of one account of source,
+// or of every account of source when account is "".
+func resetStreams(root *bolt.Bucket, source, account string) error {
+	var del [][]byte
+	if account != "" {
+		if k := encodeKey(record.Stream{Source: source, Account: account}); root.Bucket(k) != nil {
+			del = append(del, k)
+		}
+	} else {
+		prefix := sourcePrefix(source)
+		c := root.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			del = append(del, bytes.Clone(k))
+		}
+	}
+	for _, k := range del {
+		if err := root.DeleteBucket(k); err != nil {
+			return err
 		}
 	}
 	return nil

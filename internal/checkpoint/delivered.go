@@ -184,6 +184,12 @@ func applyDelivered(tx *bolt.Tx, key []byte, adds []cursor.Delivered) error {
 	if err != nil {
 		return err
 	}
+	return putSpans(b, adds)
+}
+
+// putSpans adds adds to the set of spans in b (a delivered set, or a
+// sink's held set of a stream: heldsets.go).
+func putSpans(b *bolt.Bucket, adds []cursor.Delivered) error {
 	// Keys mostly come in order (an hour's values follow each other, and a
 	// backfill moves forward): pages split full, not half-empty.
 	b.FillPercent = 0.9
@@ -218,6 +224,11 @@ func pruneDelivered(tx *bolt.Tx, key []byte, cutoff time.Time) error {
 	if b == nil {
 		return nil
 	}
+	return pruneSpans(b, cutoff)
+}
+
+// pruneSpans forgets the spans in b that end at or before cutoff.
+func pruneSpans(b *bolt.Bucket, cutoff time.Time) error {
 	cut := cutoff.UnixMilli()
 	var del [][]byte
 	c := b.Cursor()

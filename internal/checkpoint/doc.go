@@ -5,7 +5,7 @@
 // API nor the sinks; the pipeline commits a State only after the pages it
 // covers were acknowledged, in order.
 //
-// Next to the States it keeps five more kinds of value, each in a bucket
+// Next to the States it keeps six more kinds of value, each in a bucket
 // of its own and committed in the same transaction as the States they
 // agree with (Apply, Changes), each written only after what it describes
 // was acknowledged, so that a crash at any instant leaves the sinks and
@@ -23,7 +23,9 @@
 //     again), so that a recheck, a restarted chain or a resume delivers
 //     only what is new;
 //   - the sinks' marks (sink.Ledger, opaque here), with which each sink
-//     makes its own store agree with the checkpoint after a crash;
+//     makes its own store agree with the checkpoint after a crash, and
+//     the sinks' held sets (sink.Held: what a sink's recovery found it
+//     holds past its mark), stored and cut as the delivered sets are;
 //   - the platform's delays each stream learnt (recheck: auto).
 //
 // The logs and sets are pruned by the caller as its horizon moves, and
@@ -45,12 +47,13 @@
 // that version). Package boltfile owns the file below the buckets: its
 // checks before bbolt opens it, its atomic creation, and the repair of a
 // damaged meta page; this package owns every bucket (meta, states,
-// windows, alerts, delivered, sinks, delays) and Open, which joins them.
+// windows, alerts, delivered, sinks, held, delays) and Open, which joins them.
 // Stored values are versioned JSON (states, windows) or versioned bytes
-// (alert marks, delivered sets): a file or value this version cannot read
-// is an error naming the file and key, never a silent reset. The one
-// exception is a damaged value of a delivered set (its checksum fails): it
-// is reported and read as empty, which only delivers its records again.
+// (alert marks, delivered and held sets): a file or value this version
+// cannot read is an error naming the file and key, never a silent reset.
+// The one exception is a damaged value of a delivered or held set (its
+// checksum fails): it is reported and read as empty, which only delivers
+// its records again.
 //
 // # A damaged file is an error, never a crash or a restart
 //

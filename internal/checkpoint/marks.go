@@ -29,6 +29,9 @@ func (d *DB) Marks(ctx context.Context) (map[string][]byte, error) {
 			return nil
 		}
 		return b.ForEach(func(k, v []byte) error {
+			if bytes.HasSuffix(k, []byte(legacyHeldSuffix)) {
+				return nil // a held set of an earlier collector (Held)
+			}
 			out[string(k)] = bytes.Clone(v)
 			return nil
 		})

@@ -22,6 +22,7 @@ type Store interface {
 	DeliveredEnd(ctx context.Context, k record.Stream) (time.Time, error)
 	DeliveredCounts(ctx context.Context, k record.Stream, from, to time.Time) ([]int64, error)
 	Marks(ctx context.Context) (map[string][]byte, error)
+	Held(ctx context.Context) (map[string]map[record.Stream][]cursor.Delivered, error)
 }
 
 // commitLoop commits dirty stream states as acknowledgements move them,

@@ -2,87 +2,31 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
 )
 
 // A sink that keeps a ledger (sink.Ledger) recovers at start to the mark
-// its last commit stored, and what it holds past the mark becomes its skip
-// set: those records are not written to it again. The skip set must
-// outlive a crash of the run that recovered (a crash loop): the run
-// commits a fresh mark at once, past which the sink's next Recover looks,
-// so the pipeline keeps in the checkpoint, beside the mark, the ids of
-// the skip set not yet resolved: an id is resolved once the page that
-// left it out is committed (the checkpoint covers the record then). A
-// resolved id still kept is harmless (its record is never written again:
-// the source remembers it as delivered).
-
-// remainKey is the key of a sink's unresolved skip set among the marks.
-func remainKey(name string) string { return name + "\x00skip" }
-
-// remainPersistEvery bounds how often the shrinking unresolved skip set
-// of a sink is written to the checkpoint.
-const remainPersistEvery = 5 * time.Second
-
-// consumed is an id of a skip set that page seq of a stream left out.
-type consumed struct {
-	seq uint64
-	key record.Stream // where the id is in remain
-	id  string
-}
-
-// storedJSON is the checkpoint's form of a skip set.
-type storedJSON struct {
-	Source  string   `json:"s"`
-	Account string   `json:"a"`
-	IDs     []string `json:"ids"`
-}
-
-func encodeStored(s sink.Stored) []byte {
-	out := make([]storedJSON, 0, len(s))
-	for k, ids := range s {
-		if len(ids) == 0 {
-			continue
-		}
-		e := storedJSON{Source: k.Source, Account: k.Account}
-		for id := range ids {
-			e.IDs = append(e.IDs, id)
-		}
-		out = append(out, e)
-	}
-	b, _ := json.Marshal(out)
-	return b
-}
-
-func decodeStored(b []byte, into sink.Stored) error {
-	if len(b) == 0 {
-		return nil
-	}
-	var in []storedJSON
-	if err := json.Unmarshal(b, &in); err != nil {
-		return err
-	}
-	for _, e := range in {
-		k := record.Stream{Source: e.Source, Account: e.Account}
-		if into[k] == nil {
-			into[k] = map[string]struct{}{}
-		}
-		for _, id := range e.IDs {
-			into[k][id] = struct{}{}
-		}
-	}
-	return nil
-}
+// its last commit stored, and what it holds past the mark (sink.Held, in
+// the key form of the delivered sets) joins its held set: those records
+// are not written to it again (CONTRACT C7: each record once in each
+// sink). The held set must outlive a crash of the run that recovered (a
+// crash loop): the run commits a fresh mark at once, past which the
+// sink's next Recover looks, so the same commit adds what Recover found
+// to the sink's held set in the checkpoint, which keeps it as it keeps
+// the delivered sets and cuts it at the stream's horizon. Nothing is
+// taken out of it when a page leaves a record out: once that page is
+// committed, the stream's delivered set keeps the record from every sink,
+// and the horizon cuts the entry when the period can no longer be asked.
 
 // recoverSinks makes every ledger sink agree with the checkpoint before
-// anything is written (see above), then commits a fresh mark of each with
-// its unresolved skip set, so that a crash before the run's first commit
-// recovers to this point.
+// anything is written (see above), loads its held set, and commits a
+// fresh mark of each with what its Recover found, so that a crash before
+// the run's first commit recovers to this point.
 func (p *Pipeline) recoverSinks(ctx context.Context) error {
 	var ledgers []*target
 	for _, t := range p.targets {
@@ -97,35 +41,24 @@ func (p *Pipeline) recoverSinks(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load the sinks' marks: %w", err)
 	}
-	fresh := checkpoint.Changes{Marks: map[string][]byte{}}
+	held, err := p.store.Held(ctx)
+	if err != nil {
+		return fmt.Errorf("load the sinks' held sets: %w", err)
+	}
+	fresh := checkpoint.Changes{Marks: map[string][]byte{}, Held: map[string]map[record.Stream][]cursor.Delivered{}}
 	for _, t := range ledgers {
-		stored, err := t.ledger.Recover(ctx, marks[t.Name])
+		found, err := t.ledger.Recover(ctx, marks[t.Name])
 		if err != nil {
 			return fmt.Errorf("sink %s: recover to the checkpoint: %w", t.Name, err)
 		}
-		if stored == nil {
-			stored = sink.Stored{}
-		}
-		if err := decodeStored(marks[remainKey(t.Name)], stored); err != nil {
-			return fmt.Errorf("sink %s: the checkpoint's skip set is unreadable: %w", t.Name, err)
-		}
-		n := 0
-		remain := make(sink.Stored, len(stored))
-		for k, ids := range stored {
-			n += len(ids)
-			remain[k] = make(map[string]struct{}, len(ids))
-			for id := range ids {
-				remain[k][id] = struct{}{}
-			}
-		}
-		if n > 0 {
+		t.hold(held[t.Name])
+		if n := t.hold(found); n > 0 {
 			p.log.Info("the sink holds records the checkpoint does not cover; they are not written to it again", "sink", t.Name, "records", n)
+			fresh.Held[t.Name] = found
 		}
-		t.skip, t.remain, t.persisted = stored, remain, p.now()
 		if fresh.Marks[t.Name], err = t.ledger.Mark(ctx, nil); err != nil {
 			return fmt.Errorf("sink %s: mark: %w", t.Name, err)
 		}
-		fresh.Marks[remainKey(t.Name)] = encodeStored(remain)
 	}
 	if err := p.store.Apply(ctx, fresh); err != nil {
 		return fmt.Errorf("commit the sinks' marks: %w", err)
@@ -134,11 +67,9 @@ func (p *Pipeline) recoverSinks(ctx context.Context) error {
 }
 
 // marks returns the mark of every ledger sink for a commit that covers,
-// per stream of next, the pages below next[k], and the unresolved skip
-// set of those whose set shrank (now and then, see remainPersistEvery).
+// per stream of next, the pages below next[k].
 func (p *Pipeline) marks(ctx context.Context, next map[record.Stream]uint64) (map[string][]byte, error) {
 	var out map[string][]byte
-	now := p.now()
 	for _, t := range p.targets {
 		if t.ledger == nil {
 			continue
@@ -151,65 +82,54 @@ func (p *Pipeline) marks(ctx context.Context, next map[record.Stream]uint64) (ma
 			out = map[string][]byte{}
 		}
 		out[t.Name] = m
-		if r, ok := t.resolve(next, now); ok {
-			out[remainKey(t.Name)] = r
-		}
 	}
 	return out, nil
 }
 
-// resolve forgets the ids of t's skip set that pages below next left
-// out, and returns the unresolved set to store when it shrank and was
-// last stored long enough ago (or became empty).
-func (t *target) resolve(next map[record.Stream]uint64, now time.Time) ([]byte, bool) {
-	t.skipMu.Lock()
-	defer t.skipMu.Unlock()
-	if t.remain == nil {
-		return nil, false
-	}
-	for k, n := range next {
-		cs := t.consumed[k]
-		kept := cs[:0]
-		for _, c := range cs {
-			if c.seq >= n {
-				kept = append(kept, c)
-				continue
-			}
-			delete(t.remain[c.key], c.id)
-			if len(t.remain[c.key]) == 0 {
-				delete(t.remain, c.key)
-			}
+// hold adds h to what t holds and returns how many entries it added.
+// Entries are counted by their id hash (cursor.Delivered.Hash): 64 bits
+// of the record's C7 id, a SHA-256 over the record, its time included, so
+// that they name the record alone; the time is where the checkpoint files
+// and cuts an entry, and an entry of an earlier collector's held set has
+// none (checkpoint: held sets).
+func (t *target) hold(h sink.Held) int {
+	n := 0
+	t.heldMu.Lock()
+	defer t.heldMu.Unlock()
+	for k, keys := range h {
+		if len(keys) == 0 {
+			continue
 		}
-		if len(kept) < len(cs) {
-			t.consumed[k] = kept
-			t.remainDirty = true
+		if t.held == nil {
+			t.held = map[record.Stream]map[uint64]int{}
 		}
+		if t.held[k] == nil {
+			t.held[k] = map[uint64]int{}
+		}
+		for _, d := range keys {
+			t.held[k][d.Hash]++
+		}
+		n += len(keys)
 	}
-	if !t.remainDirty || len(t.remain) > 0 && now.Sub(t.persisted) < remainPersistEvery {
-		return nil, false
-	}
-	t.remainDirty, t.persisted = false, now
-	return encodeStored(t.remain), true
+	t.heldLeft.Add(int64(n))
+	return n
 }
 
-// unstored returns b without the records t holds already (its skip set),
+// unstored returns b without the records t holds already (its held set),
 // b itself when it holds none of them, and nil when nothing of b is left
-// to write (or b is nil). The batch is shared by the sinks: a filtered
-// one is a copy, made only once a record is left out (every ledger sink
-// has a skip set, mostly empty: a copy of every batch for it was the
+// to write (or b is nil). A record held once is left out once. The batch
+// is shared by the sinks: a filtered one is a copy, made only once a
+// record is left out (a copy of every batch for every ledger sink was the
 // pipeline's largest allocation).
 func (t *target) unstored(b *record.Batch) *record.Batch {
 	if b == nil {
 		return nil
 	}
-	if t.skip == nil {
+	if t.heldLeft.Load() == 0 {
 		return b
 	}
-	t.skipMu.Lock()
-	defer t.skipMu.Unlock()
-	if t.skipEmptyLocked() {
-		return b
-	}
+	t.heldMu.Lock()
+	defer t.heldMu.Unlock()
 	// A sink may know a record under its own account rather than the
 	// stream's (an edge stream's records name theirs, C6).
 	bk := record.Stream{Source: b.Source, Account: b.Account}
@@ -217,8 +137,8 @@ func (t *target) unstored(b *record.Batch) *record.Batch {
 	left := 0
 	for i := range b.Envelopes {
 		e := &b.Envelopes[i]
-		if t.skippedLocked(bk, bk, b.Seq, e.ID) ||
-			e.Account != b.Account && t.skippedLocked(bk, record.Stream{Source: b.Source, Account: e.Account}, b.Seq, e.ID) {
+		h := cursor.DeliveredOf(e.ID, e.Time).Hash
+		if t.takeHeldLocked(bk, h) || e.Account != b.Account && t.takeHeldLocked(record.Stream{Source: b.Source, Account: e.Account}, h) {
 			if left == 0 {
 				keep = make([]record.Envelope, i, len(b.Envelopes)-1)
 				copy(keep, b.Envelopes[:i])
@@ -242,30 +162,18 @@ func (t *target) unstored(b *record.Batch) *record.Batch {
 	return &c
 }
 
-// skipEmptyLocked reports whether no id is left in t's skip set (the usual
-// case: a sink holds nothing past its mark, or every id was left out once
-// already). t.skipMu is held.
-func (t *target) skipEmptyLocked() bool {
-	for _, ids := range t.skip {
-		if len(ids) > 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// skippedLocked reports whether t holds id under k, and forgets it there:
-// a record stored once is left out once. The page seq of stream bk left
-// it out: it is resolved once that page is committed. t.skipMu is held.
-func (t *target) skippedLocked(bk, k record.Stream, seq uint64, id string) bool {
-	ids := t.skip[k]
-	if _, ok := ids[id]; !ok {
+// takeHeldLocked reports whether t holds a record of id hash h under k,
+// and takes one count of it. t.heldMu is held.
+func (t *target) takeHeldLocked(k record.Stream, h uint64) bool {
+	n := t.held[k][h]
+	if n == 0 {
 		return false
 	}
-	delete(ids, id)
-	if t.consumed == nil {
-		t.consumed = map[record.Stream][]consumed{}
+	if n == 1 {
+		delete(t.held[k], h)
+	} else {
+		t.held[k][h] = n - 1
 	}
-	t.consumed[bk] = append(t.consumed[bk], consumed{seq: seq, key: k, id: id})
+	t.heldLeft.Add(-1)
 	return true
 }

@@ -33,20 +33,16 @@ type target struct {
 	ledger          sink.Ledger  // nil when the sink is no Ledger
 	writeE          atomic.Value // errBox: the last failed Write since the last success
 	batchDuration   prometheus.Observer
-	suppressed      *prometheus.CounterVec // source, account: records left out by skip
+	suppressed      *prometheus.CounterVec // source, account: records left out: the sink holds them
 
-	// skip holds, per stream, the ids of records the sink stored after
-	// the checkpoint's mark, as its Recover returned them: they are not
-	// written to it again (nil: none). Set before the workers start.
-	skip   sink.Stored
-	skipMu sync.Mutex // guards skip's maps and the fields below
-	// remain is what the checkpoint keeps of skip (ledger.go): the ids
-	// not yet resolved; consumed are the ids pages left out, by the
-	// page's stream, until a commit covers the page.
-	remain      sink.Stored
-	consumed    map[record.Stream][]consumed
-	remainDirty bool
-	persisted   time.Time // when remain was last stored
+	// held counts, per stream, the records the sink holds beyond the
+	// checkpoint by their id hash (ledger.go): they are not written to it
+	// again. Loaded before the workers start; heldLeft is the sum, read
+	// without the lock when it is 0 (mostly: a sink holds nothing past
+	// its mark).
+	heldMu   sync.Mutex
+	held     map[record.Stream]map[uint64]int
+	heldLeft atomic.Int64
 
 	mu      sync.Mutex
 	pending map[*item]struct{} // handed to this sink, not yet acknowledged or dropped by it

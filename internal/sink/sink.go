@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 )
 
@@ -82,11 +83,11 @@ type Ledger interface {
 	// Recover makes the sink agree with the checkpoint whose commit stored
 	// mark (nil: no commit stored a mark of this sink yet). It removes what
 	// the sink stored after the mark where it can (the file sink cuts its
-	// files) and returns the ids of the records it stored after the mark
-	// and cannot remove, per stream: the pipeline writes those to this sink
-	// no more. An error stops the start: nothing may be written to a sink
-	// that does not know what it holds.
-	Recover(ctx context.Context, mark []byte) (Stored, error)
+	// files) and returns the records it stored after the mark and cannot
+	// remove (Held): the pipeline writes those to this sink no more. An
+	// error stops the start: nothing may be written to a sink that does
+	// not know what it holds.
+	Recover(ctx context.Context, mark []byte) (Held, error)
 
 	// Delivery is the sink's delivery mode as state and /state show it:
 	// DeliveryExactlyOnce or DeliveryAtLeastOnce (a sink configured to
@@ -106,9 +107,13 @@ const (
 	DeliveryAtLeastOnce = "at_least_once"
 )
 
-// Stored is what a sink holds beyond the checkpoint (Ledger.Recover): the
-// record ids (record.Envelope.ID) per stream.
-type Stored map[record.Stream]map[string]struct{}
+// Held is what a sink holds beyond the checkpoint (Ledger.Recover): per
+// stream (the stream of the batch that stored it), one key for every copy
+// of a record it stored there, in the form of the checkpoint's delivered
+// sets: cursor.DeliveredOf of the record's id and record time
+// (sinkhelper.Add). The checkpoint keeps it with the same code as those
+// sets, cut at the same horizon (CONTRACT C7: each record once per sink).
+type Held map[record.Stream][]cursor.Delivered
 
 // PermanentError marks a Write error that repeating the same batch cannot
 // cure (a record the destination's schema can never take, a permission the

@@ -30,9 +30,11 @@ type Store struct {
 	// short).
 	delivered map[record.Stream][]cursor.Delivered
 	marks     map[string][]byte
-	applied   []checkpoint.Changes
-	err       error
-	closed    bool
+	// held keeps every sink's held set, never cut.
+	held    map[string]map[record.Stream][]cursor.Delivered
+	applied []checkpoint.Changes
+	err     error
+	closed  bool
 }
 
 // Store has the methods of *checkpoint.DB that pipeline.Store and the
@@ -155,6 +157,17 @@ func (s *Store) Apply(ctx context.Context, c checkpoint.Changes) error {
 		}
 		s.delivered[k] = append(s.delivered[k], d...)
 	}
+	for name, ks := range c.Held {
+		if s.held == nil {
+			s.held = map[string]map[record.Stream][]cursor.Delivered{}
+		}
+		if s.held[name] == nil {
+			s.held[name] = map[record.Stream][]cursor.Delivered{}
+		}
+		for k, d := range ks {
+			s.held[name][k] = append(s.held[name][k], d...)
+		}
+	}
 	s.applied = append(s.applied, c)
 	return nil
 }
@@ -167,6 +180,23 @@ func (s *Store) Marks(ctx context.Context) (map[string][]byte, error) {
 		return nil, fmt.Errorf("load the sinks' marks: %w", s.err)
 	}
 	return maps.Clone(s.marks), nil
+}
+
+// Held implements the sinks' held-set read of checkpoint.DB.
+func (s *Store) Held(ctx context.Context) (map[string]map[record.Stream][]cursor.Delivered, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return nil, fmt.Errorf("load the sinks' held sets: %w", s.err)
+	}
+	out := make(map[string]map[record.Stream][]cursor.Delivered, len(s.held))
+	for name, ks := range s.held {
+		out[name] = make(map[record.Stream][]cursor.Delivered, len(ks))
+		for k, d := range ks {
+			out[name][k] = slices.Clone(d)
+		}
+	}
+	return out, nil
 }
 
 // DeliveredEnd implements the delivered-set read of checkpoint.DB.

@@ -43,7 +43,8 @@ const markSlack = 5 * time.Second
 // chMark is the mark: rows inserted since Since (server time, Unix
 // milliseconds) whose _batch names Run and a Seq at or past their
 // stream's Covered are the ones the checkpoint does not cover. Rows of
-// other runs were resolved before this mark or are kept by the pipeline.
+// other runs were resolved before this mark or the checkpoint holds them
+// (sink.Held).
 type chMark struct {
 	Version int   `json:"v"`
 	Since   int64 `json:"since_ms"`
@@ -52,17 +53,12 @@ type chMark struct {
 
 const chMarkVersion = 2
 
-type handed struct {
-	seq uint64
-	at  time.Time
-}
-
 // chLedger is the sink's side of the protocol.
 type chLedger struct {
 	mu        sync.Mutex
-	skew      time.Duration // server clock - local clock, measured at start
-	uncovered map[record.Stream][]handed
-	cov       *sinkhelper.Coverage // the run and what the commits covered (BatchColumn)
+	skew      time.Duration                   // server clock - local clock, measured at start
+	uncovered sinkhelper.Uncovered[time.Time] // when each uncovered batch was handed over
+	cov       *sinkhelper.Coverage            // the run and what the commits covered (BatchColumn)
 }
 
 // Delivery implements sink.Ledger.
@@ -79,7 +75,7 @@ func (s *Sink) handedOver(b *record.Batch) string {
 	k := record.Stream{Source: b.Source, Account: b.Account}
 	s.led.mu.Lock()
 	defer s.led.mu.Unlock()
-	s.led.uncovered[k] = append(s.led.uncovered[k], handed{seq: b.Seq, at: time.Now()})
+	s.led.uncovered.Handed(k, b.Seq, time.Now())
 	return s.led.cov.BatchName(b)
 }
 
@@ -90,22 +86,11 @@ func (s *Sink) Mark(_ context.Context, next map[record.Stream]uint64) ([]byte, e
 	}
 	s.led.mu.Lock()
 	defer s.led.mu.Unlock()
-	for k, n := range next {
-		hs := s.led.uncovered[k]
-		kept := hs[:0]
-		for _, h := range hs {
-			if h.seq >= n {
-				kept = append(kept, h)
-			}
-		}
-		s.led.uncovered[k] = kept
-	}
+	s.led.uncovered.Cover(next)
 	since := time.Now()
-	for _, hs := range s.led.uncovered {
-		for _, h := range hs {
-			if h.at.Before(since) {
-				since = h.at
-			}
+	for at := range s.led.uncovered.All() {
+		if at.Before(since) {
+			since = at
 		}
 	}
 	return json.Marshal(chMark{Version: chMarkVersion, Since: since.Add(s.led.skew - markSlack).UnixMilli(), Covered: s.led.cov.Advance(next)})
@@ -143,11 +128,11 @@ func (s *Sink) prepareLedger(ctx context.Context) error {
 	return nil
 }
 
-// Recover implements sink.Ledger: the ids of the rows inserted since the
-// mark, by stream (nothing without a mark).
-func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
+// Recover implements sink.Ledger: the rows inserted since the mark, by
+// stream (their id and time column, sink.Held; nothing without a mark).
+func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Held, error) {
 	s.led.mu.Lock()
-	s.led.uncovered = map[record.Stream][]handed{}
+	s.led.uncovered.Reset()
 	s.led.mu.Unlock()
 	s.led.cov.Reset()
 	if !s.exactlyOnce() || mark == nil {
@@ -162,25 +147,29 @@ func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
 	if err := s.awaitOrphanInserts(ctx); err != nil {
 		return nil, err
 	}
-	out := sink.Stored{}
+	out := sink.Held{}
 	n := 0
 	for _, t := range schema.Tables() {
 		table := s.names.Qualified(t.Source)
 		cctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
-		rows, err := s.conn.Query(cctx, "SELECT "+BatchColumn+", id FROM "+table+" WHERE "+InsertedColumn+" >= fromUnixTimestamp64Milli(?) AND startsWith("+BatchColumn+", ?)", m.Since, m.Run+"/")
+		rows, err := s.conn.Query(cctx, "SELECT "+BatchColumn+", id, time FROM "+table+" WHERE "+InsertedColumn+" >= fromUnixTimestamp64Milli(?) AND startsWith("+BatchColumn+", ?)", m.Since, m.Run+"/")
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("clickhouse: recover: read back %s: %w", table, err)
 		}
 		for rows.Next() {
 			var batch, id string
-			if err := rows.Scan(&batch, &id); err != nil {
+			var at time.Time
+			if err := rows.Scan(&batch, &id, &at); err != nil {
 				rows.Close()
 				cancel()
 				return nil, fmt.Errorf("clickhouse: recover: read back %s: %w", table, err)
 			}
 			if k, ok := uncovered(t.Source, batch); ok {
-				sinkhelper.Add(out, k, id)
+				// The time column is the record time (clamped to
+				// what DateTime64 holds; the key's id hash still
+				// names the record).
+				sinkhelper.Add(out, k, id, at)
 				n++
 			}
 		}

@@ -112,7 +112,7 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger, opts ...Option
 		return nil, err
 	}
 	s := &Sink{
-		led:   chLedger{uncovered: map[record.Stream][]handed{}, cov: sinkhelper.NewCoverage()},
+		led:   chLedger{cov: sinkhelper.NewCoverage()},
 		cfg:   cfg,
 		names: cfg.schemaOptions(),
 		log:   log,

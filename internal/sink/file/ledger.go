@@ -118,7 +118,7 @@ func (s *Sink) Mark(_ context.Context, next map[record.Stream]uint64) ([]byte, e
 // mark of this sink) it cuts nothing. Either way it takes the files as
 // they are then as the streams' positions. It returns no ids: what lay
 // past the mark is gone and comes again.
-func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
+func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Held, error) {
 	if !s.exactlyOnce() {
 		return nil, nil
 	}

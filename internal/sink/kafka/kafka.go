@@ -114,7 +114,7 @@ func New(cfg Config, streams []record.Stream, deadLetterDir string, reg promethe
 		topics: make(map[record.Stream]string),
 		ready:  make(map[string]bool),
 		limits: make(map[string]int32),
-		led:    kledger{end: map[tp]int64{}, uncovered: map[record.Stream][]batchAt{}, cov: sinkhelper.NewCoverage(), landed: map[landedKey]map[string]struct{}{}},
+		led:    kledger{end: map[tp]int64{}, cov: sinkhelper.NewCoverage(), landed: map[landedKey]map[string]struct{}{}},
 	}
 	s.Base, err = sinkhelper.New(sinkName, reg, s.push, sinkhelper.WithLogger(s.log),
 		sinkhelper.WithStart(s.start), sinkhelper.WithReady(s.ping),

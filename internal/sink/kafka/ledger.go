@@ -25,8 +25,9 @@ import (
 // checkpoint does not cover: the first offset of the oldest uncovered
 // batch there, or the partition's end as the sink last knew it. After a
 // crash Recover reads every partition from the mark to its end
-// (read_committed) and returns the ids it finds, per stream: the pipeline
-// writes those to Kafka no more. With the idempotent producer (acks all,
+// (read_committed) and returns the records it finds (sink.Held: their id
+// and record time, the headers every record carries), per stream: the
+// pipeline writes those to Kafka no more. With the idempotent producer (acks all,
 // which the sink requires) a record is in a partition once per Write that
 // stored it, so the log holds each record once.
 //
@@ -55,7 +56,7 @@ type tp struct {
 // as Covered says, per stream: a record read back is one the checkpoint
 // does not cover when its batch header (HeaderBatch) names Run and a Seq
 // at or past its stream's Covered. Records of other runs were resolved
-// before this mark or are kept by the pipeline.
+// before this mark or the checkpoint holds them (sink.Held).
 type kafkaMark struct {
 	Version int `json:"v"`
 	sinkhelper.Covered
@@ -71,11 +72,10 @@ const kafkaMarkVersion = 2
 const HeaderBatch = "collector_batch"
 
 // batchAt is a batch handed to the producer in this run and not yet
-// covered: its Seq, its topics and, per partition, an offset at or before
-// any it took. A partition of its topics that first lacks may hold its
-// records from offset 0 on.
+// covered: its topics and, per partition, an offset at or before any it
+// took. A partition of its topics that first lacks may hold its records
+// from offset 0 on.
 type batchAt struct {
-	seq    uint64
 	topics []string
 	first  map[tp]int64
 }
@@ -84,7 +84,7 @@ type batchAt struct {
 type kledger struct {
 	mu        sync.Mutex
 	end       map[tp]int64 // past the last offset produced (or known at Recover), per partition
-	uncovered map[record.Stream][]batchAt
+	uncovered sinkhelper.Uncovered[batchAt]
 	cov       *sinkhelper.Coverage // the run and what the commits covered (HeaderBatch)
 	// landed holds, per batch, the ids of a Write that failed after the
 	// broker stored part of it: its retry does not write them again.
@@ -166,7 +166,7 @@ func (s *Sink) noteHanded(b *record.Batch, topics []string) {
 	ts := slices.Compact(slices.Sorted(slices.Values(topics)))
 	s.led.mu.Lock()
 	defer s.led.mu.Unlock()
-	s.led.uncovered[k] = append(s.led.uncovered[k], batchAt{seq: b.Seq, topics: ts, first: maps.Clone(s.led.end)})
+	s.led.uncovered.Handed(k, b.Seq, batchAt{topics: ts, first: maps.Clone(s.led.end)})
 }
 
 // knowsEnds reports whether the ledger knows the end of some partition of
@@ -233,34 +233,23 @@ func (s *Sink) Mark(_ context.Context, next map[record.Stream]uint64) ([]byte, e
 	}
 	s.led.mu.Lock()
 	defer s.led.mu.Unlock()
-	for k, n := range next {
-		bs := s.led.uncovered[k]
-		kept := bs[:0]
-		for _, b := range bs {
-			if b.seq >= n {
-				kept = append(kept, b)
-			}
-		}
-		s.led.uncovered[k] = kept
-		for key := range s.led.landed {
-			if key.k == k && key.seq < n {
-				delete(s.led.landed, key)
-			}
+	s.led.uncovered.Cover(next)
+	for key := range s.led.landed {
+		if n, ok := next[key.k]; ok && key.seq < n {
+			delete(s.led.landed, key)
 		}
 	}
 	from := maps.Clone(s.led.end)
-	for _, bs := range s.led.uncovered {
-		for _, b := range bs {
-			for p := range from {
-				o, known := b.first[p]
-				if !known && slices.Contains(b.topics, p.Topic) {
-					// Unknown when b was handed: b's records may lie
-					// anywhere in it.
-					o, known = 0, true
-				}
-				if known && o < from[p] {
-					from[p] = o
-				}
+	for b := range s.led.uncovered.All() {
+		for p := range from {
+			o, known := b.first[p]
+			if !known && slices.Contains(b.topics, p.Topic) {
+				// Unknown when b was handed: b's records may lie
+				// anywhere in it.
+				o, known = 0, true
+			}
+			if known && o < from[p] {
+				from[p] = o
 			}
 		}
 	}
@@ -275,7 +264,7 @@ func (s *Sink) Mark(_ context.Context, next map[record.Stream]uint64) ([]byte, e
 // Recover implements sink.Ledger: it reads what the partitions hold past
 // the mark (nothing without one) and learns the end of every partition of
 // the sink's topics, from which the next marks start.
-func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
+func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Held, error) {
 	if !s.exactlyOnce() {
 		return nil, nil
 	}
@@ -311,7 +300,7 @@ func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
 			end = again
 		}
 	}
-	var stored sink.Stored
+	var held sink.Held
 	if mark != nil {
 		var m kafkaMark
 		if err := json.Unmarshal(mark, &m); err != nil || m.Version != kafkaMarkVersion || len(m.Offsets) != len(m.Partitions) {
@@ -333,12 +322,12 @@ func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
 			}
 		}
 		began := time.Now()
-		if stored, err = s.readBack(ctx, from, end, m.Covered.Uncovered()); err != nil {
+		if held, err = s.readBack(ctx, from, end, m.Covered.Uncovered()); err != nil {
 			return nil, err
 		}
 		n := 0
-		for _, ids := range stored {
-			n += len(ids)
+		for _, keys := range held {
+			n += len(keys)
 		}
 		s.m.readBack(n, time.Since(began))
 		s.log.Info("kafka sink: read back what the partitions hold past the checkpoint", "partitions", len(from), "records", n,
@@ -346,18 +335,19 @@ func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Stored, error) {
 	}
 	s.led.mu.Lock()
 	s.led.end = end
-	s.led.uncovered = map[record.Stream][]batchAt{}
+	s.led.uncovered.Reset()
 	s.led.mu.Unlock()
 	s.led.cov.Reset()
-	return stored, nil
+	return held, nil
 }
 
 // readBack consumes every partition of from, from its offset up to its end
 // in end, and returns the ids of the records the mark does not cover
 // (uncovered, by their source and batch header), by their batch's stream
-// (the id is the header id when there is one, else the key).
-func (s *Sink) readBack(ctx context.Context, from, end map[tp]int64, uncovered func(source, batch string) (record.Stream, bool)) (sink.Stored, error) {
-	out := sink.Stored{}
+// (the id is the header id when there is one, else the key; the record time
+// is the time header, which every record carries, C7).
+func (s *Sink) readBack(ctx context.Context, from, end map[tp]int64, uncovered func(source, batch string) (record.Stream, bool)) (sink.Held, error) {
+	out := sink.Held{}
 	if len(from) == 0 {
 		return out, nil
 	}
@@ -412,6 +402,7 @@ func (s *Sink) readBack(ctx context.Context, from, end map[tp]int64, uncovered f
 				return
 			}
 			var src, id, batch string
+			var at time.Time
 			for _, h := range r.Headers {
 				switch h.Key {
 				case kafkarecord.HeaderSource:
@@ -420,13 +411,18 @@ func (s *Sink) readBack(ctx context.Context, from, end map[tp]int64, uncovered f
 					batch = string(h.Value)
 				case kafkarecord.HeaderID:
 					id = string(h.Value)
+				case kafkarecord.HeaderTime:
+					// Written by record.AppendTime: it parses back to
+					// the millisecond. Unreadable, it is the zero time:
+					// the key's id hash still names the record.
+					at, _ = record.ParseTimeString(string(h.Value))
 				}
 			}
 			if id == "" {
 				id = string(r.Key)
 			}
 			if k, ok := uncovered(src, batch); ok && id != "" {
-				sinkhelper.Add(out, k, id)
+				sinkhelper.Add(out, k, id, at)
 			}
 		})
 	}

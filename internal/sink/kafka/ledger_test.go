@@ -11,8 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
+	"github.com/svcexport/collector/internal/sink/sinktest"
 	"github.com/svcexport/collector/internal/testinfra/kafkatest"
 )
 
@@ -54,23 +56,19 @@ func TestRecoverReadsBackWhatThePartitionsHoldPastTheMark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[record.Stream]map[string]bool{acme: {}, beta: {}}
+	held := map[record.Stream]map[cursor.Delivered]int{acme: sinktest.HeldCount(got, acme), beta: sinktest.HeldCount(got, beta)}
 	for _, b := range append(bs[4:], other) {
+		k := record.Stream{Source: b.Source, Account: b.Account}
 		for _, e := range b.Envelopes {
-			want[record.Stream{Source: b.Source, Account: b.Account}][e.ID] = true
-		}
-	}
-	for k, ids := range want {
-		for id := range ids {
-			if _, ok := got[k][id]; !ok {
-				t.Errorf("%s: id %s of an uncovered batch not read back", k, id)
+			if n := held[k][cursor.DeliveredOf(e.ID, e.Time)]; n != 1 {
+				t.Errorf("%s: id %s of an uncovered batch read back %d times under its key (id and record time), want once", k, e.ID, n)
 				break
 			}
 		}
 	}
 	for _, b := range bs[:4] {
 		for _, e := range b.Envelopes {
-			if _, ok := got[acme][e.ID]; ok {
+			if held[acme][cursor.DeliveredOf(e.ID, e.Time)] > 0 {
 				t.Fatalf("id %s of a covered batch read back", e.ID)
 			}
 		}
@@ -107,12 +105,14 @@ func ids(bs ...*record.Batch) []string {
 	return out
 }
 
-// copies counts the ids of an uncovered batch that a Recover did not read
-// back: the pipeline writes each of them a second time.
-func copies(got sink.Stored, k record.Stream, uncovered []string) int {
+// copies counts the records of an uncovered batch that a Recover did not
+// read back once, under their key (id and record time): the pipeline
+// writes each of them a second time.
+func copies(got sink.Held, k record.Stream, uncovered *record.Batch) int {
+	held := sinktest.HeldCount(got, k)
 	n := 0
-	for _, id := range uncovered {
-		if _, ok := got[k][id]; !ok {
+	for _, e := range uncovered.Envelopes {
+		if held[cursor.DeliveredOf(e.ID, e.Time)] != 1 {
 			n++
 		}
 	}
@@ -172,7 +172,7 @@ func TestMarkNeverLiesPastAPartitionWhoseEndWasUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := copies(got, acme, ids(uncovered)); n > 0 {
+	if n := copies(got, acme, uncovered); n > 0 {
 		t.Errorf("%d of %d records of the uncovered batch not read back: the pipeline would store them twice", n, len(uncovered.Envelopes))
 	}
 	if len(got[beta]) > 0 {
@@ -213,7 +213,7 @@ func TestRecoverNeverSkipsAMarkedPartitionWhoseEndErrs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Recover with a transient LEADER_NOT_AVAILABLE: %v", err)
 	}
-	if n := copies(got, acme, ids(uncovered)); n > 0 {
+	if n := copies(got, acme, uncovered); n > 0 {
 		t.Errorf("%d of %d records of the uncovered batch not read back: the pipeline would store them twice", n, len(uncovered.Envelopes))
 	}
 

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/testinfra/kafkatest"
 )
@@ -108,18 +109,18 @@ func TestTransactionalWritesCrashAndRecoverFences(t *testing.T) {
 	if err := zombie.EndTransaction(ctx, kgo.TryCommit); err == nil {
 		t.Fatal("the zombie committed its transaction after the next start's Recover: the id was not fenced")
 	}
-	want := map[string]bool{}
+	want := map[cursor.Delivered]bool{}
 	for _, b := range bs[2:] {
 		for _, e := range b.Envelopes {
-			want[e.ID] = true
+			want[cursor.DeliveredOf(e.ID, e.Time)] = true
 		}
 	}
 	if len(got[acme]) != len(want) {
-		t.Errorf("read back %d ids, want %d (batches 2 and 3)", len(got[acme]), len(want))
+		t.Errorf("read back %d keys, want %d (batches 2 and 3)", len(got[acme]), len(want))
 	}
-	for id := range got[acme] {
-		if !want[id] {
-			t.Errorf("read back id %s: not of a committed batch past the mark", id)
+	for _, key := range got[acme] {
+		if !want[key] {
+			t.Errorf("read back key %v: not of a committed batch past the mark", key)
 		}
 	}
 	after := readAll(t, c, topic, kgo.ReadCommitted())

@@ -3,11 +3,15 @@ package sinkhelper
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"iter"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/sink"
 )
 
 // Coverage is what the sinks that read back after a crash (Kafka,
@@ -17,8 +21,8 @@ import (
 // checkpoint covers each stream's batches of it (Covered). A record read
 // back is one the checkpoint does not cover when its batch names the mark's
 // run and a Seq at or past its stream's entry. Records of other runs were
-// resolved before the mark, or the pipeline keeps their ids. The zero
-// Coverage is not usable: use NewCoverage. Its methods are safe for
+// resolved before the mark, or the checkpoint holds them (sink.Held). The
+// zero Coverage is not usable: use NewCoverage. Its methods are safe for
 // concurrent use.
 type Coverage struct {
 	mu      sync.Mutex
@@ -108,10 +112,68 @@ func (m Covered) Uncovered() func(source, batch string) (record.Stream, bool) {
 	}
 }
 
-// Add puts id of stream k into s, creating its set.
-func Add(s map[record.Stream]map[string]struct{}, k record.Stream, id string) {
-	if s[k] == nil {
-		s[k] = map[string]struct{}{}
-	}
-	s[k][id] = struct{}{}
+// Add notes in h that the sink holds a copy of the record of id and
+// record time t, stored by a batch of stream k: its key in the form of the
+// checkpoint's delivered sets (cursor.DeliveredOf).
+func Add(h sink.Held, k record.Stream, id string, t time.Time) {
+	h[k] = append(h[k], cursor.DeliveredOf(id, t))
 }
+
+// Uncovered is the mark bookkeeping the sinks that read back share
+// (sink.Ledger: Kafka, ClickHouse): per stream, what the sink noted of
+// each batch it handed on in this run (a start offset, a time) until a
+// checkpoint commit covers the batch. A mark is taken from what is still
+// uncovered. The zero Uncovered is empty and ready to use; it is not safe
+// for concurrent use (the sink's ledger lock guards it).
+type Uncovered[T any] struct {
+	m map[record.Stream][]uncovered[T]
+}
+
+type uncovered[T any] struct {
+	seq uint64
+	v   T
+}
+
+// Handed notes v of the batch seq of stream k, handed on now.
+func (u *Uncovered[T]) Handed(k record.Stream, seq uint64, v T) {
+	if u.m == nil {
+		u.m = map[record.Stream][]uncovered[T]{}
+	}
+	u.m[k] = append(u.m[k], uncovered[T]{seq: seq, v: v})
+}
+
+// Cover forgets, per stream of next, the batches below next[k]: a commit
+// covers them (sink.Ledger.Mark).
+func (u *Uncovered[T]) Cover(next map[record.Stream]uint64) {
+	for k, n := range next {
+		bs := u.m[k]
+		kept := bs[:0]
+		for _, b := range bs {
+			if b.seq >= n {
+				kept = append(kept, b)
+			}
+		}
+		clear(bs[len(kept):])
+		if len(kept) == 0 {
+			delete(u.m, k)
+		} else {
+			u.m[k] = kept
+		}
+	}
+}
+
+// All yields what was noted of every batch no commit covers yet.
+func (u *Uncovered[T]) All() iter.Seq[T] {
+	return func(yield func(T) bool) {
+		for _, bs := range u.m {
+			for _, b := range bs {
+				if !yield(b.v) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Reset forgets every batch (a new run).
+func (u *Uncovered[T]) Reset() { u.m = nil }

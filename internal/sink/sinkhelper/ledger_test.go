@@ -1,7 +1,12 @@
 package sinkhelper
 
 import (
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/svcexport/collector/internal/cursor"
+	"github.com/svcexport/collector/internal/sink"
 
 	"github.com/svcexport/collector/internal/record"
 )
@@ -32,5 +37,46 @@ func TestCoverageTellsTheBatchesACommitDoesNotCover(t *testing.T) {
 	c.Reset()
 	if c.Advance(nil).Run == m.Run {
 		t.Error("Reset kept the run")
+	}
+}
+
+// Uncovered keeps what a sink noted of each batch until a commit covers
+// it (a Seq below the stream's next), per stream: a commit that names
+// one stream leaves the others' batches alone.
+func TestUncoveredForgetsTheBatchesACommitCovers(t *testing.T) {
+	t.Parallel()
+	a, b := record.Stream{Source: "dns", Account: "a"}, record.Stream{Source: "dns", Account: "b"}
+	var u Uncovered[string]
+	u.Handed(a, 0, "a0")
+	u.Handed(a, 1, "a1")
+	u.Handed(a, 2, "a2")
+	u.Handed(b, 0, "b0")
+	u.Cover(map[record.Stream]uint64{a: 2})
+	if got := slices.Sorted(u.All()); !slices.Equal(got, []string{"a2", "b0"}) {
+		t.Fatalf("uncovered after a commit below a's 2: %v, want [a2 b0]", got)
+	}
+	u.Cover(map[record.Stream]uint64{a: 3, b: 1})
+	if got := slices.Collect(u.All()); len(got) != 0 {
+		t.Fatalf("uncovered after every batch was covered: %v", got)
+	}
+	u.Handed(b, 5, "b5")
+	u.Reset()
+	if got := slices.Collect(u.All()); len(got) != 0 {
+		t.Fatalf("uncovered after Reset: %v", got)
+	}
+}
+
+// Add keys a record read back as the checkpoint's delivered sets do, one
+// entry a copy.
+func TestAddKeysARecordAsTheDeliveredSetsDo(t *testing.T) {
+	t.Parallel()
+	k := record.Stream{Source: "dns", Account: "a"}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6_000_000, time.UTC)
+	h := sink.Held{}
+	Add(h, k, "id1", at)
+	Add(h, k, "id1", at)
+	want := cursor.DeliveredOf("id1", at)
+	if len(h[k]) != 2 || h[k][0] != want || h[k][1] != want {
+		t.Fatalf("held %v, want %v twice", h[k], want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
 )
@@ -238,4 +239,14 @@ func copyBatch(b *record.Batch) record.Batch {
 		c.Envelopes[i].Record = slices.Clone(c.Envelopes[i].Record)
 	}
 	return c
+}
+
+// HeldCount counts the keys h holds of stream k: how many copies of each
+// record a sink's Recover read back (sink.Held).
+func HeldCount(h sink.Held, k record.Stream) map[cursor.Delivered]int {
+	n := map[cursor.Delivered]int{}
+	for _, d := range h[k] {
+		n[d]++
+	}
+	return n
 }
