@@ -63,7 +63,14 @@ func TestProducersAddedRemovedAndRestartedWhileAnotherGoesOn(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		store := &checkpointtest.Store{}
-		s := &testSink{}
+		addedKey := record.Stream{Source: "dns", Account: "acme-dev"}
+		// The added stream's pages take 2 s each to write: Remove waits.
+		s := &testSink{delay: func(b *record.Batch) time.Duration {
+			if b.Account == addedKey.Account {
+				return 2 * time.Second
+			}
+			return 0
+		}}
 		untouched := &tickingPoller{key: record.Stream{Source: "dns", Account: "acme"}}
 		changedKey := record.Stream{Source: "audit_logs", Account: "acme"}
 		changed := &scriptedPoller{key: changedKey, windows: 2, pages: 1, rows: 5, tail: true}
@@ -76,7 +83,6 @@ func TestProducersAddedRemovedAndRestartedWhileAnotherGoesOn(t *testing.T) {
 		synctest.Wait()
 
 		// Added: starts from nothing and delivers.
-		addedKey := record.Stream{Source: "dns", Account: "acme-dev"}
 		added := &scriptedPoller{key: addedKey, windows: 3, pages: 2, rows: 4, tail: true}
 		if err := p.Add(t.Context(), added); err != nil {
 			t.Fatal(err)
