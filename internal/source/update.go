@@ -95,4 +95,3 @@ func (s *Set) poller(k record.Stream) (*Poller, bool) {
 
 // Config returns the configuration the set was built of.
 func (s *Set) Config() catalog.Config { return s.cfg }
-

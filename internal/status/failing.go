@@ -15,7 +15,11 @@ const DefaultFailingAfter = 10 * time.Minute
 // SetFailingAfter sets the shortest time a stream must have failed without
 // a commit before FailingError names it (default DefaultFailingAfter). Call
 // it before the reporter runs.
-func (p *Reporter) SetFailingAfter(d time.Duration) { p.failingAfter = d }
+func (p *Reporter) SetFailingAfter(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failingAfter = d
+}
 
 // failingFor is how long stream source may go without a commit while its
 // polls fail before FailingError names it: three of its polling
@@ -23,6 +27,8 @@ func (p *Reporter) SetFailingAfter(d time.Duration) { p.failingAfter = d }
 // commits at least once an interval (a caught-up poll moves its
 // watermark).
 func (p *Reporter) failingFor(source string) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	return max(p.failingAfter, 3*p.est.cfg.Sources.Resolve(source).Interval)
 }
 
@@ -35,7 +41,7 @@ func (p *Reporter) failingFor(source string) time.Duration {
 func (p *Reporter) FailingError(now time.Time) error {
 	acked := p.acked.States()
 	var lines []string
-	for _, pl := range p.pollers {
+	for _, pl := range p.current() {
 		k := pl.Stream()
 		snap := pl.Snapshot()
 		if snap.Blocked || snap.Errors == 0 {
