@@ -108,6 +108,7 @@ func New(cfg Config, store Store, targets []Target, producers []Producer, reg pr
 	// The tracker exists before Run loads it, so that a scrape meanwhile
 	// reads empty states rather than racing with Run.
 	p.tracker = newTracker(nil)
+	p.running.started = make(chan struct{})
 	p.m.capacity.Set(float64(cfg.BufferRecords))
 	return p
 }

@@ -32,11 +32,12 @@ type running struct {
 	// active counts the producers not yet returned and the changes under
 	// way (Add, Remove, Restart): Run ends in once mode when it drops to
 	// 0 (idle closed), never in the middle of a change.
-	active int
-	idle   chan struct{}
-	closed bool // Run stops: no producer starts any more
-	wg     sync.WaitGroup
-	errs   []error
+	active  int
+	idle    chan struct{}
+	started chan struct{} // closed once Run started the producers (Running)
+	closed  bool          // Run stops: no producer starts any more
+	wg      sync.WaitGroup
+	errs    []error
 }
 
 // run is one producer at work.
@@ -60,6 +61,7 @@ func (p *Pipeline) startProducers(ctx context.Context, from map[record.Stream]cu
 	if r.active == 0 {
 		close(r.idle)
 	}
+	close(r.started)
 	r.mu.Unlock()
 	select {
 	case <-ctx.Done():
@@ -105,6 +107,10 @@ func (p *Pipeline) startLocked(pr Producer, from cursor.Cursor, base uint64) {
 		p.release()
 	}()
 }
+
+// Running is closed once Run started the producers: from then on Add,
+// Remove and Restart apply (until Run stops them).
+func (p *Pipeline) Running() <-chan struct{} { return p.running.started }
 
 // hold counts a change under way, so that Run does not end in the middle
 // of it; release ends it (or a producer's run).

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/svcexport/collector/internal/source"
 )
 
 // DefaultFailingAfter is the shortest time a stream must have failed
@@ -68,3 +70,7 @@ func (p *Reporter) FailingError(now time.Time) error {
 
 // maxFailingMessage bounds each stream's error in FailingError.
 const maxFailingMessage = 200
+
+// BlockedError is source.BlockedError of the pollers reported now, for
+// /readyz.
+func (p *Reporter) BlockedError() error { return source.BlockedError(p.current()) }
