@@ -78,9 +78,11 @@ func newReloader(load func() (config.Config, error), cfg config.Config, set *sou
 func (r *reloader) reload(ctx context.Context, by string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	began := time.Now()
 	next, err := r.load()
+	var ch source.Changes
 	if err == nil {
-		err = r.apply(ctx, next)
+		ch, err = r.apply(ctx, next)
 	}
 	if err != nil {
 		r.ok.Set(0)
@@ -94,6 +96,8 @@ func (r *reloader) reload(ctx context.Context, by string) error {
 	}
 	r.ok.Set(1)
 	r.at.SetToCurrentTime()
+	r.log.Info("configuration reloaded", "by", by, "added", names(ch.Added), "restarted", names(ch.Changed), "removed", names(ch.Removed),
+		"streams", len(r.set.Pollers), "seconds", time.Since(began).Seconds())
 	return nil
 }
 
@@ -109,9 +113,9 @@ func oneLineErr(err error) string {
 // and every other stream goes on untouched. The clients kept read their
 // secret files again. A change of what cannot change in place is refused
 // before anything changes (restartKey).
-func (r *reloader) apply(ctx context.Context, next config.Config) error {
+func (r *reloader) apply(ctx context.Context, next config.Config) (source.Changes, error) {
 	if err := restartKey(r.cfg, next); err != nil {
-		return err
+		return source.Changes{}, err
 	}
 	src := next.SourceConfig()
 	if r.sim != nil {
@@ -119,7 +123,7 @@ func (r *reloader) apply(ctx context.Context, next config.Config) error {
 	}
 	set, ch, err := r.set.Update(src, r.opts, r.once)
 	if err != nil {
-		return err
+		return ch, err
 	}
 	for _, c := range []*api.Client{set.Core, set.Edge} {
 		if c != nil && (c == r.set.Core || c == r.set.Edge) {
@@ -129,9 +133,8 @@ func (r *reloader) apply(ctx context.Context, next config.Config) error {
 	select {
 	case <-r.pl.Running():
 	case <-ctx.Done():
-		return fmt.Errorf("reload: the pipeline did not start: %w", ctx.Err())
+		return ch, fmt.Errorf("reload: the pipeline did not start: %w", ctx.Err())
 	}
-	began := time.Now()
 	var errs []error
 	for _, p := range ch.Added {
 		errs = append(errs, r.pl.Add(ctx, p))
@@ -154,11 +157,9 @@ func (r *reloader) apply(ctx context.Context, next config.Config) error {
 	}
 	r.cfg, r.set = next, set
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("reload applied in part: %w", err)
+		return ch, fmt.Errorf("reload applied in part: %w", err)
 	}
-	r.log.Info("configuration reloaded", "added", names(ch.Added), "restarted", names(ch.Changed), "removed", names(ch.Removed),
-		"streams", len(set.Pollers), "took", time.Since(began).Round(time.Millisecond))
-	return nil
+	return ch, nil
 }
 
 // names lists the streams of ps, "" when none.
