@@ -150,8 +150,8 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		defer hub.Close()
 	}
 	if tel != nil {
-		// Served once the pipeline runs (below); off until then.
-		tel.AddHandler("POST /-/reload", reloadOff())
+		// Served once the pipeline runs (below).
+		tel.AddHandler("POST /-/reload", reloadOff(cfg.Metrics.Reload.Enabled))
 	}
 	start.waitFor(sinks)
 	addSinkReadiness(tel, sinks)

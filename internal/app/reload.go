@@ -291,9 +291,14 @@ func (r *reloader) handler(ctx context.Context, tokenFile string) http.Handler {
 	})
 }
 
-// reloadOff answers POST /-/reload while it is not served.
-func reloadOff() http.Handler {
+// reloadOff answers POST /-/reload while it is not served: 404 when off
+// (metrics.reload.enabled false), 503 while the collector starts.
+func reloadOff(enabled bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if enabled {
+			http.Error(w, "the collector is starting: a reload is served once its sinks started", http.StatusServiceUnavailable)
+			return
+		}
 		http.Error(w, "reload over HTTP is off in this collector's configuration: set metrics.reload.enabled: true (SIGHUP reloads always)", http.StatusNotFound)
 	})
 }
