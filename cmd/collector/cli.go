@@ -197,8 +197,11 @@ func runCommand(stdout, stderr io.Writer) *cobra.Command {
 		Long: `Run the daemon. With --once, exit 0 when every source caught up. On a terminal
 with text logs it shows a bar per source (--no-progress: off).
 
-SIGTERM, SIGINT and SIGHUP stop it gracefully: the fetched pages are written
-and the checkpoint committed; a second SIGTERM or SIGINT exits at once.`,
+SIGTERM and SIGINT stop it gracefully: the fetched pages are written and the
+checkpoint committed; a second SIGTERM or SIGINT exits at once. SIGHUP (and
+POST /-/reload with metrics.reload.enabled) reads the configuration again: a
+valid one is applied stream by stream without a restart, a bad one is refused
+(logged, collector_config_last_reload_successful 0) and the one before runs on.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return exitCode(runWith(cfgPath, "run", stdout, stderr, func(ctx context.Context, cfg config.Config, opts app.Options, bars *status.Bars) error {
@@ -213,7 +216,7 @@ and the checkpoint committed; a second SIGTERM or SIGINT exits at once.`,
 					bars.Close() // done already when the run got going; the lines below go straight out
 				}
 				return err
-			}, loadFlags{progress: !noProgress}))
+			}, loadFlags{progress: !noProgress, reload: true}))
 		},
 	}
 	configFlag(cmd, &cfgPath)

@@ -49,6 +49,7 @@ type loadFlags struct {
 	offline         bool // check --offline: no secrets, no files, no network
 	secretsOptional bool // state, verify --dry-run: no API request
 	progress        bool // run: bars on a terminal
+	reload          bool // run: SIGHUP reloads the configuration (app.Options.Reload)
 }
 
 // runWith finds the configuration (configPath of the --config flag cfgFlag),
@@ -60,20 +61,9 @@ func runWith(cfgFlag, name string, stdout, stderr io.Writer, body func(context.C
 	if err != nil {
 		return usage(stderr, err)
 	}
-	loaded, err := config.LoadWith(path, os.Environ(), config.LoadOptions{Offline: lf.offline, SecretsOptional: lf.secretsOptional})
-	cfg := loaded.Config
-	if err == nil || isProblems(err) {
-		// simulator.settings, checked with the rest, in the same report.
-		err = errors.Join(err, app.Validate(cfg))
-	}
-	for _, n := range loaded.Notes {
+	cfg, notes, err := loadConfig(path, lf)
+	for _, n := range notes {
 		fmt.Fprintf(stderr, "config: note: %s\n", n)
-	}
-	if err == nil && !lf.offline && !lf.secretsOptional {
-		// Secret and TLS files are read now, so that a missing or empty
-		// one is a configuration error naming its key (exit 2), not a
-		// failure at the first request.
-		err = cfg.CheckFiles()
 	}
 	if err != nil {
 		for _, line := range config.Lines(err, maxProblems) {
@@ -94,8 +84,19 @@ func runWith(cfgFlag, name string, stdout, stderr io.Writer, body func(context.C
 	if bars != nil {
 		opts.Progress = bars
 	}
-	ctx, stop := signalContext(log)
+	ctx, reloads, stop := signalContext(log, lf.reload)
 	defer stop()
+	if lf.reload {
+		// The same file and environment, checked as the start was.
+		opts.Reload = func() (config.Config, error) {
+			cfg, notes, err := loadConfig(path, lf)
+			for _, n := range notes {
+				log.Info("config: note: " + n)
+			}
+			return cfg, err
+		}
+		opts.Reloads = reloads
+	}
 	if err := body(ctx, cfg, opts, bars); err != nil {
 		if !errors.Is(err, app.ErrCheckFailed) {
 			log.Error("collector "+name+" failed", "err", err)
@@ -107,6 +108,25 @@ func runWith(cfgFlag, name string, stdout, stderr io.Writer, body func(context.C
 		return exitFailed
 	}
 	return exitOK
+}
+
+// loadConfig loads the configuration at path and validates it as the
+// command of lf needs it: every problem is a KeyError naming its key.
+// It returns the load's notes too.
+func loadConfig(path string, lf loadFlags) (config.Config, []string, error) {
+	loaded, err := config.LoadWith(path, os.Environ(), config.LoadOptions{Offline: lf.offline, SecretsOptional: lf.secretsOptional})
+	cfg := loaded.Config
+	if err == nil || isProblems(err) {
+		// simulator.settings, checked with the rest, in the same report.
+		err = errors.Join(err, app.Validate(cfg))
+	}
+	if err == nil && !lf.offline && !lf.secretsOptional {
+		// Secret and TLS files are read now, so that a missing or empty
+		// one is a configuration error naming its key (exit 2), not a
+		// failure at the first request.
+		err = cfg.CheckFiles()
+	}
+	return cfg, loaded.Notes, err
 }
 
 // signalNotify is cancelled by SIGINT or SIGTERM (tap: stop reading).
@@ -182,46 +202,47 @@ func isTerminal(w io.Writer) bool {
 	return ok && status.IsTerminal(f)
 }
 
-// signalContext is cancelled by the first SIGINT, SIGTERM or SIGHUP (a
-// graceful stop: drain, flush, commit); a second SIGINT or SIGTERM exits at
-// once. SIGHUP, which its peers take as "reload the configuration", stops
-// gracefully too until the collector reloads in place: a supervisor
-// (Kubernetes, systemd's Restart=always) starts it again with the new
-// configuration, and nothing is lost. A SIGHUP while stopping is ignored:
-// a reload sent twice must not cut the drain short.
-func signalContext(log *slog.Logger) (context.Context, func()) {
+// signalContext is cancelled by the first SIGINT or SIGTERM (a graceful
+// stop: drain, flush, commit); a second one exits at once. With reload,
+// SIGHUP (its peers' "reload the configuration") sends on the returned
+// channel instead (one pending at most: SIGHUPs sent while a reload runs
+// make one more), and is ignored once stopping: a reload sent twice must
+// not cut the drain short. Without reload (the commands that do not
+// run the daemon) SIGHUP stops as SIGTERM does.
+func signalContext(log *slog.Logger, reload bool) (context.Context, <-chan struct{}, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 4)
+	reloads := make(chan struct{}, 1)
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	done := make(chan struct{})
 	go func() {
-		select {
-		case s := <-ch:
-			if s == syscall.SIGHUP {
-				log.Warn("stopping gracefully: the configuration is not reloaded in place yet; the supervisor starts the collector again with it",
-					"signal", s.String())
-			} else {
-				log.Info("stopping", "signal", s.String())
-			}
-			cancel()
-		case <-done:
-			return
-		}
-		for {
+		for stopping := false; ; {
+			var s os.Signal
 			select {
-			case s := <-ch:
-				if s == syscall.SIGHUP {
-					log.Info("already stopping gracefully", "signal", s.String())
-					continue
-				}
-				log.Error("second signal: exiting without draining", "signal", s.String())
-				os.Exit(exitFailed)
+			case s = <-ch:
 			case <-done:
 				return
 			}
+			switch {
+			case s == syscall.SIGHUP && stopping:
+				log.Info("already stopping gracefully", "signal", s.String())
+			case s == syscall.SIGHUP && reload:
+				log.Info("reloading the configuration", "signal", s.String())
+				select {
+				case reloads <- struct{}{}:
+				default: // one is pending already
+				}
+			case stopping:
+				log.Error("second signal: exiting without draining", "signal", s.String())
+				os.Exit(exitFailed)
+			default:
+				log.Info("stopping", "signal", s.String())
+				stopping = true
+				cancel()
+			}
 		}
 	}()
-	return ctx, func() {
+	return ctx, reloads, func() {
 		signal.Stop(ch)
 		close(done)
 		cancel()

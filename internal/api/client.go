@@ -110,6 +110,7 @@ type Client struct {
 	maxBody int64
 	retry   RetryConfig
 	tokens  tokenSource
+	cred    *credential       // the secret (core) or token (edge) the tokens use
 	scrub   *secret.Scrubber  // removes credentials from every error text (Options.Scrubber)
 	rnd     func(int64) int64 // draws the jitter of every wait
 	origins origin.Set        // where the credentials may go (C1, C3, C6)
@@ -138,7 +139,7 @@ func NewClient(cfg Config, b Budget, o Options) (*Client, error) {
 		c.user = cfg.KeyID
 	}
 	c.rate, c.timeout, c.maxBody, c.retry = cfg.Rate.bucket(), cfg.Timeout, cfg.MaxBodyBytes, cfg.Retry
-	c.tokens = &coreTokens{c: c, keyID: cfg.KeyID, cred: cred, header: cfg.SecretHeader, ttl: cfg.TokenTTL}
+	c.tokens, c.cred = &coreTokens{c: c, keyID: cfg.KeyID, cred: cred, header: cfg.SecretHeader, ttl: cfg.TokenTTL}, cred
 	return c, nil
 }
 
@@ -167,7 +168,7 @@ func NewEdgeClient(cfg EdgeConfig, core Config, b Budget, o Options) (*Client, e
 	if c.retry.Initial <= 0 {
 		c.retry = DefaultConfig().Retry
 	}
-	c.tokens = &edgeToken{c: c, cred: cred}
+	c.tokens, c.cred = &edgeToken{c: c, cred: cred}, cred
 	return c, nil
 }
 

@@ -105,3 +105,10 @@ func (t *edgeToken) refused(tok string) bool {
 	}
 	return t.cred.reread(context.Background(), t.c).Reveal() != tok
 }
+
+// ReadSecretAgain reads the client's secret file (api.secret_file) or
+// token file (edge.token_file) now, as a configuration reload asks: a new
+// value is logged (never shown) and used from the next core token, or
+// the next edge request, on. A file that cannot be read now keeps the
+// value before, with a warning; an inline value is left as it is.
+func (c *Client) ReadSecretAgain(ctx context.Context) { c.cred.reread(ctx, c) }

@@ -22,7 +22,6 @@ import (
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source"
-	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/status"
 	"github.com/svcexport/collector/internal/tap"
 	"github.com/svcexport/collector/internal/telemetry"
@@ -39,6 +38,13 @@ type Options struct {
 	// Progress, when set, shows each source's progress while Run runs (the
 	// terminal's bars, status.Bars); Run closes it before its last line.
 	Progress status.Display
+	// Reload, when set, reads and validates the configuration again as
+	// the start did (same file, same environment); Run applies what it
+	// returns at every value of Reloads (SIGHUP) and at every POST
+	// /-/reload (metrics.reload). nil: Run never reloads.
+	Reload func() (config.Config, error)
+	// Reloads receives a value for every SIGHUP.
+	Reloads <-chan struct{}
 }
 
 func (o Options) withDefaults() Options {
@@ -90,7 +96,11 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	}
 	// One scrubber for every error that may hold a server's words.
 	scr := newScrubber(cfg, srcCfg, os.Getenv)
-	set, err := buildSources(cfg, srcCfg, reg, log, scr, once)
+	srcOpts, err := sourceOptions(cfg, reg, log, scr)
+	if err != nil {
+		return err
+	}
+	set, err := source.Build(srcCfg, nil, srcOpts, once)
 	if err != nil {
 		return err
 	}
@@ -111,6 +121,12 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	hub, err := newTap(cfg.Metrics, pl, streams, reg, log)
 	if err != nil {
 		return err
+	}
+	var rl *reloader
+	if o.Reload != nil {
+		if rl, err = newReloader(o.Reload, cfg, set, srcOpts, once, pl, prog, hub, sim, reg, log); err != nil {
+			return err
+		}
 	}
 
 	// Telemetry answers before the sinks start, which may take long (a
@@ -133,6 +149,10 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		// an open tap would hold it up.
 		defer hub.Close()
 	}
+	if tel != nil {
+		// Served once the pipeline runs (below).
+		tel.AddHandler("POST /-/reload", reloadOff(cfg.Metrics.Reload.Enabled))
+	}
 	start.waitFor(sinks)
 	addSinkReadiness(tel, sinks)
 	// Sinks that started are shut down also when another cannot start
@@ -153,7 +173,15 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	if o.Progress != nil {
 		prog.ShowOn(o.Progress)
 	}
-	addRunReadiness(tel, pl, sinks, set.Pollers, prog)
+	addRunReadiness(tel, pl, sinks, prog)
+	if rl != nil {
+		if tel != nil && cfg.Metrics.Reload.Enabled {
+			tel.AddHandler("POST /-/reload", rl.handler(ctx, cfg.Metrics.Reload.TokenFile))
+		}
+		if o.Reloads != nil {
+			go rl.run(ctx, o.Reloads)
+		}
+	}
 	start.finish()
 
 	log.Info("collector started", "streams", len(set.Pollers), "sinks", describeSinks(sinks), "once", once,
@@ -196,24 +224,25 @@ func newTap(mc config.MetricsConfig, pl *pipeline.Pipeline, streams []record.Str
 	return hub, nil
 }
 
-// buildSources builds the pollers of srcCfg with their metrics registered
-// on reg. A page larger than the buffer is emitted in batches of at most
-// pipeline.buffer_records, so memory stays bounded by configuration.
-func buildSources(cfg config.Config, srcCfg catalog.Config, reg prometheus.Registerer, log *slog.Logger, scr *secret.Scrubber, once bool) (*source.Set, error) {
+// sourceOptions are the pollers' dependencies, with their metrics
+// registered on reg once for the process (a reload builds pollers with
+// the same). A page larger than the buffer is emitted in batches of at
+// most pipeline.buffer_records, so memory stays bounded by configuration.
+func sourceOptions(cfg config.Config, reg prometheus.Registerer, log *slog.Logger, scr *secret.Scrubber) (source.Options, error) {
 	srcMetrics, err := source.NewMetrics(reg)
 	if err != nil {
-		return nil, err
+		return source.Options{}, err
 	}
 	apiMetrics, err := api.NewMetrics(reg)
 	if err != nil {
-		return nil, err
+		return source.Options{}, err
 	}
 	recheckMetrics, err := recheck.NewMetrics(reg)
 	if err != nil {
-		return nil, err
+		return source.Options{}, err
 	}
-	return source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: log, Metrics: apiMetrics, Scrubber: scr},
-		Metrics: srcMetrics, MaxBatchRecords: cfg.Pipeline.BufferRecords, RecheckMetrics: recheckMetrics}, once)
+	return source.Options{Client: api.Options{Logger: log, Metrics: apiMetrics, Scrubber: scr},
+		Metrics: srcMetrics, MaxBatchRecords: cfg.Pipeline.BufferRecords, RecheckMetrics: recheckMetrics}, nil
 }
 
 // addSinkReadiness adds to tel (nil: none) a check per sink: whether it
@@ -234,7 +263,7 @@ func addSinkReadiness(tel *telemetry.Server, sinks []*sinkRun) {
 
 // addRunReadiness adds to tel (nil: none) the checks of a running
 // collector and its live /state.
-func addRunReadiness(tel *telemetry.Server, pl *pipeline.Pipeline, sinks []*sinkRun, pollers []*source.Poller, prog *status.Reporter) {
+func addRunReadiness(tel *telemetry.Server, pl *pipeline.Pipeline, sinks []*sinkRun, prog *status.Reporter) {
 	if tel == nil {
 		return
 	}
@@ -246,7 +275,7 @@ func addRunReadiness(tel *telemetry.Server, pl *pipeline.Pipeline, sinks []*sink
 	}
 	// Streams refused for good (C5: a 403 for a sub-account, org-level
 	// audit logs) keep failing: named here with their scrubbed reason.
-	tel.AddReadiness("streams", func(context.Context) error { return source.BlockedError(pollers) })
+	tel.AddReadiness("streams", func(context.Context) error { return prog.BlockedError() })
 	// Streams whose polls keep failing (a 5xx or a timeout that never
 	// clears) and that have not committed for three intervals (at
 	// least metrics.failing_after), with their scrubbed errors.

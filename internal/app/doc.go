@@ -27,6 +27,12 @@
 // read rotated secret files. The telemetry server serves /tap only when
 // metrics.tap.enabled, behind its bearer token (package tap).
 //
+// A running daemon reloads its configuration at SIGHUP and at POST
+// /-/reload (metrics.reload.enabled): the reloader loads it as the start
+// did, refuses what needs a restart naming the key, and hands the streams
+// that changed to source.Set.Update, the pipeline (Add, Remove, Restart),
+// the status reporter and the tap; every other stream goes on.
+//
 // It holds no logic of polling, delivering, checkpointing, counting or
 // reporting: that lives in the package that owns it, and a function here
 // that grows such logic belongs there. Only cmd/collector imports it.

@@ -96,6 +96,22 @@ type MetricsConfig struct {
 	// Tap turns on /tap, what `collector tap` reads: every record the
 	// collector delivers, live. Off by default.
 	Tap TapConfig `koanf:"tap"`
+	// Reload turns on POST /-/reload, which reloads the configuration as
+	// SIGHUP does. Off by default.
+	Reload ReloadConfig `koanf:"reload"`
+}
+
+// ReloadConfig places POST /-/reload (key "metrics.reload"), the
+// Prometheus convention for "read the configuration again" (SIGHUP does
+// the same, always). It changes what the collector does, so it is not
+// served unless Enabled; with TokenFile set a request must send its
+// bearer token (Authorization: Bearer TOKEN), as a tap does.
+type ReloadConfig struct {
+	// Enabled serves POST /-/reload on metrics.listen. Default false.
+	Enabled bool `koanf:"enabled"`
+	// TokenFile holds the bearer token a reload request must send, at
+	// least 16 characters, re-read at every request. "" asks for none.
+	TokenFile string `koanf:"token_file"`
 }
 
 // TapConfig places /tap (key "metrics.tap"). Records are data (logins,
@@ -196,6 +212,9 @@ func (c Config) Validate() error {
 		errs = append(errs, &KeyError{Key: "metrics.listen", Msg: err.Error()})
 	}
 	errs = append(errs, c.validateTap()...)
+	if c.Metrics.Reload.Enabled && c.Metrics.Listen == "" {
+		errs = append(errs, &KeyError{Key: "metrics.reload.enabled", Msg: "needs metrics.listen: POST /-/reload is served by the telemetry server, which metrics.listen \"\" turns off (SIGHUP reloads without it)"})
+	}
 	if c.Metrics.FailingAfter < time.Second {
 		errs = append(errs, &KeyError{Key: "metrics.failing_after", Msg: fmt.Sprintf("must be at least 1s, got %s", c.Metrics.FailingAfter)})
 	}

@@ -63,6 +63,12 @@ func (c Config) CheckFiles() error {
 			errs = append(errs, &KeyError{Key: "metrics.tap.token_file", Msg: err.Error()})
 		}
 	}
+	if r := c.Metrics.Reload; r.Enabled && r.TokenFile != "" {
+		// What POST /-/reload reads at every request, read now.
+		if _, err := tap.ReadToken(r.TokenFile); err != nil {
+			errs = append(errs, &KeyError{Key: "metrics.reload.token_file", Msg: err.Error()})
+		}
+	}
 	for _, sk := range c.Sinks() {
 		p := sk.Key() + "."
 		switch k, ch := sk.Kafka, sk.ClickHouse; sk.Type {

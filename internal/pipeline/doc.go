@@ -22,4 +22,8 @@
 // at start, each sink's Recover makes it agree with that commit, so that
 // each record is stored once in each sink (C7). Health (Stalled, lags,
 // errors) feeds /readyz, /healthz and /state.
+//
+// While Run runs, Add, Remove and Restart change its producers (a
+// configuration reload): a removed stream stops once its pages are
+// committed, and the other producers never pause.
 package pipeline

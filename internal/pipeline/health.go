@@ -99,13 +99,14 @@ func (p *Pipeline) SinkLags() []SinkLag {
 // the state of the streams. It is safe for concurrent use.
 func (p *Pipeline) StreamSinkLags() map[record.Stream][]SinkLag {
 	now := p.now()
-	out := make(map[record.Stream][]SinkLag, len(p.producers))
-	for _, pr := range p.producers {
+	streams := p.Streams()
+	out := make(map[record.Stream][]SinkLag, len(streams))
+	for _, k := range streams {
 		ls := make([]SinkLag, len(p.targets))
 		for i, t := range p.targets {
 			ls[i].Sink, ls[i].Delivery = t.Name, t.delivery()
 		}
-		out[pr.Stream()] = ls
+		out[k] = ls
 	}
 	for i, t := range p.targets {
 		t.streamLag(now, i, out)

@@ -46,10 +46,9 @@ type Pipeline struct {
 	busy    atomic.Int64 // unix nanoseconds since when records wait, 0 when none
 	commitE atomic.Value // last commit error (errBox)
 
-	// stops ends a producer's Run (made by Run before anything starts,
-	// read-only after); failures holds the streams a permanent sink error
-	// stopped.
-	stops    map[record.Stream]context.CancelCauseFunc
+	// running holds the producers at work (producers.go); failures holds
+	// the streams a permanent sink error stopped.
+	running  running
 	failMu   sync.Mutex
 	failures map[record.Stream]error
 
@@ -109,13 +108,14 @@ func New(cfg Config, store Store, targets []Target, producers []Producer, reg pr
 	// The tracker exists before Run loads it, so that a scrape meanwhile
 	// reads empty states rather than racing with Run.
 	p.tracker = newTracker(nil)
+	p.running.started = make(chan struct{})
 	p.m.capacity.Set(float64(cfg.BufferRecords))
 	return p
 }
 
 // Run loads the checkpoint, runs every producer and the sink workers, and
 // returns when ctx is cancelled (a stop) or every producer returned (once
-// mode). Either way it stops the producers first, drains what was fetched into
+// mode); Add, Remove and Restart change the producers meanwhile. Either way it stops the producers first, drains what was fetched into
 // the sinks (for at most StopTimeout after a stop), commits, and returns. The
 // sinks must be started; Run does not shut them down.
 //
@@ -146,18 +146,6 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	for k, st := range initial {
 		p.observe(k, st)
 	}
-	// Each producer runs under a context of its own, which a permanent
-	// sink error of its stream cancels.
-	ctxs := make([]context.Context, len(p.producers))
-	p.stops = make(map[record.Stream]context.CancelCauseFunc, len(p.producers))
-	for i, pr := range p.producers {
-		var stop context.CancelCauseFunc
-		ctxs[i], stop = context.WithCancelCause(ctx)
-		defer stop(nil)
-		k := pr.Stream()
-		p.stops[k] = stop
-	}
-
 	// The sink workers and the committer outlive a stop by up to
 	// StopTimeout, so they get their own context.
 	workCtx, cancelWork := context.WithCancel(context.Background())
@@ -181,7 +169,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		p.commitLoop(workCtx, commitStop)
 	}()
 
-	pollErrs := p.runProducers(ctxs, from)
+	// Each producer runs under a context of its own, which a permanent
+	// sink error of its stream cancels (or Remove, producers.go).
+	pollErrs := p.startProducers(ctx, from)
 
 	// Producers are gone: nobody sends any more; drain.
 	for _, t := range p.targets {
@@ -213,31 +203,4 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		cerr = fmt.Errorf("final checkpoint commit: %w", cerr)
 	}
 	return errors.Join(pollErrs, p.failed(), cerr)
-}
-
-// runProducers runs producer i under ctxs[i] until every one returned.
-func (p *Pipeline) runProducers(ctxs []context.Context, from map[record.Stream]cursor.Cursor) error {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	for i, pr := range p.producers {
-		wg.Add(1)
-		p.m.pollersRunning.Inc()
-		go func() {
-			defer wg.Done()
-			defer p.m.pollersRunning.Dec()
-			k := pr.Stream()
-			out := p.output(k)
-			err := pr.Run(ctxs[i], from[k], out)
-			out.release()
-			if err != nil && !errors.Is(err, context.Canceled) {
-				p.log.Error("poller ended", "source", k.Source, "account", k.Account, "err", err)
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("poller %s: %w", k, err))
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }

@@ -272,3 +272,43 @@ func (t *tracker) committedBelow(k record.Stream) uint64 {
 	defer t.mu.Unlock()
 	return t.streamLocked(k).committed
 }
+
+// stateOf returns stream k's acknowledged state (zero when unknown).
+func (t *tracker) stateOf(k record.Stream) checkpoint.State {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.streams[k]; ok {
+		return s.state
+	}
+	return checkpoint.State{}
+}
+
+// settled reports whether stream k's acknowledged run is committed: no
+// state or log of it waits for a commit.
+func (t *tracker) settled(k record.Stream) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, ok := t.streams[k]
+	if !ok {
+		return true
+	}
+	_, dirty := t.dirty[k]
+	return !dirty && !s.logged && s.committed >= s.nextCommit
+}
+
+// rebase readies stream k for a new producer (Pipeline.Add) once the
+// one before settled: acknowledgements of its pages that were waiting
+// for a page no sink will acknowledge any more (abandoned when it
+// stopped) are forgotten, as a restart forgets them, so that the new
+// producer's pages, numbered on from the last one, commit from the
+// state as committed. It returns the seq of the new producer's first
+// page.
+func (t *tracker) rebase(k record.Stream) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.streamLocked(k)
+	clear(s.acked)
+	s.nextCommit = s.nextSeq
+	s.committed = max(s.committed, s.nextSeq)
+	return s.nextSeq
+}

@@ -227,9 +227,7 @@ func (p *Pipeline) fail(t *target, k record.Stream, b *record.Batch, err error) 
 	p.m.streamFailed.WithLabelValues(k.Source, k.Account).Set(1)
 	p.log.Error("sink refused a batch for good; the stream stops, for every sink, until a restart", "sink", t.Name, "source", k.Source, "account", k.Account,
 		"window_start", record.FormatTime(b.WindowStart), "page", b.Page, "records", len(b.Envelopes), "err", err)
-	if stop := p.stops[k]; stop != nil {
-		stop(ferr)
-	}
+	p.stopProducer(k, ferr)
 }
 
 // stopped reports whether a permanent error stopped stream k.

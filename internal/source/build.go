@@ -40,6 +40,9 @@ type Set struct {
 	Edge *api.Client
 	// Pollers are the streams, core first, in the order of Streams.
 	Pollers []*Poller
+
+	cfg    catalog.Config // what the set was built of (Update compares)
+	budget api.Budget     // the process-wide budget every client spends
 }
 
 // Build validates cfg and builds its clients and one poller per stream of
@@ -55,14 +58,33 @@ func Build(cfg catalog.Config, b api.Budget, o Options, once bool) (*Set, error)
 	if b == nil {
 		b = budget.New(o.Client.Clock, o.Client.Metrics)
 	}
-	set := &Set{}
+	set := &Set{cfg: cfg, budget: b}
+	if err := set.build(cfg, o, once, Resolve(cfg), nil); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// build adds to set a poller for each stream of pcs (Resolve's, in its
+// order), or keeps the one of kept when it holds the stream; the
+// rechecks of the new pollers share limiters of their own.
+func (set *Set) build(cfg catalog.Config, o Options, once bool, pcs []PollerConfig, kept map[record.Stream]*Poller) error {
 	var errs []error
-	pcs := Resolve(cfg)
-	limiters := recheckLimiters(pcs, o)
+	var fresh []PollerConfig
 	for _, pc := range pcs {
-		c, err := set.client(cfg, b, o, pc.Spec.Edge)
+		if kept[pc.stream()] == nil {
+			fresh = append(fresh, pc)
+		}
+	}
+	limiters := recheckLimiters(fresh, o)
+	for _, pc := range pcs {
+		if p := kept[pc.stream()]; p != nil {
+			set.Pollers = append(set.Pollers, p)
+			continue
+		}
+		c, err := set.client(cfg, set.budget, o, pc.Spec.Edge)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		// What the configuration says of the stream is in pc (Resolve);
 		// what is added here is the process's: the run mode, logger,
@@ -83,12 +105,12 @@ func Build(cfg catalog.Config, b api.Budget, o Options, once bool) (*Set, error)
 		set.Pollers = append(set.Pollers, p)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return err
 	}
 	if len(set.Pollers) == 0 {
-		return nil, fmt.Errorf("sources: no source enabled")
+		return fmt.Errorf("sources: no source enabled")
 	}
-	return set, nil
+	return nil
 }
 
 // client returns the set's core or edge client, making it on first use.

@@ -22,7 +22,7 @@ func (c commitCollector) Describe(ch chan<- *prometheus.Desc) { ch <- lastCommit
 // Collect implements prometheus.Collector.
 func (c commitCollector) Collect(ch chan<- prometheus.Metric) {
 	acked := c.p.acked.States()
-	for _, pl := range c.p.pollers {
+	for _, pl := range c.p.current() {
 		k := pl.Stream()
 		v := 0.0
 		if u := acked[k].Updated; !u.IsZero() {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/svcexport/collector/internal/source"
 )
 
 // DefaultFailingAfter is the shortest time a stream must have failed
@@ -15,7 +17,11 @@ const DefaultFailingAfter = 10 * time.Minute
 // SetFailingAfter sets the shortest time a stream must have failed without
 // a commit before FailingError names it (default DefaultFailingAfter). Call
 // it before the reporter runs.
-func (p *Reporter) SetFailingAfter(d time.Duration) { p.failingAfter = d }
+func (p *Reporter) SetFailingAfter(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failingAfter = d
+}
 
 // failingFor is how long stream source may go without a commit while its
 // polls fail before FailingError names it: three of its polling
@@ -23,6 +29,8 @@ func (p *Reporter) SetFailingAfter(d time.Duration) { p.failingAfter = d }
 // commits at least once an interval (a caught-up poll moves its
 // watermark).
 func (p *Reporter) failingFor(source string) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	return max(p.failingAfter, 3*p.est.cfg.Sources.Resolve(source).Interval)
 }
 
@@ -35,7 +43,7 @@ func (p *Reporter) failingFor(source string) time.Duration {
 func (p *Reporter) FailingError(now time.Time) error {
 	acked := p.acked.States()
 	var lines []string
-	for _, pl := range p.pollers {
+	for _, pl := range p.current() {
 		k := pl.Stream()
 		snap := pl.Snapshot()
 		if snap.Blocked || snap.Errors == 0 {
@@ -62,3 +70,7 @@ func (p *Reporter) FailingError(now time.Time) error {
 
 // maxFailingMessage bounds each stream's error in FailingError.
 const maxFailingMessage = 200
+
+// BlockedError is source.BlockedError of the pollers reported now, for
+// /readyz.
+func (p *Reporter) BlockedError() error { return source.BlockedError(p.current()) }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,13 +35,16 @@ type Acked interface {
 // methods are safe for concurrent use with the pollers and the pipeline,
 // except that Summary must follow the end of Run.
 type Reporter struct {
-	pollers []*source.Poller
 	acked   Acked
 	every   time.Duration
 	log     *slog.Logger
-	est     *estimator
 	started time.Time
-	// failingAfter is the floor of failingFor (SetFailingAfter).
+
+	// mu guards the streams reported (Update) and failingAfter, the
+	// floor of failingFor (SetFailingAfter).
+	mu           sync.Mutex
+	pollers      []*source.Poller
+	est          *estimator
 	failingAfter time.Duration
 
 	windowsLeft *prometheus.GaugeVec
@@ -87,6 +91,43 @@ func NewReporter(cfg catalog.Config, streams []record.Stream, pollers []*source.
 	return p, nil
 }
 
+// current returns the pollers reported now.
+func (p *Reporter) current() []*source.Poller {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pollers
+}
+
+// Update makes the reporter report pollers, the streams of cfg (streams),
+// from now on: a configuration reload (issue 33) added, removed or
+// restarted some. The backlog series of a new stream start with its ETA
+// unknown; those of a stream no longer collected are deleted.
+func (p *Reporter) Update(cfg catalog.Config, streams []record.Stream, pollers []*source.Poller) {
+	p.mu.Lock()
+	old := p.pollers
+	p.pollers, p.est = pollers, newEstimator(cfg, streams)
+	p.mu.Unlock()
+	now := map[record.Stream]bool{}
+	for _, pl := range pollers {
+		now[pl.Stream()] = true
+	}
+	was := map[record.Stream]bool{}
+	for _, pl := range old {
+		k := pl.Stream()
+		was[k] = true
+		if !now[k] {
+			p.windowsLeft.DeleteLabelValues(k.Source, k.Account)
+			p.eta.DeleteLabelValues(k.Source, k.Account)
+		}
+	}
+	for _, pl := range pollers {
+		if k := pl.Stream(); !was[k] {
+			p.windowsLeft.WithLabelValues(k.Source, k.Account)
+			p.eta.WithLabelValues(k.Source, k.Account).Set(-1)
+		}
+	}
+}
+
 // States merges the acknowledged states with the pollers' live view, one
 // line per poller, at now. A stream the sink stopped shows that error as
 // its last.
@@ -97,8 +138,11 @@ func (p *Reporter) States(now time.Time) []StreamState {
 	if sl, ok := p.acked.(SinkLagger); ok {
 		lags = sl.SinkLagsByStream()
 	}
-	out := make([]StreamState, 0, len(p.pollers))
-	for _, pl := range p.pollers {
+	p.mu.Lock()
+	pollers, est := p.pollers, p.est
+	p.mu.Unlock()
+	out := make([]StreamState, 0, len(pollers))
+	for _, pl := range pollers {
 		k := pl.Stream()
 		st := acked[k]
 		snap := pl.Snapshot()
@@ -113,7 +157,7 @@ func (p *Reporter) States(now time.Time) []StreamState {
 		if density == 0 {
 			density = st.Density
 		}
-		p.est.fill(&s, density, now)
+		est.fill(&s, density, now)
 		s.WindowsLeft = snap.Backlog.Windows
 		s.CaughtUp = snap.CaughtUp
 		s.RecheckPending = snap.RecheckPending

@@ -10,8 +10,9 @@ import (
 
 // snapshots returns every poller's snapshot.
 func (p *Reporter) snapshots() []source.Snapshot {
-	out := make([]source.Snapshot, len(p.pollers))
-	for i, pl := range p.pollers {
+	pollers := p.current()
+	out := make([]source.Snapshot, len(pollers))
+	for i, pl := range pollers {
 		out[i] = pl.Snapshot()
 	}
 	return out

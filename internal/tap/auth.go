@@ -42,6 +42,10 @@ var (
 	errWrongToken = errors.New("/tap: wrong bearer token (not the one of the collector's metrics.tap.token_file)")
 )
 
+// Authorized reports whether r sends the bearer token want, compared as
+// a tap's is (the collector's POST /-/reload asks for one too).
+func Authorized(r *http.Request, want secret.Secret) bool { return authorize(r, want) == nil }
+
 // authorize checks r's bearer token against want in constant time: both
 // are hashed first, so that neither their bytes nor their lengths show in
 // the time the comparison takes.

@@ -85,7 +85,7 @@ const (
 // Hub fans delivered batches out to the taps. Create it with NewHub; it
 // is safe for concurrent use.
 type Hub struct {
-	collected collected
+	collected atomic.Pointer[collected] // SetStreams replaces it
 	tokenFile string
 	stall     time.Duration
 	log       *slog.Logger
@@ -124,8 +124,17 @@ func NewHub(o Options) *Hub {
 	if o.Stall <= 0 {
 		o.Stall = DefaultStall
 	}
-	return &Hub{collected: newCollected(o.Streams), tokenFile: o.TokenFile, stall: o.Stall, log: o.Log,
+	h := &Hub{tokenFile: o.TokenFile, stall: o.Stall, log: o.Log,
 		clients: map[*client]struct{}{}, stop: make(chan struct{})}
+	h.SetStreams(o.Streams)
+	return h
+}
+
+// SetStreams makes streams what new taps may ask for (Options.Streams),
+// after a configuration reload changed them; running taps go on.
+func (h *Hub) SetStreams(streams []record.Stream) {
+	c := newCollected(streams)
+	h.collected.Store(&c)
 }
 
 // Dropped is how many envelopes were dropped for taps that read too
@@ -258,7 +267,7 @@ func (h *Hub) Handler() http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		if err := h.collected.check(req); err != nil {
+		if err := h.collected.Load().check(req); err != nil {
 			http.Error(w, err.Error(), http.StatusNotFound)
 			return
 		}

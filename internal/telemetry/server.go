@@ -116,7 +116,8 @@ func (s *Server) AddLiveness(name string, c Check) {
 }
 
 // AddHandler serves h at path (GET) beside the three endpoints, e.g. the
-// collector's live /state. It may be called before or after Start; a later
+// collector's live /state; a path "POST /p" serves POSTs to /p (the
+// collector's POST /-/reload). It may be called before or after Start; a later
 // call for the same path replaces the handler (the collector's /state of
 // the checkpoint while it starts, then the live one).
 func (s *Server) AddHandler(path string, h http.Handler) {
@@ -142,6 +143,18 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		h := s.handlers[r.URL.Path]
+		s.mu.Unlock()
+		if h == nil {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	// A handler added as "POST /path" answers POSTs (the collector's
+	// POST /-/reload).
+	mux.HandleFunc("POST /", func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		h := s.handlers["POST "+r.URL.Path]
 		s.mu.Unlock()
 		if h == nil {
 			http.NotFound(w, r)

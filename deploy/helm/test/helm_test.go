@@ -354,6 +354,23 @@ func TestChartConfigChangeRollsThePodAndNothingElseDoes(t *testing.T) {
 	mustf(t, base == sum(values(t, `serviceMonitor: {enabled: true}`)), "enabling the ServiceMonitor changes checksum/config")
 }
 
+// reloadInPlace (issue 33): the pod does not roll on a changed config, and
+// the config serves POST /-/reload, which applies it instead.
+func TestChartReloadInPlaceDropsTheChecksumAndEnablesReload(t *testing.T) {
+	off := mustRender(t, "team-a", nil)
+	mustf(t, !strings.Contains(off.cm.Data["collector.yaml"], "reload"), "reload enabled by default:\n%s", off.cm.Data["collector.yaml"])
+	on := mustRender(t, "team-a", values(t, `{reloadInPlace: true, config: {metrics: {reload: {token_file: /data/reload-token}}}}`))
+	_, has := on.sts.Spec.Template.Annotations["checksum/config"]
+	mustf(t, !has, "reloadInPlace keeps checksum/config: a changed config still rolls the pod")
+	cfg := map[string]any{}
+	if err := yaml.Unmarshal([]byte(on.cm.Data["collector.yaml"]), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	reload, _ := cfg["metrics"].(map[string]any)["reload"].(map[string]any)
+	mustf(t, reload["enabled"] == true && reload["token_file"] == "/data/reload-token", "metrics.reload with reloadInPlace: %v", reload)
+	mustf(t, cfg["metrics"].(map[string]any)["listen"] == "0.0.0.0:9464", "reloadInPlace lost metrics.listen: %v", cfg["metrics"])
+}
+
 func TestTwoReleasesAreTwoCollectors(t *testing.T) {
 	a := mustRender(t, "team-a", nil)
 	b := mustRender(t, "team-b", values(t, `existingSecret: team-b-credentials`))

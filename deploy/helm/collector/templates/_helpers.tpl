@@ -179,6 +179,13 @@ chart's default sink goes (after the secret check below). */}}
 {{- end }}
 {{- end }}
 {{- end }}
+{{- /* reloadInPlace: POST /-/reload is served, so that a changed ConfigMap
+is applied without a new pod (the checksum/config annotation goes). */}}
+{{- if .Values.reloadInPlace }}
+{{- $m := get $c "metrics" | default dict }}
+{{- $r := get $m "reload" | default dict }}
+{{- $c = set $c "metrics" (set $m "reload" (set $r "enabled" true)) }}
+{{- end }}
 {{- toYaml $c }}
 {{- end }}
 
