@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -58,7 +59,7 @@ type loadFlags struct {
 func runWith(cfgFlag, name string, stdout, stderr io.Writer, body func(context.Context, config.Config, app.Options, *status.Bars) error, lf loadFlags) int {
 	path, err := configPath(cfgFlag)
 	if err != nil {
-		return usage(stderr, err)
+		return usage(stderr, "collector "+name, err)
 	}
 	loaded, err := config.LoadWith(path, os.Environ(), config.LoadOptions{Offline: lf.offline, SecretsOptional: lf.secretsOptional})
 	cfg := loaded.Config
@@ -97,7 +98,12 @@ func runWith(cfgFlag, name string, stdout, stderr io.Writer, body func(context.C
 	ctx, stop := signalContext(log)
 	defer stop()
 	if err := body(ctx, cfg, opts, bars); err != nil {
-		if !errors.Is(err, app.ErrCheckFailed) {
+		if errors.Is(err, app.ErrCheckFailed) {
+			// The report said what failed; the verdict, as verify and
+			// tap end theirs.
+			first, _, _ := strings.Cut(err.Error(), "\n")
+			fmt.Fprintf(stderr, "collector %s: %s\n", name, first)
+		} else {
 			log.Error("collector "+name+" failed", "err", err)
 		}
 		var ke *config.KeyError
