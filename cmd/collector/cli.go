@@ -57,7 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	var code exitCode
 	switch {
 	case err == nil:
@@ -68,13 +68,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// A bad command line: an unknown command or flag (with what was
 		// meant, when something is close), a missing value, an argument
 		// where none is taken.
-		return usage(stderr, err)
+		who := "collector"
+		if cmd != nil {
+			who = cmd.CommandPath()
+		}
+		return usage(stderr, who, err)
 	}
 }
 
-// usage prints a bad command line's error and returns exit 2.
-func usage(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "collector: %v\nRun 'collector --help' for usage.\n", err)
+// What every command prints and how it exits, the same for check, verify
+// and tap (and healthcheck, state, run): the report on standard output
+// (check's ok/FAIL lines, verify's table, tap's envelopes), notes on
+// standard error, and when it does not pass, a last line on standard
+// error "collector CMD: WHY":
+//
+//	ok                   exit 0
+//	a problem found      exit 1  (check: a FAIL; verify: a gap; tap: refused)
+//	cannot reach         exit 1  ("... cannot be reached ...")
+//	bad command line     exit 2  ("collector CMD: ..." and "Run 'collector CMD --help' for usage.")
+//	bad configuration    exit 2  ("config: KEY: ..." lines)
+
+// usage prints a bad command line's error, as who (the command path,
+// "collector tap") says it, and returns exit 2.
+func usage(stderr io.Writer, who string, err error) int {
+	fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", who, err, who)
 	return exitUsage
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -166,23 +167,19 @@ func tapFlags(fs *pflag.FlagSet, o *tapOptions) {
 func tapCmd(ctx context.Context, o *tapOptions, stdout, stderr io.Writer) int {
 	req := o.req
 	cfgPath, addr, rawURL, tokenFile := &o.cfgPath, &o.addr, &o.rawURL, &o.tokenFile
+	const who = "collector tap"
 	switch {
 	case req.Source == "":
-		fmt.Fprintln(stderr, "collector tap: --source is required: collector tap --source dns [--account A] [--limit N] [--config FILE]")
-		return exitUsage
+		return usage(stderr, who, errors.New("--source is required: collector tap --source dns [--account A] [--limit N] [--config FILE]"))
 	case req.Limit < 1:
-		fmt.Fprintf(stderr, "collector tap: --limit %d: want 1 to %d\n", req.Limit, tap.MaxLimit)
-		return exitUsage
+		return usage(stderr, who, fmt.Errorf("--limit %d: want 1 to %d", req.Limit, tap.MaxLimit))
 	case !(req.Sample > 0):
-		fmt.Fprintf(stderr, "collector tap: --sample %v: want a share in (0, 1]\n", req.Sample)
-		return exitUsage
+		return usage(stderr, who, fmt.Errorf("--sample %v: want a share in (0, 1]", req.Sample))
 	case req.Timeout < 0:
-		fmt.Fprintf(stderr, "collector tap: --timeout %s: want a positive duration\n", req.Timeout)
-		return exitUsage
+		return usage(stderr, who, fmt.Errorf("--timeout %s: want a positive duration", req.Timeout))
 	}
 	if err := req.Validate(); err != nil {
-		fmt.Fprintf(stderr, "collector tap: %v\n", err)
-		return exitUsage
+		return usage(stderr, who, err)
 	}
 	set := 0
 	for _, v := range []string{*cfgPath, *addr, *rawURL} {
@@ -191,16 +188,14 @@ func tapCmd(ctx context.Context, o *tapOptions, stdout, stderr io.Writer) int {
 		}
 	}
 	if set > 1 {
-		fmt.Fprintln(stderr, "collector tap: give one of --config, --addr and --url")
-		return exitUsage
+		return usage(stderr, who, errors.New("give one of --config, --addr and --url"))
 	}
 	var base string
 	switch {
 	case *rawURL != "":
 		u, err := url.Parse(*rawURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			fmt.Fprintf(stderr, "collector tap: --url %q: want http://HOST:PORT\n", *rawURL)
-			return exitUsage
+			return usage(stderr, who, fmt.Errorf("--url %q: want http://HOST:PORT", *rawURL))
 		}
 		base = strings.TrimRight(u.Scheme+"://"+u.Host+u.Path, "/")
 	case *cfgPath != "":
@@ -232,8 +227,7 @@ func tapCmd(ctx context.Context, o *tapOptions, stdout, stderr io.Writer) int {
 		}
 		var err error
 		if base, err = localURL(a); err != nil {
-			fmt.Fprintf(stderr, "collector tap: --addr %q: %v\n", a, err)
-			return exitUsage
+			return usage(stderr, who, fmt.Errorf("--addr %q: %w", a, err))
 		}
 	}
 	if *tokenFile == "" {

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -59,7 +60,7 @@ type loadFlags struct {
 func runWith(cfgFlag, name string, stdout, stderr io.Writer, body func(context.Context, config.Config, app.Options, *status.Bars) error, lf loadFlags) int {
 	path, err := configPath(cfgFlag)
 	if err != nil {
-		return usage(stderr, err)
+		return usage(stderr, "collector "+name, err)
 	}
 	cfg, notes, err := loadConfig(path, lf)
 	for _, n := range notes {
@@ -98,7 +99,12 @@ func runWith(cfgFlag, name string, stdout, stderr io.Writer, body func(context.C
 		opts.Reloads = reloads
 	}
 	if err := body(ctx, cfg, opts, bars); err != nil {
-		if !errors.Is(err, app.ErrCheckFailed) {
+		if errors.Is(err, app.ErrCheckFailed) {
+			// The report said what failed; the verdict, as verify and
+			// tap end theirs.
+			first, _, _ := strings.Cut(err.Error(), "\n")
+			fmt.Fprintf(stderr, "collector %s: %s\n", name, first)
+		} else {
 			log.Error("collector "+name+" failed", "err", err)
 		}
 		var ke *config.KeyError

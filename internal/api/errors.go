@@ -58,6 +58,15 @@ func IsNextPageExpired(err error) bool {
 	return errors.As(err, &s) && s.NextPage && s.Status == http.StatusNotFound
 }
 
+// IsUnreachable reports whether err is a request that got no answer: the
+// connection failed (a name that does not resolve, a refused or reset
+// connection) or timed out before the response began. Its text is the
+// scrubbed text of the network error.
+func IsUnreachable(err error) bool {
+	var te *transientError
+	return errors.As(err, &te) && (te.reason == "network" || te.reason == "timeout")
+}
+
 // transientError marks a failed attempt the client retries (C5).
 type transientError struct {
 	reason string // metric label of collector_retries_total

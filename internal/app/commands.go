@@ -58,8 +58,16 @@ func redactedURL(u string) string {
 }
 
 // ErrCheckFailed is returned by Check when a check did not pass; the report
-// says which.
-var ErrCheckFailed = errors.New("check failed")
+// says which (its FAIL lines), the error how many.
+var ErrCheckFailed = errors.New("see the FAIL lines of the report")
+
+// checkFailed is Check's error when n checks did not pass.
+func checkFailed(n int) error {
+	if n == 1 {
+		return fmt.Errorf("1 check failed: %w", ErrCheckFailed)
+	}
+	return fmt.Errorf("%d checks failed: %w", n, ErrCheckFailed)
+}
 
 // Check validates the configuration (already done by loading it), warns of
 // a sources.*.start beyond api.max_history (startWarnings) and of an open
@@ -99,10 +107,10 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 	// One scrubber of every secret of the configuration: what a check
 	// prints may carry a server's words (issue 20).
 	scr := newScrubber(cfg, srcCfg, os.Getenv)
-	failed := false
+	failed := 0
 	report := func(what string, err error) {
 		if err != nil {
-			failed = true
+			failed++
 			fmt.Fprintf(w, "FAIL  %s: %v\n", what, scr.Error(err))
 			return
 		}
@@ -122,7 +130,7 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: o.Log, Scrubber: scr, HTTPClient: &http.Client{Transport: counter}}}, true)
 	if err != nil {
 		report("sources", err)
-		return ErrCheckFailed
+		return checkFailed(failed)
 	}
 	configSummary(w, cfg, srcCfg, len(set.Pollers))
 	fmt.Fprintf(w, "ok    %d streams configured\n", len(set.Pollers))
@@ -167,10 +175,10 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 		}
 		report(what, checkSink(ctx, sc, streams, o, co.timeout(), scr))
 	}
-	if failed {
+	if failed > 0 {
 		// A configuration error run refuses to start with makes check
 		// exit as run would: 2.
-		return errors.Join(ErrCheckFailed, pre.configErrors())
+		return errors.Join(checkFailed(failed), pre.configErrors())
 	}
 	return nil
 }

@@ -67,6 +67,10 @@ const (
 // confirmed.
 var ErrNotConfirmed = errors.New("verify: not confirmed")
 
+// ErrGap is returned by Verify, with VerifyGap, when a day has a gap; the
+// error says how many, the report which.
+var ErrGap = errors.New("see the report")
+
 // Verify re-counts the committed windows of the checkpoint against the API
 // and compares, per (stream, UTC day), with what the chosen sink
 // delivered (package verify). It reads the checkpoint without writing to
@@ -75,7 +79,7 @@ var ErrNotConfirmed = errors.New("verify: not confirmed")
 // collector spends too), asks for a confirmation unless vo.Yes, then
 // counts and prints the report. It returns the exit status (VerifyOK,
 // VerifyGap, VerifyUsage) and, when it is not VerifyOK, an error that
-// says why (nil for a gap: the report says it).
+// says why (for a gap, ErrGap with the count of days and records).
 func Verify(ctx context.Context, cfg config.Config, o Options, vo VerifyOptions) (int, error) {
 	o = o.withDefaults()
 	notes := vo.Notes
@@ -157,6 +161,11 @@ func Verify(ctx context.Context, cfg config.Config, o Options, vo VerifyOptions)
 	began := time.Now()
 	rep, err := verify.Run(ctx, plan, verify.Splitting(counter, time.Second), delivered)
 	if err != nil {
+		if api.IsUnreachable(err) {
+			// Worded as tap says it of the collector, check of an
+			// address it probes.
+			err = fmt.Errorf("the API cannot be reached: %w", err)
+		}
 		return VerifyGap, err
 	}
 	o.Log.Info("verify done", "targets", len(plan.Targets), "requests", counter.Requests(), "planned", plan.Requests,
@@ -171,7 +180,14 @@ func Verify(ctx context.Context, cfg config.Config, o Options, vo VerifyOptions)
 	if err != nil {
 		return VerifyGap, err
 	}
-	return rep.ExitCode(), nil
+	if code := rep.ExitCode(); code != VerifyOK {
+		days := "days"
+		if rep.Gaps == 1 {
+			days = "day"
+		}
+		return code, fmt.Errorf("%d %s with a gap, %d records missing: %w", rep.Gaps, days, rep.Missing, ErrGap)
+	}
+	return VerifyOK, nil
 }
 
 // verifySink is the sink to count in: the one named, or the only one. A

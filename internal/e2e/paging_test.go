@@ -387,8 +387,9 @@ func TestPaging_C3_AServerChainCapBelowTheConfiguredResultCapLosesNothing(t *tes
 				span = 36 * time.Hour
 			}
 			start := time.Now().UTC().Add(-span).Truncate(time.Minute)
+			// DEBUG: a split is logged there (a normal walk, no warning).
 			c := harness.New(t, harness.Config{Sim: sim, Start: start, Accounts: []string{"acme"}, Sources: []string{"dns", "audit_logs"},
-				Interval: harness.Omit, PageRows: 2_000, Metrics: harness.FreeAddr(t)})
+				Interval: harness.Omit, PageRows: 2_000, Metrics: harness.FreeAddr(t), LogLevel: "debug"})
 			if kills > 0 {
 				c.KillRuns(t, kills, rand.New(rand.NewPCG(20, 1)), 300*time.Millisecond, 700*time.Millisecond)
 			}

@@ -211,7 +211,9 @@ func (r *run) splitFirst(w window.Window, first *fetched, total int64) (parts []
 	}
 	if err == nil && len(parts) > 1 {
 		p.m.Split(p.cfg.Spec.Name, p.cfg.Account)
-		p.log.Info("window too large to walk whole, split", "window_start", record.FormatTime(w.Start), "window_end", record.FormatTime(w.End),
+		// DEBUG: splitting is how a large window is walked (C3), on a
+		// first run's backfill above all; nothing for an operator to do.
+		p.log.Debug("window too large to walk whole, split", "window_start", record.FormatTime(w.Start), "window_end", record.FormatTime(w.End),
 			"total_rows", first.body.TotalRows, "rows", len(first.body.Records), "split_at", p.splitAt(), "parts", len(parts))
 		return parts, false
 	}

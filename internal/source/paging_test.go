@@ -472,4 +472,9 @@ func TestPoller_C3_AnAnswerWithoutPagingAsLargeAsAFullPageIsSplit(t *testing.T) 
 	if !strings.Contains(e.logs.String(), "window too large to walk whole, split") {
 		t.Error("no window was split: the test proves nothing")
 	}
+	// A split is the normal walk of a large window (a first run's
+	// backfill): DEBUG, not an INFO line that reads like a warning.
+	if strings.Contains(e.logs.String(), `level=INFO msg="window too large`) {
+		t.Error("a split is logged at INFO; want DEBUG")
+	}
 }

@@ -130,3 +130,27 @@ func TestWatch_PrintsSuccessiveSnapshots(t *testing.T) {
 		}
 	}
 }
+
+// "done" (and every progress line) says 100% once every stream is caught
+// up, although a stream tailing keeps its watermark behind now (the lag,
+// the time since its last poll): that is no backlog left.
+func TestOverall_EveryStreamCaughtUpIsAHundredPercent(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	now := t0.Add(72 * time.Hour)
+	snaps := []source.Snapshot{
+		{Stream: record.Stream{Source: "dns", Account: "acme"}, Started: t0.Add(48 * time.Hour), StartWatermark: t0,
+			Watermark: now.Add(-10 * time.Minute), CaughtUp: true, Backlog: window.Backlog{Behind: 10 * time.Minute}},
+		// Caught up from the start: it moved nothing in this run.
+		{Stream: record.Stream{Source: "connections", Account: "acme"}, Started: t0.Add(48 * time.Hour), StartWatermark: now.Add(-20 * time.Minute),
+			Watermark: now.Add(-20 * time.Minute), CaughtUp: true, Backlog: window.Backlog{Behind: 20 * time.Minute}},
+	}
+	if pct, eta := overall(snaps, now); pct != 100 || eta != "0s" {
+		t.Fatalf("every stream caught up: %v%% eta %s, want 100%% eta 0s", pct, eta)
+	}
+	// One stream still behind: less than 100.
+	snaps[1].CaughtUp = false
+	if pct, _ := overall(snaps, now); pct >= 100 {
+		t.Fatalf("a stream behind: %v%%, want less than 100", pct)
+	}
+}

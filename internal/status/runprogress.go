@@ -22,11 +22,19 @@ func (p *Reporter) snapshots() []source.Snapshot {
 // started it has covered (done) and the whole (total), in time of data.
 // Within the window in flight the rows delivered so far count, at the
 // stream's learned density. started is false before the poller began.
+//
+// A stream caught up has nothing left: its Backlog.Behind still counts the
+// time from its watermark to now (the lag it keeps while tailing, and the
+// time since its last poll), which is no backlog, so that the progress
+// line and "done" say 100% when every stream is caught up.
 func runPart(s source.Snapshot) (done, total time.Duration, started bool) {
 	if s.Started.IsZero() {
 		return 0, 0, false
 	}
 	done = max(s.Watermark.Sub(s.StartWatermark), 0)
+	if s.CaughtUp {
+		return done, done, true
+	}
 	behind := max(s.Backlog.Behind, 0)
 	if f := s.InFlight; f != nil && s.Density > 0 && !s.CaughtUp {
 		span := f.Window.End.Sub(f.Window.Start)

@@ -139,12 +139,12 @@ func Run(ctx context.Context, p Plan, api Counter, sink Delivered) (Report, erro
 	var r Report
 	got, err := sink.Delivered(ctx, p.Targets)
 	if err != nil {
-		return r, fmt.Errorf("verify: count what the sink delivered: %w", err)
+		return r, fmt.Errorf("count what the sink delivered: %w", err)
 	}
 	var pruned map[Key]bool
 	if pr, ok := sink.(Pruner); ok {
 		if pruned, err = pr.Pruned(ctx, p.Targets); err != nil {
-			return r, fmt.Errorf("verify: read what the sink's retention deleted: %w", err)
+			return r, fmt.Errorf("read what the sink's retention deleted: %w", err)
 		}
 	}
 	for _, t := range p.Targets {
@@ -153,7 +153,7 @@ func Run(ctx context.Context, p Plan, api Counter, sink Delivered) (Report, erro
 			c, err := api.Count(ctx, t.Stream, w[0], w[1])
 			r.Requests++
 			if err != nil {
-				return r, fmt.Errorf("verify: count %s [%s, %s) at the API: %w", t.Stream, w[0].Format(time.RFC3339), w[1].Format(time.RFC3339), err)
+				return r, fmt.Errorf("count %s [%s, %s) at the API: %w", t.Stream, w[0].Format(time.RFC3339), w[1].Format(time.RFC3339), err)
 			}
 			n += c
 		}
@@ -169,7 +169,7 @@ func Run(ctx context.Context, p Plan, api Counter, sink Delivered) (Report, erro
 				c, err := api.Count(ctx, t.Stream, w.Start, w.End)
 				r.Requests++
 				if err != nil {
-					return r, fmt.Errorf("verify: count %s window [%s, %s) at the API: %w", t.Stream, w.Start.Format(time.RFC3339), w.End.Format(time.RFC3339), err)
+					return r, fmt.Errorf("count %s window [%s, %s) at the API: %w", t.Stream, w.Start.Format(time.RFC3339), w.End.Format(time.RFC3339), err)
 				}
 				if c > w.Count {
 					row.Grown++

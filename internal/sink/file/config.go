@@ -27,6 +27,14 @@ const (
 	FormatOCSF = "ocsf"
 )
 
+// Values of Config.PathTime.
+const (
+	// PathTimeFetched places a batch by the time its page was fetched.
+	PathTimeFetched = "fetched"
+	// PathTimeRecord places each record by its own time.
+	PathTimeRecord = "record"
+)
+
 // Config is the configuration of the file sink (keys under sink.file).
 // Build it with DefaultConfig and override; the zero value is not valid.
 type Config struct {
@@ -38,9 +46,16 @@ type Config struct {
 	// names), and the UTC time the batch's page was fetched as {yyyy},
 	// {mm}, {dd}, {hh}, alone or inside a component
 	// ("{source}/{account}/{yyyy}/{mm}/{dd}", "{source}/{account}/dt={yyyy}-{mm}-{dd}").
-	// A batch is never split: a file is closed when the next batch goes to
-	// another directory. Default "{source}/{account}".
+	// A file is closed when the next batch goes to another directory.
+	// Default "{source}/{account}".
 	Path string `koanf:"path"`
+	// PathTime is the time Path's {yyyy} {mm} {dd} {hh} take: "fetched"
+	// (PathTimeFetched, the default), when the batch's page was fetched,
+	// so a batch is never split; or "record" (PathTimeRecord), each
+	// record's own time (the envelope's time, C7), as Vector's file sink
+	// partitions by the event's timestamp: a batch whose records span
+	// several hours or days goes to several files, one per directory.
+	PathTime string `koanf:"path_time"`
 	// Retention bounds what stays on disk (keys under sink.file.retention);
 	// off by default.
 	Retention RetentionConfig `koanf:"retention"`
@@ -87,12 +102,13 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults: Dir "./out", Path
-// "{source}/{account}", no retention, MaxBytes 256 MiB, MaxAge 1h, Gzip off, FileMode 0640, Fsync on, Format "envelope" and the
+// "{source}/{account}" by fetch time, no retention, MaxBytes 256 MiB, MaxAge 1h, Gzip off, FileMode 0640, Fsync on, Format "envelope" and the
 // defaults of the ocsf block.
 func DefaultConfig() Config {
 	return Config{
 		Dir:      DefaultDir,
 		Path:     DefaultPath,
+		PathTime: PathTimeFetched,
 		MaxBytes: DefaultMaxBytes,
 		MaxAge:   DefaultMaxAge,
 		FileMode: DefaultFileMode,
@@ -112,6 +128,11 @@ func (c Config) Validate() error {
 	}
 	if _, err := parseLayout(c.Path); err != nil {
 		errs = append(errs, fmt.Errorf("sink.file.path: %w", err))
+	}
+	switch c.PathTime {
+	case "", PathTimeFetched, PathTimeRecord: // "": fetched
+	default:
+		errs = append(errs, fmt.Errorf("sink.file.path_time: unknown time %q (%s, %s)", c.PathTime, PathTimeFetched, PathTimeRecord))
 	}
 	errs = append(errs, c.Retention.validate("sink.file.retention"))
 	if c.MaxBytes <= 0 {

@@ -33,10 +33,10 @@ func TestConfigFromYAML(t *testing.T) {
 		file string
 		want Config
 	}{
-		{"full.yaml", Config{Dir: "/var/lib/collector/out", Path: "{source}/{account}/{yyyy}/{mm}/{dd}",
+		{"full.yaml", Config{Dir: "/var/lib/collector/out", Path: "{source}/{account}/{yyyy}/{mm}/{dd}", PathTime: PathTimeRecord,
 			Retention: RetentionConfig{MaxFiles: 100, MaxBytes: 10 << 30, MaxAge: 7 * 24 * time.Hour}, MaxBytes: 1 << 20, MaxAge: 15 * time.Minute, Gzip: true, FileMode: 0o644, Fsync: false,
 			Format: "ocsf", OCSF: ocsfenc.Config{RawData: true, ProductName: "Platform", EdgeProductName: "Edge", VendorName: "Vendor", ProductVersion: "2026.11"}, Delivery: "at_least_once"}},
-		{"partial.yaml", Config{Dir: "./out", Path: DefaultPath, MaxBytes: 256 << 20, MaxAge: time.Hour, Gzip: true, FileMode: 0o640, Fsync: true,
+		{"partial.yaml", Config{Dir: "./out", Path: DefaultPath, PathTime: PathTimeFetched, MaxBytes: 256 << 20, MaxAge: time.Hour, Gzip: true, FileMode: 0o640, Fsync: true,
 			Format: "envelope", OCSF: ocsfenc.DefaultConfig(), Delivery: "exactly_once"}},
 	}
 	for _, tt := range tests {
@@ -60,6 +60,7 @@ func TestInvalidConfigNamesEveryBadKey(t *testing.T) {
 	}{
 		{"bad.yaml", []string{"sink.file.dir: must not be empty", "sink.file.max_bytes: must be > 0", "sink.file.max_age: must be >= 0", "sink.file.file_mode: 01200 has bits outside 0777",
 			`sink.file.format: unknown format "xml" (envelope, ocsf)`, `sink.file.path: "{source}/{day}": unknown placeholder {day}`,
+			`sink.file.path_time: unknown time "event" (fetched, record)`,
 			"sink.file.retention.max_files: must be >= 0", "sink.file.retention.max_bytes: must be >= 0", "sink.file.retention.max_age: must be >= 0"}},
 		{"readonly_mode.yaml", []string{"sink.file.file_mode: 0440 must let the owner read and write"}},
 	}

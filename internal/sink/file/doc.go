@@ -22,8 +22,11 @@
 // stream by the UTC time its pages were fetched (the envelopes'
 // fetched_at: a retry of a batch goes where its first attempt went, and a
 // batch is never split across directories; record times may lie earlier,
-// by the window's span and the API's ingestion delay). A file is closed
-// when the stream's next batch goes to another directory. Directories are
+// by the window's span and the API's ingestion delay), or, with
+// Config.PathTime "record", by each record's own time: a batch spanning
+// several directories is written as one part per directory, each under
+// the batch's Seq in the ledger (partition.go). A file is closed when the
+// stream's next batch (or part) goes to another directory. Directories are
 // 0750, files Config.FileMode (0640). Source and account
 // names are escaped (bytes outside [A-Za-z0-9_.-] and a leading dot become
 // %XX), so no name can leave its directory. The stamp is when the file was

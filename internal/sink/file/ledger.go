@@ -128,7 +128,7 @@ func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Held, error) {
 			return nil, fmt.Errorf("file sink: the checkpoint's mark of this sink is unreadable (version %d): %v", m.Version, err)
 		}
 	} else {
-		s.log.Info("file sink: the checkpoint has no mark of this sink yet (a first run, or a checkpoint of an older version): files are taken as they are; from the next start on, a restart cuts what the checkpoint does not cover")
+		s.log.Debug("file sink: the checkpoint has no mark of this sink yet (a first run, or a checkpoint of an older version): files are taken as they are; from the next start on, a restart cuts what the checkpoint does not cover")
 	}
 	files := map[string][]diskFile{} // by prefix, in writing order
 	err := s.layout.walk(s.dir, "", "", func(dir, src, acct string) error {

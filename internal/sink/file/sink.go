@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -220,31 +219,8 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Written, e
 		return sinkhelper.Written{}, sink.Permanent(sinkhelper.Kind(kindInvalid, fmt.Errorf("file sink: %w", err)))
 	}
 	st := s.stream(b.Source, b.Account)
-	p, err := s.encode(ctx, b)
-	if p != nil {
-		// The page's fetch time places it (Config.Path): a retry goes
-		// where the first attempt went.
-		fetched := s.now()
-		if len(b.Envelopes) > 0 && !b.Envelopes[0].FetchedAt.IsZero() {
-			fetched = b.Envelopes[0].FetchedAt
-		}
-		p.dir, p.seq = st.dirFor(fetched), b.Seq
-	}
+	n, err := s.writeBatch(ctx, st, b) // partition.go
 	if err != nil {
-		err = fmt.Errorf("file sink: encode %s: %w", st.name, err)
-		if errors.Is(err, errUnwritable) {
-			// The same record fails the same way every time.
-			return sinkhelper.Written{}, sink.Permanent(sinkhelper.Kind(kindInvalid, err))
-		}
-		return sinkhelper.Written{}, sinkhelper.Kind(kindWrite, err)
-	}
-	n := len(*p.buf)
-	if err := st.commit(p); err != nil {
-		if errors.Is(err, syscall.ENAMETOOLONG) {
-			// A file system with shorter names than checkNames assumes:
-			// the same names fail again.
-			err = sink.Permanent(err)
-		}
 		return sinkhelper.Written{}, err
 	}
 	return sinkhelper.Written{Records: len(b.Envelopes), Bytes: int64(n)}, nil

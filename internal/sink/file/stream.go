@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,6 +73,11 @@ type stream struct {
 
 	// shared is dir as retention reads it, "" when no file is open.
 	shared atomic.Value // string
+
+	// partial is the batch whose first parts were written before a later
+	// one failed (partition.go), under partMu.
+	partMu  sync.Mutex
+	partial partial
 }
 
 func (s *Sink) newStream(k streamKey) *stream {

@@ -20,6 +20,9 @@ func IndexName(col string) string { return "bf_" + col }
 
 func (c Column) ddl() string {
 	s := quoteIdent(c.Name) + " " + c.Type
+	if c.Expr != "" {
+		s += " MATERIALIZED " + c.Expr
+	}
 	if c.Codec != "" {
 		s += " CODEC(" + c.Codec + ")"
 	}
@@ -73,7 +76,7 @@ func createTableSQL(o Options, t Table) string {
 	var b strings.Builder
 	b.WriteString("CREATE TABLE IF NOT EXISTS " + o.qualifiedLocal(t.Source) + o.onCluster() + "\n(\n")
 	var lines []string
-	for _, c := range t.Columns() {
+	for _, c := range t.AllColumns() {
 		lines = append(lines, c.ddl())
 	}
 	for _, col := range t.Bloom {
@@ -149,6 +152,14 @@ func addIndexesSQL(o Options, source string, cols []string) string {
 		cmds = append(cmds, "ADD "+strings.Replace(indexDDL(col), "INDEX ", "INDEX IF NOT EXISTS ", 1))
 	}
 	return alterSQL(o, o.qualifiedLocal(source), cmds)
+}
+
+// materializeColumnSQL stores the derived column c (Column.Expr) in the
+// parts of source's table written before it was added: a mutation in the
+// background, after which reads of those rows no longer compute it from
+// the record.
+func materializeColumnSQL(o Options, source string, c Column) string {
+	return alterSQL(o, o.qualifiedLocal(source), []string{"MATERIALIZE COLUMN " + quoteIdent(c.Name)})
 }
 
 func materializeIndexesSQL(o Options, source string, cols []string) string {

@@ -21,7 +21,11 @@
 // Nullable(String) (the bytes of a record received with a flaw); then
 // typed columns read from the record (Tables says which), LowCardinality
 // where values repeat, ZSTD(1) otherwise, and bloom_filter skip indexes on
-// the columns searched for (the id, IPs, hashes).
+// the columns searched for (the id, IPs, hashes). The connections table
+// also has src_ips and dst_ips, Array(IPv6): the two ends of each element
+// of the record's endpointDetails, which the server computes from the
+// record column (MATERIALIZED; Table.Derived), so that "who talked to
+// 1.2.3.4" is has(dst_ips, toIPv6('1.2.3.4')) and needs no JSON.
 //
 // The engine is ReplacingMergeTree(fetched_at), PARTITION BY
 // toYYYYMM(time), ORDER BY (account, toDate(time), KEY, time, id) where KEY
@@ -46,7 +50,9 @@
 //
 // A table of an older schema gets what can be done in place (evolve.go):
 // the columns it lacks (ALTER TABLE ADD COLUMN IF NOT EXISTS; rows inserted
-// before read the column's default), the codecs of columns that have none,
+// before read the column's default, or, for a derived column, its value
+// computed from their record, which ALTER TABLE MATERIALIZE COLUMN then
+// stores in the background), the codecs of columns that have none,
 // the skip indexes (built for older parts by a background mutation), the
 // configured TTL and insert deduplication, and the String columns in which
 // earlier versions kept IP addresses and severities, converted to their

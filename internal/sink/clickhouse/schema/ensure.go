@@ -181,7 +181,7 @@ func (e *ensurer) checkEngine(table, engine string) error {
 // others; st gets the added and converted ones (Ensure).
 func (e *ensurer) completeColumns(ctx context.Context, table, q string, spec Table, st *tableState, codec bool) error {
 	var errs []error
-	for _, c := range spec.Columns() {
+	for _, c := range spec.AllColumns() {
 		got, ok := st.cols[c.Name]
 		switch {
 		case !ok:
@@ -191,6 +191,13 @@ func (e *ensurer) completeColumns(ctx context.Context, table, q string, spec Tab
 			if e.apply {
 				e.log.Info("clickhouse column added", slog.String("table", table), slog.String("column", c.Name), slog.String("type", c.Type))
 				st.cols[c.Name], st.codecs[c.Name] = c.Type, c.Codec
+			}
+			if c.Expr != "" && codec {
+				// Rows stored before read the column computed from their
+				// record; the mutation stores it in their parts.
+				if err := e.change(ctx, "store column "+c.Name+" in the older parts of "+table, materializeColumnSQL(e.o, spec.Source, c)); err != nil {
+					return err
+				}
 			}
 		case convertibleType(got, c.Type):
 			if err := e.change(ctx, "convert column "+c.Name+" of "+table+" from "+got+" to "+c.Type, convertColumnSQL(e.o, q, c, codec)); err != nil {

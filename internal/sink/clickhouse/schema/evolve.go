@@ -105,7 +105,7 @@ func (e *ensurer) evolve(ctx context.Context, spec Table, st tableState) error {
 		return nil
 	}
 	var codecs []Column
-	for _, c := range spec.Columns() {
+	for _, c := range spec.AllColumns() {
 		if c.Codec != "" && st.codecs[c.Name] == "" {
 			codecs = append(codecs, c)
 		}
@@ -156,7 +156,7 @@ func (e *ensurer) evolve(ctx context.Context, spec Table, st tableState) error {
 // sink writes into them all the same.
 func (e *ensurer) warnColumns(spec Table, table string, st tableState) {
 	var kept []string
-	for _, c := range spec.Columns() {
+	for _, c := range spec.AllColumns() {
 		got, ok := st.cols[c.Name]
 		if !ok {
 			continue

@@ -70,6 +70,7 @@ const (
 	typeNullString = "Nullable(String)"
 	typeIP         = "Nullable(IPv6)"
 	typeUInt8      = "Nullable(UInt8)"
+	typeIPs        = "Array(IPv6)"
 )
 
 // Codecs, written as system.columns shows them (compression_codec without
@@ -146,6 +147,11 @@ type Table struct {
 	// holding less than a granule each, then skips the granules without
 	// it).
 	Bloom []string
+	// Derived are columns ClickHouse computes from the record column
+	// itself (Column.Expr): values the sink's scan of the record does not
+	// read (arrays of objects), inserted by nobody, and filled in for rows
+	// stored before the column existed. They follow the Fields.
+	Derived []Column
 }
 
 // Sources lists the source names the sink has a table for, in the order
@@ -169,7 +175,7 @@ func Tables() []Table {
 			str("filedata_hash", "filedataHash"),
 			int64Field("size", "size"),
 		}},
-		{Source: "connections", Key: "src_mid", Bloom: []string{"id"}, Fields: []Field{
+		{Source: "connections", Key: "src_mid", Bloom: []string{"id", "src_ips", "dst_ips"}, Fields: []Field{
 			int64Field("src_mid", "srcEntityId.mid"),
 			int64Field("dst_mid", "dstEntityId.mid"),
 			int64Field("src_in_bytes", "srcInBytes"),
@@ -177,6 +183,9 @@ func Tables() []Table {
 			int64Field("dst_in_bytes", "dstInBytes"),
 			int64Field("dst_out_bytes", "dstOutBytes"),
 			int64Field("num_conns", "numConns"),
+		}, Derived: []Column{
+			endpointIPs("src_ips", "src_ip_addr"),
+			endpointIPs("dst_ips", "dst_ip_addr"),
 		}},
 		{Source: "dns", Key: "fqdn", Bloom: []string{"id", "fqdn", "host_ip_addr"}, Fields: []Field{
 			int64Field("mid", "mid"),
@@ -232,6 +241,33 @@ type Column struct {
 	Name  string
 	Type  string
 	Codec string // "" (the server's default, LZ4) or e.g. "ZSTD(1)"
+	// Expr, when set, is the MATERIALIZED expression of a derived column
+	// (Table.Derived): the server computes it from the other columns of
+	// each row inserted, and, for the rows of parts written before the
+	// column was added, when they are read (until ALTER TABLE ...
+	// MATERIALIZE COLUMN stores it). An insert never names it.
+	Expr string
+}
+
+// endpointIPs is a column of the connections table holding one address of
+// each element of the record's endpointDetails ({dst_ip_addr, dst_port,
+// protocol, src_ip_addr}, seed "Activity records"), in the order of the
+// elements: src_ips[i] and dst_ips[i] are the two ends of endpointDetails[i],
+// so that "who talked to 1.2.3.4" is has(dst_ips, toIPv6('1.2.3.4')), a
+// bloom_filter index lookup instead of a JSON scan (docs/clickhouse.md).
+// IPv4 addresses are stored v4-mapped (::ffff:1.2.3.4), as in the other IP
+// columns; an element whose address is missing or no address (a host
+// name, an address with a zone) holds :: (the unspecified address, which
+// no endpoint has), so that the two arrays stay aligned; a record without
+// endpointDetails (or no JSON) has empty arrays.
+//
+// A derived column, not a Field: the sink's scan reads members and members
+// of objects, not arrays of objects, and the server's expression is the
+// one definition, for new rows and for those stored before the column
+// (CONTRACT C7: the record column stays the record byte for byte).
+func endpointIPs(col, member string) Column {
+	return Column{Name: col, Type: typeIPs, Codec: codecZSTD,
+		Expr: "arrayMap(e -> toIPv6OrDefault(JSONExtractString(e, " + quoteString(member) + ")), JSONExtractArrayRaw(record, 'endpointDetails'))"}
 }
 
 // Positions of the common columns in every table.
@@ -276,13 +312,20 @@ func codecOf(typ string) string {
 	return "" // LowCardinality: a dictionary of few values, small already
 }
 
-// Columns returns every column of t: the common ones, then the typed ones.
+// Columns returns the columns of t an insert fills: the common ones, then
+// the typed ones.
 func (t Table) Columns() []Column {
 	cols := commonColumns()
 	for _, f := range t.Fields {
 		cols = append(cols, Column{Name: f.Column, Type: f.Type, Codec: codecOf(f.Type)})
 	}
 	return cols
+}
+
+// AllColumns returns every column of t's table: Columns, then the derived
+// ones the server computes (Table.Derived).
+func (t Table) AllColumns() []Column {
+	return append(t.Columns(), t.Derived...)
 }
 
 // SortingKey is t's ORDER BY: account, the UTC day of the record time,

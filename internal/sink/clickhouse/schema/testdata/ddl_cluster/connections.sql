@@ -15,7 +15,11 @@ CREATE TABLE IF NOT EXISTS `svc`.`connections_local` ON CLUSTER `logs`
     `dst_in_bytes` Int64 CODEC(ZSTD(1)),
     `dst_out_bytes` Int64 CODEC(ZSTD(1)),
     `num_conns` Int64 CODEC(ZSTD(1)),
-    INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1
+    `src_ips` Array(IPv6) MATERIALIZED arrayMap(e -> toIPv6OrDefault(JSONExtractString(e, 'src_ip_addr')), JSONExtractArrayRaw(record, 'endpointDetails')) CODEC(ZSTD(1)),
+    `dst_ips` Array(IPv6) MATERIALIZED arrayMap(e -> toIPv6OrDefault(JSONExtractString(e, 'dst_ip_addr')), JSONExtractArrayRaw(record, 'endpointDetails')) CODEC(ZSTD(1)),
+    INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX `bf_src_ips` `src_ips` TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX `bf_dst_ips` `dst_ips` TYPE bloom_filter(0.01) GRANULARITY 1
 )
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', fetched_at)
 PARTITION BY toYYYYMM(time)

@@ -1,0 +1,24 @@
+CREATE TABLE IF NOT EXISTS `svc`.`connections`
+(
+    `id` String CODEC(ZSTD(1)),
+    `account` LowCardinality(String),
+    `time` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `window_start` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `window_end` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `fetched_at` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    `record` String CODEC(ZSTD(1)),
+    `record_original` Nullable(String) CODEC(ZSTD(1)),
+    `src_mid` Int64 CODEC(ZSTD(1)),
+    `dst_mid` Int64 CODEC(ZSTD(1)),
+    `src_in_bytes` Int64 CODEC(ZSTD(1)),
+    `src_out_bytes` Int64 CODEC(ZSTD(1)),
+    `dst_in_bytes` Int64 CODEC(ZSTD(1)),
+    `dst_out_bytes` Int64 CODEC(ZSTD(1)),
+    `num_conns` Int64 CODEC(ZSTD(1)),
+    INDEX `bf_id` `id` TYPE bloom_filter(0.01) GRANULARITY 1
+)
+ENGINE = ReplacingMergeTree(fetched_at)
+PARTITION BY toYYYYMM(time)
+ORDER BY (account, toDate(time), src_mid, time, id)
+PRIMARY KEY (account, toDate(time), src_mid)
+SETTINGS non_replicated_deduplication_window = 1000
