@@ -90,7 +90,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	}
 	// One scrubber for every error that may hold a server's words.
 	scr := newScrubber(cfg, srcCfg, os.Getenv)
-	set, err := buildSources(cfg, srcCfg, reg, log, scr, once)
+	set, err := buildSources(cfg, srcCfg, reg, log, scr, store, once)
 	if err != nil {
 		return err
 	}
@@ -198,8 +198,9 @@ func newTap(mc config.MetricsConfig, pl *pipeline.Pipeline, streams []record.Str
 
 // buildSources builds the pollers of srcCfg with their metrics registered
 // on reg. A page larger than the buffer is emitted in batches of at most
-// pipeline.buffer_records, so memory stays bounded by configuration.
-func buildSources(cfg config.Config, srcCfg catalog.Config, reg prometheus.Registerer, log *slog.Logger, scr *secret.Scrubber, once bool) (*source.Set, error) {
+// pipeline.buffer_records, so memory stays bounded by configuration. The
+// rechecks read the delivered counts of counts (the checkpoint).
+func buildSources(cfg config.Config, srcCfg catalog.Config, reg prometheus.Registerer, log *slog.Logger, scr *secret.Scrubber, counts recheck.Counts, once bool) (*source.Set, error) {
 	srcMetrics, err := source.NewMetrics(reg)
 	if err != nil {
 		return nil, err
@@ -213,7 +214,7 @@ func buildSources(cfg config.Config, srcCfg catalog.Config, reg prometheus.Regis
 		return nil, err
 	}
 	return source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: log, Metrics: apiMetrics, Scrubber: scr},
-		Metrics: srcMetrics, MaxBatchRecords: cfg.Pipeline.BufferRecords, RecheckMetrics: recheckMetrics}, once)
+		Metrics: srcMetrics, MaxBatchRecords: cfg.Pipeline.BufferRecords, RecheckMetrics: recheckMetrics, RecheckCounts: counts}, once)
 }
 
 // addSinkReadiness adds to tel (nil: none) a check per sink: whether it

@@ -32,10 +32,8 @@ type stream struct {
 	logs   cursor.LogChanges
 	logged bool
 	// delivered are the delivered-set keys of the contiguous run not yet
-	// committed; committed is the seq of the oldest page the last
-	// successful commit did not cover (source.Remembers).
+	// committed.
 	delivered []cursor.Delivered
-	committed uint64
 }
 
 type ackedPage struct {
@@ -81,9 +79,9 @@ func (t *tracker) next(k record.Stream) uint64 {
 	return seq
 }
 
-// ack records that page seq of stream k is delivered. The stream's state
-// moves over every page that is now contiguous with the acknowledged run.
-// It reports the rows that became part of the run.
+// ack records that every sink acknowledged page seq of stream k. The
+// stream's state moves over every page that is now contiguous with the
+// acknowledged run.
 func (t *tracker) ack(k record.Stream, seq uint64, p ackedPage, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -252,23 +250,4 @@ func (t *tracker) putBackLogs(c checkpoint.Changes) {
 		s.delivered = append(slices.Clip(d), s.delivered...)
 		s.logged = true
 	}
-}
-
-// setCommitted records that the commit of the states taken with next
-// succeeded: every page of stream k below next[k] is committed.
-func (t *tracker) setCommitted(next map[record.Stream]uint64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for k, n := range next {
-		if s := t.streamLocked(k); n > s.committed {
-			s.committed = n
-		}
-	}
-}
-
-// committedBelow is the seq of stream k's oldest page not yet committed.
-func (t *tracker) committedBelow(k record.Stream) uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.streamLocked(k).committed
 }
