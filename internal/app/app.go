@@ -96,7 +96,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	}
 	// One scrubber for every error that may hold a server's words.
 	scr := newScrubber(cfg, srcCfg, os.Getenv)
-	srcOpts, err := sourceOptions(cfg, reg, log, scr)
+	srcOpts, err := sourceOptions(cfg, reg, log, scr, store)
 	if err != nil {
 		return err
 	}
@@ -228,7 +228,8 @@ func newTap(mc config.MetricsConfig, pl *pipeline.Pipeline, streams []record.Str
 // registered on reg once for the process (a reload builds pollers with
 // the same). A page larger than the buffer is emitted in batches of at
 // most pipeline.buffer_records, so memory stays bounded by configuration.
-func sourceOptions(cfg config.Config, reg prometheus.Registerer, log *slog.Logger, scr *secret.Scrubber) (source.Options, error) {
+// The rechecks read the delivered counts of counts (the checkpoint).
+func sourceOptions(cfg config.Config, reg prometheus.Registerer, log *slog.Logger, scr *secret.Scrubber, counts recheck.Counts) (source.Options, error) {
 	srcMetrics, err := source.NewMetrics(reg)
 	if err != nil {
 		return source.Options{}, err
@@ -242,7 +243,7 @@ func sourceOptions(cfg config.Config, reg prometheus.Registerer, log *slog.Logge
 		return source.Options{}, err
 	}
 	return source.Options{Client: api.Options{Logger: log, Metrics: apiMetrics, Scrubber: scr},
-		Metrics: srcMetrics, MaxBatchRecords: cfg.Pipeline.BufferRecords, RecheckMetrics: recheckMetrics}, nil
+		Metrics: srcMetrics, MaxBatchRecords: cfg.Pipeline.BufferRecords, RecheckMetrics: recheckMetrics, RecheckCounts: counts}, nil
 }
 
 // addSinkReadiness adds to tel (nil: none) a check per sink: whether it

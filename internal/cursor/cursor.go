@@ -91,17 +91,40 @@ type Page struct {
 	// Revisit marks pages of a re-asked period (rechecks, edge alert
 	// updates): they carry records but do not move the cursor.
 	Revisit bool
+	// Asked is why the page's records were fetched: the once filter
+	// counts what it leaves out by it and tells the stream's learner
+	// what the page added (recheck.Observer). A chunk of a page too large
+	// for one batch is a Revisit page asked as its page was.
+	Asked Asked
 	// FetchedAt is when the page arrived.
 	FetchedAt time.Time
 	// Log, when not nil, changes the window log and alert marks once
 	// the page is delivered.
 	Log *LogChanges
-	// Delivered are the keys of the page's records, remembered once the
-	// page is delivered (committed with its cursor) so that asking the
-	// period again does not deliver them twice; nil when the stream keeps
-	// no such memory.
+	// Delivered are the keys of the page's records that join the
+	// stream's delivered set once the page is committed (with its
+	// cursor), so that asking the period again does not deliver them
+	// twice. The pipeline's once filter sets them (a producer leaves
+	// them nil); nil when the stream keeps no delivered set.
 	Delivered []Delivered
 }
+
+// Asked is why a page's records were fetched.
+type Asked uint8
+
+const (
+	// AskedForward: on the stream's forward path. A split, a resume or
+	// an expired next-page chain may ask some records again: the once
+	// filter leaves those out as refetched.
+	AskedForward Asked = iota
+	// AskedLate: a recheck asked a period again for records that became
+	// visible late (C3); the stream learns the platform's delays from
+	// those the once filter keeps.
+	AskedLate
+	// AskedAgain: a period asked again for other reasons (edge alert
+	// updates, a recheck of an edge alert stream): nothing to learn.
+	AskedAgain
+)
 
 // Stream is the stream the page belongs to.
 func (p Page) Stream() record.Stream {

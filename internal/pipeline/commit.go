@@ -18,9 +18,10 @@ type Store interface {
 	Apply(ctx context.Context, c checkpoint.Changes) error
 	Windows(ctx context.Context, k record.Stream) ([]cursor.LoggedWindow, error)
 	Alerts(ctx context.Context, k record.Stream) (map[string]cursor.AlertMark, error)
+	// DeliveredOf and DeliveredEnd read a stream's delivered set as
+	// committed (the re-ask filter, once).
 	DeliveredOf(ctx context.Context, k record.Stream, keys []cursor.Delivered) ([]int, error)
 	DeliveredEnd(ctx context.Context, k record.Stream) (time.Time, error)
-	DeliveredCounts(ctx context.Context, k record.Stream, from, to time.Time) ([]int64, error)
 	Marks(ctx context.Context) (map[string][]byte, error)
 	Held(ctx context.Context) (map[string]map[record.Stream][]cursor.Delivered, error)
 }
@@ -80,6 +81,13 @@ func (p *Pipeline) commit(ctx context.Context) error {
 	p.commitE.Store(errBox{})
 	p.m.commits.Inc()
 	p.tracker.setCommitted(next)
+	for k, n := range next {
+		// The re-ask filter learns it directly: the keys of the pages
+		// below n are in the checkpoint's delivered set now.
+		if o := p.onceOf(k); o != nil {
+			o.released(n)
+		}
+	}
 	for k, st := range dirty {
 		p.observe(k, st)
 	}

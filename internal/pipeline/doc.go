@@ -15,7 +15,10 @@
 // types.
 //
 // Start reading at New and Pipeline.Run, then follow a page: a
-// producer's Output reserves room in the buffer and hands the page to
+// producer's Output reserves room in the buffer; at Emit the stream's
+// re-ask filter (once) leaves out the records the stream holds already,
+// committed in its delivered set or in flight, which is where "each
+// record once" is decided for whatever is asked again; the page goes to
 // every sink's queue; each sink's workers write it and retry; the tracker
 // folds contiguous acknowledged pages into the commit, which stores the
 // states, logs, delivered sets and the sinks' marks in one transaction;

@@ -22,6 +22,8 @@ type metrics struct {
 	streamFailed    *prometheus.GaugeVec
 	permanentErrors *prometheus.CounterVec
 	sinkSuppressed  *prometheus.CounterVec
+	suppressed      *prometheus.CounterVec // source, account, cause (once)
+	refetched       *prometheus.CounterVec // source, account (once)
 }
 
 func newMetrics(reg prometheus.Registerer, p *Pipeline) *metrics {
@@ -80,6 +82,14 @@ func newMetrics(reg prometheus.Registerer, p *Pipeline) *metrics {
 			Name: "collector_sink_permanent_errors_total",
 			Help: "Batches a sink refused for good (a permanent error): they are not retried, and their stream stops for every sink.",
 		}, []string{"source", "account", "sink"}),
+		suppressed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "collector_duplicates_suppressed_total",
+			Help: "Records fetched again and not delivered because the stream delivered them before (its delivered set in the checkpoint), by cause: recheck (a period asked again for late records) or refetch (an expired chain, a split, a resume).",
+		}, []string{"source", "account", "cause"}),
+		refetched: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "collector_refetched_rows_total",
+			Help: "Records fetched in a period the stream had delivered from before (rechecks, expired chains, splits, resumes), delivered or not.",
+		}, []string{"source", "account"}),
 		sinkSuppressed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "collector_sink_duplicates_suppressed_total",
 			Help: "Records not written to a sink again because it had stored them before a crash, past what the checkpoint covered (its Recover at start said so), by sink.",
@@ -87,7 +97,7 @@ func newMetrics(reg prometheus.Registerer, p *Pipeline) *metrics {
 	}
 	reg.MustRegister(m.delivered, m.buffered, m.capacity, m.batchDuration, m.commits,
 		m.commitErrors, m.commitDuration, m.watermark, m.lag, m.pollersRunning, m.lastAckUnixTime,
-		m.streamFailed, m.permanentErrors, m.sinkSuppressed, &lagCollector{p: p})
+		m.streamFailed, m.permanentErrors, m.sinkSuppressed, m.suppressed, m.refetched, &lagCollector{p: p})
 	return m
 }
 
@@ -96,6 +106,10 @@ func newMetrics(reg prometheus.Registerer, p *Pipeline) *metrics {
 func (m *metrics) initStream(k record.Stream, targets []*target) {
 	m.delivered.WithLabelValues(k.Source, k.Account)
 	m.streamFailed.WithLabelValues(k.Source, k.Account).Set(0)
+	m.refetched.WithLabelValues(k.Source, k.Account)
+	for _, c := range []string{SuppressedRecheck, SuppressedRefetch} {
+		m.suppressed.WithLabelValues(k.Source, k.Account, c)
+	}
 	for _, t := range targets {
 		m.permanentErrors.WithLabelValues(k.Source, k.Account, t.Name)
 		m.sinkSuppressed.WithLabelValues(t.Name, k.Source, k.Account)

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"time"
 
 	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
@@ -15,37 +14,15 @@ import (
 type output struct {
 	p      *Pipeline
 	stream record.Stream
-	held   int // records of room reserved for the next Emit
+	held   int   // records of room reserved for the next Emit
+	once   *once // the stream's re-ask filter
 }
 
-var (
-	_ source.Output    = (*output)(nil)
-	_ source.Remembers = (*output)(nil)
-)
+var _ source.Output = (*output)(nil)
 
-// DeliveredOf returns how many records of each of keys the stream's
-// delivered set holds as committed (source.Remembers).
-func (o *output) DeliveredOf(ctx context.Context, keys []cursor.Delivered) ([]int, error) {
-	return o.p.store.DeliveredOf(ctx, o.stream, keys)
+func (p *Pipeline) output(k record.Stream) *output {
+	return &output{p: p, stream: k, once: p.onceOf(k)}
 }
-
-// DeliveredEnd returns the time past the stream's latest delivered record
-// as committed (source.Remembers).
-func (o *output) DeliveredEnd(ctx context.Context) (time.Time, error) {
-	return o.p.store.DeliveredEnd(ctx, o.stream)
-}
-
-// DeliveredCounts returns the stream's delivered counts per minute of
-// [from, to) as committed (source.Remembers).
-func (o *output) DeliveredCounts(ctx context.Context, from, to time.Time) ([]int64, error) {
-	return o.p.store.DeliveredCounts(ctx, o.stream, from, to)
-}
-
-// Committed is how many of the pages the stream emitted in this run are
-// committed: those with the lowest seqs (source.Remembers).
-func (o *output) Committed() uint64 { return o.p.tracker.committedBelow(o.stream) }
-
-func (p *Pipeline) output(k record.Stream) *output { return &output{p: p, stream: k} }
 
 // Reserve takes room for a page from the buffer before the page is
 // fetched, so that pages being fetched count against
@@ -76,12 +53,18 @@ func (o *output) release() {
 	o.held = 0
 }
 
-// Emit puts a page into the buffer: into the queue of every sink. It
-// blocks while the buffer is full, or a sink's queue: that is the
-// backpressure that keeps memory flat. The page holds its room until every
-// sink has finished with it, so a slow sink holds the others back.
+// Emit puts a page into the buffer: into the queue of every sink. The
+// stream's re-ask filter (once) first leaves out the records the stream
+// holds already, delivered or in flight. It blocks while the buffer is
+// full, or a sink's queue: that is the backpressure that keeps memory
+// flat. The page holds its room until every sink has finished with it, so
+// a slow sink holds the others back.
 func (o *output) Emit(ctx context.Context, pg cursor.Page) error {
 	p := o.p
+	pg, err := o.once.filter(ctx, pg)
+	if err != nil {
+		return err
+	}
 	// A page larger than the room reserved for it (the server sent more
 	// than the configured page size) trades the reservation for the whole
 	// page rather than waiting for the rest while holding it.
@@ -96,6 +79,7 @@ func (o *output) Emit(ctx context.Context, pg cursor.Page) error {
 	p.busy.CompareAndSwap(0, p.now().UnixNano())
 	p.m.buffered.Set(float64(p.pending.Load()))
 	it := &item{key: o.stream, seq: p.tracker.next(o.stream), page: pg, held: held}
+	o.once.emitted(it.seq, pg.Delivered)
 	if len(pg.Batch.Envelopes) > 0 {
 		it.page.Batch.Seq = it.seq
 		it.batch = &it.page.Batch
@@ -117,4 +101,11 @@ func (o *output) Emit(ctx context.Context, pg cursor.Page) error {
 		}
 	}
 	return nil
+}
+
+// onceOf returns stream k's re-ask filter (nil when k has no producer).
+func (p *Pipeline) onceOf(k record.Stream) *once {
+	p.onceMu.Lock()
+	defer p.onceMu.Unlock()
+	return p.once[k]
 }

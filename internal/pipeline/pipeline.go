@@ -12,18 +12,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/svcexport/collector/internal/cursor"
+	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
 )
 
 // Producer pulls one stream into the pipeline; *source.Poller is one. Run
 // gets the stream's cursor as last committed and the stream's own Output,
-// through which it reserves room and hands pages on; it returns nil when
-// the producer is done (once mode, caught up) and ctx's error when
-// stopped.
+// through which it reserves room and hands pages on (every record it
+// fetched: the pipeline's re-ask filter leaves out what the stream holds
+// already); it returns nil when the producer is done (once mode, caught
+// up) and ctx's error when stopped. Learner is the stream's learner, which
+// the filter tells what each page added (nil: none); New asks for it once.
 type Producer interface {
 	Stream() record.Stream
 	Run(ctx context.Context, from cursor.Cursor, out source.Output) error
+	Learner() recheck.Observer
 }
 
 // Pipeline moves pages from producers through a bounded buffer to every
@@ -41,6 +45,10 @@ type Pipeline struct {
 	slots   *slots
 	pending atomic.Int64 // records of pages handed on and not yet finished by every sink
 	tracker *tracker
+	// once is each stream's re-ask filter: made by New for its producers,
+	// and anew for a producer Add starts (onceMu guards the map).
+	onceMu  sync.Mutex
+	once    map[record.Stream]*once
 	rows    atomic.Int64 // records acknowledged (by every sink) by this run
 	lastAck atomic.Int64 // unix nanoseconds of the last page every sink acknowledged
 	busy    atomic.Int64 // unix nanoseconds since when records wait, 0 when none
@@ -102,8 +110,10 @@ func New(cfg Config, store Store, targets []Target, producers []Producer, reg pr
 	}
 	// Every stream's series at 0 from the start, before Run loads the
 	// checkpoint and recovers the sinks (which may take a while).
+	p.once = make(map[record.Stream]*once, len(producers))
 	for _, pr := range producers {
 		p.m.initStream(pr.Stream(), p.targets)
+		p.once[pr.Stream()] = newOnce(store, pr.Stream(), pr.Learner(), p.m)
 	}
 	// The tracker exists before Run loads it, so that a scrape meanwhile
 	// reads empty states rather than racing with Run.

@@ -18,6 +18,7 @@ import (
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/checkpoint/checkpointtest"
 	"github.com/svcexport/collector/internal/cursor"
+	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/source"
@@ -41,6 +42,8 @@ type scriptedPoller struct {
 }
 
 func (s *scriptedPoller) Stream() record.Stream { return s.key }
+
+func (*scriptedPoller) Learner() recheck.Observer { return nil }
 
 func (s *scriptedPoller) Run(ctx context.Context, from cursor.Cursor, out source.Output) error {
 	if s.started != nil {
@@ -438,6 +441,8 @@ type reservingPoller struct {
 }
 
 func (r *reservingPoller) Stream() record.Stream { return r.key }
+
+func (*reservingPoller) Learner() recheck.Observer { return nil }
 
 func (r *reservingPoller) Run(ctx context.Context, from cursor.Cursor, out source.Output) error {
 	wm := t0

@@ -56,7 +56,7 @@ func (p *Pipeline) startProducers(ctx context.Context, from map[record.Stream]cu
 	r.mu.Lock()
 	r.ctx, r.runs, r.idle = ctx, make(map[record.Stream]*run, len(p.producers)), make(chan struct{})
 	for _, pr := range p.producers {
-		p.startLocked(pr, from[pr.Stream()], 0)
+		p.startLocked(pr, from[pr.Stream()])
 	}
 	if r.active == 0 {
 		close(r.idle)
@@ -81,7 +81,7 @@ func (p *Pipeline) startProducers(ctx context.Context, from map[record.Stream]cu
 
 // startLocked starts pr from cursor from; its pages are numbered from
 // base on (tracker.rebase). r.mu is held.
-func (p *Pipeline) startLocked(pr Producer, from cursor.Cursor, base uint64) {
+func (p *Pipeline) startLocked(pr Producer, from cursor.Cursor) {
 	r := &p.running
 	k := pr.Stream()
 	ctx, stop := context.WithCancelCause(r.ctx)
@@ -94,7 +94,7 @@ func (p *Pipeline) startLocked(pr Producer, from cursor.Cursor, base uint64) {
 		defer r.wg.Done()
 		defer p.m.pollersRunning.Dec()
 		defer close(rn.done)
-		out := rebased{output: p.output(k), base: base}
+		out := p.output(k)
 		err := pr.Run(ctx, from, out)
 		out.release()
 		stop(nil)
@@ -206,7 +206,15 @@ func (p *Pipeline) add(ctx context.Context, pr Producer) error {
 	}
 	p.m.initStream(k, p.targets)
 	p.observe(k, st)
-	base := p.tracker.rebase(k)
+	p.tracker.rebase(k)
+	// A fresh filter: the keys the one before held for pages abandoned
+	// when it stopped (never committed) must not leave their records out
+	// of the new producer's pages, which fetch them again. What the
+	// stopped producer's committed pages held is in the checkpoint's
+	// delivered set, which the new filter reads.
+	p.onceMu.Lock()
+	p.once[k] = newOnce(p.store, k, pr.Learner(), p.m)
+	p.onceMu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -215,7 +223,7 @@ func (p *Pipeline) add(ctx context.Context, pr Producer) error {
 	if _, dup := r.runs[k]; dup {
 		return fmt.Errorf("stream %s runs already", k)
 	}
-	p.startLocked(pr, from, base)
+	p.startLocked(pr, from)
 	return nil
 }
 
@@ -304,21 +312,4 @@ func (t *target) holds(k record.Stream) bool {
 		}
 	}
 	return false
-}
-
-// rebased is the Output of a producer whose pages are numbered from base
-// on (a stream added again, Add): it tells the producer how many of its
-// own pages are committed (source.Remembers).
-type rebased struct {
-	*output
-	base uint64
-}
-
-// Committed is how many of this producer's pages are committed.
-func (o rebased) Committed() uint64 {
-	c := o.output.Committed()
-	if c < o.base {
-		return 0
-	}
-	return c - o.base
 }

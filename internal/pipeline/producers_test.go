@@ -14,6 +14,7 @@ import (
 
 	"github.com/svcexport/collector/internal/checkpoint/checkpointtest"
 	"github.com/svcexport/collector/internal/cursor"
+	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink"
 	"github.com/svcexport/collector/internal/source"
@@ -27,7 +28,8 @@ type tickingPoller struct {
 	emitted atomic.Int64
 }
 
-func (s *tickingPoller) Stream() record.Stream { return s.key }
+func (s *tickingPoller) Stream() record.Stream   { return s.key }
+func (*tickingPoller) Learner() recheck.Observer { return nil }
 
 func (s *tickingPoller) Run(ctx context.Context, from cursor.Cursor, out source.Output) error {
 	s.starts.Add(1)

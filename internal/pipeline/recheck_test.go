@@ -52,17 +52,17 @@ func recheckRun(t *testing.T, hc *http.Client, path string, start, until time.Ti
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := source.Build(cfg, nil, source.Options{Client: api.Options{HTTPClient: hc}, RecheckMetrics: rm, Metrics: sm}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	db, err := checkpoint.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	set, err := source.Build(cfg, nil, source.Options{Client: api.Options{HTTPClient: hc}, RecheckMetrics: rm, Metrics: sm, RecheckCounts: db}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := &sinktest.Recorder{}
-	pl := New(DefaultConfig(), db, []Target{{Name: "file", Sink: rec}}, []Producer{set.Pollers[0]}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
+	pl := New(DefaultConfig(), db, []Target{{Name: "file", Sink: rec}}, []Producer{set.Pollers[0]}, reg, slog.New(slog.DiscardHandler), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)

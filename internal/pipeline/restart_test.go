@@ -13,6 +13,7 @@ import (
 
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/cursor"
+	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
 )
@@ -26,6 +27,8 @@ type onePage struct {
 }
 
 func (o *onePage) Stream() record.Stream { return o.key }
+
+func (*onePage) Learner() recheck.Observer { return nil }
 
 func (o *onePage) Run(ctx context.Context, from cursor.Cursor, out source.Output) error {
 	if o.started != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/svcexport/collector/internal/checkpoint/checkpointtest"
 	"github.com/svcexport/collector/internal/cursor"
+	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/window"
@@ -37,6 +38,8 @@ type roomPoller struct {
 }
 
 func (r *roomPoller) Stream() record.Stream { return r.key }
+
+func (*roomPoller) Learner() recheck.Observer { return nil }
 
 func (r *roomPoller) Run(ctx context.Context, _ cursor.Cursor, out source.Output) error {
 	wm := t0

@@ -31,11 +31,12 @@ type stream struct {
 	// (takeLogs).
 	logs   cursor.LogChanges
 	logged bool
-	// delivered are the delivered-set keys of the contiguous run not yet
-	// committed; committed is the seq of the oldest page the last
-	// successful commit did not cover (source.Remembers).
-	delivered []cursor.Delivered
+	// committed is the seq of the oldest page the last successful commit
+	// does not cover (settled, rebase).
 	committed uint64
+	// delivered are the delivered-set keys of the contiguous run not yet
+	// committed.
+	delivered []cursor.Delivered
 }
 
 type ackedPage struct {
@@ -81,9 +82,9 @@ func (t *tracker) next(k record.Stream) uint64 {
 	return seq
 }
 
-// ack records that page seq of stream k is delivered. The stream's state
-// moves over every page that is now contiguous with the acknowledged run.
-// It reports the rows that became part of the run.
+// ack records that every sink acknowledged page seq of stream k. The
+// stream's state moves over every page that is now contiguous with the
+// acknowledged run.
 func (t *tracker) ack(k record.Stream, seq uint64, p ackedPage, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -266,13 +267,6 @@ func (t *tracker) setCommitted(next map[record.Stream]uint64) {
 	}
 }
 
-// committedBelow is the seq of stream k's oldest page not yet committed.
-func (t *tracker) committedBelow(k record.Stream) uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.streamLocked(k).committed
-}
-
 // stateOf returns stream k's acknowledged state (zero when unknown).
 func (t *tracker) stateOf(k record.Stream) checkpoint.State {
 	t.mu.Lock()
@@ -301,14 +295,12 @@ func (t *tracker) settled(k record.Stream) bool {
 // for a page no sink will acknowledge any more (abandoned when it
 // stopped) are forgotten, as a restart forgets them, so that the new
 // producer's pages, numbered on from the last one, commit from the
-// state as committed. It returns the seq of the new producer's first
-// page.
-func (t *tracker) rebase(k record.Stream) uint64 {
+// state as committed.
+func (t *tracker) rebase(k record.Stream) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.streamLocked(k)
 	clear(s.acked)
 	s.nextCommit = s.nextSeq
 	s.committed = max(s.committed, s.nextSeq)
-	return s.nextSeq
 }

@@ -29,6 +29,10 @@ type Options struct {
 	// RecheckMetrics are the collector_recheck_* series; nil records
 	// none. Rechecks run whatever it is (see PollerConfig.Recheck).
 	RecheckMetrics *recheck.Metrics
+	// RecheckCounts are every poller's PollerConfig.RecheckCounts: the
+	// app hands the checkpoint (checkpoint.DB); nil narrows no grown
+	// window below its bounds.
+	RecheckCounts recheck.Counts
 }
 
 // Set is what a configuration builds: the clients and one poller per
@@ -92,6 +96,7 @@ func (set *Set) build(cfg catalog.Config, o Options, once bool, pcs []PollerConf
 		pc.Once = once
 		pc.Logger, pc.Metrics, pc.MaxBatchRecords = o.Client.Logger, o.Metrics, o.MaxBatchRecords
 		pc.RecheckLimiter, pc.RecheckMetrics = limiters[limiterKey(pc.Spec)], o.RecheckMetrics
+		pc.RecheckCounts = o.RecheckCounts
 		if pc.RecheckLimiter != nil && pc.Recheck.Enabled() {
 			// The streams of a functionality share its recheck cap: each
 			// sweeps as often as its part affords (recheck: auto).

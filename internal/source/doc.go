@@ -26,8 +26,12 @@
 // Start reading at Poller.Run: a run is a loop of steps (a fresh window,
 // a chain resumed, a recheck of the window log or of alerts), each asking
 // the API and emitting pages. What a stream learnt of the server (Limits)
-// travels with its cursor; the delivered set leaves out of whatever is
-// asked again what the sinks already hold (once, C7). Sub-packages, each
+// travels with its cursor. A poller emits every record it fetched: the
+// pipeline's re-ask filter leaves out what the stream holds already
+// (once, C7) and tells the stream's learner (Poller.Learner) what a page
+// added; a recheck reads the delivered counts it narrows with through
+// recheck.Counts (PollerConfig.RecheckCounts). Nothing of the checkpoint
+// is read through Output. Sub-packages, each
 // a seam with its own job
 // and tests: catalog (the sources and their configuration), pagescan
 // (reading answers), alerttrack (the alert marks), access (ProbeAccess

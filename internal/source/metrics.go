@@ -32,22 +32,8 @@ type Metrics struct {
 	splitAt      *prometheus.GaugeVec     // source, account
 	chainCap     *prometheus.GaugeVec     // source, account
 	blockedG     *prometheus.GaugeVec     // source, account, reason
-	suppressed   *prometheus.CounterVec   // source, account, cause
-	refetched    *prometheus.CounterVec   // source, account
 	lateDelivery *prometheus.HistogramVec // recovered records: fetched at minus record time
 }
-
-// Causes of collector_duplicates_suppressed_total: why a record already
-// delivered came again.
-const (
-	// SuppressedRecheck: a recheck (or an edge alert revisit) asked a
-	// period again and found it grown.
-	SuppressedRecheck = "recheck"
-	// SuppressedRefetch: a window asked again on its forward path: a
-	// chain restarted after its next-page URL expired, a window asked
-	// again in parts, a resume after a restart.
-	SuppressedRefetch = "refetch"
-)
 
 // Reasons of collector_bad_records_total: why a record was delivered with
 // a flaw (its time set to the window start, or its bytes kept as sent).
@@ -168,14 +154,6 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "collector_stream_blocked",
 			Help: "1 while the stream's requests are refused with an error a retry cannot cure (reason: forbidden, unauthorized, bad_request, not_found, method_not_allowed, conflict, client_error, origin, body_too_large, permanent); it is asked again every api.permanent_error_retry.",
 		}, []string{"source", "account", "reason"}),
-		suppressed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "collector_duplicates_suppressed_total",
-			Help: "Records fetched again and not delivered because the stream delivered them before (its delivered set in the checkpoint), by cause: recheck (a period asked again for late records) or refetch (an expired chain, a split, a resume).",
-		}, []string{"source", "account", "cause"}),
-		refetched: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "collector_refetched_rows_total",
-			Help: "Records fetched in a period the stream had delivered from before (rechecks, expired chains, splits, resumes), delivered or not.",
-		}, []string{"source", "account"}),
 		lateDelivery: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "collector_late_delivery_seconds",
 			Help:    "For each late record a recheck recovered: how long after its record time its page arrived (the platform's delay plus the wait for the recheck that found it). Compare with collector_recheck_dense_seconds: records found past it came from a sparse point.",
@@ -187,7 +165,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{m.rows, m.pages, m.splits, m.restarts, m.badRecords, m.pollErrors, m.pageRowsSeen,
-		m.ttlSeen, m.pageSeconds, m.splitAt, m.chainCap, m.blockedG, m.suppressed, m.refetched, m.lateDelivery} {
+		m.ttlSeen, m.pageSeconds, m.splitAt, m.chainCap, m.blockedG, m.lateDelivery} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}
@@ -203,16 +181,6 @@ func (m *Metrics) Fetched(source, account string, rows int) {
 	if m != nil {
 		m.pages.WithLabelValues(source, account).Inc()
 		m.rows.WithLabelValues(source, account).Add(float64(rows))
-	}
-}
-
-// Refetched counts rows records fetched again in a period the stream had
-// delivered from, of which suppressed were not delivered (cause: one of
-// SuppressedRecheck, SuppressedRefetch).
-func (m *Metrics) Refetched(source, account, cause string, rows, suppressed int) {
-	if m != nil {
-		m.refetched.WithLabelValues(source, account).Add(float64(rows))
-		m.suppressed.WithLabelValues(source, account, cause).Add(float64(suppressed))
 	}
 }
 
@@ -302,11 +270,8 @@ func (m *Metrics) InitStream(spec catalog.Spec, account string) {
 	if m == nil {
 		return
 	}
-	for _, v := range []*prometheus.CounterVec{m.rows, m.pages, m.splits, m.restarts, m.refetched} {
+	for _, v := range []*prometheus.CounterVec{m.rows, m.pages, m.splits, m.restarts} {
 		v.WithLabelValues(spec.Name, account)
-	}
-	for _, c := range []string{SuppressedRecheck, SuppressedRefetch} {
-		m.suppressed.WithLabelValues(spec.Name, account, c)
 	}
 	m.lateDelivery.WithLabelValues(spec.Name, account)
 	for _, r := range BadRecordReasons() {

@@ -15,14 +15,17 @@ type Output interface {
 	// counted against the pipeline's bound before it is fetched (DESIGN
 	// item 5). It returns ctx's error when ctx ends first.
 	Reserve(ctx context.Context, rows int) error
-	// Emit hands a page on. It blocks while the pipeline is full and
-	// returns ctx's error when ctx ends first; any error ends Run.
+	// Emit hands a page on, with every record fetched: the pipeline
+	// leaves out what the stream delivered before. It blocks while the
+	// pipeline is full and returns ctx's error when ctx ends first; any
+	// error ends Run.
 	Emit(ctx context.Context, p cursor.Page) error
 }
 
 // EmitFunc is an Output that hands every page to the function and reserves
 // nothing: for consumers without a bound of their own (tools, tests,
-// benchmarks).
+// benchmarks). Nothing filters what was asked again, and the stream's
+// learner hears of no page.
 type EmitFunc func(ctx context.Context, p cursor.Page) error
 
 // Reserve reserves nothing and returns nil.

@@ -61,10 +61,13 @@ type PollerConfig struct {
 	// RecheckLimiter keeps the rechecks of the stream's functionality
 	// under their share of its budget (shared by the streams of one
 	// functionality); nil: no rechecks and no window log.
-	// RecheckMetrics may be nil.
+	// RecheckMetrics may be nil. RecheckCounts are the stream's
+	// delivered counts per minute (the checkpoint's): a recheck narrows
+	// a grown window below its bounds with them; nil narrows nothing.
 	Recheck        recheck.Config
 	RecheckLimiter *recheck.Limiter
 	RecheckMetrics *recheck.Metrics
+	RecheckCounts  recheck.Counts
 }
 
 // Poller pulls one source of one account, window after window, and hands
@@ -141,7 +144,7 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 		RecordAccount: cfg.Spec.Edge}
 	p.rv = newRechecks(rechecksConfig{
 		Stream: p.Stream(), Spec: cfg.Spec, Settings: cfg.Settings, API: cfg.API, Edge: cfg.Edge, Plan: plan,
-		Recheck: cfg.Recheck, Limiter: cfg.RecheckLimiter, RecheckMetrics: cfg.RecheckMetrics,
+		Recheck: cfg.Recheck, Limiter: cfg.RecheckLimiter, RecheckMetrics: cfg.RecheckMetrics, Counts: cfg.RecheckCounts,
 		Metrics: cfg.Metrics, Logger: p.log, Clock: p.clk,
 	})
 	p.st = newState(p.Stream())
@@ -221,7 +224,7 @@ func (p *Poller) Run(ctx context.Context, from cursor.Cursor, out Output) error 
 	if from.Limits != (window.Limits{}) {
 		p.learn(func(l *window.Limits) bool { l.Adopt(from.Limits); return true })
 	}
-	r := &run{p: p, cur: from, out: out, mem: newMemory(out), started: started, start: from.Start}
+	r := &run{p: p, cur: from, out: out, started: started, start: from.Start}
 	p.st.Begin(started, from)
 	if !p.cfg.Once {
 		// A small deterministic offset per stream, so that pollers do

@@ -35,6 +35,8 @@ type rechecksConfig struct {
 	Recheck        recheck.Config
 	Limiter        *recheck.Limiter
 	RecheckMetrics *recheck.Metrics
+	// Counts are PollerConfig.RecheckCounts: nil narrows no grown window.
+	Counts recheck.Counts
 	// Metrics, Logger and Clock are the poller's.
 	Metrics *Metrics
 	Logger  *slog.Logger

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -63,9 +64,10 @@ func (r *rechecks) learn() {
 	r.view.Store(&learntView{delays: r.delays.Clone(), dense: r.points.Dense, cadence: r.points.Cadence})
 }
 
-// observeFresh counts n records a fresh page delivered; observeLate the
+// observeFresh counts n records a fresh page added; observeLate the
 // records a recheck recovered, found at received (recheck: auto learns
-// the platform's delays from them).
+// the platform's delays from them). Both hear of what the once filter
+// kept of a page (Poller.Learner).
 func (r *rechecks) observeFresh(n int, received time.Time) {
 	if r.rechecking() {
 		recheck.ObserveFresh(&r.delays, n, received)
@@ -82,6 +84,27 @@ func (r *rechecks) observeLate(envs []record.Envelope, received time.Time) {
 		r.m.LateDelivery(r.cfg.Stream.Source, r.cfg.Stream.Account, late)
 	}
 }
+
+// Learner returns the stream's recheck.Observer: the once filter between
+// the poller and the sinks (package pipeline) hands it what of each page
+// it kept, on the goroutine of Run, during Emit. It learns the platform's
+// delays from them (recheck: auto) and counts the kept records of fresh
+// pages in Snapshot.Rows.
+func (p *Poller) Learner() recheck.Observer { return learner{p} }
+
+// learner is Poller.Learner.
+type learner struct{ p *Poller }
+
+func (l learner) ObserveFresh(n int, received time.Time) {
+	l.p.st.Kept(n)
+	l.p.rv.observeFresh(n, received)
+}
+
+func (l learner) ObserveLate(kept []record.Envelope, received time.Time) {
+	l.p.rv.observeLate(kept, received)
+}
+
+func (l learner) Delays() cursor.Delays { return l.p.rv.Delays() }
 
 // Delays returns a copy of what the stream learnt, for the cursor of the
 // pages it emits (the checkpoint keeps it).
@@ -308,14 +331,14 @@ func countOf(f *fetched) int64 {
 func (r *rechecks) refetchGrown(ctx, rctx context.Context, a *run, u recheck.Unit, f recheck.Refetch, first *fetched,
 	res *recheck.Result, unstored map[time.Time]bool) error {
 	var wn *recheck.WindowNarrowing
-	if f.Grew > 0 && len(f.Replaces) == 1 && f.Entry.Count > r.pts().RefetchRows {
-		counts, ok, err := a.mem.counts(ctx, f.Start(), f.End())
+	if f.Grew > 0 && len(f.Replaces) == 1 && f.Entry.Count > r.pts().RefetchRows && r.cfg.Counts != nil {
+		// As committed: records still in the pipeline are left out, which
+		// only costs a range fetched again, never a record.
+		counts, err := r.cfg.Counts.DeliveredCounts(ctx, r.cfg.Stream, f.Start(), f.End())
 		if err != nil {
-			return err
+			return fmt.Errorf("read the delivered set: %w", err)
 		}
-		if ok {
-			wn, _ = f.NarrowWindow(counts, r.pts(), u.Final, r.pts().MaxRequests-res.Requests)
-		}
+		wn, _ = f.NarrowWindow(counts, r.pts(), u.Final, r.pts().MaxRequests-res.Requests)
 	}
 	if wn == nil {
 		res.Refetched += max(f.Entry.Count, 0)

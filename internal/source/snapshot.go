@@ -42,8 +42,10 @@ type Snapshot struct {
 	CaughtUp bool
 	// Started is when Run began, StartWatermark the watermark then.
 	Started, StartWatermark time.Time
-	// Pages and Rows count what Run emitted; a page emitted in several
-	// batches (see PollerConfig.MaxBatchRecords) counts once.
+	// Pages counts the fresh pages Run emitted (a page emitted in several
+	// batches, see PollerConfig.MaxBatchRecords, counts once); Rows the
+	// records of them the once filter kept (Poller.Learner), 0 when
+	// nothing filters (an Output other than the pipeline's).
 	Pages, Rows int64
 	// PageRowsSeen is the most records the API sent in one page of the
 	// stream, 0 before the first; the poller reserves room for that many
@@ -128,17 +130,23 @@ func (st *state) Begin(now time.Time, c cursor.Cursor) {
 	st.snap.CaughtUp = false
 }
 
-// Delivered notes rows emitted; last marks the last batch of a page, whose
-// cursor c then holds.
-func (st *state) Delivered(c cursor.Cursor, rows int, last bool) {
+// Emitted notes a batch of a fresh page emitted; last marks the last
+// batch of a page, whose cursor c then holds.
+func (st *state) Emitted(c cursor.Cursor, last bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.snap.Rows += int64(rows)
 	st.snap.CaughtUp = false
 	if last {
 		st.snap.Watermark, st.snap.InFlight = c.Watermark, c.InFlight
 		st.snap.Pages++
 	}
+}
+
+// Kept notes rows of a fresh page that the once filter kept.
+func (st *state) Kept(rows int) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.snap.Rows += int64(rows)
 }
 
 // PageRowsSeen is the most records a page of the stream held so far.

@@ -20,7 +20,6 @@ type run struct {
 	p                 *Poller
 	cur               cursor.Cursor
 	out               Output
-	mem               *memory // nil when out does not remember (Remembers)
 	started           time.Time
 	warnedUnreachable bool
 	// start is where the stream began (cursor.Cursor.Start): every page
@@ -148,6 +147,13 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 	if m := p.cfg.MaxBatchRecords; m > 0 && size > m {
 		size = m
 	}
+	asked := cursor.AskedForward
+	switch {
+	case revisit && ex != nil && ex.late:
+		asked = cursor.AskedLate
+	case revisit:
+		asked = cursor.AskedAgain
+	}
 	for start := 0; ; start += size {
 		end := min(start+size, len(records))
 		last := end == len(records)
@@ -160,46 +166,29 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 			// window's digest is of what it holds.
 			ex.add(envs)
 		}
-		fetched := len(envs)
-		envs, keys, skipped, err := r.mem.filter(ctx, envs)
-		if err != nil {
-			return &emitError{err}
-		}
-		if revisit || skipped > 0 {
-			cause := SuppressedRefetch
-			if revisit {
-				cause = SuppressedRecheck
-			}
-			p.m.Refetched(p.cfg.Spec.Name, p.cfg.Account, cause, fetched, skipped)
-		}
-		switch {
-		case !revisit:
-			p.rv.observeFresh(len(envs), received)
-		case ex != nil && ex.late:
-			p.rv.observeLate(envs, received)
-		}
-		after.Delays = p.rv.Delays()
+		// Every record fetched goes on: the pipeline's once filter leaves
+		// out what the stream delivered before (C7) and tells the
+		// stream's learner what the page added (Learner).
 		page := cursor.Page{
 			Batch: record.Batch{Source: p.cfg.Spec.Name, Account: p.cfg.Account,
 				WindowStart: w.Start, WindowEnd: w.End, Page: idx, Envelopes: envs},
-			After: after, Revisit: revisit, FetchedAt: received, Delivered: keys,
+			After: after, Revisit: revisit, Asked: asked, FetchedAt: received,
 		}
+		page.After.Delays = p.rv.Delays()
 		if ex != nil && last && ex.log != nil {
 			page.Log = ex.log()
 		}
 		if !last {
 			page.After, page.Revisit = r.cur, true
-			page.After.Delays = after.Delays
+			page.After.Delays = p.rv.Delays()
 		}
 		page.After.Start = r.start
-		n := len(envs)
 		envs = nil
 		if err := r.out.Emit(ctx, page); err != nil {
 			return &emitError{err}
 		}
-		r.mem.emit(keys)
 		if !revisit {
-			p.st.Delivered(page.After, n, last)
+			p.st.Emitted(page.After, last)
 		}
 		if last {
 			return nil

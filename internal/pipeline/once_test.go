@@ -1,0 +1,210 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/svcexport/collector/internal/checkpoint"
+	"github.com/svcexport/collector/internal/cursor"
+	"github.com/svcexport/collector/internal/recheck"
+	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/source"
+	"github.com/svcexport/collector/internal/window"
+)
+
+func filterFixture(t *testing.T) (*checkpoint.DB, record.Stream) {
+	t.Helper()
+	db, err := checkpoint.Open(filepath.Join(t.TempDir(), "checkpoint.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, record.Stream{Source: "dns", Account: "acme"}
+}
+
+// onceOf is the re-ask filter of stream k over db, alone (no pipeline).
+func onceOf(db Store, k record.Stream) *once {
+	return newOnce(db, k, nil, newMetrics(prometheus.NewRegistry(), &Pipeline{}))
+}
+
+// Two records whose keys agree (the first 64 bits of their ids and their
+// time to the millisecond; made to collide here) are never taken for one:
+// a page holding both, when the stream delivered one, delivers both (a
+// copy, never a loss); a record alone of a key delivered before is left
+// out (C7).
+func TestAPageWithMoreRecordsOfAKeyThanDeliveredDeliversThemAll(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, k := filterFixture(t)
+	at := time.Date(2026, 11, 1, 10, 0, 0, 123_000_000, time.UTC)
+	prefix := strings.Repeat("ab", 8)
+	old := record.Envelope{ID: prefix + strings.Repeat("0", 48), Time: at}
+	twin := record.Envelope{ID: prefix + strings.Repeat("1", 48), Time: at}
+	other := record.Envelope{ID: strings.Repeat("cd", 32), Time: at.Add(time.Second)}
+	if cursor.DeliveredOf(old.ID, old.Time) != cursor.DeliveredOf(twin.ID, twin.Time) {
+		t.Fatal("the fixture's keys do not collide")
+	}
+	if err := db.Apply(ctx, checkpoint.Changes{
+		States:    map[record.Stream]checkpoint.State{k: {Cursor: cursor.Cursor{Watermark: at.Add(-time.Hour)}}},
+		Delivered: map[record.Stream][]cursor.Delivered{k: {cursor.DeliveredOf(old.ID, old.Time)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	o := onceOf(db, k)
+
+	page := []record.Envelope{twin, old, other}
+	kept, keys, err := o.keep(ctx, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if skipped := len(page) - len(kept); len(kept) != 3 || skipped != 0 || len(keys) != 3 {
+		t.Errorf("a page of both records of a delivered key and a new one: kept %d, skipped %d; want all 3 kept", len(kept), skipped)
+	}
+	page = []record.Envelope{old, other}
+	kept, _, err = o.keep(ctx, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if skipped := len(page) - len(kept); len(kept) != 1 || kept[0].ID != other.ID || skipped != 1 {
+		t.Errorf("a page of the delivered record and a new one: kept %v, skipped %d; want only the new one", kept, skipped)
+	}
+	// A restart asks a window again: the same record one millisecond
+	// apart is another record.
+	moved := old
+	moved.Time = at.Add(time.Millisecond)
+	if kept, _, err = o.keep(ctx, []record.Envelope{moved}); err != nil || len(kept) != 1 {
+		t.Errorf("the id of a delivered record at another time: kept %d (%v); want it delivered", len(kept), err)
+	}
+}
+
+// The filter holds what the pipeline has not committed yet: pages
+// emitted and not yet committed are left out of a page asked again, and
+// released once committed (the checkpoint holds them then).
+func TestPagesInThePipelineAreNotDeliveredTwice(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, k := filterFixture(t)
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	e := record.Envelope{ID: strings.Repeat("ef", 32), Time: at}
+	o := onceOf(db, k)
+	_, keys, err := o.keep(ctx, []record.Envelope{e})
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("first delivery: %d keys, %v", len(keys), err)
+	}
+	o.emitted(0, keys)
+	kept, _, err := o.keep(ctx, []record.Envelope{e})
+	if skipped := 1 - len(kept); err != nil || len(kept) != 0 || skipped != 1 {
+		t.Errorf("asked again while in the pipeline: kept %d, skipped %d, %v; want it left out", len(kept), skipped, err)
+	}
+	// Committed: the pending keys go, the checkpoint has them.
+	if err := db.Apply(ctx, checkpoint.Changes{
+		States:    map[record.Stream]checkpoint.State{k: {Cursor: cursor.Cursor{Watermark: at.Add(-time.Hour)}}},
+		Delivered: map[record.Stream][]cursor.Delivered{k: keys},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	o.released(1)
+	kept, _, err = o.keep(ctx, []record.Envelope{e})
+	if err != nil || len(kept) != 0 || len(o.pending) != 0 || o.inFlight != nil {
+		t.Errorf("asked again once committed: kept %d, %d pages pending, %v; want it left out and nothing pending", len(kept), len(o.pending), err)
+	}
+}
+
+// repeatPoller emits one page of records three times: fresh, then again
+// (as a recheck would) while the first is still in the sinks, then once
+// more after the first was committed; then it returns (once mode).
+type repeatPoller struct {
+	key  record.Stream
+	db   *checkpoint.DB
+	hold chan struct{} // the sinks write nothing until it is closed
+	envs []record.Envelope
+}
+
+func (r *repeatPoller) Stream() record.Stream { return r.key }
+
+func (*repeatPoller) Learner() recheck.Observer { return nil }
+
+func (r *repeatPoller) Run(ctx context.Context, from cursor.Cursor, out source.Output) error {
+	win := t0
+	page := func(asked cursor.Asked) cursor.Page {
+		pg := cursor.Page{Batch: record.Batch{Source: r.key.Source, Account: r.key.Account, WindowStart: win, WindowEnd: win.Add(time.Hour),
+			Envelopes: append([]record.Envelope(nil), r.envs...)}, FetchedAt: t0, Asked: asked}
+		if asked == cursor.AskedForward {
+			// The window stays in flight (a next page to come), so that
+			// the delivered set keeps its keys.
+			pg.After = cursor.Cursor{Watermark: win, InFlight: &cursor.Chain{Window: window.Window{Start: win, End: win.Add(time.Hour)}, NextURL: "next-1", Pages: 1}}
+		} else {
+			pg.After, pg.Revisit = from, true
+		}
+		return pg
+	}
+	if err := out.Emit(ctx, page(cursor.AskedForward)); err != nil {
+		return err
+	}
+	// The first is held in the sinks: in flight, not committed.
+	if err := out.Emit(ctx, page(cursor.AskedLate)); err != nil {
+		return err
+	}
+	close(r.hold)
+	for i := 0; ; i++ {
+		end, err := r.db.DeliveredEnd(ctx, r.key)
+		if err != nil {
+			return err
+		}
+		if !end.IsZero() {
+			break // committed
+		}
+		if i == 3600 {
+			return errors.New("the first page was not committed in an hour")
+		}
+		time.Sleep(time.Second) // the bubble's clock
+	}
+	return out.Emit(ctx, page(cursor.AskedLate))
+}
+
+// The filter works at the pipeline, whatever the producer: a page emitted
+// again while the first is in flight, and again after its commit, reaches
+// every sink once (C7), and the copies left out are counted by cause.
+func TestAPageEmittedAgainReachesEverySinkOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db, k := filterFixture(t)
+		hold := make(chan struct{})
+		var envs []record.Envelope
+		for i := range 50 {
+			raw := []byte(`{"n":` + string(rune('0'+i%10)) + `,"i":"` + strings.Repeat("x", i) + `"}`)
+			id, _ := record.ID(k.Source, raw)
+			envs = append(envs, record.Envelope{ID: id, Source: k.Source, Account: k.Account, Time: t0.Add(time.Duration(i) * time.Second), Record: raw})
+		}
+		fast, slow := &testSink{hold: hold}, &testSink{hold: hold}
+		reg := prometheus.NewRegistry()
+		pr := &repeatPoller{key: k, db: db, hold: hold, envs: envs}
+		pl := New(testConfig(), db, two(fast, slow), []Producer{pr}, reg, slog.New(slog.DiscardHandler), nil)
+		if err := pl.Run(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []*testSink{fast, slow} {
+			s.mu.Lock()
+			copies := 0
+			for _, n := range s.ids {
+				copies += n - 1
+			}
+			if len(s.ids) != len(envs) || copies != 0 {
+				t.Errorf("a sink holds %d distinct records and %d copies; want %d and none", len(s.ids), copies, len(envs))
+			}
+			s.mu.Unlock()
+		}
+		left := testutil.ToFloat64(pl.m.suppressed.WithLabelValues(k.Source, k.Account, SuppressedRecheck))
+		if left != float64(2*len(envs)) {
+			t.Errorf("%v copies left out as a recheck's, want %d", left, 2*len(envs))
+		}
+	})
+}
