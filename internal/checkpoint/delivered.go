@@ -342,7 +342,9 @@ func (d *DB) eachSpan(ctx context.Context, k record.Stream, lo, hi int64, fn fun
 				fn(s)
 			}
 		}
-		return nil
+		// What fn read of the set stays in the page cache, not in the
+		// collector's memory (unmapIn).
+		return d.unmapIn(tx)
 	})
 	if err != nil {
 		return fmt.Errorf("checkpoint file %s: delivered set of %s: %w", d.path, k, err)
