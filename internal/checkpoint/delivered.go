@@ -342,9 +342,7 @@ func (d *DB) eachSpan(ctx context.Context, k record.Stream, lo, hi int64, fn fun
 				fn(s)
 			}
 		}
-		// What fn read of the set stays in the page cache, not in the
-		// collector's memory (unmapIn).
-		return d.unmapIn(tx)
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("checkpoint file %s: delivered set of %s: %w", d.path, k, err)
