@@ -261,7 +261,22 @@ func (d *DB) apply(ctx context.Context, c Changes, what string) error {
 	}
 	d.droppedWindows.Add(int64(droppedW))
 	d.droppedAlerts.Add(int64(droppedA))
+	d.unmap()
 	return nil
+}
+
+// unmap lets go of the pages of the file that reads since the last commit
+// mapped into the process (unmapPages). A delivered set is read where it
+// is asked again (DeliveredOf, DeliveredCounts), and a backfill asks
+// again within every window it has begun: without this, every page of
+// the sets the run ever read stays mapped, and counts in the collector's
+// resident memory, so that a 2-day backfill's grew with the backlog
+// (about 19 bytes a record, 50 MiB at 2.7 million records); with it, what
+// is mapped is what the reads between two commits touch. The pages stay
+// in the page cache, which the kernel reclaims as it needs. A failure
+// costs nothing but the memory; it is not reported.
+func (d *DB) unmap() {
+	_ = d.view(func(tx *bolt.Tx) error { return unmapPages(d.bdb.Info().Data, tx.Size()) })
 }
 
 func compareStreams(a, b record.Stream) int {

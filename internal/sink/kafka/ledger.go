@@ -163,7 +163,7 @@ func (s *Sink) noteHanded(b *record.Batch, topics []string) {
 		return
 	}
 	k := record.Stream{Source: b.Source, Account: b.Account}
-	ts := slices.Compact(slices.Sorted(slices.Values(topics)))
+	ts := distinctTopics(topics)
 	s.led.mu.Lock()
 	defer s.led.mu.Unlock()
 	s.led.uncovered.Handed(k, b.Seq, batchAt{topics: ts, first: maps.Clone(s.led.end)})
@@ -507,3 +507,19 @@ const (
 // a partition it has not read to its end (a partition whose last offsets
 // are transaction markers of another producer yields none).
 const readBackIdle = 30 * time.Second
+
+// distinctTopics returns the topics of topics (one a record, in runs),
+// sorted, in a slice of their own: a batch's ledger entry keeps them until
+// a commit covers it, and a slice cut from one a record long kept every
+// record's entry with it (80 KB a batch of 5,000, 2.7 MiB of a Kafka
+// backfill's peak).
+func distinctTopics(topics []string) []string {
+	var ts []string
+	for i, t := range topics {
+		if i == 0 || t != topics[i-1] {
+			ts = append(ts, t)
+		}
+	}
+	slices.Sort(ts)
+	return slices.Clip(slices.Compact(ts))
+}

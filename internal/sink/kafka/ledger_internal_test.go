@@ -232,3 +232,24 @@ func TestATopicFirstMetByWriteIsMarkedFromItsEnds(t *testing.T) {
 		}
 	}
 }
+
+// A batch's ledger entry keeps the distinct topics of its records until a
+// commit covers it, in a slice of their own: not the one-a-record slice
+// push builds, which cost 16 bytes a record of every uncovered batch.
+func TestAHandedBatchKeepsItsDistinctTopicsOnly(t *testing.T) {
+	t.Parallel()
+	topics := make([]string, 5000)
+	for i := range topics {
+		topics[i] = "svc.dns"
+		if i%1000 >= 600 {
+			topics[i] = "svc.connections"
+		}
+	}
+	ts := distinctTopics(topics)
+	if want := []string{"svc.connections", "svc.dns"}; !slices.Equal(ts, want) {
+		t.Fatalf("topics %v, want %v", ts, want)
+	}
+	if cap(ts) > 2 {
+		t.Fatalf("the %d topics keep a slice of %d (%d bytes) until the commit", len(ts), cap(ts), cap(ts)*16)
+	}
+}
