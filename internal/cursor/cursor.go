@@ -55,6 +55,9 @@ type Cursor struct {
 	// Delays are the platform's delays the stream learnt from its
 	// rechecks, so that a restart keeps them (recheck: auto).
 	Delays Delays
+	// Inventory is the stream's last inventory snapshot (agent_info read
+	// as an inventory); the zero Inventory for every other stream.
+	Inventory Inventory
 	// Log and Alerts are the stream's window log and alert marks as last
 	// committed; a poller reads them once at its start (a Page's After
 	// leaves them nil).
@@ -69,6 +72,7 @@ func (c Cursor) Clone() Cursor {
 		c.InFlight = &ch
 	}
 	c.Delays = c.Delays.Clone()
+	c.Inventory = c.Inventory.Clone()
 	c.Log = slices.Clone(c.Log)
 	c.Alerts = maps.Clone(c.Alerts)
 	return c
