@@ -174,3 +174,80 @@ func TestInventory_AnAgentThatChangesStatusReachesTheSinkWithinOneInterval(t *te
 		}
 	})
 }
+
+// The last snapshot travels in the cursor of every page after the walk,
+// fresh windows included, so that a poller started again from the last
+// page's cursor (what the checkpoint holds) delivers only the agents that
+// changed since the walk before the restart, not the whole fleet again.
+func TestInventory_ARestartFromTheCursorDeliversOnlyWhatChanged(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		srv, e := inventoryEnv(t, catalog.InventoryChanged)
+		first := runFor(t, e.poller(catalog.SourceAgentInfo, "acme", false), cursor.Cursor{}, 90*time.Minute)
+		pages := first.snapshot()
+		ws := walks(pages)
+		if len(ws) == 0 {
+			t.Fatal("no walk in the first run")
+		}
+		lastWalk := ws[len(ws)-1].asOf
+		fresh := 0
+		for _, pg := range pages {
+			if len(pg.Batch.Envelopes) > 0 && pg.Batch.Envelopes[0].Snapshot || pg.Batch.WindowEnd.Before(lastWalk) {
+				continue
+			}
+			fresh++
+			if !pg.After.Inventory.Taken.Equal(lastWalk) || len(pg.After.Inventory.States) != 30 {
+				t.Errorf("a page of window %s..%s after the walk carries inventory %v with %d states, want the walk of %s with 30",
+					pg.Batch.WindowStart, pg.Batch.WindowEnd, pg.After.Inventory.Taken, len(pg.After.Inventory.States), lastWalk)
+			}
+		}
+		if fresh == 0 {
+			t.Fatal("no window page after the walk: the test did not look at one")
+		}
+		again := runFor(t, e.poller(catalog.SourceAgentInfo, "acme", false), first.last(), 90*time.Minute)
+		ws2 := walks(again.snapshot())
+		if len(ws2) == 0 {
+			t.Fatal("no walk after the restart")
+		}
+		before, now := fleetIDs(t, srv, lastWalk), fleetIDs(t, srv, ws2[0].asOf)
+		changed := 0
+		for mid, id := range now {
+			if before[mid] != id {
+				changed++
+			}
+		}
+		if changed == 30 {
+			t.Fatal("every agent changed: the test cannot tell a restart that forgot the snapshot")
+		}
+		if got := len(ws2[0].envs); got != changed {
+			t.Fatalf("the first walk after the restart delivered %d agents, %d changed since the walk before it", got, changed)
+		}
+	})
+}
+
+// inventory: all delivers every agent at every walk; inventory: off none.
+func TestInventory_AllDeliversEveryAgentEveryWalkAndOffNone(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		_, e := inventoryEnv(t, catalog.InventoryAll)
+		ws := walks(runFor(t, e.poller(catalog.SourceAgentInfo, "acme", false), cursor.Cursor{}, 2*time.Hour+10*time.Minute).snapshot())
+		if len(ws) != 3 {
+			t.Fatalf("%d walks in 2h10m, want 3", len(ws))
+		}
+		for k, w := range ws {
+			if len(w.envs) != 30 {
+				t.Errorf("walk %d delivered %d agents, want all 30", k, len(w.envs))
+			}
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		_, e := inventoryEnv(t, catalog.InventoryOff)
+		col := runFor(t, e.poller(catalog.SourceAgentInfo, "acme", false), cursor.Cursor{}, 2*time.Hour)
+		if ws := walks(col.snapshot()); len(ws) != 0 {
+			t.Fatalf("inventory: off delivered %d walks", len(ws))
+		}
+		if len(col.snapshot()) == 0 {
+			t.Fatal("no page at all: the stream did not run")
+		}
+	})
+}
