@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/api/budget"
 	"github.com/svcexport/collector/internal/cursor"
@@ -107,6 +109,7 @@ func (r *run) inventory(ctx context.Context) error {
 			return err
 		}
 		resp, err := p.c.Do(ctx, req)
+		p.m.InventoryRequest(spec.Name, p.cfg.Account)
 		if err != nil {
 			return fmt.Errorf("inventory of %s/%s: %w", spec.Name, p.cfg.Account, err)
 		}
@@ -146,11 +149,67 @@ func (r *run) inventory(ctx context.Context) error {
 		if err := r.out.Emit(ctx, page); err != nil {
 			return &emitError{err}
 		}
+		// The delivered set counts pages in the order emitted: this one
+		// holds no key of it (a snapshot is kept once by the digests).
+		r.mem.emit(nil)
+		p.m.InventoryDelivered(spec.Name, p.cfg.Account, len(keep))
 		if last {
 			r.inv = after.Inventory
+			p.m.InventoryAgents(spec.Name, p.cfg.Account, len(r.inv.States))
 			p.log.Info("inventory walked", "agents", len(r.inv.States), "delivered", rows, "requests", idx+1,
 				"mode", string(set.Inventory), "next_in", set.InventoryInterval.String())
 			return nil
 		}
+	}
+}
+
+// inventoryMetrics are the inventory walks' series (part of Metrics).
+type inventoryMetrics struct {
+	requests  *prometheus.CounterVec // source, account
+	delivered *prometheus.CounterVec // source, account
+	agents    *prometheus.GaugeVec   // source, account
+}
+
+func newInventoryMetrics() inventoryMetrics {
+	return inventoryMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "collector_inventory_requests_total",
+			Help: "Requests the inventory walks asked (first pages and next pages, each one token of the source's budget, C4), retries included.",
+		}, []string{"source", "account"}),
+		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "collector_inventory_records_total",
+			Help: "Snapshots the inventory walks delivered: agents whose state changed since the walk before (inventory: changed) or every agent (all).",
+		}, []string{"source", "account"}),
+		agents: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "collector_inventory_entities",
+			Help: "Agents (distinct states) the last complete inventory walk saw.",
+		}, []string{"source", "account"}),
+	}
+}
+
+func (im inventoryMetrics) init(source, account string) {
+	im.requests.WithLabelValues(source, account)
+	im.delivered.WithLabelValues(source, account)
+	im.agents.WithLabelValues(source, account)
+}
+
+// InventoryRequest counts a request of an inventory walk.
+func (m *Metrics) InventoryRequest(source, account string) {
+	if m != nil {
+		m.inventory.requests.WithLabelValues(source, account).Inc()
+	}
+}
+
+// InventoryDelivered counts n snapshots an inventory walk delivered.
+func (m *Metrics) InventoryDelivered(source, account string, n int) {
+	if m != nil {
+		m.inventory.delivered.WithLabelValues(source, account).Add(float64(n))
+	}
+}
+
+// InventoryAgents sets how many agents the last complete walk saw.
+func (m *Metrics) InventoryAgents(source, account string, n int) {
+	if m != nil {
+		m.inventory.agents.WithLabelValues(source, account).Set(float64(n))
 	}
 }

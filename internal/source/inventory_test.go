@@ -251,3 +251,43 @@ func TestInventory_AllDeliversEveryAgentEveryWalkAndOffNone(t *testing.T) {
 		}
 	})
 }
+
+// What an inventory costs: one request per page of agents per walk, one
+// walk per inventory_interval, counted in
+// collector_inventory_requests_total. For 1,000 agents at 100 a page and
+// a walk an hour: 10 requests an hour (at the API's 5,000 a page: 1), of
+// agent_info's 480.
+func TestInventory_CostsOneRequestPerPageOfAgentsPerWalk(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		_, hc := startSimInMemory(t, func(c *apisim.Config) {
+			c.FleetAgents, c.PageSize = 1000, 100
+			c.Rates[apisim.SourceAgentInfo] = 20
+		})
+		cfg := simConfigInMemory()
+		cfg.API.PageRows = 100
+		cfg.Sources[catalog.SourceAgentInfo] = catalog.SourceOverride{Start: ptr("1h"), Recheck: &[]catalog.RecheckPoint{}}
+		e := newEnvOn(t, cfg, hc)
+		col := runFor(t, e.poller(catalog.SourceAgentInfo, "acme", false), cursor.Cursor{}, 3*time.Hour+10*time.Minute)
+		ws := walks(col.snapshot())
+		if len(ws) != 4 {
+			t.Fatalf("%d walks delivered agents in 3h10m, want 4 (at 0, 1h, 2h and 3h)", len(ws))
+		}
+		req := gathered(t, e.reg, "collector_inventory_requests_total", "source", "agent_info", "account", "acme")
+		if req != 40 {
+			t.Fatalf("4 walks of 1,000 agents at 100 a page cost %v requests, want 40", req)
+		}
+		if n := gathered(t, e.reg, "collector_inventory_entities", "source", "agent_info", "account", "acme"); n != 1000 {
+			t.Fatalf("collector_inventory_entities = %v, want 1000", n)
+		}
+		delivered := 0
+		for _, w := range ws {
+			delivered += len(w.envs)
+		}
+		if got := gathered(t, e.reg, "collector_inventory_records_total", "source", "agent_info", "account", "acme"); int(got) != delivered {
+			t.Fatalf("collector_inventory_records_total = %v, %d delivered", got, delivered)
+		}
+		t.Logf("inventory of 1,000 agents, 100 a page, every 1h: %v requests in %d walks (%.0f an hour); %d snapshots delivered, %d of them at the first walk",
+			req, len(ws), req/float64(len(ws)), delivered, len(ws[0].envs))
+	})
+}

@@ -35,6 +35,7 @@ type Metrics struct {
 	suppressed   *prometheus.CounterVec   // source, account, cause
 	refetched    *prometheus.CounterVec   // source, account
 	lateDelivery *prometheus.HistogramVec // recovered records: fetched at minus record time
+	inventory    inventoryMetrics         // inventory.go
 }
 
 // Causes of collector_duplicates_suppressed_total: why a record already
@@ -182,12 +183,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: []float64{15, 30, 60, 90, 120, 180, 300, 600, 900, 1800, 3600, 3 * 3600, 6 * 3600, 24 * 3600},
 		}, []string{"source", "account"}),
 	}
+	m.inventory = newInventoryMetrics()
 	if reg == nil {
 		return m, nil
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{m.rows, m.pages, m.splits, m.restarts, m.badRecords, m.pollErrors, m.pageRowsSeen,
-		m.ttlSeen, m.pageSeconds, m.splitAt, m.chainCap, m.blockedG, m.suppressed, m.refetched, m.lateDelivery} {
+		m.ttlSeen, m.pageSeconds, m.splitAt, m.chainCap, m.blockedG, m.suppressed, m.refetched, m.lateDelivery,
+		m.inventory.requests, m.inventory.delivered, m.inventory.agents} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}
@@ -322,6 +325,9 @@ func (m *Metrics) InitStream(spec catalog.Spec, account string) {
 	m.ttlSeen.WithLabelValues(spec.Name, account)
 	m.pageSeconds.WithLabelValues(spec.Name, account)
 	m.chainCap.WithLabelValues(spec.Name, account)
+	if spec.Inventory {
+		m.inventory.init(spec.Name, account)
+	}
 }
 
 // Splits is collector_windows_split_total of a stream, for tests.

@@ -133,7 +133,8 @@ type SourceOverride struct {
 	// walks the current entities every InventoryInterval and delivers
 	// those whose state changed since the last walk, "all" delivers every
 	// one at every walk, "off" reads the source by its windows only.
-	// Other sources take only "off". InventoryInterval defaults to 1h.
+	// Only such a source takes it in its own block; set in the "default"
+	// block, the other sources ignore it. InventoryInterval defaults to 1h.
 	Inventory         *string        `koanf:"inventory"`
 	InventoryInterval *time.Duration `koanf:"inventory_interval"`
 }
@@ -252,24 +253,22 @@ func DefaultConfig() Config {
 // Resolve merges the built-in defaults, the "default" block and the block
 // of source name, in that order; unset fields inherit.
 //
-// Inventory is taken from the source's own block only (the "default"
-// block cannot set it: Validate says so): it defaults to "changed" for a
-// source that is an inventory (Spec.Inventory), "off" for the others.
+// Inventory applies to a source that is an inventory (Spec.Inventory:
+// agent_info) only, where it defaults to "changed"; any other source
+// resolves to "off" whatever the "default" block says (its own block may
+// not set it: Validate says so).
 func (s SourcesConfig) Resolve(name string) SourceSettings {
 	r := DefaultSource()
-	r.apply(s[DefaultSourcesKey])
-	if spec, ok := LookupSpec(name); ok && spec.Inventory {
+	spec, _ := LookupSpec(name)
+	if spec.Inventory {
 		r.Inventory = InventoryChanged
 	}
+	r.apply(s[DefaultSourcesKey])
 	if name != DefaultSourcesKey {
 		r.apply(s[name])
-		o := s[name]
-		if o.Inventory != nil {
-			r.Inventory = InventoryMode(*o.Inventory)
-		}
-		if o.InventoryInterval != nil {
-			r.InventoryInterval = *o.InventoryInterval
-		}
+	}
+	if !spec.Inventory && name != DefaultSourcesKey {
+		r.Inventory = InventoryOff
 	}
 	return r
 }
@@ -307,6 +306,12 @@ func (r *SourceSettings) apply(o SourceOverride) {
 	}
 	if o.RecheckShare != nil {
 		r.RecheckShare = *o.RecheckShare
+	}
+	if o.Inventory != nil {
+		r.Inventory = InventoryMode(*o.Inventory)
+	}
+	if o.InventoryInterval != nil {
+		r.InventoryInterval = *o.InventoryInterval
 	}
 }
 
@@ -498,14 +503,15 @@ func (r SourceSettings) validate(p string) []error {
 }
 
 // validateInventory checks the inventory keys of block name: only a
-// source that is an inventory (agent_info) takes them, in its own block.
+// source that is an inventory (agent_info) takes them, in its own block
+// or in the "default" block (which the other sources ignore).
 func (s SourcesConfig) validateInventory(p, name string) []error {
 	o := s[name]
 	if o.Inventory == nil && o.InventoryInterval == nil {
 		return nil
 	}
 	spec, _ := LookupSpec(name)
-	if !spec.Inventory {
+	if !spec.Inventory && name != DefaultSourcesKey {
 		var which []string
 		for _, sp := range Specs() {
 			if sp.Inventory {

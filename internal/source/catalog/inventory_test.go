@@ -24,6 +24,11 @@ func TestConfig_AgentInfoIsAnInventoryByDefault(t *testing.T) {
 	if a := s.Resolve(SourceAgentInfo); a.Inventory != InventoryAll || a.InventoryInterval != day {
 		t.Errorf("agent_info with its own block: %q every %s", a.Inventory, a.InventoryInterval)
 	}
+	// The default block reaches agent_info only.
+	s = SourcesConfig{DefaultSourcesKey: {Inventory: &all}}
+	if a, d := s.Resolve(SourceAgentInfo), s.Resolve(SourceDNS); a.Inventory != InventoryAll || d.Inventory != InventoryOff {
+		t.Errorf("inventory: all in the default block: agent_info %q, dns %q; want all and off", a.Inventory, d.Inventory)
+	}
 }
 
 func TestConfig_InventoryKeysAreValidated(t *testing.T) {
@@ -41,8 +46,8 @@ func TestConfig_InventoryKeysAreValidated(t *testing.T) {
 			"sources.agent_info.inventory_interval: must be at least 1m"},
 		{"a source that is no inventory", SourcesConfig{SourceDNS: {Inventory: str("changed")}},
 			"sources.dns.inventory: only agent_info can be read as an inventory"},
-		{"the default block", SourcesConfig{DefaultSourcesKey: {InventoryInterval: dur(time.Hour)}},
-			"sources.default.inventory_interval: only agent_info can be read as an inventory"},
+		{"a bad mode in the default block", SourcesConfig{DefaultSourcesKey: {Inventory: str("yes")}},
+			`sources.default.inventory: unknown mode "yes"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := DefaultConfig()
