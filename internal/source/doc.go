@@ -24,8 +24,9 @@
 // goroutine; Poller.Snapshot reports progress at any time.
 //
 // Start reading at Poller.Run: a run is a loop of steps (a fresh window,
-// a chain resumed, a recheck of the window log or of alerts), each asking
-// the API and emitting pages. What a stream learnt of the server (Limits)
+// a chain resumed, a recheck of the window log or of alerts, an inventory
+// walk of agent_info's current agents), each asking the API and emitting
+// pages. What a stream learnt of the server (Limits)
 // travels with its cursor; the delivered set leaves out of whatever is
 // asked again what the sinks already hold (once, C7). Sub-packages, each
 // a seam with its own job
