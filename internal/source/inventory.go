@@ -174,7 +174,7 @@ func newInventoryMetrics() inventoryMetrics {
 	return inventoryMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "collector_inventory_requests_total",
-			Help: "Requests the inventory walks asked (first pages and next pages, each one token of the source's budget, C4), retries included.",
+			Help: "Pages the inventory walks asked (first pages and next pages, each one token of the source's budget, C4); a request the client retried counts once (collector_requests_total counts every attempt).",
 		}, []string{"source", "account"}),
 		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "collector_inventory_records_total",
