@@ -239,6 +239,9 @@ func DefaultEdgeConfig() EdgeConfig {
 // "default" sources block is filled so a dump shows every default.
 func DefaultConfig() Config {
 	d := DefaultSource()
+	// The inventory as agent_info resolves it (the other sources ignore
+	// the default block's).
+	inv := string(InventoryChanged)
 	return Config{
 		API:  api.DefaultConfig(),
 		Edge: DefaultEdgeConfig(),
@@ -246,6 +249,7 @@ func DefaultConfig() Config {
 			Enabled: &d.Enabled, Start: &d.Start, Lag: &d.Lag, Interval: &d.Interval,
 			MaxWindow: &d.MaxWindow, Overlap: &d.Overlap,
 			Recheck: &d.Recheck, RecheckHorizon: &d.RecheckHorizon, RecheckShare: &d.RecheckShare,
+			Inventory: &inv, InventoryInterval: &d.InventoryInterval,
 		}},
 	}
 }
