@@ -48,7 +48,7 @@ type wireState struct {
 }
 
 // wireInventory is the stored form of a cursor.Inventory: the digests as
-// 8 big-endian bytes each, in order (base64 in the JSON: about 11
+// 8 big-endian bytes each (two's complement), in order (base64 in the JSON: about 11
 // characters an agent).
 type wireInventory struct {
 	Taken  time.Time `json:"taken,omitzero"`
@@ -129,7 +129,7 @@ func encodeState(s State) ([]byte, error) {
 	if inv := s.Inventory; !inv.IsZero() {
 		w.Inventory = &wireInventory{Taken: utc(inv.Taken), States: make([]byte, 0, 8*len(inv.States))}
 		for _, d := range inv.States {
-			w.Inventory.States = binary.BigEndian.AppendUint64(w.Inventory.States, d)
+			w.Inventory.States = binary.BigEndian.AppendUint64(w.Inventory.States, uint64(d))
 		}
 	}
 	// Density is only a sizing hint: a value JSON cannot hold must not stop
@@ -201,7 +201,7 @@ func decodeState(b []byte) (State, error) {
 		}
 		s.Inventory.Taken = utc(inv.Taken)
 		for b := inv.States; len(b) > 0; b = b[8:] {
-			d := binary.BigEndian.Uint64(b)
+			d := int64(binary.BigEndian.Uint64(b))
 			if n := len(s.Inventory.States); n > 0 && s.Inventory.States[n-1] >= d {
 				return State{}, fmt.Errorf("inventory states out of order: %w", ErrCorrupt)
 			}

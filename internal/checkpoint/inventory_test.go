@@ -19,9 +19,9 @@ func TestInventorySnapshotSurvivesAReopen(t *testing.T) {
 	d, path := openTemp(t)
 	k := record.Stream{Source: "agent_info", Account: "acme"}
 	taken := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
-	states := make([]uint64, 1000)
+	states := make([]int64, 1000)
 	for i := range states {
-		states[i] = uint64(i)*0x9e3779b97f4a7c15 + 1
+		states[i] = int64(uint64(i)*0x9e3779b97f4a7c15 + 1)
 	}
 	slices.Sort(states)
 	want := State{Cursor: cursor.Cursor{Watermark: taken.Add(-time.Hour), Inventory: cursor.Inventory{Taken: taken, States: states}}}

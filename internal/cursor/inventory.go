@@ -19,18 +19,19 @@ type Inventory struct {
 	Taken time.Time
 	// States holds one digest per entity state of that walk (StateOf:
 	// the first 64 bits of the record's C7 id, so the record, mid
-	// included, whole), sorted ascending without repeats. An entity whose
+	// included, whole, as a signed number), sorted ascending without
+	// repeats. An entity whose
 	// current digest is missing changed (or is new); an entity gone from
 	// the list is pruned by the next walk, which keeps only what it saw.
-	States []uint64
+	States []int64
 }
 
 // StateOf is the digest of an entity state whose record has C7 id id: the
 // key Inventory.States holds (the same 64 bits the delivered set keys).
-func StateOf(id string) uint64 { return idHash(id) }
+func StateOf(id string) int64 { return int64(idHash(id)) }
 
 // Has reports whether the digest d is one of the snapshot's states.
-func (i Inventory) Has(d uint64) bool {
+func (i Inventory) Has(d int64) bool {
 	_, ok := slices.BinarySearch(i.States, d)
 	return ok
 }
@@ -48,8 +49,8 @@ func (i Inventory) Clone() Inventory {
 // way: what it delivered so far holds with the page that carries it, so
 // that a walk asked again after a crash does not deliver it again). i is
 // not changed.
-func (i Inventory) With(ds []uint64) Inventory {
-	out := Inventory{Taken: i.Taken, States: make([]uint64, 0, len(i.States)+len(ds))}
+func (i Inventory) With(ds []int64) Inventory {
+	out := Inventory{Taken: i.Taken, States: make([]int64, 0, len(i.States)+len(ds))}
 	out.States = append(append(out.States, i.States...), ds...)
 	slices.Sort(out.States)
 	out.States = slices.Compact(out.States)

@@ -85,8 +85,8 @@ func (r *run) inventory(ctx context.Context) error {
 	if t := r.inv.Taken; !t.IsZero() && t.Before(asOf) {
 		w.Start = t
 	}
-	var seen, sent []uint64
-	sentSet := map[uint64]struct{}{}
+	var seen, sent []int64
+	sentSet := map[int64]struct{}{}
 	next, rows := "", 0
 	for idx := 0; ; idx++ {
 		if idx >= p.cfg.API.MaxPages {
