@@ -92,6 +92,8 @@ func bind(fs *flag.FlagSet, cfg *apisim.Config, o *options) {
 	fs.Int64Var(&cfg.TotalRowsCap, "total-rows-cap", cfg.TotalRowsCap, "most totalRows a first page reports; the chain still serves every row (C3: the service may cap the count); 0: the true count")
 	fs.DurationVar(&cfg.NextPageTTL, "next-page-ttl", cfg.NextPageTTL, "life of next-page URLs after the first page (C3); 0: forever")
 	fs.DurationVar(&cfg.DefaultRange, "default-range", cfg.DefaultRange, "window of a search without timeFilter")
+	fs.IntVar(&cfg.FleetAgents, "fleet-agents", cfg.FleetAgents, "agents of each account's fleet, what an agent_info search without timeFilter answers (the inventory); 0: no fleet")
+	fs.DurationVar(&cfg.FleetChange, "fleet-change", cfg.FleetChange, "how often, on average, a fleet agent's status, tags, version and lastUpdate change")
 	fs.DurationVar(&cfg.MaxRange, "max-range", cfg.MaxRange, "longest search window; longer is 400 (C3); 0: no limit")
 	fs.DurationVar(&cfg.MaxHistory, "max-history", cfg.MaxHistory, "how far back a search may start; earlier is 400 (C3); 0: no limit")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest POST body; larger is 400 (C5); 0: no limit")

@@ -99,6 +99,15 @@ type Config struct {
 	NextPageTTL time.Duration `yaml:"next_page_ttl"`
 	// DefaultRange is the window of a search without timeFilter (seed: 24 h).
 	DefaultRange time.Duration `yaml:"default_range"`
+	// FleetAgents is the number of agents of each account's fleet: what
+	// an agent_info search without timeFilter answers, each agent in its
+	// current state (see Fleet). Default 240; 0 turns the fleet off (such
+	// a search then answers its default range like any other).
+	FleetAgents int `yaml:"fleet_agents"`
+	// FleetChange is how often, on average, a fleet agent's state
+	// (status, tags, version, lastUpdate) changes, each agent at its own
+	// moments. Default 6h.
+	FleetChange time.Duration `yaml:"fleet_change"`
 	// MaxRange is the longest search window (C3: 7 days); longer is 400.
 	MaxRange time.Duration `yaml:"max_range"`
 	// MaxHistory is how far back a search may start (C3: 92 days); earlier is 400.
@@ -188,6 +197,8 @@ func DefaultConfig() Config {
 		ResultCap:         500000,
 		NextPageTTL:       24 * time.Hour,
 		DefaultRange:      24 * time.Hour,
+		FleetAgents:       240,
+		FleetChange:       6 * time.Hour,
 		MaxRange:          7 * 24 * time.Hour,
 		MaxHistory:        92 * 24 * time.Hour,
 		MaxBodyBytes:      1 << 20,
@@ -300,6 +311,12 @@ func (c *Config) Validate() error {
 	}
 	if c.DefaultRange <= 0 {
 		bad("default_range", "must be positive")
+	}
+	if c.FleetAgents < 0 || c.FleetAgents > 1_000_000 {
+		bad("fleet_agents", "must be between 0 and 1000000")
+	}
+	if c.FleetAgents > 0 && c.FleetChange <= 0 {
+		bad("fleet_change", "must be positive while fleet_agents is set")
 	}
 	for _, d := range []struct {
 		key string

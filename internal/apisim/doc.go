@@ -12,6 +12,9 @@
 //     number of records per minute that is a pure function of (seed,
 //     stream, minute), with a daily wave and bursts; any window's size is
 //     arithmetic, any page is generated alone, in constant memory;
+//   - each account's fleet of agents, whose states change at seeded
+//     moments: what an agent_info search without timeFilter answers (the
+//     collector's inventory walk), and Fleet, its truth at any time;
 //   - every limit of the seed and the contract, and the faults of C1, C3
 //     and C5 (5xx, noisy neighbour, token revocation, slow and cut-off
 //     responses, late data), each switchable in Config; and the ways a real

@@ -183,6 +183,9 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, src source
 		start: q.start, end: q.end, snap: now.UnixMilli(),
 		filtersRaw: q.filtersRaw, returnsRaw: q.returnsRaw,
 	}
+	if src == srcAgentInfo && q.noTime && s.cfg.FleetAgents > 0 {
+		ch.start, ch.end = fleetChain, fleetChain
+	}
 	s.servePage(w, r, &ch, q.filters, q.returns, true)
 }
 
@@ -233,6 +236,10 @@ func (s *Server) handleNextPage(w http.ResponseWriter, r *http.Request, src sour
 // answers 204; AuditLogs answers without paging when everything fits in one
 // page, or always (cut to one page) with AuditUnpaged.
 func (s *Server) servePage(w http.ResponseWriter, r *http.Request, ch *chain, fs []filter, keep []string, first bool) {
+	if ch.start == fleetChain && ch.end == fleetChain {
+		s.serveFleet(w, r, ch)
+		return
+	}
 	si := ch.src.info()
 	st := s.stream(ch.src, ch.account)
 	pl := newPlan(st, ch.start, ch.end)

@@ -18,6 +18,9 @@ type query struct {
 	returns    []string
 	filtersRaw []byte
 	returnsRaw []byte
+	// noTime is set when the search had no timeFilter (the default
+	// range): an agent_info search then answers the fleet.
+	noTime bool
 }
 
 // windowRules are the time-range rules of C3.
@@ -75,6 +78,7 @@ func parseSearchBody(body []byte, si *sourceInfo, now time.Time, rules windowRul
 	if err != nil {
 		return query{}, err
 	}
+	q.noTime = startS == nil && endS == nil
 	if q.filters, err = parseFilters(m["filters"], si); err != nil {
 		return query{}, err
 	}

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -17,8 +18,11 @@ import (
 // meaning bumps it; a reader refuses a version it does not know. Version 2
 // added the paging limits the stream learnt and where it began (limits,
 // start); version 1 values, which lack them, are read as knowing neither.
+// Version 3 added the last inventory snapshot (inventory); version 1 and 2
+// values are read as knowing none.
 const (
-	stateVersion   = 2
+	stateVersion   = 3
+	stateVersionV2 = 2
 	stateVersionV1 = 1
 )
 
@@ -39,6 +43,16 @@ type wireState struct {
 	// Version 2.
 	Start  time.Time   `json:"start,omitzero"`
 	Limits *wireLimits `json:"limits,omitempty"`
+	// Version 3.
+	Inventory *wireInventory `json:"inventory,omitempty"`
+}
+
+// wireInventory is the stored form of a cursor.Inventory: the digests as
+// 8 big-endian bytes each (two's complement), in order (base64 in the JSON: about 11
+// characters an agent).
+type wireInventory struct {
+	Taken  time.Time `json:"taken,omitzero"`
+	States []byte    `json:"states,omitempty"`
 }
 
 // wireLimits is the stored form of a State's window.Limits (durations in
@@ -112,6 +126,12 @@ func encodeState(s State) ([]byte, error) {
 		w.Limits = &wireLimits{PageRows: l.PageRows, CountCap: l.CountCap, NextPageTTL: l.NextPageTTL,
 			ChainAgeOK: l.ChainAgeOK, PageTime: l.PageTime, ChainCap: l.ChainCap}
 	}
+	if inv := s.Inventory; !inv.IsZero() {
+		w.Inventory = &wireInventory{Taken: utc(inv.Taken), States: make([]byte, 0, 8*len(inv.States))}
+		for _, d := range inv.States {
+			w.Inventory.States = binary.BigEndian.AppendUint64(w.Inventory.States, uint64(d))
+		}
+	}
 	// Density is only a sizing hint: a value JSON cannot hold must not stop
 	// a stream from committing, so it is stored as unknown.
 	if math.IsNaN(w.Density) || math.IsInf(w.Density, 0) || w.Density < 0 {
@@ -148,8 +168,8 @@ func decodeState(b []byte) (State, error) {
 	if head.V == nil {
 		return State{}, fmt.Errorf("value has no version field: %w", ErrCorrupt)
 	}
-	if *head.V != stateVersion && *head.V != stateVersionV1 {
-		return State{}, fmt.Errorf("value has version %d, this collector reads versions %d and %d: %w", *head.V, stateVersionV1, stateVersion, ErrUnknownVersion)
+	if *head.V != stateVersion && *head.V != stateVersionV2 && *head.V != stateVersionV1 {
+		return State{}, fmt.Errorf("value has version %d, this collector reads versions %d to %d: %w", *head.V, stateVersionV1, stateVersion, ErrUnknownVersion)
 	}
 	var w wireState
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -163,6 +183,9 @@ func decodeState(b []byte) (State, error) {
 	if *head.V == stateVersionV1 && (w.Limits != nil || !w.Start.IsZero()) {
 		return State{}, fmt.Errorf("version 1 value with fields of version 2: %w", ErrCorrupt)
 	}
+	if *head.V < stateVersion && w.Inventory != nil {
+		return State{}, fmt.Errorf("version %d value with fields of version 3: %w", *head.V, ErrCorrupt)
+	}
 	s := State{
 		Cursor:    cursor.Cursor{Watermark: utc(w.Watermark), Density: w.Density, Start: utc(w.Start)},
 		Delivered: w.Delivered,
@@ -171,6 +194,19 @@ func decodeState(b []byte) (State, error) {
 	if l := w.Limits; l != nil {
 		s.Limits = window.Limits{PageRows: l.PageRows, CountCap: l.CountCap, NextPageTTL: l.NextPageTTL,
 			ChainAgeOK: l.ChainAgeOK, PageTime: l.PageTime, ChainCap: l.ChainCap}
+	}
+	if inv := w.Inventory; inv != nil {
+		if len(inv.States)%8 != 0 {
+			return State{}, fmt.Errorf("inventory states of %d bytes, not a multiple of 8: %w", len(inv.States), ErrCorrupt)
+		}
+		s.Inventory.Taken = utc(inv.Taken)
+		for b := inv.States; len(b) > 0; b = b[8:] {
+			d := int64(binary.BigEndian.Uint64(b))
+			if n := len(s.Inventory.States); n > 0 && s.Inventory.States[n-1] >= d {
+				return State{}, fmt.Errorf("inventory states out of order: %w", ErrCorrupt)
+			}
+			s.Inventory.States = append(s.Inventory.States, d)
+		}
 	}
 	if f := w.InFlight; f != nil {
 		s.InFlight = &cursor.Chain{

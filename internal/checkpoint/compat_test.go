@@ -116,9 +116,10 @@ func TestACheckpointWrittenBeforeStreamsWereRecordStreamsLoadsTheSame(t *testing
 	}
 }
 
-// Version 2 of a state value only adds fields (the limits learnt, the
-// start): a state that knows neither is stored as version 1 stored it, but
-// for its version, and the keys are unchanged.
+// Versions 2 and 3 of a state value only add fields (the limits learnt,
+// the start; the inventory snapshot): a state that knows none of them is
+// stored as version 1 stored it, but for its version, and the keys are
+// unchanged.
 func TestTheEncodingOfKeysAndStatesIsTheOldFilesButForTheVersion(t *testing.T) {
 	t.Parallel()
 	old := rawStates(t, copyFile(t, compatFile, t.TempDir()))
@@ -134,7 +135,7 @@ func TestTheEncodingOfKeysAndStatesIsTheOldFilesButForTheVersion(t *testing.T) {
 		t.Fatalf("%d stored keys, the old file has %d", len(now), len(old))
 	}
 	for k, v := range old {
-		if v = strings.Replace(v, `{"v":1,`, `{"v":2,`, 1); now[k] != v {
+		if v = strings.Replace(v, `{"v":1,`, `{"v":3,`, 1); now[k] != v {
 			t.Errorf("key %q:\n now %s\n was %s", k, now[k], v)
 		}
 	}

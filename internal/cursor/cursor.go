@@ -55,6 +55,9 @@ type Cursor struct {
 	// Delays are the platform's delays the stream learnt from its
 	// rechecks, so that a restart keeps them (recheck: auto).
 	Delays Delays
+	// Inventory is the stream's last inventory snapshot (agent_info read
+	// as an inventory); the zero Inventory for every other stream.
+	Inventory Inventory
 	// Log and Alerts are the stream's window log and alert marks as last
 	// committed; a poller reads them once at its start (a Page's After
 	// leaves them nil).
@@ -69,6 +72,7 @@ func (c Cursor) Clone() Cursor {
 		c.InFlight = &ch
 	}
 	c.Delays = c.Delays.Clone()
+	c.Inventory = c.Inventory.Clone()
 	c.Log = slices.Clone(c.Log)
 	c.Alerts = maps.Clone(c.Alerts)
 	return c
@@ -124,6 +128,14 @@ const (
 	// AskedAgain: a period asked again for other reasons (edge alert
 	// updates, a recheck of an edge alert stream): nothing to learn.
 	AskedAgain
+	// AskedInventory: a walk of the current agents (agent_info's
+	// inventory). Its snapshots are kept once by the walk's digests
+	// (Cursor.Inventory), not by the delivered set: the once filter
+	// passes them all and keeps no key of them, so that they neither
+	// raise the per-minute counts a recheck compares with the server's
+	// (a late record in the walk's minute would look delivered) nor
+	// teach the stream a delay.
+	AskedInventory
 )
 
 // Stream is the stream the page belongs to.

@@ -6,7 +6,7 @@
 // Page, which carries its record.Batch and the cursor that holds once it
 // is delivered. A Cursor holds everything a stream knows of itself that
 // must survive a restart (where it began, what it learnt of the server:
-// Limits, Density, Delays), so that the checkpoint stores it whole and no
+// Limits, Density, Delays; the last inventory snapshot: Inventory), so that the checkpoint stores it whole and no
 // field is dropped in transit; a LoggedWindow keeps how long after its end
 // it was last asked (Passed), so that a recheck schedule learnt anew moves
 // its points but never drops one.

@@ -12,6 +12,11 @@ func (m *Mapper) event(w *ocsfjson.Writer, s *source, r *ocsfrec.Record, e *reco
 	var h ocsfbase.Head
 	h.Severity = ocsfbase.SeverityInformational
 	s.head(r, &h)
+	if e.Snapshot && s.Class.UID == ocsfbase.InventoryInfo().UID {
+		// An inventory walk's record: the state was collected, not
+		// reported by the agent (Device Inventory Info, activity Collect).
+		h.Activity = activityCollect
+	}
 
 	c := &s.Class
 	w.Open("")
@@ -106,8 +111,18 @@ func (m *Mapper) metadata(w *ocsfjson.Writer, s *source, r *ocsfrec.Record, e *r
 		w.Key("profiles")
 		w.AppendRawString(h.Profiles)
 	}
+	if e.Snapshot {
+		// record.Envelope.Snapshot: a consumer tells an inventory
+		// snapshot from an event by this label in every class.
+		w.Key("labels")
+		w.AppendRawString(`["snapshot"]`)
+	}
 	w.Close()
 }
+
+// activityCollect is Device Inventory Info's activity Collect: "the
+// discovered information is via a collection process".
+const activityCollect = 2
 
 // unmapped writes the members that no attribute holds, as sent and in the
 // order sent. A record that is not an object is kept whole as "record";

@@ -79,6 +79,13 @@ func newOnce(store Store, k record.Stream, learn recheck.Observer, m *metrics) *
 // Delivered set to their keys, and its cursor's delays what the stream's
 // learner learnt of them.
 func (o *once) filter(ctx context.Context, pg cursor.Page) (cursor.Page, error) {
+	if pg.Asked == cursor.AskedInventory {
+		pg.Delivered = nil
+		if o.learn != nil {
+			pg.After.Delays = o.learn.Delays()
+		}
+		return pg, nil
+	}
 	envs := pg.Batch.Envelopes
 	kept, keys, err := o.keep(ctx, envs)
 	if err != nil {

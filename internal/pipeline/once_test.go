@@ -208,3 +208,56 @@ func TestAPageEmittedAgainReachesEverySinkOnce(t *testing.T) {
 		}
 	})
 }
+
+// countingObserver counts what the once filter tells a stream's learner.
+type countingObserver struct{ fresh, late int }
+
+func (c *countingObserver) ObserveFresh(n int, _ time.Time) { c.fresh += n }
+
+func (c *countingObserver) ObserveLate(envs []record.Envelope, _ time.Time) { c.late += len(envs) }
+
+func (c *countingObserver) Delays() cursor.Delays { return cursor.Delays{} }
+
+// An inventory walk's snapshots (agent_info, cursor.AskedInventory) are
+// kept once by the walk's digests, not by the delivered set: the filter
+// passes them all, keeps no key of them (so that they never raise the
+// per-minute counts a recheck compares with the server's: a late record
+// in the walk's minute would look delivered and be lost) and teaches the
+// learner nothing. The same records on the forward path are filtered,
+// keyed and learnt from.
+func TestAnInventoryPageIsNeitherFilteredNorKeyedNorLearntFrom(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, k := filterFixture(t)
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	held := record.Envelope{ID: strings.Repeat("ab", 32), Time: at}
+	fresh := record.Envelope{ID: strings.Repeat("cd", 32), Time: at}
+	if err := db.Apply(ctx, checkpoint.Changes{
+		States:    map[record.Stream]checkpoint.State{k: {Cursor: cursor.Cursor{Watermark: at.Add(-time.Hour)}}},
+		Delivered: map[record.Stream][]cursor.Delivered{k: {cursor.DeliveredOf(held.ID, held.Time)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	obs := &countingObserver{}
+	o := newOnce(db, k, obs, newMetrics(prometheus.NewRegistry(), &Pipeline{}))
+	page := func(asked cursor.Asked) cursor.Page {
+		return cursor.Page{Batch: record.Batch{Source: k.Source, Account: k.Account,
+			Envelopes: []record.Envelope{held, fresh}}, Asked: asked, FetchedAt: at.Add(time.Minute)}
+	}
+	inv, err := o.filter(ctx, page(cursor.AskedInventory))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inv.Batch.Envelopes) != 2 || inv.Delivered != nil || obs.fresh+obs.late != 0 {
+		t.Fatalf("inventory page: %d records kept, %d keys, learnt %+v; want 2, none, nothing",
+			len(inv.Batch.Envelopes), len(inv.Delivered), *obs)
+	}
+	fwd, err := o.filter(ctx, page(cursor.AskedForward))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fwd.Batch.Envelopes) != 1 || fwd.Batch.Envelopes[0].ID != fresh.ID || len(fwd.Delivered) != 1 || obs.fresh != 1 {
+		t.Fatalf("forward page: %d records kept, %d keys, learnt %+v; want the fresh one, its key, 1 fresh",
+			len(fwd.Batch.Envelopes), len(fwd.Delivered), *obs)
+	}
+}

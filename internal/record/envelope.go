@@ -27,6 +27,12 @@ type Envelope struct {
 	WindowStart, WindowEnd time.Time
 	// FetchedAt is when the page holding the record arrived.
 	FetchedAt time.Time
+	// Snapshot marks a record read by an inventory walk (agent_info's
+	// inventory): the state of an entity as of Time, the moment the walk
+	// began, rather than an event of its window; false for every record
+	// of a window. Its ID is the C7 id of the record as for any record, so
+	// the same state has the same id and a new state a new one.
+	Snapshot bool
 	// Record is the raw record: valid JSON always. The envelope does not
 	// own a copy: it may share the page's buffer, which nobody modifies
 	// after decoding. For a record with FlawInvalidUTF8 it is a repaired
@@ -192,7 +198,8 @@ func appendRepairedUTF8(dst, s []byte) []byte {
 }
 
 // AppendJSON appends the envelope as one JSON object (no newline): the C7
-// fields in a fixed order with the record embedded verbatim, followed, when
+// fields in a fixed order ("snapshot": true after fetched_at for a
+// Snapshot, absent otherwise) with the record embedded verbatim, followed, when
 // Original is not nil, by "record_base64": the standard base64 of Original.
 func (e *Envelope) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"id":"`...)
@@ -209,7 +216,12 @@ func (e *Envelope) AppendJSON(dst []byte) []byte {
 	dst = AppendTime(dst, e.WindowEnd)
 	dst = append(dst, `","fetched_at":"`...)
 	dst = AppendTime(dst, e.FetchedAt)
-	dst = append(dst, `","record":`...)
+	if e.Snapshot {
+		dst = append(dst, `","snapshot":true`...)
+		dst = append(dst, `,"record":`...)
+	} else {
+		dst = append(dst, `","record":`...)
+	}
 	dst = append(dst, e.Record...)
 	if e.Original != nil {
 		dst = append(dst, `,"record_base64":"`...)

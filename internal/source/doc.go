@@ -24,8 +24,9 @@
 // goroutine; Poller.Snapshot reports progress at any time.
 //
 // Start reading at Poller.Run: a run is a loop of steps (a fresh window,
-// a chain resumed, a recheck of the window log or of alerts), each asking
-// the API and emitting pages. What a stream learnt of the server (Limits)
+// a chain resumed, a recheck of the window log or of alerts, an inventory
+// walk of agent_info's current agents), each asking the API and emitting
+// pages. What a stream learnt of the server (Limits)
 // travels with its cursor. A poller emits every record it fetched: the
 // pipeline's re-ask filter leaves out what the stream holds already
 // (once, C7) and tells the stream's learner (Poller.Learner) what a page

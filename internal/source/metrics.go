@@ -33,6 +33,7 @@ type Metrics struct {
 	chainCap     *prometheus.GaugeVec     // source, account
 	blockedG     *prometheus.GaugeVec     // source, account, reason
 	lateDelivery *prometheus.HistogramVec // recovered records: fetched at minus record time
+	inventory    inventoryMetrics         // inventory.go
 }
 
 // Reasons of collector_bad_records_total: why a record was delivered with
@@ -160,12 +161,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: []float64{15, 30, 60, 90, 120, 180, 300, 600, 900, 1800, 3600, 3 * 3600, 6 * 3600, 24 * 3600},
 		}, []string{"source", "account"}),
 	}
+	m.inventory = newInventoryMetrics()
 	if reg == nil {
 		return m, nil
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{m.rows, m.pages, m.splits, m.restarts, m.badRecords, m.pollErrors, m.pageRowsSeen,
-		m.ttlSeen, m.pageSeconds, m.splitAt, m.chainCap, m.blockedG, m.lateDelivery} {
+		m.ttlSeen, m.pageSeconds, m.splitAt, m.chainCap, m.blockedG, m.lateDelivery,
+		m.inventory.requests, m.inventory.delivered, m.inventory.agents} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}
@@ -287,6 +290,9 @@ func (m *Metrics) InitStream(spec catalog.Spec, account string) {
 	m.ttlSeen.WithLabelValues(spec.Name, account)
 	m.pageSeconds.WithLabelValues(spec.Name, account)
 	m.chainCap.WithLabelValues(spec.Name, account)
+	if spec.Inventory {
+		m.inventory.init(spec.Name, account)
+	}
 }
 
 // Splits is collector_windows_split_total of a stream, for tests.

@@ -224,7 +224,7 @@ func (p *Poller) Run(ctx context.Context, from cursor.Cursor, out Output) error 
 	if from.Limits != (window.Limits{}) {
 		p.learn(func(l *window.Limits) bool { l.Adopt(from.Limits); return true })
 	}
-	r := &run{p: p, cur: from, out: out, started: started, start: from.Start}
+	r := &run{p: p, cur: from, out: out, started: started, start: from.Start, inv: from.Inventory}
 	p.st.Begin(started, from)
 	if !p.cfg.Once {
 		// A small deterministic offset per stream, so that pollers do

@@ -25,6 +25,9 @@ type run struct {
 	// start is where the stream began (cursor.Cursor.Start): every page
 	// carries it, so that the checkpoint keeps it; zero when unknown.
 	start time.Time
+	// inv is the stream's last inventory snapshot (inventory.go): every
+	// page carries it, so that the checkpoint keeps it.
+	inv cursor.Inventory
 }
 
 // step does one unit of work: resume the chain in flight, process the next
@@ -62,10 +65,17 @@ func (r *run) step(ctx context.Context) error {
 	if err := p.rv.RevisitAlerts(ctx, r, r.cur.Watermark); err != nil {
 		return err
 	}
+	if err := r.inventory(ctx); err != nil {
+		return err
+	}
 	if p.cfg.Once {
 		return errCaughtUp
 	}
-	return clock.Sleep(ctx, p.clk, max(p.cfg.Settings.Interval-spent, 0))
+	wait := max(p.cfg.Settings.Interval-spent, 0)
+	if d := r.inventoryWait(p.clk.Now()); d > 0 {
+		wait = min(wait, d)
+	}
+	return clock.Sleep(ctx, p.clk, wait)
 }
 
 // fetch fetches page idx of w: the first page when next is empty, else the
@@ -182,7 +192,7 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 			page.After, page.Revisit = r.cur, true
 			page.After.Delays = p.rv.Delays()
 		}
-		page.After.Start = r.start
+		page.After.Start, page.After.Inventory = r.start, r.inv
 		envs = nil
 		if err := r.out.Emit(ctx, page); err != nil {
 			return &emitError{err}

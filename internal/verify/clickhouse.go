@@ -81,6 +81,9 @@ func (c ClickHouse) count(ctx context.Context, run []Target, out map[Key]int64) 
 	}
 	q := fmt.Sprintf("SELECT toDate(time, 'UTC') AS d, uniqExact(%s) FROM %s "+
 		"WHERE %stime >= fromUnixTimestamp64Milli(toInt64(?), 'UTC') AND time < fromUnixTimestamp64Milli(toInt64(?), 'UTC') "+
+		// An inventory snapshot's time is its window's end (a window's
+		// records lie before it, C3): in no window the API counts.
+		"AND time < window_end "+
 		"GROUP BY d ORDER BY d", col, c.Names.Qualified(k.Source), account)
 	timeout := c.Timeout
 	if timeout <= 0 {

@@ -128,6 +128,15 @@ type SourceOverride struct {
 	Recheck        *[]RecheckPoint `koanf:"recheck"`
 	RecheckHorizon *time.Duration  `koanf:"recheck_horizon"`
 	RecheckShare   *float64        `koanf:"recheck_share"`
+	// Inventory is how a source whose records are entity states
+	// (agent_info) is also read as an inventory: "changed" (its default)
+	// walks the current entities every InventoryInterval and delivers
+	// those whose state changed since the last walk, "all" delivers every
+	// one at every walk, "off" reads the source by its windows only.
+	// Only such a source takes it in its own block; set in the "default"
+	// block, the other sources ignore it. InventoryInterval defaults to 1h.
+	Inventory         *string        `koanf:"inventory"`
+	InventoryInterval *time.Duration `koanf:"inventory_interval"`
 }
 
 // SourcesConfig maps "default" and source names to their blocks.
@@ -150,6 +159,34 @@ type SourceSettings struct {
 	Recheck        []RecheckPoint
 	RecheckHorizon time.Duration
 	RecheckShare   float64
+	// Inventory and InventoryInterval: see SourceOverride.
+	Inventory         InventoryMode
+	InventoryInterval time.Duration
+}
+
+// InventoryMode says how a source is read as an inventory (see
+// SourceOverride.Inventory).
+type InventoryMode string
+
+// The inventory modes.
+const (
+	// InventoryChanged delivers the entities whose state changed since
+	// the last walk (the default of agent_info).
+	InventoryChanged InventoryMode = "changed"
+	// InventoryAll delivers every entity at every walk.
+	InventoryAll InventoryMode = "all"
+	// InventoryOff reads no inventory (the only mode of other sources).
+	InventoryOff InventoryMode = "off"
+)
+
+// DefaultInventoryInterval is inventory_interval's default: one walk an
+// hour costs ceil(agents / page_rows) requests, one for up to 5,000
+// agents (C3, C4: 480 an hour).
+const DefaultInventoryInterval = time.Hour
+
+// ReadsInventory reports whether the settings read an inventory.
+func (r SourceSettings) ReadsInventory() bool {
+	return r.Inventory == InventoryChanged || r.Inventory == InventoryAll
 }
 
 // RecheckConfig returns the recheck configuration of the settings, with
@@ -166,7 +203,8 @@ func (r SourceSettings) RecheckConfig(edgeMaxRows int) recheck.Config {
 
 // DefaultSource returns the built-in source settings: enabled, start 24h
 // back, lag 30m, interval 5m, max_window 7 days, no overlap, recheck
-// points learnt (auto) with 10% of the budget.
+// points learnt (auto) with 10% of the budget, no inventory (Resolve reads
+// agent_info as one, inventory_interval 1h).
 func DefaultSource() SourceSettings {
 	return SourceSettings{
 		Enabled:      true,
@@ -176,6 +214,9 @@ func DefaultSource() SourceSettings {
 		MaxWindow:    MaxWindowLimit,
 		Recheck:      AutoPoints(),
 		RecheckShare: recheck.DefaultShare,
+		// Resolve turns it on for an inventory source (agent_info).
+		Inventory:         InventoryOff,
+		InventoryInterval: DefaultInventoryInterval,
 	}
 }
 
@@ -198,6 +239,9 @@ func DefaultEdgeConfig() EdgeConfig {
 // "default" sources block is filled so a dump shows every default.
 func DefaultConfig() Config {
 	d := DefaultSource()
+	// The inventory as agent_info resolves it (the other sources ignore
+	// the default block's).
+	inv := string(InventoryChanged)
 	return Config{
 		API:  api.DefaultConfig(),
 		Edge: DefaultEdgeConfig(),
@@ -205,17 +249,30 @@ func DefaultConfig() Config {
 			Enabled: &d.Enabled, Start: &d.Start, Lag: &d.Lag, Interval: &d.Interval,
 			MaxWindow: &d.MaxWindow, Overlap: &d.Overlap,
 			Recheck: &d.Recheck, RecheckHorizon: &d.RecheckHorizon, RecheckShare: &d.RecheckShare,
+			Inventory: &inv, InventoryInterval: &d.InventoryInterval,
 		}},
 	}
 }
 
 // Resolve merges the built-in defaults, the "default" block and the block
 // of source name, in that order; unset fields inherit.
+//
+// Inventory applies to a source that is an inventory (Spec.Inventory:
+// agent_info) only, where it defaults to "changed"; any other source
+// resolves to "off" whatever the "default" block says (its own block may
+// not set it: Validate says so).
 func (s SourcesConfig) Resolve(name string) SourceSettings {
 	r := DefaultSource()
+	spec, _ := LookupSpec(name)
+	if spec.Inventory {
+		r.Inventory = InventoryChanged
+	}
 	r.apply(s[DefaultSourcesKey])
 	if name != DefaultSourcesKey {
 		r.apply(s[name])
+	}
+	if !spec.Inventory && name != DefaultSourcesKey {
+		r.Inventory = InventoryOff
 	}
 	return r
 }
@@ -253,6 +310,12 @@ func (r *SourceSettings) apply(o SourceOverride) {
 	}
 	if o.RecheckShare != nil {
 		r.RecheckShare = *o.RecheckShare
+	}
+	if o.Inventory != nil {
+		r.Inventory = InventoryMode(*o.Inventory)
+	}
+	if o.InventoryInterval != nil {
+		r.InventoryInterval = *o.InventoryInterval
 	}
 }
 
@@ -385,6 +448,7 @@ func (s SourcesConfig) validate(p string) []error {
 			}
 		}
 		errs = append(errs, s.Resolve(name).validate(p+"."+name)...)
+		errs = append(errs, s.validateInventory(p, name)...)
 	}
 	// returns must keep the record time field, or no record could be
 	// filed in its window (C3).
@@ -438,6 +502,42 @@ func (r SourceSettings) validate(p string) []error {
 		} else if err := f.checkBetween(); err != nil {
 			add(fmt.Sprintf("filters[%d].values", i), "%v", err)
 		}
+	}
+	return errs
+}
+
+// validateInventory checks the inventory keys of block name: only a
+// source that is an inventory (agent_info) takes them, in its own block
+// or in the "default" block (which the other sources ignore).
+func (s SourcesConfig) validateInventory(p, name string) []error {
+	o := s[name]
+	if o.Inventory == nil && o.InventoryInterval == nil {
+		return nil
+	}
+	spec, _ := LookupSpec(name)
+	if !spec.Inventory && name != DefaultSourcesKey {
+		var which []string
+		for _, sp := range Specs() {
+			if sp.Inventory {
+				which = append(which, sp.Name)
+			}
+		}
+		key := "inventory"
+		if o.Inventory == nil {
+			key = "inventory_interval"
+		}
+		return []error{fmt.Errorf("%s.%s.%s: only %s can be read as an inventory; set it in that source's block",
+			p, name, key, strings.Join(which, ", "))}
+	}
+	var errs []error
+	r := s.Resolve(name)
+	switch r.Inventory {
+	case InventoryChanged, InventoryAll, InventoryOff:
+	default:
+		errs = append(errs, fmt.Errorf("%s.%s.inventory: unknown mode %q (changed, all or off)", p, name, r.Inventory))
+	}
+	if r.ReadsInventory() && r.InventoryInterval < time.Minute {
+		errs = append(errs, fmt.Errorf("%s.%s.inventory_interval: must be at least 1m (it is %s): every walk spends the source's rate budget (C4)", p, name, r.InventoryInterval))
 	}
 	return errs
 }

@@ -60,6 +60,7 @@ func TestConfig_YAMLOverridesOnlyWhatItNames(t *testing.T) {
 		Filters: []Filter{{Expression: "eq", Field: "fqdn", Value: "example.com"}, {Expression: "in", Field: "mid", Values: []string{"1", "2"}}},
 		Returns: []string{"createdTime", "fqdn"},
 		Recheck: DefaultSource().Recheck, RecheckShare: DefaultSource().RecheckShare,
+		Inventory: InventoryOff, InventoryInterval: DefaultInventoryInterval,
 	}
 	if !reflect.DeepEqual(dns, wantDNS) {
 		t.Errorf("dns = %+v\nwant %+v", dns, wantDNS)

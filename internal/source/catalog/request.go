@@ -55,3 +55,29 @@ func (spec Spec) FirstPage(w window.Window, s SourceSettings, edge EdgeConfig) (
 	}
 	return spec.Path, body, nil
 }
+
+// inventoryBody is the body of an inventory walk: a core search without
+// timeFilter.
+type inventoryBody struct {
+	Filters []Filter `json:"filters,omitempty"`
+	Returns []string `json:"returns,omitempty"`
+}
+
+// InventoryPage returns the URL (relative to the API's base URL) and the
+// body of the first request of an inventory walk of the source
+// (Spec.Inventory): its search without timeFilter, with the settings'
+// filters and returns. The seed gives no list of agents but this search;
+// without timeFilter it covers the agents seen in the default range (24
+// hours before now), each in its current state: the inventory's decision,
+// which the project's simulator serves (docs/sources.md, "agents as an
+// inventory").
+func (spec Spec) InventoryPage(s SourceSettings) (string, []byte, error) {
+	if !spec.Inventory {
+		return "", nil, fmt.Errorf("%s is not read as an inventory", spec.Name)
+	}
+	body, err := json.Marshal(inventoryBody{Filters: s.Filters, Returns: s.Returns})
+	if err != nil {
+		return "", nil, fmt.Errorf("inventory search body: %w", err)
+	}
+	return spec.Path, body, nil
+}

@@ -25,6 +25,13 @@ type Spec struct {
 	// OrgLevel marks the source that has organization-level data (C2:
 	// AuditLogs/search only).
 	OrgLevel bool
+	// Inventory marks the source whose records are the state of an
+	// entity (agent_info: one record per agent, keyed by mid) that can be
+	// read as an inventory besides its windows (SourceSettings.Inventory):
+	// its search without timeFilter lists the current entities.
+	Inventory bool
+	// EntityKey is the member naming an Inventory source's entity.
+	EntityKey string
 }
 
 // Source names (C3, C6).
@@ -46,7 +53,7 @@ var specs = [...]Spec{
 	{Name: SourceConnections, Functionality: SourceConnections, Method: http.MethodPost, Path: "/api/v2/Activities/Connections/search", TimeField: "startTime", DataKey: "data"},
 	{Name: SourceDNS, Functionality: SourceDNS, Method: http.MethodPost, Path: "/api/v2/Activities/DNSs/search", TimeField: "createdTime", DataKey: "data"},
 	{Name: SourceUserLogins, Functionality: SourceUserLogins, Method: http.MethodPost, Path: "/api/v2/Activities/UserLogins/search", TimeField: "createdTime", DataKey: "data"},
-	{Name: SourceAgentInfo, Functionality: SourceAgentInfo, Method: http.MethodPost, Path: "/api/v2/AgentInfo/search", TimeField: "createdTime", DataKey: "data"},
+	{Name: SourceAgentInfo, Functionality: SourceAgentInfo, Method: http.MethodPost, Path: "/api/v2/AgentInfo/search", TimeField: "createdTime", DataKey: "data", Inventory: true, EntityKey: "mid"},
 	{Name: SourceAuditLogs, Functionality: SourceAuditLogs, Method: http.MethodPost, Path: "/api/v2/AuditLogs/search", TimeField: "createdTime", DataKey: "data", OrgLevel: true},
 	{Name: SourceCloudActivities, Functionality: SourceCloudActivities, Method: http.MethodGet, Path: "/api/v2/CloudActivities", TimeField: "startTime", DataKey: "data"},
 	{Name: SourceEdgeAuditEvents, Functionality: api.FunctionalityEdge, Method: http.MethodGet, Path: "/api/v1/audit_events", TimeField: "create_time", DataKey: "audit_events", Edge: true},

@@ -60,6 +60,13 @@ type Config struct {
 	// Recheck is sources.default.recheck as YAML ("[1m, 3m]", "[]" for
 	// off); "" writes none (the collector's default).
 	Recheck string
+	// Inventory is sources.default.inventory (agent_info's inventory
+	// walk: "changed", "all"); "" writes off, so that a run's output is
+	// the windows' records the simulator's truth counts.
+	// InventoryInterval is sources.default.inventory_interval; 0 writes
+	// none (the collector's default, 1h).
+	Inventory         string
+	InventoryInterval time.Duration
 
 	// PageRows is api.page_rows; 0 writes none.
 	PageRows int
@@ -170,6 +177,12 @@ func (c *Collector) yaml() string {
 	if cfg.Recheck != "" {
 		fmt.Fprintf(&b, "    recheck: %s\n", cfg.Recheck)
 	}
+	inv := cfg.Inventory
+	if inv == "" {
+		inv = "off"
+	}
+	fmt.Fprintf(&b, "    inventory: %s\n", inv)
+	duration("inventory_interval", cfg.InventoryInterval, 0)
 	for _, s := range cfg.Sources {
 		fmt.Fprintf(&b, "  %s: {enabled: true}\n", s)
 	}

@@ -21,14 +21,16 @@ import (
 // UTC with milliseconds): they serve as keys, and parsing them would slow
 // a race-instrumented read of a large output.
 type Envelope struct {
-	ID          string          `json:"id"`
-	Source      string          `json:"source"`
-	Account     string          `json:"account"`
-	Time        time.Time       `json:"time"`
-	WindowStart string          `json:"window_start"`
-	WindowEnd   string          `json:"window_end"`
-	FetchedAt   time.Time       `json:"fetched_at"`
-	Record      json.RawMessage `json:"record"`
+	ID          string    `json:"id"`
+	Source      string    `json:"source"`
+	Account     string    `json:"account"`
+	Time        time.Time `json:"time"`
+	WindowStart string    `json:"window_start"`
+	WindowEnd   string    `json:"window_end"`
+	FetchedAt   time.Time `json:"fetched_at"`
+	// Snapshot marks an inventory walk's record (record.Envelope.Snapshot).
+	Snapshot bool            `json:"snapshot"`
+	Record   json.RawMessage `json:"record"`
 }
 
 // record.Stream is the envelope's (source, account).
@@ -101,6 +103,9 @@ type Output struct {
 	IDs   map[record.Stream]map[string]int
 	Times map[string]time.Time
 	Total int // deliveries, repeats included
+	// Snapshots counts the inventory walks' records (agent_info's current
+	// agents), which are in no window the truth counts and not in IDs.
+	Snapshots int
 }
 
 // NewOutput returns an empty Output.
@@ -172,6 +177,10 @@ func ReadFileSink(tb testing.TB, dir string) *Output {
 	EachEnvelope(tb, dir, func(e *Envelope, line []byte) {
 		if id, err := record.ID(e.Source, e.Record); err != nil || id != e.ID {
 			tb.Fatalf("envelope id %s is not the C7 id of its record (%s, %v)", e.ID, id, err)
+		}
+		if e.Snapshot {
+			out.Snapshots++ // an agent's state, in no window the truth counts
+			return
 		}
 		out.Add(e.Stream(), e.ID, e.Time)
 	})

@@ -20,6 +20,10 @@ const (
 	HeaderWindowEnd   = "window_end"
 	HeaderFetchedAt   = "fetched_at"
 	HeaderContentType = "content-type"
+	// HeaderSnapshot is "true" on a record of an inventory walk
+	// (record.Envelope.Snapshot: an agent's state as of the record's
+	// time); other records do not carry it.
+	HeaderSnapshot = "snapshot"
 )
 
 // ContentType is the value of the content-type header of the formats
@@ -194,6 +198,9 @@ func (e Encoder) Encode(envs []record.Envelope, topics []string) ([]kgo.Record, 
 			kgo.RecordHeader{Key: HeaderContentType, Value: contentType})
 		if byEntity {
 			hdrs = append(hdrs, kgo.RecordHeader{Key: HeaderID, Value: put(env.ID)})
+		}
+		if env.Snapshot {
+			hdrs = append(hdrs, kgo.RecordHeader{Key: HeaderSnapshot, Value: put("true")})
 		}
 		// Capped: the sink appends its batch header to a record's own.
 		r.Headers = hdrs[first:len(hdrs):len(hdrs)]

@@ -289,3 +289,31 @@ func headerOf(r kgo.Record, key string) (string, bool) {
 	}
 	return "", false
 }
+
+// An inventory snapshot keeps the entity key ACCOUNT/mid (a compacted
+// topic keeps each agent's latest state) and says it is a snapshot in a
+// header and, format envelope, in the value; an event of the same agent
+// carries neither.
+func TestASnapshotCarriesItsHeaderAndTheEntityKey(t *testing.T) {
+	t.Parallel()
+	at := time.Unix(1_800_000_000, 0)
+	ev := record.Envelope{ID: strings.Repeat("a", 64), Source: "agent_info", Account: "acme", Time: at, FetchedAt: at,
+		Record: []byte(`{"mid":4211,"status":"ACTIVE"}`)}
+	snap := ev
+	snap.ID, snap.Snapshot, snap.Record = strings.Repeat("b", 64), true, []byte(`{"mid":4211,"status":"INACTIVE"}`)
+	recs, err := kafkarecord.Encoder{EntityKeys: map[string]bool{"agent_info": true}}.Encode([]record.Envelope{ev, snap}, []string{"t", "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{false, true} {
+		got := false
+		for _, h := range recs[i].Headers {
+			if h.Key == kafkarecord.HeaderSnapshot {
+				got = string(h.Value) == "true"
+			}
+		}
+		if got != want || string(recs[i].Key) != "acme/4211" || strings.Contains(string(recs[i].Value), `"snapshot":true`) != want {
+			t.Errorf("record %d: snapshot header %v, key %q, value %s; want snapshot %v under acme/4211", i, got, recs[i].Key, recs[i].Value, want)
+		}
+	}
+}

@@ -27,6 +27,10 @@ const batchHeader = "collector_batch"
 // entity (sink.kafka.keys; agent_info and edge_alerts by default).
 const idHeader = "id"
 
+// snapshotHeader is "true" on an inventory walk's record
+// (kafkarecord.HeaderSnapshot); other records have none.
+const snapshotHeader = "snapshot"
+
 // HeadersOf checks that m carries each of Headers exactly once and no
 // other (but the batch header of delivery exactly_once, kafka.HeaderBatch,
 // RUN/SEQ/ACCOUNT, and the id header of a record keyed by its entity),
@@ -58,6 +62,12 @@ func HeadersWithType(m *Message, contentType string) (map[string]string, error) 
 		}
 		extra++
 	}
+	if v, ok := h[snapshotHeader]; ok {
+		if v != "true" {
+			return nil, fmt.Errorf("header %s %q, want true", snapshotHeader, v)
+		}
+		extra++
+	}
 	if len(m.Headers)%2 != 0 || len(h) != len(want)+extra {
 		return nil, fmt.Errorf("headers %q, want exactly %q", m.Headers, want)
 	}
@@ -82,7 +92,10 @@ func HeadersWithType(m *Message, contentType string) (map[string]string, error) 
 // fields, or what is wrong with it.
 type Checked struct {
 	ID, Source, Account, Time string
-	Err                       error
+	// Snapshot marks an inventory walk's record: an agent's state, in no
+	// window the simulator's truth counts.
+	Snapshot bool
+	Err      error
 }
 
 // CheckEnvelope checks one record of format envelope: the value is an
@@ -121,6 +134,10 @@ func CheckEnvelope(m *Message, topicOf func(source string) string) Checked {
 	prefix := `{"id":"` + id + `","source":"` + h["source"] + `","account":"` + h["account"] +
 		`","time":"` + h["time"] + `","window_start":"` + h["window_start"] + `","window_end":"` + h["window_end"] +
 		`","fetched_at":"` + h["fetched_at"] + `","record":`
+	snap := h[snapshotHeader] == "true"
+	if snap {
+		prefix = strings.TrimSuffix(prefix, `","record":`) + `","snapshot":true,"record":`
+	}
 	if v := m.Value; len(v) > len(prefix) && string(v[:len(prefix)]) == prefix && v[len(v)-1] == '}' {
 		rec := v[len(prefix) : len(v)-1]
 		if got, err := record.ID(h["source"], rec); err != nil || got != id {
@@ -129,13 +146,14 @@ func CheckEnvelope(m *Message, topicOf func(source string) string) Checked {
 		if err := checkEntityKey(m, byEntity, h["account"], id); err != nil {
 			return fail("%v", err)
 		}
-		return Checked{ID: id, Source: h["source"], Account: h["account"], Time: h["time"]}
+		return Checked{ID: id, Source: h["source"], Account: h["account"], Time: h["time"], Snapshot: snap}
 	}
 	var e struct {
 		ID, Source, Account, Time string
 		WindowStart               string          `json:"window_start"`
 		WindowEnd                 string          `json:"window_end"`
 		FetchedAt                 string          `json:"fetched_at"`
+		Snapshot                  bool            `json:"snapshot"`
 		Record                    json.RawMessage `json:"record"`
 	}
 	if err := json.Unmarshal(m.Value, &e); err != nil {
@@ -156,7 +174,10 @@ func CheckEnvelope(m *Message, topicOf func(source string) string) Checked {
 			return fail("header %s=%q, envelope %s=%q", k, h[k], k, v)
 		}
 	}
-	return Checked{ID: e.ID, Source: e.Source, Account: e.Account, Time: e.Time}
+	if e.Snapshot != snap {
+		return fail("header snapshot %v, envelope snapshot %v", snap, e.Snapshot)
+	}
+	return Checked{ID: e.ID, Source: e.Source, Account: e.Account, Time: e.Time, Snapshot: snap}
 }
 
 // checkEntityKey checks the key of a record with an id header (keyed by
@@ -218,6 +239,10 @@ func readEnvelopeTopics(tb testing.TB, addr string, topics []string, topicOf fun
 			tm, err := time.Parse(time.RFC3339Nano, r.Time)
 			if err != nil && firstErr == nil {
 				firstErr = fmt.Errorf("record %s: time %q: %v", r.ID, r.Time, err)
+			}
+			if r.Snapshot {
+				out.Snapshots++ // in no window the truth counts
+				continue
 			}
 			out.Add(record.Stream{Source: r.Source, Account: r.Account}, r.ID, tm)
 		}
