@@ -137,12 +137,7 @@ func (s *Server) serveFleet(w http.ResponseWriter, r *http.Request, ch *chain) {
 	h = strconv.AppendInt(h, n, 10)
 	h = append(h, `,"urls":{`...)
 	if end < n {
-		h = append(h, `"nextPage":"`...)
-		h = append(h, baseURL(r)...)
-		h = append(h, si.path...)
-		h = append(h, pagesPath...)
-		h = append(h, ch.seal(s.auth.key)...)
-		h = append(h, '"')
+		h = s.appendNextPage(h, r, si, ch)
 	}
 	h = append(h, `}},"data":`...)
 	s.stats.add(ch.user, si.name, func(c *Counter) { c.RowsServed += rows; c.Pages++ })

@@ -280,12 +280,7 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request, ch *chain, fs
 		h = strconv.AppendInt(h, s.reportedTotal(ch.total), 10)
 		h = append(h, `,"urls":{`...)
 		if hasNext {
-			h = append(h, `"nextPage":"`...)
-			h = append(h, baseURL(r)...)
-			h = append(h, si.path...)
-			h = append(h, pagesPath...)
-			h = append(h, ch.seal(s.auth.key)...)
-			h = append(h, '"')
+			h = s.appendNextPage(h, r, si, ch)
 		}
 		h = append(h, `}},"data":[`...)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"net/http"
 )
 
 // chain is the state of a next-page chain (C3). It travels inside the
@@ -112,4 +113,15 @@ func (d *decoder) bytes() []byte {
 	s := d.b[n : n+int(l)]
 	d.b = d.b[n+int(l):]
 	return s
+}
+
+// appendNextPage appends to h the nextPage member of a page's urls: the
+// URL of ch's next page as r reached the server, its token sealed.
+func (s *Server) appendNextPage(h []byte, r *http.Request, si *sourceInfo, ch *chain) []byte {
+	h = append(h, `"nextPage":"`...)
+	h = append(h, baseURL(r)...)
+	h = append(h, si.path...)
+	h = append(h, pagesPath...)
+	h = append(h, ch.seal(s.auth.key)...)
+	return append(h, '"')
 }

@@ -103,11 +103,7 @@ func (r *run) inventory(ctx context.Context) error {
 		}
 		req.Admitted = func(ctx context.Context) error { return r.out.Reserve(ctx, p.reservation()) }
 		var pb pagescan.Body
-		req.Decode = func(status int, b []byte) error {
-			var err error
-			pb, err = pagescan.Classify(status, b, spec.DataKey)
-			return err
-		}
+		req.Decode = classifyInto(&pb, spec.DataKey)
 		resp, err := p.c.Do(ctx, req)
 		p.m.InventoryRequest(spec.Name, p.cfg.Account)
 		if err != nil {

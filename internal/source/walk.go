@@ -109,11 +109,7 @@ func (r *run) fetchAs(ctx context.Context, w window.Window, next string, idx int
 		req.Method, req.URL, req.Body = spec.Method, u, body
 	}
 	var pb pagescan.Body
-	req.Decode = func(status int, b []byte) error {
-		var err error
-		pb, err = pagescan.Classify(status, b, spec.DataKey)
-		return err
-	}
+	req.Decode = classifyInto(&pb, spec.DataKey)
 	resp, err := p.c.Do(ctx, req)
 	if err != nil {
 		return nil, err
@@ -233,5 +229,15 @@ func (ex *emitExtra) add(envs []record.Envelope) {
 			// matches what was delivered.
 			ex.dig.Count++
 		}
+	}
+}
+
+// classifyInto is an api.Request's Decode that reads an answer's records
+// under dataKey into pb (pagescan.Classify).
+func classifyInto(pb *pagescan.Body, dataKey string) func(status int, b []byte) error {
+	return func(status int, b []byte) error {
+		var err error
+		*pb, err = pagescan.Classify(status, b, dataKey)
+		return err
 	}
 }
