@@ -220,7 +220,7 @@ func newTap(mc config.MetricsConfig, pl *pipeline.Pipeline, streams []record.Str
 			return nil, fmt.Errorf("register the tap's metrics: %w", err)
 		}
 	}
-	pl.OnDelivered(hub.Publish)
+	pl.OnAcknowledged(hub.Publish)
 	return hub, nil
 }
 

@@ -60,17 +60,18 @@ type Pipeline struct {
 	failMu   sync.Mutex
 	failures map[record.Stream]error
 
-	// delivered, when set (OnDelivered), sees every page every sink
-	// acknowledged.
-	delivered func(*record.Batch)
+	// acknowledged, when set (OnAcknowledged), sees every page every sink
+	// acknowledged (not yet committed: "delivered" is what the
+	// checkpoint's delivered set holds).
+	acknowledged func(*record.Batch)
 }
 
-// OnDelivered makes fn see every batch of records once every sink
+// OnAcknowledged makes fn see every batch of records once every sink
 // acknowledged it, after the batch's room in the buffer was given back
 // (the tap, package tap). fn is called from the sink workers, maybe
 // concurrently; it must not block, nor change or keep the batch, which
-// the sinks may still read. Call OnDelivered before Run.
-func (p *Pipeline) OnDelivered(fn func(*record.Batch)) { p.delivered = fn }
+// the sinks may still read. Call OnAcknowledged before Run.
+func (p *Pipeline) OnAcknowledged(fn func(*record.Batch)) { p.acknowledged = fn }
 
 // item is one page on its way to every sink. Each sink's worker finishes
 // with it once (acknowledged or dropped); the last one gives its room back

@@ -90,10 +90,10 @@ func (p *Pipeline) finish(t *target, it *item, acked bool) {
 	} else {
 		p.busy.Store(now.UnixNano())
 	}
-	// Last, once the page's room is back: a tap (OnDelivered) costs the
+	// Last, once the page's room is back: a tap (OnAcknowledged) costs the
 	// producers nothing, whatever it does with the batch.
-	if p.delivered != nil && rows > 0 {
-		p.delivered(it.batch)
+	if p.acknowledged != nil && rows > 0 {
+		p.acknowledged(it.batch)
 	}
 }
 

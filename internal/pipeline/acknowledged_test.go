@@ -12,10 +12,10 @@ import (
 	"github.com/svcexport/collector/internal/record"
 )
 
-// OnDelivered (the tap) sees a page only once every sink acknowledged it,
+// OnAcknowledged (the tap) sees a page only once every sink acknowledged it,
 // each record once, and never a page a sink still holds: what a tap shows
 // is what every destination has.
-func TestOnDeliveredSeesEveryRecordOnceEverySinkHasIt(t *testing.T) {
+func TestOnAcknowledgedSeesEveryRecordOnceEverySinkHasIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fast, slow := &testSink{}, &testSink{hold: make(chan struct{})}
 		key := record.Stream{Source: "dns", Account: "acme"}
@@ -25,7 +25,7 @@ func TestOnDeliveredSeesEveryRecordOnceEverySinkHasIt(t *testing.T) {
 		p := New(cfg, &checkpointtest.Store{}, two(fast, slow), []Producer{pl}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), nil)
 		var mu sync.Mutex
 		seen := map[string]int{}
-		p.OnDelivered(func(b *record.Batch) {
+		p.OnAcknowledged(func(b *record.Batch) {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, e := range b.Envelopes {
@@ -41,7 +41,7 @@ func TestOnDeliveredSeesEveryRecordOnceEverySinkHasIt(t *testing.T) {
 		synctest.Wait() // the fast sink wrote; the slow one holds its writes
 		mu.Lock()
 		if fast.written() == 0 || len(seen) != 0 {
-			t.Errorf("fast sink wrote %d, the slow none; OnDelivered saw %d records, want none", fast.written(), len(seen))
+			t.Errorf("fast sink wrote %d, the slow none; OnAcknowledged saw %d records, want none", fast.written(), len(seen))
 		}
 		mu.Unlock()
 		close(slow.hold)
@@ -49,7 +49,7 @@ func TestOnDeliveredSeesEveryRecordOnceEverySinkHasIt(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(seen) != 480 || slow.written() != 480 {
-			t.Fatalf("OnDelivered saw %d records, the slow sink holds %d; want all 480", len(seen), slow.written())
+			t.Fatalf("OnAcknowledged saw %d records, the slow sink holds %d; want all 480", len(seen), slow.written())
 		}
 		for id, n := range seen {
 			if n != 1 {
