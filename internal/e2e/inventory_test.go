@@ -80,8 +80,11 @@ func TestInventory_AnAgentThatChangesStatusReachesTheSinkWithinOneInterval(t *te
 		if k == 0 {
 			continue
 		}
-		if gap := w.asOf.Sub(walks[k-1].asOf); gap > time.Minute+15*time.Second {
-			t.Errorf("walk %d came %s after the one before: more than inventory_interval (1m) and a poll", k, gap)
+		// No walk is skipped: the next one comes after an interval and a
+		// poll, which a busy machine may stretch by seconds, never by a
+		// whole interval.
+		if gap := w.asOf.Sub(walks[k-1].asOf); gap >= 2*time.Minute {
+			t.Errorf("walk %d came %s after the one before: a walk of inventory_interval (1m) was skipped", k, gap)
 		}
 		before := truthAt(walks[k-1].asOf)
 		for mid, a := range lo {
