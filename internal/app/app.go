@@ -90,8 +90,8 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	// backlog); building does no I/O with a destination.
 	reg := telemetry.NewRegistry(o.Version, o.Commit)
 	if err := reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "collector_checkpoint_damaged_values_total",
-		Help: "Damaged values of the checkpoint's delivered sets met since the start (a wrong checksum): their records count as not delivered and are delivered again if asked again."},
-		func() float64 { return float64(store.DamagedDelivered()) })); err != nil {
+		Help: "Damaged values of the checkpoint's delivered sets and sinks' held sets met since the start (a wrong checksum): their records count as not delivered (delivered again if asked again) or not held (written again to that sink): a copy, never a loss."},
+		func() float64 { return float64(store.DamagedValues()) })); err != nil {
 		return fmt.Errorf("register the checkpoint's metrics: %w", err)
 	}
 	// One scrubber for every error that may hold a server's words.

@@ -40,7 +40,7 @@ import (
 // bbolt checksums nothing of a value: the checksum is what tells a
 // damaged value (a flipped bit on disk) from a sound one. A damaged value
 // is never an error that stops a stream, and never read: it counts as not
-// delivered (DB.DamagedDelivered), so its records are delivered again
+// delivered (DB.DamagedValues), so its records are delivered again
 // when their period is asked again (a copy, never a loss), and the
 // per-minute counts a recheck compares with the server's are not raised
 // by it. Version 3's byte differs from 1 and 2 in five bits, so that a
@@ -447,16 +447,12 @@ func (d *DB) DeliveredCounts(ctx context.Context, k record.Stream, from, to time
 	return counts, nil
 }
 
-// damagedDelivered counts the values of every delivered set in tx that
-// fail their checksum or layout.
-func damagedDelivered(tx *bolt.Tx) int {
-	root := tx.Bucket(bucketDelivered)
-	if root == nil {
-		return 0
-	}
+// damagedValues counts the values of every delivered set and every
+// sink's held set in tx that fail their checksum or layout.
+func damagedValues(tx *bolt.Tx) int {
 	n := 0
-	_ = root.ForEachBucket(func(k []byte) error {
-		return root.Bucket(k).ForEach(func(key, v []byte) error {
+	spans := func(b *bolt.Bucket) error {
+		return b.ForEach(func(key, v []byte) error {
 			if len(key) < 8 {
 				n++
 			} else if _, err := parseSpan(int64(binary.BigEndian.Uint64(key[:8])), v); err != nil {
@@ -464,34 +460,49 @@ func damagedDelivered(tx *bolt.Tx) int {
 			}
 			return nil
 		})
-	})
+	}
+	if root := tx.Bucket(bucketDelivered); root != nil {
+		_ = root.ForEachBucket(func(k []byte) error { return spans(root.Bucket(k)) })
+	}
+	if root := tx.Bucket(bucketHeld); root != nil {
+		_ = root.ForEachBucket(func(name []byte) error {
+			sb := root.Bucket(name)
+			return sb.ForEachBucket(func(k []byte) error { return spans(sb.Bucket(k)) })
+		})
+	}
 	return n
 }
 
 // damaged reports a damaged value of the delivered set of k, stored under
-// key, once per value: it is logged and counted (DamagedDelivered).
+// key, once per value: it is logged and counted (DamagedValues).
 func (d *DB) damaged(k record.Stream, key []byte, err error) {
-	id := string(encodeKey(k)) + string(key)
-	d.damageMu.Lock()
-	_, seen := d.damagedSeen[id]
-	if !seen {
-		if d.damagedSeen == nil {
-			d.damagedSeen = map[string]struct{}{}
-		}
-		d.damagedSeen[id] = struct{}{}
-	}
-	d.damageMu.Unlock()
-	if seen {
+	if !d.firstDamage(string(encodeKey(k)) + string(key)) {
 		return
 	}
-	d.damagedValues.Add(1)
 	if d.log != nil {
 		d.log.Warn("checkpoint: a value of a stream's delivered set is damaged (checksum); its records count as not delivered, and are delivered again when their period is asked again",
 			"path", d.path, "source", k.Source, "account", k.Account, "err", err)
 	}
 }
 
-// DamagedDelivered returns how many damaged values of the delivered sets
-// reads met since Open (each counted once): values whose checksum or
-// layout is wrong, whose records were taken as not delivered.
-func (d *DB) DamagedDelivered() int64 { return d.damagedValues.Load() }
+// firstDamage counts the damaged value id (its set and key) and reports
+// whether it is the first time since Open.
+func (d *DB) firstDamage(id string) bool {
+	d.damageMu.Lock()
+	defer d.damageMu.Unlock()
+	if _, seen := d.damagedSeen[id]; seen {
+		return false
+	}
+	if d.damagedSeen == nil {
+		d.damagedSeen = map[string]struct{}{}
+	}
+	d.damagedSeen[id] = struct{}{}
+	d.damagedValues.Add(1)
+	return true
+}
+
+// DamagedValues returns how many damaged values of the delivered sets and
+// the sinks' held sets reads met since Open (each counted once): values
+// whose checksum or layout is wrong, whose records were taken as not
+// delivered (or not held by that sink): a copy, never a loss.
+func (d *DB) DamagedValues() int64 { return d.damagedValues.Load() }

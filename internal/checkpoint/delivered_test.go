@@ -489,7 +489,7 @@ func TestHourValuesWithoutAChecksumReadBesideCheckedOnes(t *testing.T) {
 	if err != nil || !slices.Equal(counts, []int{2, 1, 1, 1, 0}) {
 		t.Fatalf("DeliveredOf: %v (%v), want [2 1 1 1 0]", counts, err)
 	}
-	if n := db.DamagedDelivered(); n != 0 {
+	if n := db.DamagedValues(); n != 0 {
 		t.Fatalf("%d sound values taken for damaged", n)
 	}
 	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: base.Add(time.Hour)}}}}); err != nil {

@@ -81,12 +81,12 @@ func (d *DB) Held(ctx context.Context) (map[string]map[record.Stream][]cursor.De
 				}
 				return sb.Bucket(key).ForEach(func(vk, v []byte) error {
 					if len(vk) < 8 {
-						d.damagedHeld(string(name), k, fmt.Errorf("a key of %d bytes: %w", len(vk), errDamagedSpan))
+						d.damagedHeld(string(name), k, vk, fmt.Errorf("a key of %d bytes: %w", len(vk), errDamagedSpan))
 						return nil
 					}
 					s, err := parseSpan(int64(binary.BigEndian.Uint64(vk[:8])), v)
 					if err != nil {
-						d.damagedHeld(string(name), k, err)
+						d.damagedHeld(string(name), k, vk, err)
 						return nil
 					}
 					for i := range s.len() {
@@ -104,8 +104,12 @@ func (d *DB) Held(ctx context.Context) (map[string]map[record.Stream][]cursor.De
 }
 
 // damagedHeld reports a damaged value of the held set of sink name for
-// stream k: its records count as not held.
-func (d *DB) damagedHeld(name string, k record.Stream, err error) {
+// stream k, stored under key: its records count as not held. It is logged
+// and counted once, with the delivered sets' (DamagedValues).
+func (d *DB) damagedHeld(name string, k record.Stream, key []byte, err error) {
+	if !d.firstDamage("held\x00" + name + "\x00" + string(encodeKey(k)) + string(key)) {
+		return
+	}
 	if d.log != nil {
 		d.log.Warn("checkpoint: a value of a sink's held set is damaged (checksum); its records count as not held, and the sink may get them again (a copy, never a loss)",
 			"path", d.path, "sink", name, "source", k.Source, "account", k.Account, "err", err)

@@ -30,10 +30,11 @@ type Inspection struct {
 	// Damage says what Open will recover from (a damaged meta page), ""
 	// when the file is sound.
 	Damage string
-	// DamagedDelivered counts the values of the delivered sets that fail
-	// their checksum: run reads them as empty, so their records count as
-	// not delivered (delivered again if their period is asked again).
-	DamagedDelivered int
+	// DamagedValues counts the values of the delivered sets and the sinks'
+	// held sets that fail their checksum: run reads them as empty, so
+	// their records count as not delivered (delivered again if their
+	// period is asked again) or not held (that sink may get them again).
+	DamagedValues int
 }
 
 // String describes the inspection in a few words, for `collector check`.
@@ -48,8 +49,8 @@ func (i Inspection) String() string {
 	if i.Damage != "" {
 		s += "; damaged, run recovers it: " + i.Damage
 	}
-	if i.DamagedDelivered > 0 {
-		s += fmt.Sprintf("; %d damaged values in the delivered sets: their records count as not delivered (delivered again if asked again)", i.DamagedDelivered)
+	if i.DamagedValues > 0 {
+		s += fmt.Sprintf("; %d damaged values in the delivered or held sets: their records count as not delivered (delivered again if asked again)", i.DamagedValues)
 	}
 	return s
 }
@@ -96,7 +97,7 @@ func Inspect(path string, timeout time.Duration) (Inspection, error) {
 			return err
 		}
 		return d.view(func(tx *bolt.Tx) error {
-			in.DamagedDelivered = damagedDelivered(tx)
+			in.DamagedValues = damagedValues(tx)
 			return nil
 		})
 	}

@@ -68,7 +68,7 @@ type options struct {
 }
 
 // WithLogger sets where the DB logs what it meets at run time: a damaged
-// value of a delivered set (DamagedDelivered). Default: nothing is
+// value of a delivered set (DamagedValues). Default: nothing is
 // logged.
 func WithLogger(log *slog.Logger) Option {
 	return func(o *options) { o.log = log }
