@@ -172,10 +172,7 @@ func (p *Reporter) States(now time.Time) []StreamState {
 		if snap.Blocked {
 			s.Blocked = &BlockedState{Reason: snap.BlockedReason, Since: snap.BlockedSince, Error: snap.BlockedError}
 		}
-		if l := snap.Limits; l.PageRows > 0 || l.NextPageTTL > 0 || l.CountCap > 0 || l.ChainCap > 0 {
-			s.Learnt = &LearntState{PageRows: l.PageRows, NextPageTTLSeconds: l.NextPageTTL.Seconds(), CountCap: l.CountCap,
-				ChainCapRows: l.ChainCap, SplitAtRows: snap.SplitAt}
-		}
+		s.Learnt = learntState(snap.Limits, snap.SplitAt)
 		out = append(out, s)
 	}
 	return out

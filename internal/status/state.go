@@ -215,6 +215,9 @@ func FromCheckpoint(cfg catalog.Config, stored map[record.Stream]checkpoint.Stat
 		}
 		est.fill(&s, st.Density, now)
 		s.Late = lateState(st.Delays, 0, 0)
+		// What the stream learnt of the server's paging limits travels
+		// with its cursor: state shows it with the collector stopped too.
+		s.Learnt = learntState(st.Limits, 0)
 		if st.Watermark.IsZero() {
 			s.CaughtUp = false
 		}
@@ -350,4 +353,15 @@ func AddRecheckPending(ctx context.Context, cfg catalog.Config, states []StreamS
 		states[i].RecheckPending = cfg.Sources.Resolve(k.Source).RecheckConfig(cfg.Edge.MaxRows).Pending(ws, now)
 	}
 	return nil
+}
+
+// learntState is what a stream learnt of the server's paging limits (C3)
+// as state shows it, nil when it learnt nothing; splitAt is the running
+// poller's split size (0 when unknown: offline).
+func learntState(l window.Limits, splitAt int64) *LearntState {
+	if l.PageRows <= 0 && l.NextPageTTL <= 0 && l.CountCap <= 0 && l.ChainCap <= 0 {
+		return nil
+	}
+	return &LearntState{PageRows: l.PageRows, NextPageTTLSeconds: l.NextPageTTL.Seconds(), CountCap: l.CountCap,
+		ChainCapRows: l.ChainCap, SplitAtRows: splitAt}
 }

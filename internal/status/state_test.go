@@ -144,3 +144,31 @@ func TestStartingStateServesTheCheckpointAndWhatTheStartWaitsFor(t *testing.T) {
 		t.Fatalf("table:\n%s", table.String())
 	}
 }
+
+// What a stream learnt of the server's paging limits (C3) travels with its
+// cursor, so state shows it from the checkpoint with the collector
+// stopped, as /state shows it live; a stream that learnt nothing shows no
+// learnt block.
+func TestStateFromTheCheckpointShowsTheLearntLimits(t *testing.T) {
+	cfg := stateConfig(t)
+	keys := source.Streams(cfg)
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	learnt := record.Stream{Source: "dns", Account: "acme"}
+	plain := record.Stream{Source: "dns", Account: "acme-dev"}
+	stored := map[record.Stream]checkpoint.State{
+		learnt: {Cursor: cursor.Cursor{Watermark: now.Add(-time.Hour),
+			Limits: window.Limits{PageRows: 5000, NextPageTTL: 10 * time.Minute, ChainCap: 250_000}}},
+		plain: {Cursor: cursor.Cursor{Watermark: now.Add(-time.Hour)}},
+	}
+	byKey := map[record.Stream]StreamState{}
+	for _, s := range FromCheckpoint(cfg, stored, keys, now) {
+		byKey[record.Stream{Source: s.Source, Account: s.Account}] = s
+	}
+	l := byKey[learnt].Learnt
+	if l == nil || l.PageRows != 5000 || l.NextPageTTLSeconds != 600 || l.ChainCapRows != 250_000 {
+		t.Fatalf("learnt limits from the checkpoint: %+v, want page rows 5000, TTL 600 s, chain cap 250000", l)
+	}
+	if p := byKey[plain].Learnt; p != nil {
+		t.Fatalf("a stream that learnt nothing shows %+v", p)
+	}
+}
