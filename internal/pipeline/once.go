@@ -1,8 +1,10 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/svcexport/collector/internal/cursor"
@@ -54,9 +56,11 @@ type once struct {
 
 	mu sync.Mutex
 	// pending are the keys of the pages emitted and not yet committed,
-	// oldest first; inFlight counts them by key (nil while none is).
-	pending  []pendingPage
-	inFlight map[cursor.Delivered]int32
+	// oldest first, each page's sorted: a key in flight is searched in
+	// them (flying). They are what the pipeline's buffer and one commit
+	// hold, nothing more: no index of them to outgrow them (a map never
+	// shrinks; issue 30).
+	pending []pendingPage
 	// end is past every record time the checkpoint holds (Unix
 	// milliseconds: read with the first page, moved as pending pages are
 	// committed); loaded is whether it was read. A page whose records all
@@ -65,7 +69,8 @@ type once struct {
 	loaded bool
 }
 
-// pendingPage is the keys of the page of sequence seq.
+// pendingPage is the keys of the page of sequence seq, sorted
+// (compareKeys).
 type pendingPage struct {
 	seq  uint64
 	keys []cursor.Delivered
@@ -132,17 +137,7 @@ func (o *once) keep(ctx context.Context, envs []record.Envelope) ([]record.Envel
 	// committed in between is in both, which a key's count takes once
 	// (max); one committed before is in the checkpoint read after.
 	o.mu.Lock()
-	var flying []int32 // per key, how many of it are in flight; nil: none
-	if len(o.inFlight) > 0 {
-		for i, k := range keys {
-			if n := o.inFlight[k]; n > 0 {
-				if flying == nil {
-					flying = make([]int32, len(keys))
-				}
-				flying[i] = n
-			}
-		}
-	}
+	flying := o.flying(keys)
 	end := o.end
 	o.mu.Unlock()
 	var stored []int // per key, what the checkpoint holds of it
@@ -209,21 +204,55 @@ func (o *once) load(ctx context.Context) error {
 	return nil
 }
 
+// flying returns, per key of keys, how many of it the pending pages hold;
+// nil when they hold none of them. o.mu is held.
+func (o *once) flying(keys []cursor.Delivered) []int32 {
+	if len(o.pending) == 0 || len(keys) == 0 {
+		return nil
+	}
+	lo, hi := keys[0].Time, keys[0].Time
+	for _, k := range keys {
+		lo, hi = min(lo, k.Time), max(hi, k.Time)
+	}
+	var n []int32
+	for _, pp := range o.pending {
+		if pp.keys[0].Time > hi || pp.keys[len(pp.keys)-1].Time < lo {
+			continue // sorted by time: none of keys is in it
+		}
+		for i, k := range keys {
+			j, found := slices.BinarySearchFunc(pp.keys, k, compareKeys)
+			if !found {
+				continue
+			}
+			if n == nil {
+				n = make([]int32, len(keys))
+			}
+			for ; j < len(pp.keys) && pp.keys[j] == k; j++ {
+				n[i]++
+			}
+		}
+	}
+	return n
+}
+
+// compareKeys orders keys by time, then hash.
+func compareKeys(a, b cursor.Delivered) int {
+	if c := cmp.Compare(a.Time, b.Time); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Hash, b.Hash)
+}
+
 // emitted notes that the page of sequence seq, holding keys, is on its
-// way to the sinks.
+// way to the sinks. It sorts keys in place (a page's keys are a set).
 func (o *once) emitted(seq uint64, keys []cursor.Delivered) {
 	if len(keys) == 0 {
 		return
 	}
+	slices.SortFunc(keys, compareKeys)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.inFlight == nil {
-		o.inFlight = make(map[cursor.Delivered]int32, len(keys))
-	}
 	o.pending = append(o.pending, pendingPage{seq: seq, keys: keys})
-	for _, k := range keys {
-		o.inFlight[k]++
-	}
 }
 
 // released notes that every page of the stream below seq is committed:
@@ -233,20 +262,13 @@ func (o *once) released(seq uint64) {
 	defer o.mu.Unlock()
 	n := 0
 	for n < len(o.pending) && o.pending[n].seq < seq {
-		for _, k := range o.pending[n].keys {
-			o.end = max(o.end, k.Time+1)
-			if c := o.inFlight[k]; c <= 1 {
-				delete(o.inFlight, k)
-			} else {
-				o.inFlight[k] = c - 1
-			}
-		}
+		keys := o.pending[n].keys
+		o.end = max(o.end, keys[len(keys)-1].Time+1) // sorted: the last is the latest
 		o.pending[n] = pendingPage{}
 		n++
 	}
 	o.pending = o.pending[n:]
 	if len(o.pending) == 0 {
-		// Freed, not kept at its largest (a map never shrinks).
-		o.pending, o.inFlight = nil, nil
+		o.pending = nil // freed, not kept at its largest
 	}
 }

@@ -3,8 +3,10 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -114,7 +116,7 @@ func TestPagesInThePipelineAreNotDeliveredTwice(t *testing.T) {
 	}
 	o.released(1)
 	kept, _, err = o.keep(ctx, []record.Envelope{e})
-	if err != nil || len(kept) != 0 || len(o.pending) != 0 || o.inFlight != nil {
+	if err != nil || len(kept) != 0 || len(o.pending) != 0 {
 		t.Errorf("asked again once committed: kept %d, %d pages pending, %v; want it left out and nothing pending", len(kept), len(o.pending), err)
 	}
 }
@@ -259,5 +261,67 @@ func TestAnInventoryPageIsNeitherFilteredNorKeyedNorLearntFrom(t *testing.T) {
 	if len(fwd.Batch.Envelopes) != 1 || fwd.Batch.Envelopes[0].ID != fresh.ID || len(fwd.Delivered) != 1 || obs.fresh != 1 {
 		t.Fatalf("forward page: %d records kept, %d keys, learnt %+v; want the fresh one, its key, 1 fresh",
 			len(fwd.Batch.Envelopes), len(fwd.Delivered), *obs)
+	}
+}
+
+// The keys in flight are the pending pages' own, sorted and searched: no
+// index beside them that grows with every page and never shrinks while
+// some page is pending (issue 30). Several pages in flight holding one
+// key count it as many times as they hold it (C7: a page holding more
+// records of a key than the stream holds delivers the rest).
+func TestKeysInFlightAreThePendingPagesOwn(t *testing.T) {
+	// Not parallel: AllocsPerRun counts every allocation of the process.
+	ctx := context.Background()
+	db, k := filterFixture(t)
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	const n = 5000 // a full page
+	page := func(first int) []record.Envelope {
+		envs := make([]record.Envelope, n)
+		for i := range envs {
+			envs[i] = record.Envelope{ID: fmt.Sprintf("%064x", first+i), Time: at.Add(time.Duration(first+i) * time.Millisecond)}
+		}
+		return envs
+	}
+	o := onceOf(db, k)
+	const runs = 4
+	pages := make([][]cursor.Delivered, runs+1) // AllocsPerRun runs once more first
+	for p := range pages {
+		pages[p] = make([]cursor.Delivered, n)
+		for i, e := range page(p * n) {
+			pages[p][i] = cursor.DeliveredOf(e.ID, e.Time)
+		}
+	}
+	seq := uint64(0)
+	allocs := testing.AllocsPerRun(runs, func() {
+		o.emitted(seq, pages[seq])
+		seq++
+	})
+	// At most the growth of the pending list; an index of the keys takes
+	// hundreds a page.
+	if allocs > 2 {
+		t.Errorf("noting a page of %d keys in flight took %.0f allocations", n, allocs)
+	}
+
+	// A page asked again while two copies of its first half are in flight.
+	again := page(0)
+	half := make([]cursor.Delivered, n/2)
+	for i := range half {
+		half[i] = cursor.DeliveredOf(again[i].ID, again[i].Time)
+	}
+	o.emitted(seq, half)
+	twice := append(again[:n/2:n/2], again[:n/2]...)      // the first half twice: both held
+	thrice := append(slices.Clone(twice), again[:n/2]...) // three times: more than held, so all delivered
+	if kept, _, err := o.keep(ctx, twice); err != nil || len(kept) != 0 {
+		t.Errorf("records held twice in flight asked twice: kept %d (%v), want none", len(kept), err)
+	}
+	if kept, _, err := o.keep(ctx, thrice); err != nil || len(kept) != len(thrice) {
+		t.Errorf("records held twice in flight asked three times: kept %d (%v), want all %d", len(kept), err, len(thrice))
+	}
+	if kept, _, err := o.keep(ctx, again[n/2:]); err != nil || len(kept) != 0 {
+		t.Errorf("records held once in flight: kept %d (%v), want none", len(kept), err)
+	}
+	o.released(seq + 1)
+	if len(o.pending) != 0 {
+		t.Errorf("%d pages pending after all were committed", len(o.pending))
 	}
 }

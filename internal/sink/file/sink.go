@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,7 +69,11 @@ type Sink struct {
 	ledMu sync.Mutex
 	led   ledger
 
-	bufs sync.Pool // *[]byte, encoded batches and scratch lines
+	// bufs keeps a few buffers of at most maxPooled bytes for reuse
+	// (encoded batches of small pages, scratch lines); a larger one is
+	// left to the GC once written, so that a page's encoding is live only
+	// while it is written.
+	bufs chan *[]byte
 	zws  sync.Pool // *gzip.Writer
 }
 
@@ -133,6 +138,7 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error)
 		now:     time.Now,
 		open:    openOS,
 		streams: map[streamKey]*stream{},
+		bufs:    make(chan *[]byte, pooled),
 
 		retKick:     make(chan struct{}, 1),
 		pruned:      map[string]prometheus.Counter{},
@@ -242,9 +248,15 @@ func (s *Sink) stream(source, account string) *stream {
 // encode turns b into the bytes to append: NDJSON lines, or gzip members.
 // An envelope the format cannot hold fails it with errUnwritable.
 func (s *Sink) encode(ctx context.Context, b *record.Batch) (*pending, error) {
-	bp := s.getBuf()
+	size := 0
+	if !s.cfg.Gzip {
+		size = encodedSize(b.Envelopes)
+	}
+	bp := s.getBuf(size)
 	buf := (*bp)[:0]
 	if !s.cfg.Gzip {
+		// Sized once for the whole batch, not grown by appending.
+		buf = slices.Grow(buf, size)
 		for i := range b.Envelopes {
 			var err error
 			if buf, err = s.line(buf, &b.Envelopes[i]); err != nil {
@@ -260,7 +272,7 @@ func (s *Sink) encode(ctx context.Context, b *record.Batch) (*pending, error) {
 	if zw == nil {
 		zw = gzip.NewWriter(nil)
 	}
-	lp := s.getBuf()
+	lp := s.getBuf(0)
 	var err error
 	buf, *lp, err = appendGzip(buf, b.Envelopes, s.line, zw, (*lp)[:0])
 	s.zws.Put(zw)
@@ -273,21 +285,53 @@ func (s *Sink) encode(ctx context.Context, b *record.Batch) (*pending, error) {
 	return &pending{ctx: ctx, buf: bp, done: make(chan struct{})}, nil
 }
 
-// maxPooled is the largest buffer kept for reuse.
-const maxPooled = 64 << 20
+// maxPooled is the largest buffer kept for reuse, and pooled how many are
+// kept: a page's encoding (megabytes) is not held between writes (issue
+// 30: memory follows pipeline.buffer_records, not page size x streams).
+const (
+	maxPooled = 1 << 20
+	// lineSlack is what an NDJSON line may take beyond
+	// record.Envelope.Size (its member names and times: about 35 bytes
+	// more than Size counts).
+	lineSlack = 64
+	pooled    = 8
+)
 
-func (s *Sink) getBuf() *[]byte {
-	if bp, ok := s.bufs.Get().(*[]byte); ok {
-		return bp
+// encodedSize is about the NDJSON bytes of envs in format envelope, a
+// little more: record.Envelope.Size, lineSlack and a newline each.
+func encodedSize(envs []record.Envelope) int {
+	n := 0
+	for i := range envs {
+		n += envs[i].Size() + lineSlack + 1
 	}
-	b := make([]byte, 0, 64<<10)
+	return n
+}
+
+// getBuf returns an empty buffer for size bytes: one from the pool when
+// size fits a pooled one, else a new one of capacity size (at least 64
+// KiB).
+func (s *Sink) getBuf(size int) *[]byte {
+	if size <= maxPooled {
+		select {
+		case bp := <-s.bufs:
+			return bp
+		default:
+		}
+	}
+	b := make([]byte, 0, max(size, 64<<10))
 	return &b
 }
 
+// putBuf keeps bp for reuse unless it is larger than maxPooled or the
+// pool is full.
 func (s *Sink) putBuf(bp *[]byte) {
-	if cap(*bp) <= maxPooled {
-		*bp = (*bp)[:0]
-		s.bufs.Put(bp)
+	if bp == nil || cap(*bp) > maxPooled {
+		return
+	}
+	*bp = (*bp)[:0]
+	select {
+	case s.bufs <- bp:
+	default:
 	}
 }
 

@@ -255,70 +255,144 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Written, e
 		}
 		topics[i] = t
 	}
-	recs, err := s.enc.Encode(b.Envelopes, topics)
+	if s.transactional() {
+		// One transaction holds the whole batch: its records are encoded
+		// together.
+		send, _, dead, err := s.prepare(b, 0, n, topics)
+		if err != nil {
+			return sinkhelper.Written{}, err
+		}
+		if len(send) == 0 {
+			return sinkhelper.Written{Records: n - len(dead), DeadLetters: dead}, nil
+		}
+		s.noteHanded(b, topics)
+		return s.pushTx(ctx, b, s.client.Load(), send, dead, time.Now())
+	}
+
+	// The batch goes to the producer in chunks of about produceChunkBytes,
+	// each encoded when the one before is acknowledged: what the sink holds
+	// encoded is one chunk per Write, not a whole page (the envelopes are
+	// the pipeline's already).
+	var dead []sinkhelper.DeadLetter
+	var landed []string // exactly_once: ids the chunks before stored
+	handed := false
+	produceStart := time.Now()
+	pctx := ctx
+	if s.cfg.DeliveryTimeout > 0 {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeout(ctx, s.cfg.DeliveryTimeout)
+		defer cancel()
+	}
+	for lo := 0; lo < n; {
+		hi := chunkEnd(b.Envelopes, lo)
+		send, idx, chunkDead, err := s.prepare(b, lo, hi, topics)
+		if err != nil {
+			s.noteLandedIDs(b, landed)
+			return sinkhelper.Written{}, err
+		}
+		dead = append(dead, chunkDead...)
+		if len(send) > 0 {
+			if !handed {
+				s.noteHanded(b, topics)
+				handed = true
+			}
+			cl := s.client.Load()
+			gen := s.purges.generation()
+			results, err := s.produce(ctx, pctx, cl, send)
+			if err != nil {
+				s.noteLandedIDs(b, landed)
+				return sinkhelper.Written{}, s.fail(b, kindCanceled, fmt.Errorf("%d records not all acknowledged before the context ended: %w", n, err))
+			}
+			results = s.healRecreated(ctx, cl, results, gen)
+			more, err := s.sortFailures(ctx, b, send, idx, topics, results)
+			if err != nil {
+				s.noteLandedIDs(b, landed)
+				s.noteLanded(b, results)
+				return sinkhelper.Written{}, err
+			}
+			s.noteStored(results)
+			dead = append(dead, more...)
+			if s.exactlyOnce() && hi < n {
+				landed = appendLanded(landed, b.Envelopes, idx, more)
+			}
+		}
+		lo = hi
+	}
+	if handed && len(dead) == 0 {
+		s.m.produceLatency.Observe(time.Since(produceStart).Seconds())
+	}
+	return sinkhelper.Written{Records: n - len(dead), DeadLetters: dead}, nil
+}
+
+// produceChunkBytes is about how many bytes of envelopes one Write encodes
+// and hands to the producer at a time (chunkEnd).
+const produceChunkBytes = 1 << 20
+
+// chunkEnd returns the end of the chunk of envs that starts at lo: at
+// least one envelope, and about produceChunkBytes of them.
+func chunkEnd(envs []record.Envelope, lo int) int {
+	size := 0
+	hi := lo
+	for hi < len(envs) && (hi == lo || size < produceChunkBytes) {
+		size += envs[hi].Size()
+		hi++
+	}
+	return hi
+}
+
+// appendLanded appends to ids the ids of the envelopes the producer
+// stored: envs[idx[j]] for each record sent, but those dead-lettered.
+func appendLanded(ids []string, envs []record.Envelope, idx []int, dead []sinkhelper.DeadLetter) []string {
+	skip := make(map[*record.Envelope]bool, len(dead))
+	for _, d := range dead {
+		skip[d.Env] = true
+	}
+	for _, i := range idx {
+		if !skip[&envs[i]] {
+			ids = append(ids, envs[i].ID)
+		}
+	}
+	return ids
+}
+
+// prepare encodes the envelopes lo to hi of b (topics[i] is the topic of
+// b.Envelopes[i]) and returns the records to produce, the envelope index
+// of each, and the dead letters of the records too large to ever be
+// taken. It fails, permanently, only for a record the format cannot hold.
+func (s *Sink) prepare(b *record.Batch, lo, hi int, topics []string) ([]*kgo.Record, []int, []sinkhelper.DeadLetter, error) {
+	recs, err := s.enc.Encode(b.Envelopes[lo:hi], topics[lo:hi])
 	if err != nil {
 		// Format ocsf only: the record can never be mapped.
-		return sinkhelper.Written{}, sink.Permanent(s.fail(b, kindInvalid, err))
+		return nil, nil, nil, sink.Permanent(s.fail(b, kindInvalid, err))
 	}
 
 	// Records that cannot fit a batch of their own are dead letters before
 	// they reach the producer.
 	var dead []sinkhelper.DeadLetter
-	send := make([]*kgo.Record, 0, n)
-	idx := make([]int, 0, n) // envelope index of send[j]
+	send := make([]*kgo.Record, 0, len(recs))
+	idx := make([]int, 0, len(recs)) // envelope index of send[j]
 	limitTopic, limit := "", 0
-	for i := range recs {
+	for j := range recs {
+		i := lo + j
 		if topics[i] != limitTopic {
 			limitTopic, limit = topics[i], int(s.batchLimit(topics[i]))
 		}
-		if size := kafkarecord.StandaloneSize(&recs[i]); size > limit {
+		if size := kafkarecord.StandaloneSize(&recs[j]); size > limit {
 			dead = append(dead, sinkhelper.DeadLetter{Env: &b.Envelopes[i], Dest: topics[i], Kind: reasonTooLarge,
 				Reason: fmt.Sprintf("record of %d bytes (as a record batch of its own) exceeds the %d-byte limit of topic %s: the smaller of %s.batch_max_bytes and the topic's max.message.bytes",
 					size, limit, topics[i], prefix)})
 			continue
 		}
-		send = append(send, &recs[i])
+		send = append(send, &recs[j])
 		idx = append(idx, i)
 	}
-
-	if len(send) > 0 {
-		s.noteHanded(b, topics)
-		if s.exactlyOnce() {
-			h := kgo.RecordHeader{Key: HeaderBatch, Value: []byte(s.led.cov.BatchName(b))}
-			for _, r := range send {
-				r.Headers = append(r.Headers, h)
-			}
+	if len(send) > 0 && s.exactlyOnce() {
+		h := kgo.RecordHeader{Key: HeaderBatch, Value: []byte(s.led.cov.BatchName(b))}
+		for _, r := range send {
+			r.Headers = append(r.Headers, h)
 		}
-		produceStart := time.Now()
-		cl := s.client.Load()
-		gen := s.purges.generation()
-		if s.transactional() {
-			return s.pushTx(ctx, b, cl, send, dead, produceStart)
-		}
-		pctx := ctx
-		if s.cfg.DeliveryTimeout > 0 {
-			var cancel context.CancelFunc
-			pctx, cancel = context.WithTimeout(ctx, s.cfg.DeliveryTimeout)
-			defer cancel()
-		}
-		results, err := s.produce(ctx, pctx, cl, send)
-		if err != nil {
-			return sinkhelper.Written{}, s.fail(b, kindCanceled, fmt.Errorf("%d records not all acknowledged before the context ended: %w", n, err))
-		}
-		results = s.healRecreated(ctx, cl, results, gen)
-		more, err := s.sortFailures(ctx, b, send, idx, topics, results)
-		if err != nil {
-			s.noteLanded(b, results)
-			return sinkhelper.Written{}, err
-		}
-		if len(more) == 0 && len(results) == len(send) {
-			s.m.produceLatency.Observe(time.Since(produceStart).Seconds())
-		}
-		s.noteStored(results)
-		dead = append(dead, more...)
 	}
-
-	return sinkhelper.Written{Records: n - len(dead), DeadLetters: dead}, nil
+	return send, idx, dead, nil
 }
 
 // fail says which batch failed and marks err with kind; an error that is

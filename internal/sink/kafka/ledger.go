@@ -147,6 +147,25 @@ func (s *Sink) noteLanded(b *record.Batch, results kgo.ProduceResults) {
 	}
 }
 
+// noteLandedIDs records ids as stored by a failed Write of b: the records
+// of the chunks that the producer stored before a later one failed.
+func (s *Sink) noteLandedIDs(b *record.Batch, ids []string) {
+	if !s.exactlyOnce() || len(ids) == 0 {
+		return
+	}
+	key := landedKey{record.Stream{Source: b.Source, Account: b.Account}, b.Seq}
+	s.led.mu.Lock()
+	defer s.led.mu.Unlock()
+	got := s.led.landed[key]
+	if got == nil {
+		got = make(map[string]struct{}, len(ids))
+		s.led.landed[key] = got
+	}
+	for _, id := range ids {
+		got[id] = struct{}{}
+	}
+}
+
 // Delivery implements sink.Ledger.
 func (s *Sink) Delivery() string { return s.cfg.Delivery }
 
