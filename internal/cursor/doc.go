@@ -6,8 +6,11 @@
 // Page, which carries its record.Batch and the cursor that holds once it
 // is delivered. A Cursor holds everything a stream knows of itself that
 // must survive a restart (where it began, what it learnt of the server:
-// Limits, Density, Delays; the last inventory snapshot: Inventory), so that the checkpoint stores it whole and no
-// field is dropped in transit; a LoggedWindow keeps how long after its end
+// Limits, Density, Delays; the last inventory walk's digests: Inventory),
+// so that the checkpoint stores it whole and no field is dropped in
+// transit. A Page says why it was asked (Asked), and carries the keys its
+// records join the delivered set under (Delivered, set by the pipeline's
+// once filter). A LoggedWindow keeps how long after its end
 // it was last asked (Passed), so that a recheck schedule learnt anew moves
 // its points but never drops one.
 //

@@ -13,6 +13,11 @@
 // attribute holds in full, as sent and in the order sent, so that nothing
 // of a record is lost. raw_data (the record as a string) is optional.
 //
+// A snapshot envelope (an agent_info inventory walk's report of an
+// agent's current state) becomes a Device Inventory Info event of
+// activity Collect, with "snapshot" in metadata.labels, so that a SIEM
+// tells the current inventory from the agent's creation event.
+//
 // Records may carry members no document names, and known members may
 // change type (C3). Mapping never fails on them: a value that does not
 // convert to its attribute's type goes to unmapped and is counted as a

@@ -19,9 +19,13 @@
 // re-ask filter (once) leaves out the records the stream holds already,
 // committed in its delivered set or in flight, which is where "each
 // record once" is decided for whatever is asked again; the page goes to
-// every sink's queue; each sink's workers write it and retry; the tracker
+// every sink's queue; each sink's workers leave out what that sink's
+// recovery found it holds (its held set, in the delivered sets' key form,
+// kept by the checkpoint), write it and retry; the tracker
 // folds contiguous acknowledged pages into the commit, which stores the
-// states, logs, delivered sets and the sinks' marks in one transaction;
+// states, logs, delivered sets, held sets and the sinks' marks in one
+// transaction; the filter then lets go of the committed pages' in-flight
+// keys;
 // at start, each sink's Recover makes it agree with that commit, so that
 // each record is stored once in each sink (C7). Health (Stalled, lags,
 // errors) feeds /readyz, /healthz and /state.

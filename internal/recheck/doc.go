@@ -69,6 +69,14 @@
 // takes the sum of its parts' counts, which never exceeds what was
 // delivered, and only once every part was fetched.
 //
+// What the recheck code needs from outside reaches it through interfaces
+// it owns: the narrowing reads the delivered set's per-minute counts
+// through Counts (the checkpoint satisfies it; the app hands it to the
+// source at build), and the delays are learnt through Observer, which the
+// pipeline's once filter tells what each page added (fresh records, and
+// the late records a recheck recovered), so that nothing reads back up
+// through the pipeline.
+//
 // It reads the window log as package cursor's values (cursor.LoggedWindow),
 // which the checkpoint stores and the poller keeps, and imports no
 // internal package but cursor, record and window; the poller, the

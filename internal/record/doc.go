@@ -1,8 +1,11 @@
 // Package record holds what every stage of the collector passes along: the
 // envelope of one record (CONTRACT C7), batches of envelopes, the stable record
 // id, the lenient parsing of record times (C3, C6), and Stream, the one name
-// of a (source, account) stream in every stage. It imports no package of the
-// collector.
+// of a (source, account) stream in every stage. An envelope marked
+// Snapshot is an inventory walk's report of an agent's current state
+// (agent_info), not an event: its time is the walk's start, and its id is
+// that of the state, so the same state is never sent twice. It imports no
+// package of the collector.
 //
 // # Record id (CONTRACT C7)
 //
