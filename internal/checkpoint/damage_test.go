@@ -482,28 +482,9 @@ func TestADamagedDeliveredValueIsSaidAndItsRecordsCountAsNotDelivered(t *testing
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(29, 10))
 	k := record.Stream{Source: "dns", Account: "acme"}
-	var keys []cursor.Delivered
-	for h := range 3 {
-		for range 40 {
-			keys = append(keys, cursor.Delivered{Time: t0.Add(time.Duration(h)*time.Hour + time.Duration(rng.Int64N(int64(time.Hour)))).UnixMilli(), Hash: rng.Uint64()})
-		}
-	}
-	path := filepath.Join(t.TempDir(), "cp.db")
-	d, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Apply(ctx, Changes{States: map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: t0}}},
-		Delivered: map[record.Stream][]cursor.Delivered{k: keys}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
-	file, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := hourKeys(rng, 3, 40)
+	file := appliedFile(t, Changes{States: map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: t0}}},
+		Delivered: map[record.Stream][]cursor.Delivered{k: keys}})
 	// The value of the middle hour, found in the file by its bytes.
 	mid := t0.Add(time.Hour)
 	inMid := func(e cursor.Delivered) bool {
@@ -588,28 +569,9 @@ func TestADamagedHeldValueIsCountedAsADamagedDeliveredValueIs(t *testing.T) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(31, 7))
 	k := record.Stream{Source: "dns", Account: "acme"}
-	var keys []cursor.Delivered
-	for h := range 2 {
-		for range 30 {
-			keys = append(keys, cursor.Delivered{Time: t0.Add(time.Duration(h)*time.Hour + time.Duration(rng.Int64N(int64(time.Hour)))).UnixMilli(), Hash: rng.Uint64()})
-		}
-	}
-	path := filepath.Join(t.TempDir(), "cp.db")
-	d, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Apply(ctx, Changes{States: map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: t0}}},
-		Held: map[string]map[record.Stream][]cursor.Delivered{"kafka": {k: keys}}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
-	file, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := hourKeys(rng, 2, 30)
+	file := appliedFile(t, Changes{States: map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: t0}}},
+		Held: map[string]map[record.Stream][]cursor.Delivered{"kafka": {k: keys}}})
 	// The value of the second hour, found in the file by its bytes.
 	second := t0.Add(time.Hour).UnixMilli()
 	var late []cursor.Delivered
@@ -650,4 +612,38 @@ func TestADamagedHeldValueIsCountedAsADamagedDeliveredValueIs(t *testing.T) {
 	if n := strings.Count(logs.String(), "held set is damaged"); n != 1 || !strings.Contains(logs.String(), `"sink":"kafka"`) {
 		t.Fatalf("%d warnings, want 1 naming the sink:\n%s", n, logs.String())
 	}
+}
+
+// hourKeys returns each keys at random times of each of the first hours
+// after t0, with random id hashes.
+func hourKeys(rng *rand.Rand, hours, each int) []cursor.Delivered {
+	var keys []cursor.Delivered
+	for h := range hours {
+		for range each {
+			keys = append(keys, cursor.Delivered{Time: t0.Add(time.Duration(h)*time.Hour + time.Duration(rng.Int64N(int64(time.Hour)))).UnixMilli(), Hash: rng.Uint64()})
+		}
+	}
+	return keys
+}
+
+// appliedFile returns the bytes of a checkpoint file that one commit of c
+// wrote.
+func appliedFile(t *testing.T, c Changes) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "cp.db")
+	d, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Apply(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
