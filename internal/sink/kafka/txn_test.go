@@ -17,7 +17,7 @@ import (
 
 // readAll reads every partition of topic from the start with the given
 // isolation until nothing comes for a second.
-func readAll(t *testing.T, c *kfake.Cluster, topic string, iso kgo.IsolationLevel) []*kgo.Record {
+func readAll(t *testing.T, c *kfake.Cluster, topic string, iso kgo.IsolationLevel, want int) []*kgo.Record {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(iso))
@@ -25,15 +25,26 @@ func readAll(t *testing.T, c *kfake.Cluster, topic string, iso kgo.IsolationLeve
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	// Until want records came (a first fetch can take seconds on a busy
+	// machine, so a quiet poll does not mean the end), then until a poll
+	// brings nothing more: a count past want is the caller's to judge.
+	deadline := time.Now().Add(30 * time.Second)
 	var out []*kgo.Record
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		wait := 500 * time.Millisecond
+		if len(out) < want {
+			wait = time.Until(deadline)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		fs := cl.PollFetches(ctx)
 		cancel()
+		out = append(out, fs.Records()...)
 		if fs.NumRecords() == 0 && ctx.Err() != nil {
+			if len(out) < want {
+				t.Fatalf("read %d records of %s in 30s, want at least %d", len(out), topic, want)
+			}
 			return out
 		}
-		out = append(out, fs.Records()...)
 	}
 }
 
@@ -75,7 +86,7 @@ func TestTransactionalWritesCrashAndRecoverFences(t *testing.T) {
 	// The crash: the same process's producer (its transactional id) opens
 	// a transaction, produces copies of batch 3's records under new ids
 	// and with its batch header, and dies before the commit.
-	committed := readAll(t, c, topic, kgo.ReadCommitted())
+	committed := readAll(t, c, topic, kgo.ReadCommitted(), 4*40)
 	zombie, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.TransactionalID(cfg.TransactionalID))
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +105,7 @@ func TestTransactionalWritesCrashAndRecoverFences(t *testing.T) {
 		}
 	}
 	// Written (read_uncommitted sees them) but not visible to read_committed.
-	if n := countIDs(readAll(t, c, topic, kgo.ReadUncommitted()), crashIDs); n != len(crashIDs) {
+	if n := countIDs(readAll(t, c, topic, kgo.ReadUncommitted(), 2*len(committed)), crashIDs); n != len(crashIDs) {
 		t.Fatalf("read_uncommitted sees %d of the %d records of the open transaction", n, len(crashIDs))
 	}
 
@@ -123,7 +134,7 @@ func TestTransactionalWritesCrashAndRecoverFences(t *testing.T) {
 			t.Errorf("read back key %v: not of a committed batch past the mark", key)
 		}
 	}
-	after := readAll(t, c, topic, kgo.ReadCommitted())
+	after := readAll(t, c, topic, kgo.ReadCommitted(), len(committed))
 	if n := countIDs(after, crashIDs); n != 0 {
 		t.Fatalf("read_committed sees %d records of the crashed transaction", n)
 	}
@@ -134,7 +145,7 @@ func TestTransactionalWritesCrashAndRecoverFences(t *testing.T) {
 	b := makeBatch(t, "dns", "acme", 4, 160, 10, 20)
 	b.Seq = 4
 	write(t, s2, b)
-	if n := len(readAll(t, c, topic, kgo.ReadCommitted())); n != len(committed)+10 {
+	if n := len(readAll(t, c, topic, kgo.ReadCommitted(), len(committed)+10)); n != len(committed)+10 {
 		t.Fatalf("after a Write of the new start read_committed sees %d records, want %d", n, len(committed)+10)
 	}
 }
