@@ -110,7 +110,8 @@ type ReloadConfig struct {
 	// Enabled serves POST /-/reload on metrics.listen. Default false.
 	Enabled bool `koanf:"enabled"`
 	// TokenFile holds the bearer token a reload request must send, at
-	// least 16 characters, re-read at every request. "" asks for none.
+	// least 16 characters, re-read at every request. "" asks for none,
+	// which only a loopback metrics.listen allows (Validate), as for /tap.
 	TokenFile string `koanf:"token_file"`
 }
 
@@ -212,9 +213,7 @@ func (c Config) Validate() error {
 		errs = append(errs, &KeyError{Key: "metrics.listen", Msg: err.Error()})
 	}
 	errs = append(errs, c.validateTap()...)
-	if c.Metrics.Reload.Enabled && c.Metrics.Listen == "" {
-		errs = append(errs, &KeyError{Key: "metrics.reload.enabled", Msg: "needs metrics.listen: POST /-/reload is served by the telemetry server, which metrics.listen \"\" turns off (SIGHUP reloads without it)"})
-	}
+	errs = append(errs, c.validateReload()...)
 	if c.Metrics.FailingAfter < time.Second {
 		errs = append(errs, &KeyError{Key: "metrics.failing_after", Msg: fmt.Sprintf("must be at least 1s, got %s", c.Metrics.FailingAfter)})
 	}
@@ -241,22 +240,39 @@ func checkListen(addr string) error {
 	return nil
 }
 
-// validateTap refuses a /tap anyone who reaches the port could read: on,
+// validateTap refuses a /tap anyone who reaches the port could read, and
+// validateGuarded a POST /-/reload anyone who reaches it could send: on,
 // with no token, on an address other than loopback (a wildcard, a
 // routable address or a name that may resolve to one). An error rather
 // than a warning: the records are the platform's users' data, and a
-// configuration that serves them to the whole network must not start by
-// default; a token file (or a loopback metrics.listen) is one line away.
+// reload makes the collector read its files again and restart streams at
+// a stranger's will; a configuration that opens either to the whole
+// network must not start by default. A token file (or a loopback
+// metrics.listen) is one line away.
 func (c Config) validateTap() []error {
-	t := c.Metrics.Tap
+	return c.validateGuarded("metrics.tap", c.Metrics.Tap.Enabled, c.Metrics.Tap.TokenFile,
+		"/tap is served by the telemetry server, which metrics.listen \"\" turns off",
+		"/tap would hand every record to whoever reaches the port")
+}
+
+func (c Config) validateReload() []error {
+	return c.validateGuarded("metrics.reload", c.Metrics.Reload.Enabled, c.Metrics.Reload.TokenFile,
+		"POST /-/reload is served by the telemetry server, which metrics.listen \"\" turns off (SIGHUP reloads without it)",
+		"whoever reaches the port could make the collector reload and restart its streams")
+}
+
+// validateGuarded is the one rule of the telemetry server's guarded
+// endpoints (key: metrics.tap or metrics.reload): off, or on a served
+// metrics.listen, with a token file unless that address is loopback.
+func (c Config) validateGuarded(key string, enabled bool, tokenFile, needsListen, exposed string) []error {
 	switch {
-	case !t.Enabled:
+	case !enabled:
 		return nil
 	case c.Metrics.Listen == "":
-		return []error{&KeyError{Key: "metrics.tap.enabled", Msg: "needs metrics.listen: /tap is served by the telemetry server, which metrics.listen \"\" turns off"}}
-	case t.TokenFile == "" && !IsLoopback(c.Metrics.Listen):
-		return []error{&KeyError{Key: "metrics.tap.token_file", Msg: fmt.Sprintf("must be set when metrics.tap.enabled and metrics.listen %q is not a loopback address: "+
-			"/tap would hand every record to whoever reaches the port (set a token file, e.g. from `openssl rand -hex 32`, or listen on 127.0.0.1)", c.Metrics.Listen)}}
+		return []error{&KeyError{Key: key + ".enabled", Msg: "needs metrics.listen: " + needsListen}}
+	case tokenFile == "" && !IsLoopback(c.Metrics.Listen):
+		return []error{&KeyError{Key: key + ".token_file", Msg: fmt.Sprintf("must be set when %s.enabled and metrics.listen %q is not a loopback address: "+
+			"%s (set a token file, e.g. from `openssl rand -hex 32`, or listen on 127.0.0.1)", key, c.Metrics.Listen, exposed)}}
 	}
 	return nil
 }

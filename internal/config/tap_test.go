@@ -65,3 +65,40 @@ func TestTapIsOffByDefaultAndNeedsATokenOffLoopback(t *testing.T) {
 		t.Errorf("from the environment: %+v, %v", cfg.Metrics.Tap, err)
 	}
 }
+
+// POST /-/reload follows /tap's rule (one rule, validateGuarded): on a
+// non-loopback metrics.listen it needs a token file, or anyone who reaches
+// the port could make the collector read its files again and restart its
+// streams (the chart's reloadInPlace served it on 0.0.0.0 with none).
+func TestReloadNeedsATokenOffLoopbackAsTapDoes(t *testing.T) {
+	t.Parallel()
+	env := []string{"COLLECTOR_API__SECRET=s"}
+	good := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(good, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, metrics, want string
+	}{
+		{"off on 0.0.0.0", "listen: 0.0.0.0:9464", ""},
+		{"on, loopback, no token", "listen: 127.0.0.1:9464\n  reload: {enabled: true}", ""},
+		{"on, 0.0.0.0, no token", "listen: 0.0.0.0:9464\n  reload: {enabled: true}", "metrics.reload.token_file: must be set when metrics.reload.enabled"},
+		{"on, :9464, no token", "listen: ':9464'\n  reload: {enabled: true}", "metrics.reload.token_file: must be set"},
+		{"on, no listen", "listen: ''\n  reload: {enabled: true}", "metrics.reload.enabled: needs metrics.listen"},
+		{"on, 0.0.0.0, token", "listen: 0.0.0.0:9464\n  reload: {enabled: true, token_file: " + good + "}", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := Load(writeFile(t, validBase+"metrics:\n  "+c.metrics+"\n"), env)
+			if err == nil {
+				err = cfg.CheckFiles()
+			}
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("err = %v, want it to load", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+}

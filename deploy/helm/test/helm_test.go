@@ -369,6 +369,12 @@ func TestChartReloadInPlaceDropsTheChecksumAndEnablesReload(t *testing.T) {
 	reload, _ := cfg["metrics"].(map[string]any)["reload"].(map[string]any)
 	mustf(t, reload["enabled"] == true && reload["token_file"] == "/data/reload-token", "metrics.reload with reloadInPlace: %v", reload)
 	mustf(t, cfg["metrics"].(map[string]any)["listen"] == "0.0.0.0:9464", "reloadInPlace lost metrics.listen: %v", cfg["metrics"])
+	// Without a token the endpoint would reload the collector for whoever
+	// reaches port 9464: the chart refuses, naming the key.
+	for _, v := range []string{`{reloadInPlace: true}`, `{config: {metrics: {reload: {enabled: true}}}}`} {
+		_, err := render(t, "team-a", values(t, v))
+		mustf(t, err != nil && strings.Contains(err.Error(), "config.metrics.reload.token_file"), "%s rendered without a reload token (err %v)", v, err)
+	}
 }
 
 func TestTwoReleasesAreTwoCollectors(t *testing.T) {

@@ -90,6 +90,12 @@ collector refuses the configuration otherwise; the chart says so first). */}}
 {{- if and (dig "metrics" "tap" "enabled" false $c) (not (dig "metrics" "tap" "token_file" "" $c)) }}
 {{- fail "config.metrics.tap.enabled needs config.metrics.tap.token_file, a file of a secretMounts Secret holding the bearer token: /tap hands every record to whoever reaches port 9464" }}
 {{- end }}
+{{- /* POST /-/reload (reloadInPlace, or set by hand) makes the collector
+read its files again and restart streams: on 0.0.0.0, only with a token, as
+/tap (the collector refuses the configuration otherwise). */}}
+{{- if and (or .Values.reloadInPlace (dig "metrics" "reload" "enabled" false $c)) (not (dig "metrics" "reload" "token_file" "" $c)) }}
+{{- fail "reloadInPlace (config.metrics.reload.enabled) needs config.metrics.reload.token_file, a file of a secretMounts Secret holding the bearer token: POST /-/reload on port 9464 would reload the collector for whoever reaches the port" }}
+{{- end }}
 {{- $keys := .Files.Get "files/config-keys.yaml" | fromYaml }}
 {{- if or (hasKey $keys "Error") (not (get $keys "secrets")) (not (get $keys "files")) }}
 {{- fail (printf "files/config-keys.yaml: %v" (get $keys "Error" | default "no secrets or files lists")) }}
