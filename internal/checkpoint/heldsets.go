@@ -181,9 +181,10 @@ func putHeld(tx *bolt.Tx, held map[string]map[record.Stream][]cursor.Delivered) 
 // unless its mark says it did not change. Once the page that emitted it
 // is committed, its mark keeps it from every sink; a record a dead run
 // stored past the checkpoint has no mark, and only the held set keeps it
-// from the sink. Cut at the delivered cutoff, the first commit of the run
-// that recovered dropped those entries while the records' pages were not
-// committed, and the next run wrote them to the sink again (C7).
+// from the sink. Cut at the delivered cutoff, any commit of the stream
+// after the recovery (an empty window's page will do) dropped those
+// entries while no page of their records was committed, and the next run's
+// re-ask wrote them to the sink again (C7).
 func heldCutoff(tx *bolt.Tx, key []byte, cutoff time.Time, a cursor.AlertChanges) time.Time {
 	if prune := a.PruneCreatedBefore; !prune.IsZero() {
 		if prune.Before(cutoff) {

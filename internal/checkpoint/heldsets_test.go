@@ -195,9 +195,9 @@ func TestAHeldSetIsStoredAndCutAsTheDeliveredSetIs(t *testing.T) {
 // no mark, so only the held set keeps it from the sink (C7). A commit of
 // the stream cuts its held set at the alert prune it carries, its
 // delivered set at the watermark; a commit without a prune cuts no held
-// entry. (The crash-loop duplicates of the transactional Kafka test: the
-// first commit of the run that recovered cut the held alerts at the
-// stream's start, and the next run wrote them again.)
+// entry. (The crash-loop duplicates of the transactional Kafka test: a
+// commit of the stream after the recovery cut the held alerts at the
+// stream's start, and the next run's re-ask wrote them again.)
 func TestAHeldSetOfAnAlertStreamIsCutWhereItsAlertsAreNoLongerAskedAgain(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -97,7 +97,10 @@ func copyFile(t *testing.T, from, to string) {
 // holds them, commits one page of the stream before its own re-ask, and
 // dies. The run after that must not write them again: the held set lasts
 // as long as the alerts are asked again, not only to the stream's
-// delivered cutoff (its start), where that page's commit cut it.
+// delivered cutoff (its start), where that page's commit cut it. The
+// page's commit is the one every page of the stream makes (its state and
+// its alert prune), applied to the checkpoint directly: a real run might
+// reach its re-ask before its first commit.
 func TestHeldEdgeAlertsOutliveACommitBeforeTheirReask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		_, hc := simtest.StartInMemory(t, nil)
