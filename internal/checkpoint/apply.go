@@ -53,7 +53,7 @@ type Changes struct {
 	// Held add to the sinks' held sets, by sink name and stream: what a
 	// sink holds beyond the checkpoint (sink.Ledger.Recover). They are
 	// stored as the delivered sets are, and a stream's are cut with its
-	// delivered set (heldsets.go).
+	// delivered set, no later than its alert marks (heldsets.go).
 	Held map[string]map[record.Stream][]cursor.Delivered
 }
 
@@ -250,7 +250,7 @@ func (d *DB) apply(ctx context.Context, c Changes, what string) error {
 			if err := pruneDelivered(tx, key, cutoff); err != nil {
 				return fmt.Errorf("delivered set of %s: %w", k, err)
 			}
-			if err := pruneHeld(tx, key, cutoff); err != nil {
+			if err := pruneHeld(tx, key, heldCutoff(tx, key, cutoff, c.Alerts[k])); err != nil {
 				return fmt.Errorf("the sinks' held sets of %s: %w", k, err)
 			}
 		}

@@ -25,11 +25,12 @@ import (
 // sub-bucket per sink name, in it one per stream (the stream's key), whose
 // values are those of a delivered set (delivered.go: version 3, hour
 // spans, CRC-32C), written by the same putSpans, cut by the same
-// pruneSpans at the same cutoff as the stream's delivered set, in the same
-// transaction. An entry the cut leaves may be redundant (its record was
-// committed since, and the delivered set keeps it from the sinks), never
-// wrong: the sink does hold the record. A damaged value counts as not held
-// (a copy, never a loss).
+// pruneSpans in the same transaction as the stream's delivered set, at
+// the same cutoff, except for a stream that tracks alerts (heldCutoff).
+// An entry the cut leaves may be redundant (its record was committed
+// since, and the delivered set or the alert marks keep it from the sinks),
+// never wrong: the sink does hold the record. A damaged value counts as
+// not held (a copy, never a loss).
 //
 // A file of collectors before the held sets keeps a sink's held set as a
 // JSON value in the marks bucket, under the sink's name and "\x00skip"
@@ -165,6 +166,36 @@ func putHeld(tx *bolt.Tx, held map[string]map[record.Stream][]cursor.Delivered) 
 		}
 	}
 	return nil
+}
+
+// heldCutoff is where the held sets of the stream key are cut in a commit
+// whose delivered set is cut at cutoff and whose alert changes of the
+// stream are a: at cutoff, but no later than a.PruneCreatedBefore for a
+// stream that tracks alerts (a has a prune, or the stream has alert marks),
+// and not at all by a commit of such a stream without a prune.
+//
+// Edge alerts are asked again for updates by creation time (C6) back to
+// where their marks are pruned, far before the delivered cutoff (the
+// watermark, the oldest logged window): a 24 h lookback reaches alerts
+// created before the stream's start, and a re-asked alert is emitted again
+// unless its mark says it did not change. Once the page that emitted it
+// is committed, its mark keeps it from every sink; a record a dead run
+// stored past the checkpoint has no mark, and only the held set keeps it
+// from the sink. Cut at the delivered cutoff, any commit of the stream
+// after the recovery (an empty window's page will do) dropped those
+// entries while no page of their records was committed, and the next run's
+// re-ask wrote them to the sink again (C7).
+func heldCutoff(tx *bolt.Tx, key []byte, cutoff time.Time, a cursor.AlertChanges) time.Time {
+	if prune := a.PruneCreatedBefore; !prune.IsZero() {
+		if prune.Before(cutoff) {
+			return prune
+		}
+		return cutoff
+	}
+	if root := tx.Bucket(bucketAlerts); root != nil && root.Bucket(key) != nil {
+		return time.Time{} // tracks alerts: cut by a commit that prunes them
+	}
+	return cutoff
 }
 
 // pruneHeld cuts the held sets of the stream key of every sink at cutoff,

@@ -188,6 +188,71 @@ func TestAHeldSetIsStoredAndCutAsTheDeliveredSetIs(t *testing.T) {
 	}
 }
 
+// The held set of a stream that tracks alerts (edge alerts) lasts as long
+// as its alerts are asked again: a re-ask emits again, by creation time,
+// alerts created back to where the marks are pruned (C6), long before the
+// delivered cutoff, and an alert a dead run stored past the checkpoint has
+// no mark, so only the held set keeps it from the sink (C7). A commit of
+// the stream cuts its held set at the alert prune it carries, its
+// delivered set at the watermark; a commit without a prune cuts no held
+// entry. (The crash-loop duplicates of the transactional Kafka test: a
+// commit of the stream after the recovery cut the held alerts at the
+// stream's start, and the next run's re-ask wrote them again.)
+func TestAHeldSetOfAnAlertStreamIsCutWhereItsAlertsAreNoLongerAskedAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := openTest(t)
+	k := record.Stream{Source: "edge_alerts", Account: "edge"}
+	at := func(id string, h time.Duration) cursor.Delivered { return cursor.DeliveredOf(id, t0.Add(h)) }
+	// A dead run stored alerts created 30 h, 20 h and 1 h before t0 (its
+	// lookback's re-ask) past the checkpoint.
+	gone, lookback, fresh := at("created-30h", -30*time.Hour), at("created-20h", -20*time.Hour), at("created-1h", -time.Hour)
+	err := d.Apply(ctx, Changes{Held: map[string]map[record.Stream][]cursor.Delivered{"kafka": {k: {gone, lookback, fresh}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The run that recovered commits a page of the stream before its
+	// re-ask: watermark t0, alert marks pruned before t0 - 24 h.
+	page := Changes{
+		States:    map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: t0}}},
+		Delivered: map[record.Stream][]cursor.Delivered{k: {fresh}},
+		Alerts: map[record.Stream]cursor.AlertChanges{k: {
+			Put:                map[string]cursor.AlertMark{"u-fresh": {Update: t0.Add(-time.Hour), Create: t0.Add(-time.Hour)}},
+			PruneCreatedBefore: t0.Add(-24 * time.Hour),
+		}},
+	}
+	if err := d.Apply(ctx, page); err != nil {
+		t.Fatal(err)
+	}
+	held, err := d.Held(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []cursor.Delivered{lookback, fresh}
+	if fmt.Sprint(held["kafka"][k]) != fmt.Sprint(want) {
+		t.Fatalf("held after a commit with the alert prune at t0-24h: %v, want %v (cut at the prune, not at the watermark)", held["kafka"][k], want)
+	}
+	if dl, err := d.deliveredIn(ctx, k, t0.Add(-48*time.Hour), t0.Add(time.Hour)); err != nil || len(dl) != 0 {
+		t.Fatalf("delivered set after the commit: %v, %v; want it cut at the watermark", dl, err)
+	}
+	// A later page without alert changes cuts no held entry.
+	if err := d.Apply(ctx, Changes{States: map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: t0.Add(time.Hour)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if held, err = d.Held(ctx); err != nil || fmt.Sprint(held["kafka"][k]) != fmt.Sprint(want) {
+		t.Fatalf("held after a commit without an alert prune: %v, %v; want %v", held["kafka"][k], err, want)
+	}
+	// The prune moves past an entry's creation: it goes.
+	page.Alerts[k] = cursor.AlertChanges{PruneCreatedBefore: t0.Add(-10 * time.Hour)}
+	page.Delivered = nil
+	if err := d.Apply(ctx, page); err != nil {
+		t.Fatal(err)
+	}
+	if held, err = d.Held(ctx); err != nil || fmt.Sprint(held["kafka"][k]) != fmt.Sprint([]cursor.Delivered{fresh}) {
+		t.Fatalf("held after the prune moved to t0-10h: %v, %v; want %v", held["kafka"][k], err, []cursor.Delivered{fresh})
+	}
+}
+
 // openTest opens a new checkpoint file, closed when t ends.
 func openTest(t *testing.T) *DB {
 	t.Helper()

@@ -20,8 +20,10 @@ import (
 // to the sink's held set in the checkpoint, which keeps it as it keeps
 // the delivered sets and cuts it at the stream's horizon. Nothing is
 // taken out of it when a page leaves a record out: once that page is
-// committed, the stream's delivered set keeps the record from every sink,
-// and the horizon cuts the entry when the period can no longer be asked.
+// committed, the stream's delivered set (or, for edge alerts, its alert
+// mark) keeps the record from every sink, and the checkpoint cuts the
+// entry when the period can no longer be asked (for edge alerts, where
+// their marks are cut: their re-asks reach far behind the watermark).
 
 // recoverSinks makes every ledger sink agree with the checkpoint before
 // anything is written (see above), loads its held set, and commits a
