@@ -1,0 +1,132 @@
+package source
+
+import (
+	"time"
+
+	"github.com/svcexport/collector/internal/cursor"
+	"github.com/svcexport/collector/internal/recheck"
+	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/window"
+)
+
+// Every poll re-covers the late phase (issue 31). A fresh poll of a
+// caught-up stream asks from the start of its dense phase rather than from
+// its watermark, while that phase holds at most about a page
+// (recheck.Config.Recover): a record late by less than the dense phase
+// arrives with the next poll, at no extra request. What the window holds
+// below the watermark goes out as a Revisit page asked as late
+// (cursor.AskedLate, emitRecords): the once filter leaves out what was
+// delivered before (C7) and the stream learns the platform's delays from
+// what it keeps, as from a recheck. The window's last page moves the
+// watermark to its end (never back), and its log changes, committed with
+// it, log the new part [watermark, end) and give each re-covered window
+// the count the chain held in it, asked now (logRecovered): their sweep
+// need not count them again. A crash mid re-cover resumes the chain (or
+// asks the window again): the delivered set leaves out what went out, and
+// the log keeps its old counts until the last page commits.
+
+// recover returns w, the window a caught-up stream is about to ask, widened
+// back to the start of its dense phase when re-covering it pays (see the
+// comment at the top of the file); w itself otherwise.
+func (r *run) recover(w window.Window, now time.Time) window.Window {
+	p := r.p
+	rv := p.rv
+	if p.cfg.Spec.Edge || !rv.rechecking() || !w.Start.Equal(r.cur.Watermark) ||
+		p.planner().Limit(now).After(w.End) {
+		return w // not the freshest window of a caught-up core stream
+	}
+	rv.learn()
+	cfg := rv.pts()
+	expect := int64(p.st.Density() * w.Duration().Hours())
+	from, ok := cfg.Recover(rv.wlog.list(), r.cur.Watermark, w.End, expect, p.paging().PageSize())
+	if !ok {
+		return w
+	}
+	if floor := p.plan.Floor(now); from.Before(floor) {
+		return w
+	}
+	w.Start = from
+	return w
+}
+
+// recoverTally is what the walk of a core window that starts below the
+// watermark saw (a re-cover, or a configured overlap): the record times of
+// its chain, so that the log can say what each part held.
+type recoverTally struct {
+	// below is the watermark before the window.
+	below time.Time
+	// times are the record times of every record the chain brought.
+	times []time.Time
+	// partial: the chain was resumed after a restart: its first pages
+	// are unknown, and so are the counts.
+	partial bool
+}
+
+// add takes the record times of envs.
+func (t *recoverTally) add(envs []record.Envelope) {
+	if t == nil {
+		return
+	}
+	for _, e := range envs {
+		t.times = append(t.times, e.Time)
+	}
+}
+
+// in counts the records of [from, to).
+func (t *recoverTally) in(from, to time.Time) int64 {
+	var n int64
+	for _, x := range t.times {
+		if !x.Before(from) && x.Before(to) {
+			n++
+		}
+	}
+	return n
+}
+
+// logRecovered logs a core window w that started below the watermark and
+// whose chain was walked to its end, first page served at started: the
+// part past the watermark as a new entry, with the records the chain held
+// there (0 for a resumed chain: never more than was delivered, so a
+// recheck finds it grown and asks, at worst, once too often), and each
+// logged window w covered whole with the count the chain held in it, asked
+// at started (a resumed chain leaves them as they are: counted later, as
+// before).
+func (r *rechecks) logRecovered(lc *cursor.LogChanges, w window.Window, t *recoverTally, started time.Time) {
+	now := r.cfg.Clock.Now()
+	if started.IsZero() {
+		started = now
+	}
+	cfg := r.pts()
+	lc.Windows.PruneBefore = cfg.PruneBefore(now)
+	if w.End.After(t.below) {
+		var n int64
+		if !t.partial {
+			n = t.in(t.below, w.End)
+		}
+		e := cfg.Entry(t.below, w.End, n, "", started)
+		if !cfg.Done(e) {
+			r.wlog[e.Start] = e
+			lc.Windows.Put = append(lc.Windows.Put, e)
+		}
+	}
+	if t.partial {
+		return
+	}
+	to := t.below
+	if w.End.Before(to) {
+		to = w.End
+	}
+	for _, e := range r.wlog.list() {
+		if e.Edge() || e.Start.Before(w.Start) || e.End.After(to) {
+			continue
+		}
+		ne := recheck.Recovered(e, t.in(e.Start, e.End), started)
+		if cfg.Done(ne) {
+			delete(r.wlog, e.Start)
+			lc.Windows.Delete = append(lc.Windows.Delete, e.Start)
+			continue
+		}
+		r.wlog[e.Start] = ne
+		lc.Windows.Put = append(lc.Windows.Put, ne)
+	}
+}
