@@ -25,10 +25,10 @@ import (
 // asks the window again): the delivered set leaves out what went out, and
 // the log keeps its old counts until the last page commits.
 
-// recover returns w, the window a caught-up stream is about to ask, widened
+// recoverLatePhase returns w, the window a caught-up stream is about to ask, widened
 // back to the start of its dense phase when re-covering it pays (see the
 // comment at the top of the file); w itself otherwise.
-func (r *run) recover(w window.Window, now time.Time) window.Window {
+func (r *run) recoverLatePhase(w window.Window, now time.Time) window.Window {
 	p := r.p
 	rv := p.rv
 	if p.cfg.Spec.Edge || !rv.rechecking() || !w.Start.Equal(r.cur.Watermark) ||

@@ -52,7 +52,7 @@ func (r *run) step(ctx context.Context) error {
 	}
 	w, ok := p.planner().Next(r.cur.Watermark, planNow, p.st.Density())
 	if ok {
-		return r.window(ctx, r.recover(w, planNow))
+		return r.window(ctx, r.recoverLatePhase(w, planNow))
 	}
 	p.st.SetCaughtUp(true)
 	began := p.clk.Now()
