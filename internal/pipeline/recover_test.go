@@ -392,14 +392,18 @@ func (w *denseWatch) first(account string, from time.Time, d time.Duration, up b
 
 // The platform's delays grow from 5 to 40 minutes, or shrink from 40 to
 // 5, during a run: nothing is missed, and the dense phase follows: past
-// 40 minutes within one sparse point of the first records late past the
-// old dense phase becoming visible (at most twice the new delay), back
-// under 10 minutes as the long delays fade. Five hours of API time.
+// 40 minutes within about one sparse point of the records late by 40
+// minutes becoming visible (a ladder of sparse points at twice the dense
+// phase: at most twice the new delay, plus the old dense phase), back
+// under 10 minutes as the long delays fade (their 1% tail: about 3.5 h
+// after the last of them was found). Five and six and a half hours of
+// API time.
 func TestTheDensePhaseFollowsThePlatformsDelays(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		before, after time.Duration
-	}{{"grow", 5 * time.Minute, 40 * time.Minute}, {"shrink", 40 * time.Minute, 5 * time.Minute}} {
+		run           time.Duration
+	}{{"grow", 5 * time.Minute, 40 * time.Minute, 5 * time.Hour}, {"shrink", 40 * time.Minute, 5 * time.Minute, 6*time.Hour + 30*time.Minute}} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				begin := time.Now()
@@ -413,7 +417,7 @@ func TestTheDensePhaseFollowsThePlatformsDelays(t *testing.T) {
 				reg := prometheus.NewRegistry()
 				w := &denseWatch{reg: reg}
 				start := begin.Add(-5 * time.Minute).Truncate(time.Minute)
-				end := begin.Add(5 * time.Hour)
+				end := begin.Add(tc.run)
 				lr := lateRun{hc: hc, path: filepath.Join(t.TempDir(), "checkpoint.db"), accounts: []string{"acme"}, start: start,
 					lag: 30 * time.Second, ival: 30 * time.Second, reg: reg, watch: w.watch}
 				rec := lr.run(t, end)
@@ -427,26 +431,33 @@ func TestTheDensePhaseFollowsThePlatformsDelays(t *testing.T) {
 				if missing != 0 || copies != 0 {
 					t.Errorf("%d missing, %d copies", missing, copies)
 				}
-				before, ok := w.first("acme", sw.Add(-10*time.Minute), 0, true)
-				if !ok {
+				if _, ok := w.first("acme", sw.Add(-10*time.Minute), time.Second, true); !ok {
 					t.Fatal("no dense phase sampled")
 				}
+				// Once the dense phase covers the delays, late records come
+				// with the next poll.
+				settled := begin.Add(2 * tc.before)
 				if tc.after > tc.before {
-					// The first records late past the old dense phase become
-					// visible about then after the switch; one sparse point
-					// later (at most twice the new delay) it covers them.
+					// The records late past the old dense phase are found at
+					// a ladder of sparse points, each twice the dense phase.
 					at, ok := w.first("acme", sw, tc.after, true)
 					t.Logf("dense phase reached %v %v after the switch", tc.after, at.Sub(sw))
 					if !ok || at.Sub(sw) > 2*tc.after+tc.before+5*time.Minute {
 						t.Errorf("dense phase reached %v at %v after the switch (ok %v), want within one sparse point", tc.after, at.Sub(sw), ok)
 					}
-					return
+					settled = at.Add(5 * time.Minute)
+				} else {
+					at, ok := w.first("acme", sw, 10*time.Minute, false)
+					t.Logf("dense phase back under 10m %v after the switch", at.Sub(sw))
+					if !ok || at.Sub(sw) > tc.after+tc.before+4*time.Hour {
+						t.Errorf("the dense phase came back under 10 minutes %v after the delays shrank (ok %v), want within 4h after the last long delays", at.Sub(sw), ok)
+					}
 				}
-				_ = before
-				at, ok := w.first("acme", sw, 10*time.Minute, false)
-				t.Logf("dense phase back under 10m %v after the switch", at.Sub(sw))
-				if !ok {
-					t.Errorf("the dense phase never came back under 10 minutes after the delays shrank")
+				ages, _ = freshness(t, srv, seen, "acme", start, settled, end.Add(-70*time.Minute), lr.lag)
+				t.Logf("late records visible from %v after the start: %d, fetched p50 %v p99 %v after becoming visible", settled.Sub(begin),
+					len(ages), percentile(ages, 0.5), percentile(ages, 0.99))
+				if p99 := percentile(ages, 0.99); p99 > lr.ival+5*time.Second {
+					t.Errorf("late records fetched p99 %v after becoming visible once the dense phase followed, want within the next poll", p99)
 				}
 			})
 		})
