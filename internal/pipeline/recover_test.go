@@ -504,6 +504,9 @@ func TestAQuietAccountLearnsAsFastAsABusyOne(t *testing.T) {
 			if missing != 0 {
 				t.Errorf("%s: %d missing", acct, missing)
 			}
+			if p99 := percentile(ages, 0.99); p99 > lr.ival+5*time.Second {
+				t.Errorf("%s: late records fetched p99 %v after becoming visible, want within the next poll", acct, p99)
+			}
 		}
 		if copies != 0 {
 			t.Errorf("%d copies", copies)
