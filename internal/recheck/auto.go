@@ -16,13 +16,14 @@ import (
 // streams of its source (Pool: a source's delays are mostly the
 // platform's), and asks Config.Learnt for the points of each step:
 //
-//   - a dense phase: the windows that ended less than Dense ago. While it
-//     holds at most about a page, every fresh poll asks it again with the
-//     new window (Config.Recover: the once filter leaves out what was
-//     delivered, so a record late by less than Dense arrives with the
-//     next poll at no extra request); when it holds more, its windows are
-//     counted again at every sweep, once per Cadence (one count request
-//     covers the run of them). Dense is the tail of the delays learnt
+//   - a dense phase: the windows that ended less than Dense ago. Every
+//     fresh poll asks it again with the new window, as far back as the
+//     poll's first page holds (Config.Recover: the once filter leaves out
+//     what was delivered, so a record late by less than that arrives with
+//     the next poll at no extra request); the windows of it no poll
+//     re-covered (a dense phase of more than a page) are counted again at
+//     every sweep, once per Cadence (one count request covers the run of
+//     them). Dense is the tail of the delays learnt
 //     (the 99th percentile of the late records' delays, pooled over the
 //     source's streams, or the stream's own when it learnt a longer one)
 //     plus one cadence. Before anything was learnt it is a prior of 5
@@ -215,13 +216,14 @@ func autoOffsets(dense time.Duration) []time.Duration {
 }
 
 // sweeps reports whether w is counted again by this step's sweep: Sweep is
-// set, w ended less than Dense ago and was last asked at least a cadence
-// ago (a window just fetched, or just asked again by a fresh poll that
-// re-covered it, Recover, has nothing new to show).
+// set, w ended less than Dense ago, and it was last asked at least a
+// cadence ago or before the latest poll that re-covered the late phase
+// (Polled), which left it out. A window just fetched, or asked again by
+// that poll (Recover), has nothing new to show.
 func (c Config) sweeps(w cursor.LoggedWindow, now time.Time) bool {
 	asked := w.Checked()
 	if w.FetchedAt.After(asked) {
 		asked = w.FetchedAt
 	}
-	return c.Sweep && now.Sub(w.End) < c.Dense && now.Sub(asked) >= c.Cadence
+	return c.Sweep && now.Sub(w.End) < c.Dense && (now.Sub(asked) >= c.Cadence || asked.Before(c.Polled))
 }

@@ -12,18 +12,20 @@ import (
 // re-covers the late phase (issue 31): the window [watermark, end) it is
 // about to ask becomes [from, end), with from the start of the oldest
 // logged window that ends less than Dense before end, among the windows
-// that run back from the watermark without a gap. The once filter leaves
-// out what was delivered (C7), so a record late by less than Dense
-// arrives with the next poll at no extra request, and the re-covered
-// windows need no count at this step's sweep (their entries say they
-// were asked, Recovered).
+// that run back from the watermark without a gap, as far as their logged
+// counts and the new window's rows (expect, as the stream's density
+// estimates them) fit in pageRows: the poll's first page, which it asks
+// anyway, so that re-covering costs no request. The once filter leaves
+// out what was delivered (C7), so a record late by less than the reach
+// arrives with the next poll, and the re-covered windows need no count at
+// this step's sweep (their entries say they were asked, Recovered). A
+// dense phase that holds more than a page is re-covered in its latest
+// part, where most late records fall; its older windows keep their counts.
 //
 // It reports false, and the poll asks from the watermark, when c is not
 // Auto (fixed points keep their counts), no logged window ends at the
-// watermark, or the re-covered windows (their logged counts) and the new
-// one (expect, its rows as the stream's density estimates them) would
-// hold more than pageRows: a dense phase of more than about a page keeps
-// its counts, which cost one request where re-covering would cost pages.
+// watermark, or not even the newest one fits in the page with the new
+// window.
 func (c Config) Recover(log []cursor.LoggedWindow, watermark, end time.Time, expect, pageRows int64) (time.Time, bool) {
 	if !c.Auto || c.Dense <= 0 || pageRows <= 0 {
 		return time.Time{}, false
@@ -41,7 +43,7 @@ func (c Config) Recover(log []cursor.LoggedWindow, watermark, end time.Time, exp
 			break // a gap, or older than the dense phase
 		}
 		if rows += max(w.Count, 0); rows > pageRows {
-			return time.Time{}, false
+			break // more than the page holds
 		}
 		from, at = w.Start, w.Start
 	}

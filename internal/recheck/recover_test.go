@@ -20,9 +20,8 @@ func logOf(n int, d time.Duration, end time.Time, count int64) []cursor.LoggedWi
 }
 
 // A fresh poll re-covers the logged windows of the dense phase, back from
-// the watermark without a gap, while they and the new window hold at most
-// a page; not with fixed points, a gap at the watermark, or more than a
-// page.
+// the watermark without a gap, as far as they and the new window fit in a
+// page; not with fixed points, or a gap at the watermark.
 func TestRecoverReachesBackOverTheDensePhase(t *testing.T) {
 	t.Parallel()
 	c := DefaultConfig().Learnt(cursor.Delays{}, cursor.Delays{}, time.Minute) // dense 6m
@@ -34,8 +33,11 @@ func TestRecoverReachesBackOverTheDensePhase(t *testing.T) {
 	if !ok || !from.Equal(wm.Add(-5*time.Minute-30*time.Second)) {
 		t.Fatalf("Recover = %v %v, want %v", from.Sub(wm), ok, -5*time.Minute-30*time.Second)
 	}
-	if _, ok := c.Recover(log, wm, end, 10, 100); ok {
-		t.Error("12 windows of 10 and 10 new re-covered under a page of 100")
+	if from, ok := c.Recover(log, wm, end, 10, 100); !ok || !from.Equal(wm.Add(-4*time.Minute-30*time.Second)) {
+		t.Errorf("a page of 100: %v %v, want the newest 9 windows of 10 (-4m30s)", from.Sub(wm), ok)
+	}
+	if _, ok := c.Recover(log, wm, end, 95, 100); ok {
+		t.Error("re-covered with no window fitting in the page")
 	}
 	if _, ok := fixedConfig().Recover(log, wm, end, 10, 5000); ok {
 		t.Error("fixed points re-covered")

@@ -73,6 +73,9 @@ type rechecks struct {
 	points recheck.Config
 	set    bool
 	swept  time.Time
+	// polled is when the latest fresh poll that re-covered the late
+	// phase began (recheck.Config.Polled).
+	polled time.Time
 	// view is what learn last published, for Snapshot (any goroutine).
 	view atomic.Pointer[learntView]
 }

@@ -242,6 +242,7 @@ func (r *rechecks) Recheck(ctx context.Context, a *run) error {
 		// request for the run of them (recheck.Config.Learnt).
 		r.points.Sweep, r.swept = true, now
 	}
+	r.points.Polled = r.polled
 	r.prune(now)
 	cfg := r.pts()
 	units := cfg.Due(r.wlog.list(), now)

@@ -11,9 +11,10 @@ import (
 
 // Every poll re-covers the late phase (issue 31). A fresh poll of a
 // caught-up stream asks from the start of its dense phase rather than from
-// its watermark, while that phase holds at most about a page
-// (recheck.Config.Recover): a record late by less than the dense phase
-// arrives with the next poll, at no extra request. What the window holds
+// its watermark, as far back as its first page holds
+// (recheck.Config.Recover): a record late by less than that arrives with
+// the next poll, at no extra request; the older part of a dense phase of
+// more than a page keeps its counts. What the window holds
 // below the watermark goes out as a Revisit page asked as late
 // (cursor.AskedLate, emitRecords): the once filter leaves out what was
 // delivered before (C7) and the stream learns the platform's delays from
@@ -46,6 +47,7 @@ func (r *run) recoverLatePhase(w window.Window, now time.Time) window.Window {
 		return w
 	}
 	w.Start = from
+	rv.polled = now
 	return w
 }
 
