@@ -675,7 +675,7 @@ func latePhaseAtTheBudget(t *testing.T, lag, interval time.Duration, share float
 		}
 	}
 	hours := end.Sub(begin).Hours()
-	t.Logf("lag %v interval %v share %v: %d on time, %d late, %d missing (%d visible in the last 40 minutes not yet fetched), %d copies, %d x 429; on time p50 %v p99 %v, late p50 %v p99 %v, %d%% within 2m; %.0f requests/h; %.2f rows served per record (%d for %d), %.0f bytes served per record",
+	t.Logf("lag %v interval %v share %v: %d on time, %d late, %d missing (%d visible in the last 65 minutes not yet fetched), %d copies, %d x 429; on time p50 %v p99 %v, late p50 %v p99 %v, %d%% within 2m; %.0f requests/h; %.2f rows served per record (%d for %d), %.0f bytes served per record",
 		lag, interval, share, len(onTime), len(late), missing, notYet, copies, limited, percentile(onTime, 0.5).Round(time.Second), percentile(onTime, 0.99).Round(time.Second),
 		percentile(late, 0.5).Round(time.Second), percentile(late, 0.99).Round(time.Second), 100*within2m/max(len(late), 1), float64(requests)/hours,
 		float64(served)/float64(max(len(seen), 1)), served, len(seen), float64(log.bytes)/float64(max(len(seen), 1)))

@@ -333,7 +333,7 @@ func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain curs
 	if o.tally == nil && o.dig == nil && w.Start.Before(r.cur.Watermark) {
 		// A window that starts below the watermark (rechecks_recover.go):
 		// its log entries come from what its chain held.
-		o.tally = &recoverTally{below: r.cur.Watermark, partial: idx > 0}
+		o.tally = newRecoverTally(w, r.cur.Watermark, p.rv.wlog.list(), idx > 0)
 	}
 	for {
 		next := pg.body.Next

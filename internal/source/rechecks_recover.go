@@ -1,6 +1,7 @@
 package source
 
 import (
+	"slices"
 	"time"
 
 	"github.com/svcexport/collector/internal/cursor"
@@ -52,37 +53,70 @@ func (r *run) recoverLatePhase(w window.Window, now time.Time) window.Window {
 }
 
 // recoverTally is what the walk of a core window that starts below the
-// watermark saw (a re-cover, or a configured overlap): the record times of
-// its chain, so that the log can say what each part held.
+// watermark saw (a re-cover, or a configured overlap): how many records
+// its chain brought in each logged window it covers whole and in the part
+// past the watermark, so that the log can say what each held. It keeps a
+// count per cell, never the records (a long window of a backfill with an
+// overlap holds many).
 type recoverTally struct {
 	// below is the watermark before the window.
 	below time.Time
-	// times are the record times of every record the chain brought.
-	times []time.Time
+	// cells are the logged windows the window covers whole, then the part
+	// past the watermark, by start; counts their records so far.
+	cells  []window.Window
+	counts []int64
 	// partial: the chain was resumed after a restart: its first pages
 	// are unknown, and so are the counts.
 	partial bool
 }
 
-// add takes the record times of envs.
+// newRecoverTally returns the tally of a walk of w from a watermark of
+// below, over the logged windows of log (sorted by start).
+func newRecoverTally(w window.Window, below time.Time, log []cursor.LoggedWindow, partial bool) *recoverTally {
+	t := &recoverTally{below: below, partial: partial}
+	to := below
+	if w.End.Before(to) {
+		to = w.End
+	}
+	for _, e := range log {
+		if !e.Edge() && !e.Start.Before(w.Start) && !e.End.After(to) {
+			t.cells = append(t.cells, window.Window{Start: e.Start, End: e.End})
+		}
+	}
+	if w.End.After(below) {
+		t.cells = append(t.cells, window.Window{Start: below, End: w.End})
+	}
+	t.counts = make([]int64, len(t.cells))
+	return t
+}
+
+// add counts the records of envs in their cells.
 func (t *recoverTally) add(envs []record.Envelope) {
 	if t == nil {
 		return
 	}
 	for _, e := range envs {
-		t.times = append(t.times, e.Time)
+		i, _ := slices.BinarySearchFunc(t.cells, e.Time, func(c window.Window, x time.Time) int {
+			if !c.End.After(x) {
+				return -1
+			}
+			return 1
+		})
+		if i < len(t.cells) && !e.Time.Before(t.cells[i].Start) {
+			t.counts[i]++
+		}
 	}
 }
 
-// in counts the records of [from, to).
-func (t *recoverTally) in(from, to time.Time) int64 {
-	var n int64
-	for _, x := range t.times {
-		if !x.Before(from) && x.Before(to) {
-			n++
+// in returns the records counted in the cell that starts at start, and
+// false when no cell does.
+func (t *recoverTally) in(start time.Time) (int64, bool) {
+	for i, c := range t.cells {
+		if c.Start.Equal(start) {
+			return t.counts[i], true
 		}
 	}
-	return n
+	return 0, false
 }
 
 // logRecovered logs a core window w that started below the watermark and
@@ -102,8 +136,8 @@ func (r *rechecks) logRecovered(lc *cursor.LogChanges, w window.Window, t *recov
 	lc.Windows.PruneBefore = cfg.PruneBefore(now)
 	if w.End.After(t.below) {
 		var n int64
-		if !t.partial {
-			n = t.in(t.below, w.End)
+		if c, ok := t.in(t.below); ok && !t.partial {
+			n = c
 		}
 		e := cfg.Entry(t.below, w.End, n, "", started)
 		if !cfg.Done(e) {
@@ -114,15 +148,12 @@ func (r *rechecks) logRecovered(lc *cursor.LogChanges, w window.Window, t *recov
 	if t.partial {
 		return
 	}
-	to := t.below
-	if w.End.Before(to) {
-		to = w.End
-	}
 	for _, e := range r.wlog.list() {
-		if e.Edge() || e.Start.Before(w.Start) || e.End.After(to) {
+		n, ok := t.in(e.Start)
+		if !ok || e.Start.Equal(t.below) {
 			continue
 		}
-		ne := recheck.Recovered(e, t.in(e.Start, e.End), started)
+		ne := recheck.Recovered(e, n, started)
 		if cfg.Done(ne) {
 			delete(r.wlog, e.Start)
 			lc.Windows.Delete = append(lc.Windows.Delete, e.Start)
