@@ -56,7 +56,7 @@ func TestRecoverReachesBackOverTheDensePhase(t *testing.T) {
 }
 
 // A window a poll re-covered is not swept until a cadence after it was
-// asked: its entry says it was asked.
+// asked (its entry says it was asked), unless a later poll left it out.
 func TestASweepSkipsWhatAPollReCovered(t *testing.T) {
 	t.Parallel()
 	c := DefaultConfig().Learnt(cursor.Delays{}, cursor.Delays{}, time.Minute)
@@ -64,14 +64,23 @@ func TestASweepSkipsWhatAPollReCovered(t *testing.T) {
 	wm := t0.Add(time.Hour)
 	log := logOf(10, 30*time.Second, wm, 10)
 	now := wm.Add(3 * time.Minute)
-	if us := c.Due(log, now); len(us) != 1 {
+	us := c.Due(log, now)
+	if len(us) != 1 {
 		t.Fatalf("%d units due, want the sweep", len(us))
 	}
+	swept := len(us[0].Windows)
 	for i := range log {
 		log[i] = Recovered(log[i], 10, now.Add(-10*time.Second))
 	}
+	c.Polled = now.Add(-15 * time.Second)
 	if us := c.Due(log, now); len(us) != 0 {
 		t.Errorf("%d units due right after a poll re-covered them", len(us))
+	}
+	// A later poll re-covered none of them (its page was full): asked by
+	// the poll before, they are swept.
+	c.Polled = now.Add(-5 * time.Second)
+	if us := c.Due(log, now); len(us) != 1 || len(us[0].Windows) != swept {
+		t.Errorf("%d units due after a poll that left the windows out, want the sweep of the %d of the dense phase", len(us), swept)
 	}
 }
 
