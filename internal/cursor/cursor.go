@@ -122,8 +122,10 @@ const (
 	// filter leaves those out as refetched.
 	AskedForward Asked = iota
 	// AskedLate: a recheck asked a period again for records that became
-	// visible late (C3); the stream learns the platform's delays from
-	// those the once filter keeps.
+	// visible late (C3), or a fresh poll re-covered the late phase below
+	// the watermark (the records of its window before the watermark go
+	// out as a Revisit page of their own); the stream learns the
+	// platform's delays from those the once filter keeps.
 	AskedLate
 	// AskedAgain: a period asked again for other reasons (edge alert
 	// updates, a recheck of an edge alert stream): nothing to learn.

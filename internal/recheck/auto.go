@@ -10,19 +10,25 @@ import (
 
 // Learnt recheck points (sources.*.recheck: auto). The platform's delays
 // differ by source, account and hour, and a user cannot know them; the
-// rechecks that find growth can. A stream with Config.Auto keeps its
-// cursor.Delays (ObserveFresh, ObserveLate: every recovered record tells
-// how long after its record time it was found) and asks Config.Learnt
-// for the points of each step:
+// late records the stream finds can. A stream with Config.Auto keeps its
+// cursor.Delays (ObserveFresh, ObserveLate: every late record tells how
+// long after its record time it was found), shares them with the other
+// streams of its source (Pool: a source's delays are mostly the
+// platform's), and asks Config.Learnt for the points of each step:
 //
-//   - a dense phase: every window that ended less than Dense ago is counted
-//     again at every sweep, once per Cadence (one count request covers the
-//     run of them, and while they hold at most two pages its first page is
-//     the refetch). Dense is the tail of the delays learnt (the 99th
-//     percentile of the recovered records' delays) plus one cadence, so
-//     that a record late by less than the tail is fetched at most about a
-//     cadence after it became visible. Before 20 late records were seen it
-//     is a prior of 5 minutes.
+//   - a dense phase: the windows that ended less than Dense ago. Every
+//     fresh poll asks it again with the new window, as far back as the
+//     poll's first page holds (Config.Recover: the once filter leaves out
+//     what was delivered, so a record late by less than that arrives with
+//     the next poll at no extra request); the windows of it no poll
+//     re-covered (a dense phase of more than a page) are counted again at
+//     every sweep, once per Cadence (one count request covers the run of
+//     them). Dense is the tail of the delays learnt
+//     (the 99th percentile of the late records' delays, pooled over the
+//     source's streams, or the stream's own when it learnt a longer one)
+//     plus one cadence. Before anything was learnt it is a prior of 5
+//     minutes, which fades as late records come: with n of them it
+//     is at least (1 - n/20) of the prior.
 //   - sparse points after it, doubling from twice Dense up to an hour,
 //     then 1h, 6h and 24h: for the tail the platform has not shown yet.
 //     A record found at one of them is observed as late as the point, so
@@ -37,10 +43,11 @@ const (
 	// DelayHalfLife is how fast what was learnt fades: an observation
 	// counts half as much this long after it was made.
 	DelayHalfLife = 30 * time.Minute
-	// autoPrior is the dense phase's reach before enough was learnt.
+	// autoPrior is the dense phase's reach before anything was learnt.
 	autoPrior = 5 * time.Minute
-	// autoMinLate is how many (decayed) late records make the learnt
-	// tail replace the prior.
+	// autoMinLate is how many (decayed) late records make the prior fade
+	// away (fadingTail), and how many a stream's own view needs to count
+	// beside its source's (Tail).
 	autoMinLate = 20
 	// autoQuantile is the share of late records the dense phase covers.
 	autoQuantile = 0.99
@@ -103,23 +110,14 @@ func lateTotal(d cursor.Delays) float64 {
 
 // Tail returns the delay under which a share q of d's late records were
 // found (the upper bound of its bucket; 24h and more for the last), and
-// false while d holds fewer than 20 late records.
+// false while d holds fewer than 20 late records: a stream's own view,
+// which counts beside its source's only once it learnt that much.
 func Tail(d cursor.Delays, q float64) (time.Duration, bool) {
 	total := lateTotal(d)
 	if total < autoMinLate {
 		return 0, false
 	}
-	var run float64
-	for i, x := range d.Late {
-		run += x
-		if run >= q*total-1e-9 {
-			if i < len(cursor.DelayBounds) {
-				return cursor.DelayBounds[i], true
-			}
-			break
-		}
-	}
-	return cursor.DelayBounds[len(cursor.DelayBounds)-1], true
+	return quantile(d, q, total), true
 }
 
 // LateShare returns the share of d's records (fresh and late) found more
@@ -143,24 +141,62 @@ func LateShare(d cursor.Delays, after time.Duration) float64 {
 	return n / total
 }
 
-// Learnt returns c with the points of a stream that learnt d and sweeps
-// every cadence (see the comment at the top of the file); c itself when
-// it is not Auto. The sweep is off: the caller sets Sweep for a step that
-// sweeps.
-func (c Config) Learnt(d cursor.Delays, cadence time.Duration) Config {
+// Learnt returns c with the points of a stream that learnt own, in a
+// source whose streams learnt pool together (own among them; the zero
+// Delays when the stream learns alone), and sweeps every cadence (see
+// the comment at the top of the file); c itself when it is not Auto. The
+// sweep is off: the caller sets Sweep for a step that sweeps.
+func (c Config) Learnt(own, pool cursor.Delays, cadence time.Duration) Config {
 	if !c.Auto {
 		return c
 	}
 	cadence = max(cadence, time.Second)
-	tail, ok := Tail(d, autoQuantile)
-	if !ok {
-		tail = autoPrior
+	if pool.Empty() {
+		pool = own
+	}
+	tail := fadingTail(pool)
+	if t, ok := Tail(own, autoQuantile); ok && t > tail {
+		// Where a stream differs from its source (an account behind a
+		// slower part of the platform), its own view covers it.
+		tail = t
 	}
 	c.Dense = min(tail+cadence, autoMaxDense)
 	c.Cadence = cadence
 	c.Sweep = false
 	c.Offsets = autoOffsets(c.Dense)
 	return c
+}
+
+// fadingTail is the dense phase's tail of d: the 99th percentile of its
+// late records from the first one on, never less than what is left of
+// the prior ((1 - n/20) of it for n late records), and the prior itself
+// while d knows no late record. A hard switch after 20 records left a
+// quiet stream on the prior for hours (issue 31); a prior that fades
+// lets the first records move the tail out at once, and a tail shorter
+// than the prior takes over as records confirm it.
+func fadingTail(d cursor.Delays) time.Duration {
+	n := lateTotal(d)
+	if n <= 0 {
+		return autoPrior
+	}
+	floor := time.Duration(float64(autoPrior) * max(0, 1-n/autoMinLate))
+	return max(quantile(d, autoQuantile, n), floor)
+}
+
+// quantile is the upper bound of the bucket under which a share q of
+// d's n late records lie (24h for the last bucket).
+func quantile(d cursor.Delays, q, n float64) time.Duration {
+	var run float64
+	for i, x := range d.Late {
+		run += x
+		if run >= q*n-1e-9 {
+			if i < len(cursor.DelayBounds) {
+				return cursor.DelayBounds[i]
+			}
+			break
+		}
+	}
+	return cursor.DelayBounds[len(cursor.DelayBounds)-1]
 }
 
 // autoOffsets are the sparse points after a dense phase of dense.
@@ -180,8 +216,14 @@ func autoOffsets(dense time.Duration) []time.Duration {
 }
 
 // sweeps reports whether w is counted again by this step's sweep: Sweep is
-// set, w ended less than Dense ago and was fetched at least a cadence ago
-// (a window just fetched has nothing new to show).
+// set, w ended less than Dense ago, and it was last asked at least a
+// cadence ago or before the latest poll that re-covered the late phase
+// (Polled), which left it out. A window just fetched, or asked again by
+// that poll (Recover), has nothing new to show.
 func (c Config) sweeps(w cursor.LoggedWindow, now time.Time) bool {
-	return c.Sweep && now.Sub(w.End) < c.Dense && now.Sub(w.FetchedAt) >= c.Cadence
+	asked := w.Checked()
+	if w.FetchedAt.After(asked) {
+		asked = w.FetchedAt
+	}
+	return c.Sweep && now.Sub(w.End) < c.Dense && (now.Sub(asked) >= c.Cadence || asked.Before(c.Polled))
 }

@@ -19,7 +19,7 @@ func TestLearntPointsFollowThePlatformsDelays(t *testing.T) {
 	now := t0
 	var d cursor.Delays
 	cad := 30 * time.Second
-	l := c.Learnt(d, cad)
+	l := c.Learnt(d, cursor.Delays{}, cad)
 	if l.Dense != autoPrior+cad || l.Offsets[len(l.Offsets)-1] != 24*time.Hour || l.Offsets[0] != 2*l.Dense {
 		t.Fatalf("prior: dense %v, points %v", l.Dense, l.Offsets)
 	}
@@ -30,7 +30,7 @@ func TestLearntPointsFollowThePlatformsDelays(t *testing.T) {
 	for i := range 300 {
 		ObserveLate(&d, time.Duration(i%170)*time.Second, now) // up to 2m50s
 	}
-	l = c.Learnt(d, cad)
+	l = c.Learnt(d, cursor.Delays{}, cad)
 	if l.Dense != 3*time.Minute+cad {
 		t.Errorf("delays up to 2m50s: dense %v, want %v", l.Dense, 3*time.Minute+cad)
 	}
@@ -45,7 +45,7 @@ func TestLearntPointsFollowThePlatformsDelays(t *testing.T) {
 	for range 50 {
 		ObserveLate(&d, 11*time.Minute, now)
 	}
-	l = c.Learnt(d, cad)
+	l = c.Learnt(d, cursor.Delays{}, cad)
 	if l.Dense < 11*time.Minute {
 		t.Errorf("after records 11 min late: dense %v, want past 11m", l.Dense)
 	}
@@ -54,12 +54,12 @@ func TestLearntPointsFollowThePlatformsDelays(t *testing.T) {
 	for range 300 {
 		ObserveLate(&d, time.Minute, now)
 	}
-	l = c.Learnt(d, cad)
+	l = c.Learnt(d, cursor.Delays{}, cad)
 	if l.Dense != time.Minute+cad {
 		t.Errorf("4 h later, records 1 min late: dense %v, want %v", l.Dense, time.Minute+cad)
 	}
 	fixed := fixedConfig()
-	if got := fixed.Learnt(d, cad); got.Dense != 0 || len(got.Offsets) != 3 {
+	if got := fixed.Learnt(d, cursor.Delays{}, cad); got.Dense != 0 || len(got.Offsets) != 3 {
 		t.Errorf("fixed points learnt: %+v", got)
 	}
 }
@@ -68,7 +68,7 @@ func TestLearntPointsFollowThePlatformsDelays(t *testing.T) {
 // one count covers them all; without Sweep only the points apply.
 func TestASweepCountsEveryRecentWindowAsOneUnit(t *testing.T) {
 	t.Parallel()
-	c := DefaultConfig().Learnt(cursor.Delays{}, time.Minute) // dense 6m
+	c := DefaultConfig().Learnt(cursor.Delays{}, cursor.Delays{}, time.Minute) // dense 6m
 	var log []cursor.LoggedWindow
 	for i := range 20 { // 20 windows of 30 s, the last ending at 10 min
 		log = append(log, cursor.LoggedWindow{Start: t0.Add(time.Duration(i) * 30 * time.Second),

@@ -75,6 +75,12 @@ type Config struct {
 	// too, with the windows whose point is due).
 	Dense, Cadence time.Duration
 	Sweep          bool
+	// Polled is when the stream's latest fresh poll that re-covered the
+	// late phase began (Recover; zero: none), set by the caller like
+	// Sweep: a window that poll left out (past its page) is swept even
+	// when it was asked less than a cadence ago, and one it re-covered is
+	// not.
+	Polled time.Time
 }
 
 // DefaultConfig returns the defaults: points learnt (Auto), before

@@ -27,6 +27,18 @@
 //   - Unit.CompareEdge: edge windows have no totalRows (C6); a unit is
 //     fetched whole (one request) and compared window by window by count
 //     and id digest.
+//   - Config.Learnt (recheck: auto): the dense phase, cadence and sparse
+//     points from the delays a stream learnt, pooled with the other streams
+//     of its source (Pool), from the first late record on (a prior that
+//     fades).
+//   - Config.Recover: how far back a caught-up stream's fresh poll
+//     re-covers the dense phase, as far as its first page holds, so that
+//     records late by less than that come with the next poll at no extra
+//     request (Recovered: the log entries of the windows it re-covered);
+//     a sweep counts only what that poll left out.
+//   - Config.CountOnly: a count request whose answer is never the first
+//     page of a refetch (its range holds more than RefetchRows), which the
+//     poller asks with as few fields as the API allows (C3 returns).
 //   - Limiter: rechecks spend at most a share of a functionality's budget
 //     over its period, so that fresh windows keep theirs.
 //   - FollowWindows: the windows in which edge alerts older than the

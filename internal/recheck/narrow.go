@@ -11,7 +11,20 @@ import (
 // over [Start, End), whose totalRows is the range's count (C3).
 type Query struct {
 	Start, End time.Time
+	// Stored is what the log (or, below a window, the delivered set) holds
+	// of the range: the caller asks a range larger than
+	// Config.RefetchRows for its count only (Config.CountOnly), since
+	// such a range is narrowed, never fetched whole from this page.
+	Stored int64
 }
+
+// CountOnly reports whether q is asked only for its count (totalRows,
+// C3): its range holds more than RefetchRows, so a growth there is
+// narrowed further, never fetched from this answer. Such a request asks
+// for as few fields as the API allows (C3 returns), so that the server
+// serves no full rows to count; its page is never delivered, and a range
+// it finds to refetch asks its own first page.
+func (c Config) CountOnly(q Query) bool { return q.Stored > c.RefetchRows }
 
 // Update replaces the log entries that start at Replaces (Entry.Start
 // among them) with Entry: cursor.WindowChanges{Delete: Replaces, Put:
@@ -151,7 +164,7 @@ func (n *Narrowing) Next() (Query, bool) {
 		return Query{}, false
 	}
 	q := n.queue[0]
-	return Query{Start: n.u.Windows[q.i].Start, End: n.u.Windows[q.j-1].End}, true
+	return Query{Start: n.u.Windows[q.i].Start, End: n.u.Windows[q.j-1].End, Stored: n.stored(q.i, q.j)}, true
 }
 
 // Observe takes the count of the range Next returned (a negative count

@@ -128,7 +128,7 @@ func (n *WindowNarrowing) Next() (Query, bool) {
 		return Query{}, false
 	}
 	q := n.queue[0]
-	return Query{Start: n.bounds[q.i], End: n.bounds[q.j]}, true
+	return Query{Start: n.bounds[q.i], End: n.bounds[q.j], Stored: n.delivered(q.i, q.j)}, true
 }
 
 // Observe takes the count of the range Next returned (a negative count

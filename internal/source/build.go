@@ -81,6 +81,15 @@ func (set *Set) build(cfg catalog.Config, o Options, once bool, pcs []PollerConf
 		}
 	}
 	limiters := recheckLimiters(fresh, o)
+	// One pool of learnt delays per source: a source's delays are mostly
+	// the platform's (issue 31). Pollers kept across a reload keep
+	// theirs, and new streams of their source join it.
+	pools := map[string]*recheck.Pool{}
+	for _, p := range kept {
+		if p != nil && p.cfg.RecheckPool != nil {
+			pools[p.cfg.Spec.Name] = p.cfg.RecheckPool
+		}
+	}
 	for _, pc := range pcs {
 		if p := kept[pc.stream()]; p != nil {
 			set.Pollers = append(set.Pollers, p)
@@ -97,6 +106,10 @@ func (set *Set) build(cfg catalog.Config, o Options, once bool, pcs []PollerConf
 		pc.Logger, pc.Metrics, pc.MaxBatchRecords = o.Client.Logger, o.Metrics, o.MaxBatchRecords
 		pc.RecheckLimiter, pc.RecheckMetrics = limiters[limiterKey(pc.Spec)], o.RecheckMetrics
 		pc.RecheckCounts = o.RecheckCounts
+		if pools[pc.Spec.Name] == nil {
+			pools[pc.Spec.Name] = &recheck.Pool{}
+		}
+		pc.RecheckPool = pools[pc.Spec.Name]
 		if pc.RecheckLimiter != nil && pc.Recheck.Enabled() {
 			// The streams of a functionality share its recheck cap: each
 			// sweeps as often as its part affords (recheck: auto).

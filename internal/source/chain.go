@@ -78,6 +78,17 @@ type walkOpts struct {
 	// dig, for an edge window logged for rechecks, collects the ids
 	// delivered (cursor.LoggedWindow.Digest).
 	dig *record.Digest
+	// tally, for a core window that starts below the watermark, collects
+	// the record times of its chain (walk sets it).
+	tally *recoverTally
+}
+
+// laterOf is the later of a and b.
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // window fetches window w completely: its first page, a split when the
@@ -319,6 +330,11 @@ func (r *run) splitTooLarge(ctx context.Context, w window.Window, err error, ask
 // its first page.
 func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain cursor.Chain, idx int, o walkOpts) (cursor.Chain, error) {
 	p := r.p
+	if o.tally == nil && o.dig == nil && w.Start.Before(r.cur.Watermark) {
+		// A window that starts below the watermark (rechecks_recover.go):
+		// its log entries come from what its chain held.
+		o.tally = newRecoverTally(w, r.cur.Watermark, p.rv.wlog.list(), idx > 0)
+	}
 	for {
 		next := pg.body.Next
 		paging := pg.body.HasPaging
@@ -350,7 +366,9 @@ func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain curs
 			lost, cut = cut, ""
 		}
 		last := next == "" || cut != "" || lost != ""
-		after := cursor.Cursor{Watermark: w.End, Density: p.st.Density(), Limits: p.st.Limits()}
+		// Never back: a part of a window that starts below the watermark
+		// (rechecks_recover.go) may end below it.
+		after := cursor.Cursor{Watermark: laterOf(w.End, r.cur.Watermark), Density: p.st.Density(), Limits: p.st.Limits()}
 		switch {
 		case cut != "":
 			// Ask w again from its first page (in parts): what this
@@ -363,13 +381,13 @@ func (r *run) walk(ctx context.Context, w window.Window, pg *fetched, chain curs
 			c.NextURL = next
 			after = cursor.Cursor{Watermark: r.cur.Watermark, InFlight: &c, Density: after.Density, Limits: after.Limits}
 		}
-		ex := &emitExtra{dig: o.dig}
+		ex := &emitExtra{dig: o.dig, tally: o.tally}
 		done := cut == "" && lost == "" && next == ""
 		if done || len(marks) > 0 {
 			ex.log = func() *cursor.LogChanges {
 				lc := &cursor.LogChanges{Alerts: cursor.AlertChanges{Put: marks, PruneCreatedBefore: p.rv.AlertPrune()}}
 				if done {
-					p.rv.LogWindow(lc, w, o.total, chain.Rows, o.dig, chain.Started)
+					p.rv.LogWindow(lc, w, o.total, chain.Rows, o.dig, chain.Started, o.tally)
 				}
 				return lc
 			}

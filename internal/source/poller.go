@@ -68,6 +68,10 @@ type PollerConfig struct {
 	RecheckLimiter *recheck.Limiter
 	RecheckMetrics *recheck.Metrics
 	RecheckCounts  recheck.Counts
+	// RecheckPool is what the streams of the source learn together of
+	// the platform's delays (recheck: auto; Build gives the streams of
+	// one source one pool); nil: the stream learns alone.
+	RecheckPool *recheck.Pool
 }
 
 // Poller pulls one source of one account, window after window, and hands
@@ -145,7 +149,7 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 	p.rv = newRechecks(rechecksConfig{
 		Stream: p.Stream(), Spec: cfg.Spec, Settings: cfg.Settings, API: cfg.API, Edge: cfg.Edge, Plan: plan,
 		Recheck: cfg.Recheck, Limiter: cfg.RecheckLimiter, RecheckMetrics: cfg.RecheckMetrics, Counts: cfg.RecheckCounts,
-		Metrics: cfg.Metrics, Logger: p.log, Clock: p.clk,
+		Pool: cfg.RecheckPool, Metrics: cfg.Metrics, Logger: p.log, Clock: p.clk,
 	})
 	p.st = newState(p.Stream())
 	p.m.Limits(cfg.Spec.Name, cfg.Account, window.Limits{}, p.splitAt())

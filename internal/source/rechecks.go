@@ -37,6 +37,9 @@ type rechecksConfig struct {
 	RecheckMetrics *recheck.Metrics
 	// Counts are PollerConfig.RecheckCounts: nil narrows no grown window.
 	Counts recheck.Counts
+	// Pool is PollerConfig.RecheckPool: what the streams of the source
+	// learn together; nil: the stream learns alone.
+	Pool *recheck.Pool
 	// Metrics, Logger and Clock are the poller's.
 	Metrics *Metrics
 	Logger  *slog.Logger
@@ -70,6 +73,9 @@ type rechecks struct {
 	points recheck.Config
 	set    bool
 	swept  time.Time
+	// polled is when the latest fresh poll that re-covered the late
+	// phase began (recheck.Config.Polled).
+	polled time.Time
 	// view is what learn last published, for Snapshot (any goroutine).
 	view atomic.Pointer[learntView]
 }
@@ -137,9 +143,10 @@ func (r *rechecks) Load(log []cursor.LoggedWindow, marks map[string]cursor.Alert
 
 // askPage fetches page idx of w: the first page when next is empty, else
 // the next-page URL next; recheck ranks the request as a recheck (after
-// fresh windows, before backfill).
-func (r *run) askPage(ctx context.Context, w window.Window, next string, idx int, recheck bool) (pagescan.Body, time.Time, error) {
-	f, err := r.fetchAs(ctx, w, next, idx, recheck)
+// fresh windows, before backfill); count asks the first page only for its
+// count (run.fetchAs).
+func (r *run) askPage(ctx context.Context, w window.Window, next string, idx int, recheck, count bool) (pagescan.Body, time.Time, error) {
+	f, err := r.fetchAs(ctx, w, next, idx, recheck, count)
 	if err != nil {
 		return pagescan.Body{}, time.Time{}, err
 	}

@@ -111,7 +111,7 @@ func (r *rechecks) followAlerts(ctx context.Context, a *run, watermark, lookback
 }
 
 func (r *rechecks) revisitWindow(ctx context.Context, a *run, w window.Window) error {
-	body, received, err := a.askPage(ctx, w, "", 0, false)
+	body, received, err := a.askPage(ctx, w, "", 0, false, false)
 	if api.IsBodyTooLarge(err) {
 		return a.splitTooLarge(ctx, w, err, func(ctx context.Context, w window.Window) error { return r.revisitWindow(ctx, a, w) })
 	}

@@ -59,7 +59,11 @@ func (r *rechecks) learn() {
 	if r.cfg.Limiter != nil {
 		cadence = r.cfg.Limiter.Cadence(r.cfg.Settings.Interval)
 	}
-	r.points, r.set = r.cfg.Recheck.Learnt(r.delays, cadence), true
+	var pool cursor.Delays
+	if r.cfg.Pool != nil {
+		pool = r.cfg.Pool.Sum(r.cfg.Clock.Now())
+	}
+	r.points, r.set = r.cfg.Recheck.Learnt(r.delays, pool, cadence), true
 	r.cfg.RecheckMetrics.Learnt(r.cfg.Stream, r.points, r.delays)
 	r.view.Store(&learntView{delays: r.delays.Clone(), dense: r.points.Dense, cadence: r.points.Cadence})
 }
@@ -71,6 +75,14 @@ func (r *rechecks) learn() {
 func (r *rechecks) observeFresh(n int, received time.Time) {
 	if r.rechecking() {
 		recheck.ObserveFresh(&r.delays, n, received)
+		r.share()
+	}
+}
+
+// share tells the source's pool what the stream learnt.
+func (r *rechecks) share() {
+	if r.cfg.Pool != nil && r.rechecking() {
+		r.cfg.Pool.Set(r.cfg.Stream, r.delays)
 	}
 }
 
@@ -82,6 +94,9 @@ func (r *rechecks) observeLate(envs []record.Envelope, received time.Time) {
 		late := max(received.Sub(e.Time), 0)
 		recheck.ObserveLate(&r.delays, late, received)
 		r.m.LateDelivery(r.cfg.Stream.Source, r.cfg.Stream.Account, late)
+	}
+	if len(envs) > 0 {
+		r.share()
 	}
 }
 
@@ -136,8 +151,16 @@ func (r *rechecks) NewDigest() *record.Digest {
 // resumed without its first page; an edge window's count and digest are
 // those of the envelopes delivered (dig). rows is what the chain
 // delivered, started when its first page was served (zero: unknown).
-func (r *rechecks) LogWindow(lc *cursor.LogChanges, w window.Window, total, rows int64, dig *record.Digest, started time.Time) {
+//
+// A core window that starts below the watermark (a fresh poll that
+// re-covered the late phase, recover.go) is logged by tally instead
+// (logRecovered).
+func (r *rechecks) LogWindow(lc *cursor.LogChanges, w window.Window, total, rows int64, dig *record.Digest, started time.Time, tally *recoverTally) {
 	if !r.rechecking() {
+		return
+	}
+	if tally != nil && dig == nil {
+		r.logRecovered(lc, w, tally, started)
 		return
 	}
 	count := rows
@@ -219,6 +242,7 @@ func (r *rechecks) Recheck(ctx context.Context, a *run) error {
 		// request for the run of them (recheck.Config.Learnt).
 		r.points.Sweep, r.swept = true, now
 	}
+	r.points.Polled = r.polled
 	r.prune(now)
 	cfg := r.pts()
 	units := cfg.Due(r.wlog.list(), now)
@@ -271,7 +295,19 @@ func (r *rechecks) allow() error {
 
 // fetch asks page idx of w through a as a recheck.
 func fetch(ctx context.Context, a *run, w window.Window, next string, idx int) (*fetched, error) {
-	body, received, err := a.askPage(ctx, w, next, idx, true)
+	return fetchAs(ctx, a, w, next, idx, false)
+}
+
+// count asks the first page of q's range through a as a recheck; a range
+// asked only for its count (recheck.Config.CountOnly) asks for as few
+// fields as the API allows (C3 returns): the server serves no full rows
+// to count, and the caller never delivers the page.
+func count(ctx context.Context, a *run, q recheck.Query, countOnly bool) (*fetched, error) {
+	return fetchAs(ctx, a, window.Window{Start: q.Start, End: q.End}, "", 0, countOnly)
+}
+
+func fetchAs(ctx context.Context, a *run, w window.Window, next string, idx int, countOnly bool) (*fetched, error) {
+	body, received, err := a.askPage(ctx, w, next, idx, true, countOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -290,12 +326,12 @@ func (r *rechecks) recheckCore(ctx, rctx context.Context, a *run, u recheck.Unit
 		if err := r.allow(); err != nil {
 			return err
 		}
-		w := window.Window{Start: q.Start, End: q.End}
-		f, err := fetch(rctx, a, w, "", 0)
+		countOnly := r.pts().CountOnly(q)
+		f, err := count(rctx, a, q, countOnly)
 		if err != nil {
 			return err
 		}
-		if n.Observe(countOf(f)) {
+		if n.Observe(countOf(f)) && !countOnly {
 			firsts[[2]time.Time{q.Start, q.End}] = f
 		}
 	}
@@ -356,11 +392,12 @@ func (r *rechecks) refetchGrown(ctx, rctx context.Context, a *run, u recheck.Uni
 			wn.Cap()
 			break
 		}
-		pg, err := fetch(ctx, a, window.Window{Start: q.Start, End: q.End}, "", 0)
+		countOnly := r.pts().CountOnly(q)
+		pg, err := count(ctx, a, q, countOnly)
 		if err != nil {
 			return err
 		}
-		if wn.Observe(countOf(pg)) {
+		if wn.Observe(countOf(pg)) && !countOnly {
 			firsts[[2]time.Time{q.Start, q.End}] = pg
 		}
 	}

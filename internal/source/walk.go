@@ -52,7 +52,7 @@ func (r *run) step(ctx context.Context) error {
 	}
 	w, ok := p.planner().Next(r.cur.Watermark, planNow, p.st.Density())
 	if ok {
-		return r.window(ctx, w)
+		return r.window(ctx, r.recoverLatePhase(w, planNow))
 	}
 	p.st.SetCaughtUp(true)
 	began := p.clk.Now()
@@ -81,11 +81,13 @@ func (r *run) step(ctx context.Context) error {
 // fetch fetches page idx of w: the first page when next is empty, else the
 // next-page URL next.
 func (r *run) fetch(ctx context.Context, w window.Window, next string, idx int) (*fetched, error) {
-	return r.fetchAs(ctx, w, next, idx, false)
+	return r.fetchAs(ctx, w, next, idx, false, false)
 }
 
-// fetchAs is fetch, ranked as a recheck when recheck is set.
-func (r *run) fetchAs(ctx context.Context, w window.Window, next string, idx int, recheck bool) (*fetched, error) {
+// fetchAs is fetch, ranked as a recheck when recheck is set; count asks
+// the first page only for its count, with as few fields as the API allows
+// (catalog.Spec.CountPage): its records are never delivered.
+func (r *run) fetchAs(ctx context.Context, w window.Window, next string, idx int, recheck, count bool) (*fetched, error) {
 	p := r.p
 	spec := p.cfg.Spec
 	req := api.Request{
@@ -98,7 +100,11 @@ func (r *run) fetchAs(ctx context.Context, w window.Window, next string, idx int
 	// holds no room.
 	req.Admitted = func(ctx context.Context) error { return r.out.Reserve(ctx, p.reservation()) }
 	if next == "" {
-		u, body, err := spec.FirstPage(w, p.cfg.Settings, p.cfg.Edge)
+		first := spec.FirstPage
+		if count {
+			first = spec.CountPage
+		}
+		u, body, err := first(w, p.cfg.Settings, p.cfg.Edge)
 		if err != nil {
 			return nil, &api.PermanentError{Err: err}
 		}
@@ -171,6 +177,29 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 			// Every record of the window, delivered now or before: an edge
 			// window's digest is of what it holds.
 			ex.add(envs)
+			ex.tally.add(envs)
+		}
+		if !revisit && !p.cfg.Spec.Edge && w.Start.Before(r.cur.Watermark) {
+			// A window that starts below the watermark (a fresh poll that
+			// re-covers the late phase, rechecks_recover.go): what it
+			// holds there was delivered before or is late. It goes first,
+			// as a Revisit page asked as late, so that the once filter
+			// teaches the stream the delays of what it keeps.
+			var below []record.Envelope
+			below, envs = splitBelow(envs, r.cur.Watermark)
+			if len(below) > 0 {
+				lp := cursor.Page{
+					Batch: record.Batch{Source: p.cfg.Spec.Name, Account: p.cfg.Account,
+						WindowStart: w.Start, WindowEnd: w.End, Page: idx, Envelopes: below},
+					After: r.cur, Revisit: true, Asked: cursor.AskedLate, FetchedAt: received,
+				}
+				lp.After.Delays = p.rv.Delays()
+				lp.After.Start, lp.After.Inventory = r.start, r.inv
+				below = nil
+				if err := r.out.Emit(ctx, lp); err != nil {
+					return &emitError{err}
+				}
+			}
 		}
 		// Every record fetched goes on: the pipeline's once filter leaves
 		// out what the stream delivered before (C7) and tells the
@@ -214,9 +243,23 @@ func (r *run) priority(w window.Window, recheck bool) budget.Priority {
 // the envelopes into a digest (an edge window's log entry) and give the
 // last page the log changes that hold once it is delivered.
 type emitExtra struct {
-	dig  *record.Digest
-	log  func() *cursor.LogChanges
-	late bool // the records are late ones a recheck recovered
+	dig   *record.Digest
+	log   func() *cursor.LogChanges
+	late  bool          // the records are late ones a recheck recovered
+	tally *recoverTally // the record times of a window that starts below the watermark
+}
+
+// splitBelow returns the envelopes of envs whose record time is before
+// wm, and the others (a new slice each; envs is not changed).
+func splitBelow(envs []record.Envelope, wm time.Time) (below, rest []record.Envelope) {
+	for _, e := range envs {
+		if e.Time.Before(wm) {
+			below = append(below, e)
+		} else {
+			rest = append(rest, e)
+		}
+	}
+	return below, rest
 }
 
 func (ex *emitExtra) add(envs []record.Envelope) {

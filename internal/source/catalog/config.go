@@ -202,14 +202,14 @@ func (r SourceSettings) RecheckConfig(edgeMaxRows int) recheck.Config {
 }
 
 // DefaultSource returns the built-in source settings: enabled, start 24h
-// back, lag 30m, interval 5m, max_window 7 days, no overlap, recheck
+// back, lag 30s, interval 5m, max_window 7 days, no overlap, recheck
 // points learnt (auto) with 10% of the budget, no inventory (Resolve reads
 // agent_info as one, inventory_interval 1h).
 func DefaultSource() SourceSettings {
 	return SourceSettings{
 		Enabled:      true,
 		Start:        "24h",
-		Lag:          2 * time.Minute,
+		Lag:          30 * time.Second,
 		Interval:     5 * time.Minute,
 		MaxWindow:    MaxWindowLimit,
 		Recheck:      AutoPoints(),

@@ -56,6 +56,20 @@ func (spec Spec) FirstPage(w window.Window, s SourceSettings, edge EdgeConfig) (
 	return spec.Path, body, nil
 }
 
+// CountPage is FirstPage for a request made only to count w's records
+// (C3: the first page's totalRows): a core search asks only for the
+// record time field (returns names top-level fields, C3), so that the
+// server serves no full rows to count; a GET list and an edge query
+// (C6) have no returns and are FirstPage's. Its records are never
+// delivered.
+func (spec Spec) CountPage(w window.Window, s SourceSettings, edge EdgeConfig) (string, []byte, error) {
+	if spec.Edge || spec.Method == "GET" || spec.TimeField == "" {
+		return spec.FirstPage(w, s, edge)
+	}
+	s.Returns = []string{spec.TimeField}
+	return spec.FirstPage(w, s, edge)
+}
+
 // inventoryBody is the body of an inventory walk: a core search without
 // timeFilter.
 type inventoryBody struct {
