@@ -284,6 +284,7 @@ func (c Config) validateSinks() []error {
 		switch typ {
 		case SinkFile:
 			errs = append(errs, s.KeyedError(s.File.Validate()))
+			errs = append(errs, c.tenantSinkErrors(s)...)
 			if s.File.Dir != "" {
 				dir, _ := filepath.Abs(s.File.Dir)
 				if first, dup := dirs[dir]; dup {
