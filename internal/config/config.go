@@ -35,12 +35,12 @@ type Config struct {
 	// empty for the one-tenant form of API, Accounts, OrgAuditLogs and Edge.
 	Tenants    TenantList       `koanf:"tenants"`
 	Checkpoint CheckpointConfig `koanf:"checkpoint"`
-	Pipeline     pipeline.Config       `koanf:"pipeline"`
-	Sink         SinkConfig            `koanf:"sink"`
-	SinkList     SinkList              `koanf:"sinks"`
-	Metrics      MetricsConfig         `koanf:"metrics"`
-	Log          LogConfig             `koanf:"log"`
-	Simulator    SimulatorConfig       `koanf:"simulator"`
+	Pipeline   pipeline.Config  `koanf:"pipeline"`
+	Sink       SinkConfig       `koanf:"sink"`
+	SinkList   SinkList         `koanf:"sinks"`
+	Metrics    MetricsConfig    `koanf:"metrics"`
+	Log        LogConfig        `koanf:"log"`
+	Simulator  SimulatorConfig  `koanf:"simulator"`
 }
 
 // CheckpointConfig locates the checkpoint file (key "checkpoint").

@@ -33,7 +33,7 @@ type target struct {
 	ledger          sink.Ledger  // nil when the sink is no Ledger
 	writeE          atomic.Value // errBox: the last failed Write since the last success
 	batchDuration   prometheus.Observer
-	suppressed      *prometheus.CounterVec // [tenant,] source, account: records left out: the sink holds them
+	suppressed      *prometheus.CounterVec                  // [tenant,] source, account: records left out: the sink holds them
 	lv              func(record.Stream, ...string) []string // the label values of suppressed (metrics.lv)
 
 	// held counts, per stream, the records the sink holds beyond the

@@ -298,7 +298,9 @@ type Batch struct {
 }
 
 // Stream is the stream the batch belongs to.
-func (b *Batch) Stream() Stream { return Stream{Tenant: b.Tenant, Source: b.Source, Account: b.Account} }
+func (b *Batch) Stream() Stream {
+	return Stream{Tenant: b.Tenant, Source: b.Source, Account: b.Account}
+}
 
 // Bytes returns the total size of the batch's raw records, Original
 // included where it is set.
