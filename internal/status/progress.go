@@ -146,7 +146,7 @@ func (p *Reporter) States(now time.Time) []StreamState {
 		k := pl.Stream()
 		st := acked[k]
 		snap := pl.Snapshot()
-		s := StreamState{Source: k.Source, Account: k.Account, Watermark: st.Watermark, Delivered: st.Delivered, LastError: snap.LastError}
+		s := StreamState{Tenant: k.Tenant, Source: k.Source, Account: k.Account, Watermark: st.Watermark, Delivered: st.Delivered, LastError: snap.LastError}
 		if !st.Watermark.IsZero() {
 			s.LagSeconds = now.Sub(st.Watermark).Seconds()
 		}
