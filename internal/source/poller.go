@@ -276,6 +276,11 @@ func (p *Poller) Run(ctx context.Context, from cursor.Cursor, out Output) error 
 		if p.cfg.Once && api.IsPermanent(err) {
 			return err
 		}
+		// The room reserved for the page that failed goes back while
+		// the stream waits (Output.Reserve).
+		if err := out.Reserve(ctx, 0); err != nil {
+			return err
+		}
 		if err := clock.Sleep(ctx, p.clk, wait); err != nil {
 			return err
 		}
