@@ -172,7 +172,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	if o.Progress != nil {
 		prog.ShowOn(o.Progress)
 	}
-	addRunReadiness(tel, pl, sinks, prog)
+	addRunReadiness(tel, pl, sinks, prog, cfg.Tenants)
 	if rl == nil && len(cfg.Tenants) > 0 && o.Reloads != nil {
 		go refuseReloads(ctx, o.Reloads, log)
 	}
@@ -270,7 +270,7 @@ func addSinkReadiness(tel *telemetry.Server, sinks []*sinkRun) {
 
 // addRunReadiness adds to tel (nil: none) the checks of a running
 // collector and its live /state.
-func addRunReadiness(tel *telemetry.Server, pl *pipeline.Pipeline, sinks []*sinkRun, prog *status.Reporter) {
+func addRunReadiness(tel *telemetry.Server, pl *pipeline.Pipeline, sinks []*sinkRun, prog *status.Reporter, tenants []config.TenantConfig) {
 	if tel == nil {
 		return
 	}
@@ -280,13 +280,17 @@ func addRunReadiness(tel *telemetry.Server, pl *pipeline.Pipeline, sinks []*sink
 	for _, r := range sinks {
 		tel.AddReadiness("sink_write:"+r.name(), func(context.Context) error { return pl.SinkWriteError(r.name()) })
 	}
-	// Streams refused for good (C5: a 403 for a sub-account, org-level
-	// audit logs) keep failing: named here with their scrubbed reason.
-	tel.AddReadiness("streams", func(context.Context) error { return prog.BlockedError() })
-	// Streams whose polls keep failing (a 5xx or a timeout that never
-	// clears) and that have not committed for three intervals (at
-	// least metrics.failing_after), with their scrubbed errors.
-	tel.AddReadiness("streams_failing", func(context.Context) error { return prog.FailingError(time.Now()) })
+	if len(tenants) > 0 {
+		addTenantReadiness(tel, prog, tenants)
+	} else {
+		// Streams refused for good (C5: a 403 for a sub-account, org-level
+		// audit logs) keep failing: named here with their scrubbed reason.
+		tel.AddReadiness("streams", func(context.Context) error { return prog.BlockedError() })
+		// Streams whose polls keep failing (a 5xx or a timeout that never
+		// clears) and that have not committed for three intervals (at
+		// least metrics.failing_after), with their scrubbed errors.
+		tel.AddReadiness("streams_failing", func(context.Context) error { return prog.FailingError(time.Now()) })
+	}
 	// Liveness fails only for a wedged process: records wait, nothing is
 	// acknowledged, and yet every sink says it is reachable. A sink that
 	// is down shows in /readyz; restarting would not bring it back.

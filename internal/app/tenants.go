@@ -2,7 +2,10 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -13,6 +16,8 @@ import (
 	"github.com/svcexport/collector/internal/secret"
 	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/source/catalog"
+	"github.com/svcexport/collector/internal/status"
+	"github.com/svcexport/collector/internal/telemetry"
 )
 
 // tenantRun is what one tenant's sources run with (docs/tenants.md): its
@@ -96,4 +101,26 @@ func refuseReloads(ctx context.Context, reloads <-chan struct{}, log *slog.Logge
 			log.Warn("configuration reload refused: a collector with tenants does not reload yet; restart it to apply a new configuration (nothing is lost)")
 		}
 	}
+}
+
+// addTenantReadiness adds to tel the stream checks of a collector of
+// tenants: one check "tenant:NAME" per tenant, its blocked and failing
+// streams (a refused key, an outage), shown by /readyz without failing
+// it, since the collector serves the other tenants; and "tenants", which
+// fails only when every tenant fails, naming them.
+func addTenantReadiness(tel *telemetry.Server, prog *status.Reporter, tenants []config.TenantConfig) {
+	for _, t := range tenants {
+		tel.AddDegraded("tenant:"+t.Name, func(context.Context) error { return prog.TenantErrors(time.Now())[t.Name] })
+	}
+	tel.AddReadiness("tenants", func(context.Context) error {
+		errs := prog.TenantErrors(time.Now())
+		var names []string
+		for _, t := range tenants {
+			if errs[t.Name] == nil {
+				return nil
+			}
+			names = append(names, t.Name)
+		}
+		return fmt.Errorf("every tenant fails (%s): see the checks tenant:NAME", strings.Join(names, ", "))
+	})
 }
