@@ -119,6 +119,8 @@ func TestTenantErrorsNameTheirEntry(t *testing.T) {
 		{"environment past the list", "tenants:\n  - {name: a, api: {base_url: http://127.0.0.1:1, key_id: k, secret_file: /x}}\n",
 			[]string{"COLLECTOR_TENANTS__4__API__SECRET=s"}, []string{"tenants[4]: COLLECTOR_TENANTS__4__API__SECRET names entry 4, but tenants has 1 entries"}},
 		{"a mapping", "tenants: {name: a}\n", nil, []string{"tenants: must be a list of tenants"}},
+		{"clickhouse", "tenants:\n  - {name: a, api: {base_url: http://127.0.0.1:1, key_id: k, secret_file: /x}}\nsink: {type: clickhouse}\n",
+			nil, []string{"sink.type: clickhouse does not take tenants yet"}},
 		{"file path", "tenants:\n  - {name: a, api: {base_url: http://127.0.0.1:1, key_id: k, secret_file: /x}}\nsink: {file: {path: \"{source}/{account}/{yyyy}\"}}\n",
 			nil, []string{`sink.file.path: "{source}/{account}/{yyyy}" has no {tenant} component`}},
 	} {
