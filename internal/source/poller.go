@@ -307,7 +307,10 @@ func (p *Poller) failureWait(n int) time.Duration {
 
 func (p *Poller) startOffset() time.Duration {
 	h := fnv.New64a()
-	h.Write([]byte(p.cfg.Spec.Name + "/" + p.cfg.Account))
+	// Stream's String: "source/account" as ever, the tenant in front of
+	// a named tenant's, so that tenants' streams of one source and
+	// account do not all start at once.
+	h.Write([]byte(p.Stream().String()))
 	span := min(p.cfg.Settings.Interval/2, 15*time.Second)
 	if span <= 0 {
 		return 0
