@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +86,16 @@ func TestTenantsEachCompleteAgainstItsOwnSimulatorAndARevokedKeyStopsOnlyItsTena
 	code, checks := harness.Ready(addr)
 	if code != 200 || checks["tenant:beta"] == "ok" || checks["tenant:alpha"] != "ok" || checks["tenants"] != "ok" {
 		t.Errorf("/readyz %d: %v; want 200 with tenant:beta failing alone", code, checks)
+	}
+	// Metrics: one series per tenant's stream, labelled tenant; the
+	// scrape holds no two series of one name and labels (it would fail).
+	body, code := harness.HTTPGet("http://" + addr + "/metrics")
+	for _, want := range []string{`collector_rows_delivered_total{account="acme",source="dns",tenant="alpha"}`,
+		`collector_stream_last_commit_timestamp_seconds{account="acme",source="dns",tenant="gamma"}`,
+		`collector_watermark_lag_seconds{account="acme",source="dns",tenant="beta"}`} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("/metrics %d lacks %s", code, want)
+		}
 	}
 	if err := p.Stop(30 * time.Second); err != nil {
 		t.Fatalf("stop: %v\n%s", err, p.Tail(20))
