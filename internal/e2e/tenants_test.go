@@ -35,6 +35,18 @@ func TestTenantsEachCompleteAgainstItsOwnSimulatorAndARevokedKeyStopsOnlyItsTena
 	addr := harness.FreeAddr(t)
 	c := harness.New(t, harness.Config{Sim: tenants[0].Sim, Tenants: tenants, Start: start, Sources: sources, Metrics: addr})
 	perTenant := len(c.Streams()) - len(harness.EdgeSources()) + 1 // an edge source is one stream per token
+	// check: each tenant's token and access, with the secrets of the
+	// environment, none of them printed.
+	code, out := c.CLI(t, nil, "check")
+	var checks map[string]string
+	if code != 0 || strings.Count(out, "--    tenant beta") != 2 || strings.Count(out, "ok    core API token") != 3 {
+		t.Fatalf("check: exit %d\n%s", code, out)
+	}
+	for _, tn := range tenants {
+		if strings.Contains(out, tn.Secret) || strings.Contains(out, tn.EdgeToken) {
+			t.Errorf("check prints the secret or token of %s:\n%s", tn.Name, out)
+		}
+	}
 	p := c.Start(t)
 	defer p.Stop(30 * time.Second)
 
@@ -83,7 +95,7 @@ func TestTenantsEachCompleteAgainstItsOwnSimulatorAndARevokedKeyStopsOnlyItsTena
 	})
 	// Readiness names the failing tenant without making the pod unready:
 	// the collector serves the other two.
-	code, checks := harness.Ready(addr)
+	code, checks = harness.Ready(addr)
 	if code != 200 || checks["tenant:beta"] == "ok" || checks["tenant:alpha"] != "ok" || checks["tenants"] != "ok" {
 		t.Errorf("/readyz %d: %v; want 200 with tenant:beta failing alone", code, checks)
 	}
