@@ -63,7 +63,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	o = o.withDefaults()
 	log := o.Log
 
-	srcCfg, sim, err := resolveSource(cfg, log)
+	srcCfgs, sim, err := resolveSources(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 
 	// The checks `collector check` makes of the same configuration: a
 	// checkpoint path that is no checkpoint, a sink that cannot be built.
-	streams := source.Streams(srcCfg)
+	streams := tenantStreams(srcCfgs)
 	if err := runPreflight(cfg, streams).err(); err != nil {
 		return err
 	}
@@ -95,25 +95,23 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		return fmt.Errorf("register the checkpoint's metrics: %w", err)
 	}
 	// One scrubber for every error that may hold a server's words.
-	scr := newScrubber(cfg, srcCfg, os.Getenv)
-	srcOpts, err := sourceOptions(cfg, reg, log, scr, store)
+	scr := newTenantsScrubber(cfg, srcCfgs, os.Getenv)
+	runs, err := buildTenants(cfg, srcCfgs, reg, log, scr, store, once)
 	if err != nil {
 		return err
 	}
-	set, err := source.Build(srcCfg, nil, srcOpts, once)
-	if err != nil {
-		return err
-	}
+	pollers := pollersOf(runs)
 	sinks, err := newSinks(cfg, streams, deadLetterDir(cfg), reg, log, o.Stdout, scr)
 	if err != nil {
 		return err
 	}
-	producers := make([]pipeline.Producer, len(set.Pollers))
-	for i, p := range set.Pollers {
+	producers := make([]pipeline.Producer, len(pollers))
+	for i, p := range pollers {
 		producers[i] = p
 	}
 	pl := pipeline.New(cfg.Pipeline, store, targets(sinks), producers, reg, log, nil)
-	prog, err := status.NewReporter(cfg.SourceConfig(), streams, set.Pollers, pipelineState{pl}, cfg.Log.Progress, reg, log)
+	// The backlog estimates take the first tenant's rates and sources.
+	prog, err := status.NewReporter(srcCfgs[0], streams, pollers, pipelineState{pl}, cfg.Log.Progress, reg, log)
 	if err != nil {
 		return err
 	}
@@ -123,8 +121,9 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		return err
 	}
 	var rl *reloader
-	if o.Reload != nil {
-		if rl, err = newReloader(o.Reload, cfg, set, srcOpts, once, pl, prog, hub, sim, reg, log); err != nil {
+	if o.Reload != nil && len(cfg.Tenants) == 0 {
+		r := runs[0]
+		if rl, err = newReloader(o.Reload, cfg, r.set, r.opts, once, pl, prog, hub, sim, reg, log); err != nil {
 			return err
 		}
 	}
@@ -133,7 +132,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	// destination down): /readyz says what the start waits for, /state
 	// shows the checkpoint meanwhile.
 	var start startup
-	tel, err := startTelemetry(ctx, cfg.Metrics.Listen, cfg.Metrics.Pprof, reg, log, store, srcCfg, streams, &start)
+	tel, err := startTelemetry(ctx, cfg.Metrics.Listen, cfg.Metrics.Pprof, reg, log, store, srcCfgs[0], streams, &start)
 	if err != nil {
 		return err
 	}
@@ -173,7 +172,10 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	if o.Progress != nil {
 		prog.ShowOn(o.Progress)
 	}
-	addRunReadiness(tel, pl, sinks, prog)
+	addRunReadiness(tel, pl, sinks, prog, cfg.Tenants)
+	if rl == nil && len(cfg.Tenants) > 0 && o.Reloads != nil {
+		go refuseReloads(ctx, o.Reloads, log)
+	}
 	if rl != nil {
 		if tel != nil && cfg.Metrics.Reload.Enabled {
 			tel.AddHandler("POST /-/reload", rl.handler(ctx, cfg.Metrics.Reload.TokenFile))
@@ -184,8 +186,12 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	}
 	start.finish()
 
-	log.Info("collector started", "streams", len(set.Pollers), "sinks", describeSinks(sinks), "once", once,
-		"checkpoint", cfg.Checkpoint.Path, "buffer_records", cfg.Pipeline.BufferRecords)
+	started := []any{"streams", len(pollers), "sinks", describeSinks(sinks), "once", once,
+		"checkpoint", cfg.Checkpoint.Path, "buffer_records", cfg.Pipeline.BufferRecords}
+	if len(cfg.Tenants) > 0 {
+		started = append(started, "tenants", len(cfg.Tenants))
+	}
+	log.Info("collector started", started...)
 	if err := runWithProgress(ctx, pl, prog); err != nil {
 		return err
 	}
@@ -264,7 +270,7 @@ func addSinkReadiness(tel *telemetry.Server, sinks []*sinkRun) {
 
 // addRunReadiness adds to tel (nil: none) the checks of a running
 // collector and its live /state.
-func addRunReadiness(tel *telemetry.Server, pl *pipeline.Pipeline, sinks []*sinkRun, prog *status.Reporter) {
+func addRunReadiness(tel *telemetry.Server, pl *pipeline.Pipeline, sinks []*sinkRun, prog *status.Reporter, tenants []config.TenantConfig) {
 	if tel == nil {
 		return
 	}
@@ -274,13 +280,17 @@ func addRunReadiness(tel *telemetry.Server, pl *pipeline.Pipeline, sinks []*sink
 	for _, r := range sinks {
 		tel.AddReadiness("sink_write:"+r.name(), func(context.Context) error { return pl.SinkWriteError(r.name()) })
 	}
-	// Streams refused for good (C5: a 403 for a sub-account, org-level
-	// audit logs) keep failing: named here with their scrubbed reason.
-	tel.AddReadiness("streams", func(context.Context) error { return prog.BlockedError() })
-	// Streams whose polls keep failing (a 5xx or a timeout that never
-	// clears) and that have not committed for three intervals (at
-	// least metrics.failing_after), with their scrubbed errors.
-	tel.AddReadiness("streams_failing", func(context.Context) error { return prog.FailingError(time.Now()) })
+	if len(tenants) > 0 {
+		addTenantReadiness(tel, prog, tenants)
+	} else {
+		// Streams refused for good (C5: a 403 for a sub-account, org-level
+		// audit logs) keep failing: named here with their scrubbed reason.
+		tel.AddReadiness("streams", func(context.Context) error { return prog.BlockedError() })
+		// Streams whose polls keep failing (a 5xx or a timeout that never
+		// clears) and that have not committed for three intervals (at
+		// least metrics.failing_after), with their scrubbed errors.
+		tel.AddReadiness("streams_failing", func(context.Context) error { return prog.FailingError(time.Now()) })
+	}
 	// Liveness fails only for a wedged process: records wait, nothing is
 	// acknowledged, and yet every sink says it is reachable. A sink that
 	// is down shows in /readyz; restarting would not bring it back.

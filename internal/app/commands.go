@@ -97,7 +97,7 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 		printWarnings(w, tapWarnings(cfg.Metrics))
 		return nil
 	}
-	srcCfg, sim, err := resolveSource(cfg, o.Log)
+	srcCfgs, sim, err := resolveSources(cfg, o.Log)
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 	}
 	// One scrubber of every secret of the configuration: what a check
 	// prints may carry a server's words (issue 20).
-	scr := newScrubber(cfg, srcCfg, os.Getenv)
+	scr := newTenantsScrubber(cfg, srcCfgs, os.Getenv)
 	failed := 0
 	report := func(what string, err error) {
 		if err != nil {
@@ -116,53 +116,39 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 		}
 		fmt.Fprintf(w, "ok    %s\n", what)
 	}
-	// One attempt, within the check's deadline: check reports a cause in
-	// seconds; the daemon's retries are for the daemon.
-	srcCfg.API.Retry.MaxAttempts = 1
-	srcCfg.API.Timeout = min(srcCfg.API.Timeout, co.timeout())
-	srcCfg.Edge.Timeout = min(srcCfg.Edge.Timeout, co.timeout())
-	// Every request check makes is counted: it says what it spent of the
-	// API's budget (C4).
-	counter := &countingTransport{next: http.DefaultTransport}
-	defer func() {
-		fmt.Fprintln(w, counter.summary(rateLimit(srcCfg), ratePeriod(srcCfg)))
-	}()
-	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: o.Log, Scrubber: scr, HTTPClient: &http.Client{Transport: counter}}}, true)
-	if err != nil {
-		report("sources", err)
-		return checkFailed(failed)
+	// Each tenant's clients and streams (the one-tenant form's alone),
+	// then what run checks before it starts, with run's messages, then
+	// each tenant's API.
+	tenant := func(sc catalog.Config) {
+		if sc.Tenant != "" {
+			fmt.Fprintf(w, "--    tenant %s\n", sc.Tenant)
+		}
 	}
-	configSummary(w, cfg, srcCfg, len(set.Pollers))
-	fmt.Fprintf(w, "ok    %d streams configured\n", len(set.Pollers))
-	printWarnings(w, startWarnings(srcCfg, time.Now()))
+	checks := make([]*apiCheck, len(srcCfgs))
+	for i, sc := range srcCfgs {
+		tenant(sc)
+		checks[i] = newAPICheck(w, cfg, sc, o, co, scr, report)
+		defer checks[i].summary()
+		if checks[i].set == nil && len(srcCfgs) == 1 {
+			return checkFailed(failed)
+		}
+	}
 	printWarnings(w, tapWarnings(cfg.Metrics))
-	// What run checks before it starts, with run's messages.
-	streams := source.Streams(srcCfg)
+	streams := tenantStreams(srcCfgs)
 	pre := runPreflight(cfg, streams)
 	if pre.CheckpointErr != nil {
 		report("checkpoint "+cfg.Checkpoint.Path, pre.CheckpointErr)
 	} else {
 		fmt.Fprintf(w, "ok    checkpoint %s: %s\n", cfg.Checkpoint.Path, pre.Checkpoint)
 	}
-	if set.Core != nil {
-		if err := probe(ctx, srcCfg.API.BaseURL, co.timeout()); err != nil {
-			report("core API at "+redactedURL(srcCfg.API.BaseURL), err)
-		} else {
-			cctx, cancel := context.WithTimeout(ctx, co.timeout())
-			tokenErr := set.Core.Check(cctx)
-			cancel()
-			report("core API token from "+redactedURL(srcCfg.API.BaseURL), tokenErr)
-			if tokenErr == nil {
-				checkAccess(ctx, set.Core, srcCfg, co, report)
-			}
+	for i, sc := range srcCfgs {
+		if checks[i].set == nil {
+			continue
 		}
-	}
-	if set.Edge != nil {
-		if err := probe(ctx, srcCfg.Edge.BaseURL, co.timeout()); err != nil {
-			report("edge API at "+redactedURL(srcCfg.Edge.BaseURL), err)
-		} else {
-			fmt.Fprintf(w, "ok    edge API at %s reachable (token set; the edge API has no token endpoint to test it without spending a request)\n", redactedURL(srcCfg.Edge.BaseURL))
+		if len(srcCfgs) > 1 {
+			tenant(sc)
 		}
+		checks[i].probe(ctx)
 	}
 	for i, sc := range cfg.Sinks() {
 		what := "sink " + sc.SinkName()
@@ -181,6 +167,70 @@ func Check(ctx context.Context, cfg config.Config, o Options, co CheckOptions) e
 		return errors.Join(checkFailed(failed), pre.configErrors())
 	}
 	return nil
+}
+
+// apiCheck checks the API part of one tenant's configuration (the
+// one-tenant form's alone): its streams (newAPICheck), its token, access
+// and edge API (probe), and what the check spent of its budget (summary).
+type apiCheck struct {
+	w       io.Writer
+	src     catalog.Config
+	co      CheckOptions
+	report  func(string, error)
+	counter *countingTransport
+	set     *source.Set // nil when the sources could not be built
+}
+
+// newAPICheck builds the clients and streams of srcCfg, reporting them.
+func newAPICheck(w io.Writer, cfg config.Config, srcCfg catalog.Config, o Options, co CheckOptions, scr *secret.Scrubber, report func(string, error)) *apiCheck {
+	// One attempt, within the check's deadline: check reports a cause in
+	// seconds; the daemon's retries are for the daemon.
+	srcCfg.API.Retry.MaxAttempts = 1
+	srcCfg.API.Timeout = min(srcCfg.API.Timeout, co.timeout())
+	srcCfg.Edge.Timeout = min(srcCfg.Edge.Timeout, co.timeout())
+	// Every request check makes is counted: it says what it spent of the
+	// API's budget (C4).
+	c := &apiCheck{w: w, src: srcCfg, co: co, report: report, counter: &countingTransport{next: http.DefaultTransport}}
+	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: o.Log, Scrubber: scr, HTTPClient: &http.Client{Transport: c.counter}}}, true)
+	if err != nil {
+		report("sources", err)
+		return c
+	}
+	c.set = set
+	configSummary(w, cfg, srcCfg, len(set.Pollers))
+	fmt.Fprintf(w, "ok    %d streams configured\n", len(set.Pollers))
+	printWarnings(w, startWarnings(srcCfg, time.Now()))
+	return c
+}
+
+// summary says what the check spent of the tenant's budget.
+func (c *apiCheck) summary() {
+	fmt.Fprintln(c.w, c.counter.summary(rateLimit(c.src), ratePeriod(c.src)))
+}
+
+// probe checks the core API's token and access and the edge API.
+func (c *apiCheck) probe(ctx context.Context) {
+	srcCfg, co, report, set := c.src, c.co, c.report, c.set
+	if set.Core != nil {
+		if err := probe(ctx, srcCfg.API.BaseURL, co.timeout()); err != nil {
+			report("core API at "+redactedURL(srcCfg.API.BaseURL), err)
+		} else {
+			cctx, cancel := context.WithTimeout(ctx, co.timeout())
+			tokenErr := set.Core.Check(cctx)
+			cancel()
+			report("core API token from "+redactedURL(srcCfg.API.BaseURL), tokenErr)
+			if tokenErr == nil {
+				checkAccess(ctx, set.Core, srcCfg, co, report)
+			}
+		}
+	}
+	if set.Edge != nil {
+		if err := probe(ctx, srcCfg.Edge.BaseURL, co.timeout()); err != nil {
+			report("edge API at "+redactedURL(srcCfg.Edge.BaseURL), err)
+		} else {
+			fmt.Fprintf(c.w, "ok    edge API at %s reachable (token set; the edge API has no token endpoint to test it without spending a request)\n", redactedURL(srcCfg.Edge.BaseURL))
+		}
+	}
 }
 
 // checkAccess asks, once the token works, whether the key may read each
@@ -357,20 +407,23 @@ func states(ctx context.Context, cfg config.Config, o Options) ([]status.StreamS
 		}
 		from = "from the checkpoint " + cfg.Checkpoint.Path
 		now := time.Now()
-		st := status.FromCheckpoint(cfg.SourceConfig(), stored, keys, now)
-		if err := status.AddRecheckPending(ctx, cfg.SourceConfig(), st, db.Windows, now); err != nil {
+		// The estimates of a configuration of tenants take the first's.
+		est := cfg.SourceConfigs()[0]
+		st := status.FromCheckpoint(est, stored, keys, now)
+		if err := status.AddRecheckPending(ctx, est, st, db.Windows, now); err != nil {
 			return nil, "", err
 		}
 		return st, from, nil
 	}
-	return status.FromCheckpoint(cfg.SourceConfig(), stored, keys, time.Now()), from, nil
+	return status.FromCheckpoint(cfg.SourceConfigs()[0], stored, keys, time.Now()), from, nil
 }
 
 // configuredStreams lists the streams the configuration defines. It needs
 // no credentials: state and reset work with the secrets absent.
 func configuredStreams(cfg config.Config) ([]record.Stream, error) {
-	// With the simulator on, the edge streams are on: it serves the edge API.
-	streams := source.Streams(cfg.PlannedSourceConfig())
+	// With the simulator on, the edge streams are on: it serves the edge
+	// API. With tenants, every tenant's streams.
+	streams := tenantStreams(cfg.PlannedSourceConfigs())
 	if len(streams) == 0 {
 		return nil, errors.New("sources: no source enabled")
 	}

@@ -19,6 +19,14 @@ import (
 // secret file rewritten while the process runs). A file that cannot be
 // read is skipped here: the component that needs it reports it.
 func newScrubber(cfg config.Config, src catalog.Config, getenv func(string) string) *secret.Scrubber {
+	return newTenantsScrubber(cfg, []catalog.Config{src}, getenv)
+}
+
+// newTenantsScrubber is newScrubber for the pollers' configurations of
+// every tenant (config.Config.SourceConfigs): one scrubber knows every
+// tenant's secret and token, so that no tenant's shows in another's
+// errors either.
+func newTenantsScrubber(cfg config.Config, srcs []catalog.Config, getenv func(string) string) *secret.Scrubber {
 	s := secret.NewScrubber()
 	add := func(inline secret.Secret, file string) secret.Secret {
 		v, err := secret.Resolve(inline.Reveal(), file)
@@ -28,8 +36,10 @@ func newScrubber(cfg config.Config, src catalog.Config, getenv func(string) stri
 		s.Add(v)
 		return v
 	}
-	add(src.API.Secret, src.API.SecretFile)
-	add(src.Edge.Token, src.Edge.TokenFile)
+	for _, src := range srcs {
+		add(src.API.Secret, src.API.SecretFile)
+		add(src.Edge.Token, src.Edge.TokenFile)
+	}
 	for _, sc := range cfg.Sinks() {
 		switch sc.Type {
 		case config.SinkKafka:

@@ -280,6 +280,12 @@ func (d *DB) unmap() {
 }
 
 func compareStreams(a, b record.Stream) int {
+	if a.Tenant != b.Tenant {
+		if a.Tenant < b.Tenant {
+			return -1
+		}
+		return 1
+	}
 	if a.Source != b.Source {
 		if a.Source < b.Source {
 			return -1

@@ -30,6 +30,14 @@ const (
 // it (validateKey), so the first one splits the key.
 const keySep = "\x00"
 
+// tenantSep ends the tenant that starts a tenant's stored key:
+// "TENANT/SOURCE\x00ACCOUNT". The one-tenant form (Tenant "") has no
+// prefix, so that a checkpoint written before tenants opens unchanged. A
+// source never holds it (validateKey), nor does a tenant name (config):
+// all of a tenant's progress is the keys under "TENANT/", one unit to move
+// to another collector.
+const tenantSep = "/"
+
 // wireState is the stored form of a State: JSON with a version field. It is
 // separate from State so that a change of State never silently changes the
 // file format.
@@ -84,11 +92,22 @@ func validateKey(k record.Stream) error {
 	if strings.Contains(k.Source, keySep) {
 		return fmt.Errorf("key %q: source holds a NUL byte: %w", k.String(), ErrInvalidKey)
 	}
+	if strings.Contains(k.Source, tenantSep) || strings.Contains(k.Tenant, tenantSep) || strings.Contains(k.Tenant, keySep) {
+		return fmt.Errorf("key %q: source or tenant holds %q or a NUL byte: %w", k.String(), tenantSep, ErrInvalidKey)
+	}
 	return nil
 }
 
 func encodeKey(k record.Stream) []byte {
-	b := make([]byte, 0, len(k.Source)+len(keySep)+len(k.Account))
+	n := len(k.Source) + len(keySep) + len(k.Account)
+	if k.Tenant != "" {
+		n += len(k.Tenant) + len(tenantSep)
+	}
+	b := make([]byte, 0, n)
+	if k.Tenant != "" {
+		b = append(b, k.Tenant...)
+		b = append(b, tenantSep...)
+	}
 	b = append(b, k.Source...)
 	b = append(b, keySep...)
 	return append(b, k.Account...)
@@ -102,7 +121,14 @@ func decodeKey(b []byte) (record.Stream, error) {
 	if !ok || len(source) == 0 {
 		return record.Stream{}, fmt.Errorf("stored key %q: %w", b, ErrCorrupt)
 	}
-	return record.Stream{Source: string(source), Account: string(account)}, nil
+	tenant, src, ok := bytes.Cut(source, []byte(tenantSep))
+	if !ok {
+		return record.Stream{Source: string(source), Account: string(account)}, nil
+	}
+	if len(tenant) == 0 || len(src) == 0 {
+		return record.Stream{}, fmt.Errorf("stored key %q: %w", b, ErrCorrupt)
+	}
+	return record.Stream{Tenant: string(tenant), Source: string(src), Account: string(account)}, nil
 }
 
 // utc drops the location and the monotonic reading; the zero time stays zero.

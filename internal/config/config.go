@@ -31,13 +31,16 @@ type Config struct {
 	OrgAuditLogs bool                  `koanf:"org_audit_logs"`
 	Edge         catalog.EdgeConfig    `koanf:"edge"`
 	Sources      catalog.SourcesConfig `koanf:"sources"`
-	Checkpoint   CheckpointConfig      `koanf:"checkpoint"`
-	Pipeline     pipeline.Config       `koanf:"pipeline"`
-	Sink         SinkConfig            `koanf:"sink"`
-	SinkList     SinkList              `koanf:"sinks"`
-	Metrics      MetricsConfig         `koanf:"metrics"`
-	Log          LogConfig             `koanf:"log"`
-	Simulator    SimulatorConfig       `koanf:"simulator"`
+	// Tenants are many platform tenants in one process (tenants.go);
+	// empty for the one-tenant form of API, Accounts, OrgAuditLogs and Edge.
+	Tenants    TenantList       `koanf:"tenants"`
+	Checkpoint CheckpointConfig `koanf:"checkpoint"`
+	Pipeline   pipeline.Config  `koanf:"pipeline"`
+	Sink       SinkConfig       `koanf:"sink"`
+	SinkList   SinkList         `koanf:"sinks"`
+	Metrics    MetricsConfig    `koanf:"metrics"`
+	Log        LogConfig        `koanf:"log"`
+	Simulator  SimulatorConfig  `koanf:"simulator"`
 }
 
 // CheckpointConfig locates the checkpoint file (key "checkpoint").
@@ -191,6 +194,7 @@ func (c Config) SourceConfig() catalog.Config {
 func (c Config) Validate() error {
 	var errs []error
 	errs = append(errs, c.validateSource())
+	errs = append(errs, c.validateTenants()...)
 	errs = append(errs, c.validateSinks()...)
 	errs = append(errs, c.Pipeline.Validate())
 	if c.Checkpoint.Path == "" {
@@ -298,11 +302,16 @@ func IsLoopback(addr string) bool {
 func (c Config) validatePlanners() []error {
 	var errs []error
 	for _, spec := range catalog.Specs() {
-		st := c.Sources.Resolve(spec.Name)
-		if !st.Enabled {
-			continue
+		var err error
+		for _, sc := range c.SourceConfigs() {
+			st := sc.Sources.Resolve(spec.Name)
+			if !st.Enabled {
+				continue
+			}
+			if err = catalog.NewPlanner(spec, st, sc.API, sc.Edge).Validate(); err != nil {
+				break
+			}
 		}
-		err := catalog.NewPlanner(spec, st, c.API, c.Edge).Validate()
 		if err == nil {
 			continue
 		}
@@ -340,6 +349,13 @@ func splitJoined(err error) []error {
 // returns it. The simulator's own settings (simulator.settings) are the
 // application's to check.
 func (c Config) validateSource() error {
+	if len(c.Tenants) > 0 {
+		var errs []error
+		for i := range c.Tenants {
+			errs = append(errs, c.validateTenantSource(i)...)
+		}
+		return errors.Join(errs...)
+	}
 	return c.PlannedSourceConfig().Validate()
 }
 
@@ -383,6 +399,11 @@ func (c Config) Dump() ([]byte, error) {
 	m, err := toMap(c)
 	if err != nil {
 		return nil, err
+	}
+	if len(c.Tenants) > 0 {
+		// The one-tenant form's sections hold their defaults only, and
+		// would not load back with tenants.
+		m.drop(oneTenantKeys...)
 	}
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -36,6 +37,14 @@ func toMap(v any) (*orderedMap, error) {
 type orderedMap struct {
 	keys []string
 	vals map[string]any
+}
+
+// drop removes keys from m.
+func (m *orderedMap) drop(keys ...string) {
+	for _, k := range keys {
+		delete(m.vals, k)
+		m.keys = slices.DeleteFunc(m.keys, func(s string) bool { return s == k })
+	}
 }
 
 // MarshalYAML implements yaml.Marshaler.

@@ -44,6 +44,8 @@ type loadResult struct {
 	// left maps the keys whose ${...} a lenient load left unresolved to
 	// that reference; they keep their defaults.
 	left map[string]string
+	// top are the top-level keys the file or the environment set.
+	top map[string]bool
 }
 
 // load reads path (when not empty) and the environment into dst, which holds
@@ -55,8 +57,13 @@ type loadResult struct {
 // parsed at all.
 func load(path string, environ []string, dst any, lenient func(key string) bool) (loadResult, error) {
 	root := reflect.TypeOf(dst).Elem()
-	res := loadResult{left: map[string]string{}}
+	res := loadResult{left: map[string]string{}, top: map[string]bool{}}
 	k := koanf.New(".")
+	if path == "" {
+		// The entries of tenants come from the file; the environment
+		// only sets keys of an entry there (applyTenantEnv).
+		res.problems = append(res.problems, applyTenantEnv(map[string]any{}, environ)...)
+	}
 	if path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -69,11 +76,13 @@ func load(path string, environ []string, dst any, lenient func(key string) bool)
 		if m == nil {
 			m = map[string]any{}
 		}
+		res.problems = append(res.problems, literalTenantSecrets(m)...)
 		var failed []*expand.KeyError
 		failed, res.left = expand.Tree(environ, lenient, m)
 		for _, e := range failed {
 			res.problems = append(res.problems, &KeyError{Key: e.Key, Msg: e.Msg})
 		}
+		res.problems = append(res.problems, applyTenantEnv(m, environ)...)
 		if err := k.Load(mapProvider(m), nil); err != nil {
 			return res, fmt.Errorf("config file %s: %w", path, err)
 		}
@@ -94,6 +103,9 @@ func load(path string, environ []string, dst any, lenient func(key string) bool)
 			if name == ConfigPathEnv {
 				return "", nil // skipped: the file's path, not a key
 			}
+			if _, _, ok := tenantEnv(name); ok {
+				return "", nil // applied to the file's entry (applyTenantEnv)
+			}
 			key := envKey(name)
 			if lv := listValue(root, key, v); lv != nil {
 				return key, lv
@@ -105,6 +117,9 @@ func load(path string, environ []string, dst any, lenient func(key string) bool)
 		return res, fmt.Errorf("environment: %w", err)
 	}
 	reported := map[string]bool{}
+	for _, key := range k.Keys() {
+		res.top[strings.Split(key, ".")[0]] = true
+	}
 	for _, key := range k.Keys() {
 		if at, msg := checkKey(root, strings.Split(key, ".")); msg != "" && !reported[at] {
 			reported[at] = true

@@ -60,6 +60,9 @@ func LoadWith(path string, environ []string, o LoadOptions) (Loaded, error) {
 		return Loaded{}, err
 	}
 	fillDefaultSources(cfg.Sources)
+	if len(cfg.Tenants) > 0 {
+		tenantPaths(&cfg)
+	}
 	out := Loaded{Config: cfg}
 	if o.Offline {
 		for _, key := range sortedKeys(res.left) {
@@ -68,6 +71,9 @@ func LoadWith(path string, environ []string, o LoadOptions) (Loaded, error) {
 	}
 
 	problems := res.problems
+	if len(cfg.Tenants) > 0 {
+		problems = append(problems, bothForms(res.top)...)
+	}
 	// A key already reported (or left unresolved) is not reported again
 	// for the default it kept.
 	skip := func(key string) bool {

@@ -284,6 +284,7 @@ func (c Config) validateSinks() []error {
 		switch typ {
 		case SinkFile:
 			errs = append(errs, s.KeyedError(s.File.Validate()))
+			errs = append(errs, c.tenantSinkErrors(s)...)
 			if s.File.Dir != "" {
 				dir, _ := filepath.Abs(s.File.Dir)
 				if first, dup := dirs[dir]; dup {
@@ -302,6 +303,7 @@ func (c Config) validateSinks() []error {
 			errs = append(errs, s.KeyedError(s.Kafka.Validate()))
 		case SinkClickHouse:
 			errs = append(errs, s.KeyedError(s.ClickHouse.Validate()))
+			errs = append(errs, c.tenantSinkErrors(s)...)
 		case "":
 			errs = append(errs, &KeyError{Key: key + ".type", Msg: "must be set (file, stdout, kafka, clickhouse)"})
 		default:

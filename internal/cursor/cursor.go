@@ -142,7 +142,7 @@ const (
 
 // Stream is the stream the page belongs to.
 func (p Page) Stream() record.Stream {
-	return record.Stream{Source: p.Batch.Source, Account: p.Batch.Account}
+	return p.Batch.Stream()
 }
 
 // Window is the window the page belongs to.

@@ -37,6 +37,8 @@ var shippedConfigs = map[string]map[string]string{
 	"configs/clickhouse.yaml": merge(apiSecret, chPassword),
 	"configs/demo.yaml":       nil,                         // the in-process simulator brings its credentials
 	"configs/multi.yaml":      merge(apiSecret, edgeToken), // the sinks read their passwords from files
+	"configs/tenants.yaml": {"COLLECTOR_TENANTS__1__API__SECRET": "s", "COLLECTOR_TENANTS__1__EDGE__TOKEN": "t",
+		"INITECH_API_SECRET": "s"}, // the other tenants read theirs from files
 }
 
 func TestEveryConfigUnderConfigsLoadsAndValidates(t *testing.T) {

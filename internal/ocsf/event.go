@@ -111,11 +111,21 @@ func (m *Mapper) metadata(w *ocsfjson.Writer, s *source, r *ocsfrec.Record, e *r
 		w.Key("profiles")
 		w.AppendRawString(h.Profiles)
 	}
-	if e.Snapshot {
-		// record.Envelope.Snapshot: a consumer tells an inventory
-		// snapshot from an event by this label in every class.
+	// record.Envelope.Snapshot: a consumer tells an inventory snapshot
+	// from an event by the label "snapshot" in every class. A record of a
+	// named tenant (docs/tenants.md) carries "tenant:NAME": tenant_uid is
+	// the record's account within it. A tenant name is letters, digits,
+	// - and _: nothing to escape.
+	switch {
+	case e.Snapshot && e.Tenant != "":
+		w.Key("labels")
+		w.AppendRawString(`["snapshot","tenant:` + e.Tenant + `"]`)
+	case e.Snapshot:
 		w.Key("labels")
 		w.AppendRawString(`["snapshot"]`)
+	case e.Tenant != "":
+		w.Key("labels")
+		w.AppendRawString(`["tenant:` + e.Tenant + `"]`)
 	}
 	w.Close()
 }

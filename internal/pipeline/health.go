@@ -64,8 +64,8 @@ func (p *Pipeline) observe(k record.Stream, st checkpoint.State) {
 	if st.Watermark.IsZero() {
 		return
 	}
-	p.m.watermark.WithLabelValues(k.Source, k.Account).Set(float64(st.Watermark.UnixMilli()) / 1e3)
-	p.m.lag.WithLabelValues(k.Source, k.Account).Set(p.now().Sub(st.Watermark).Seconds())
+	p.m.watermark.WithLabelValues(p.m.lv(k)...).Set(float64(st.Watermark.UnixMilli()) / 1e3)
+	p.m.lag.WithLabelValues(p.m.lv(k)...).Set(p.now().Sub(st.Watermark).Seconds())
 }
 
 func (p *Pipeline) observeAll() {

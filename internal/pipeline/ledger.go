@@ -134,13 +134,13 @@ func (t *target) unstored(b *record.Batch) *record.Batch {
 	defer t.heldMu.Unlock()
 	// A sink may know a record under its own account rather than the
 	// stream's (an edge stream's records name theirs, C6).
-	bk := record.Stream{Source: b.Source, Account: b.Account}
+	bk := b.Stream()
 	var keep []record.Envelope
 	left := 0
 	for i := range b.Envelopes {
 		e := &b.Envelopes[i]
 		h := cursor.DeliveredOf(e.ID, e.Time).Hash
-		if t.takeHeldLocked(bk, h) || e.Account != b.Account && t.takeHeldLocked(record.Stream{Source: b.Source, Account: e.Account}, h) {
+		if t.takeHeldLocked(bk, h) || e.Account != b.Account && t.takeHeldLocked(record.Stream{Tenant: b.Tenant, Source: b.Source, Account: e.Account}, h) {
 			if left == 0 {
 				keep = make([]record.Envelope, i, len(b.Envelopes)-1)
 				copy(keep, b.Envelopes[:i])
@@ -155,7 +155,7 @@ func (t *target) unstored(b *record.Batch) *record.Batch {
 	if left == 0 {
 		return b
 	}
-	t.suppressed.WithLabelValues(b.Source, b.Account).Add(float64(left))
+	t.suppressed.WithLabelValues(t.lv(b.Stream())...).Add(float64(left))
 	if len(keep) == 0 {
 		return nil
 	}

@@ -24,14 +24,50 @@ type metrics struct {
 	sinkSuppressed  *prometheus.CounterVec
 	suppressed      *prometheus.CounterVec // source, account, cause (once)
 	refetched       *prometheus.CounterVec // source, account (once)
+
+	// tenanted: the streams have tenants (`tenants:`), and every series
+	// of a stream has the label tenant before source and account. A
+	// collector of one tenant has no tenant label: its series are those
+	// of before tenants existed.
+	tenanted bool
 }
 
+// streamLabels returns the label names of a stream's series: before,
+// then tenant (when tenanted), source and account, then after.
+func streamLabels(tenanted bool, before []string, after ...string) []string {
+	out := append([]string{}, before...)
+	if tenanted {
+		out = append(out, "tenant")
+	}
+	out = append(out, "source", "account")
+	return append(out, after...)
+}
+
+// lv returns the label values of stream k's series, in the order of
+// streamLabels with no before: tenant (when tenanted), source, account,
+// then after.
+func (m *metrics) lv(k record.Stream, after ...string) []string {
+	out := make([]string, 0, 3+len(after))
+	if m.tenanted {
+		out = append(out, k.TenantName())
+	}
+	out = append(out, k.Source, k.Account)
+	return append(out, after...)
+}
+
+// newMetrics registers the pipeline's metrics on reg; the streams of p's
+// producers decide whether they carry a tenant label.
 func newMetrics(reg prometheus.Registerer, p *Pipeline) *metrics {
-	m := &metrics{
+	tenanted := false
+	for _, pr := range p.producers {
+		tenanted = tenanted || pr.Stream().Tenant != ""
+	}
+	sl := func(after ...string) []string { return streamLabels(tenanted, nil, after...) }
+	m := &metrics{tenanted: tenanted,
 		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "collector_rows_delivered_total",
 			Help: "Records acknowledged by the sink, by source and account.",
-		}, []string{"source", "account"}),
+		}, sl()),
 		buffered: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "collector_pipeline_buffered_records",
 			Help: "Records fetched and not yet acknowledged by every sink.",
@@ -61,11 +97,11 @@ func newMetrics(reg prometheus.Registerer, p *Pipeline) *metrics {
 		watermark: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "collector_watermark_timestamp_seconds",
 			Help: "Committed watermark (Unix seconds): every record before it is delivered.",
-		}, []string{"source", "account"}),
+		}, sl()),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "collector_watermark_lag_seconds",
 			Help: "How far the committed watermark is behind now (freshness).",
-		}, []string{"source", "account"}),
+		}, sl()),
 		pollersRunning: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "collector_pollers_running",
 			Help: "Pollers (one per source and account) currently running.",
@@ -77,23 +113,23 @@ func newMetrics(reg prometheus.Registerer, p *Pipeline) *metrics {
 		streamFailed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "collector_stream_failed",
 			Help: "1 while the stream is stopped because a sink refused one of its batches for good (a permanent error), else 0; a restart after the fix resumes it.",
-		}, []string{"source", "account"}),
+		}, sl()),
 		permanentErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "collector_sink_permanent_errors_total",
 			Help: "Batches a sink refused for good (a permanent error): they are not retried, and their stream stops for every sink.",
-		}, []string{"source", "account", "sink"}),
+		}, sl("sink")),
 		suppressed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "collector_duplicates_suppressed_total",
 			Help: "Records fetched again and not delivered because the stream delivered them before (its delivered set in the checkpoint), by cause: recheck (a period asked again for late records) or refetch (an expired chain, a split, a resume).",
-		}, []string{"source", "account", "cause"}),
+		}, sl("cause")),
 		refetched: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "collector_refetched_rows_total",
 			Help: "Records fetched in a period the stream had delivered from before (rechecks, expired chains, splits, resumes), delivered or not.",
-		}, []string{"source", "account"}),
+		}, sl()),
 		sinkSuppressed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "collector_sink_duplicates_suppressed_total",
 			Help: "Records not written to a sink again because it had stored them before a crash, past what the checkpoint covered (its Recover at start said so), by sink.",
-		}, []string{"sink", "source", "account"}),
+		}, streamLabels(tenanted, []string{"sink"})),
 	}
 	reg.MustRegister(m.delivered, m.buffered, m.capacity, m.batchDuration, m.commits,
 		m.commitErrors, m.commitDuration, m.watermark, m.lag, m.pollersRunning, m.lastAckUnixTime,
@@ -104,15 +140,15 @@ func newMetrics(reg prometheus.Registerer, p *Pipeline) *metrics {
 // initStream creates the delivery and failure series of stream k at zero,
 // so that alerts see them before its first record or failure.
 func (m *metrics) initStream(k record.Stream, targets []*target) {
-	m.delivered.WithLabelValues(k.Source, k.Account)
-	m.streamFailed.WithLabelValues(k.Source, k.Account).Set(0)
-	m.refetched.WithLabelValues(k.Source, k.Account)
+	m.delivered.WithLabelValues(m.lv(k)...)
+	m.streamFailed.WithLabelValues(m.lv(k)...).Set(0)
+	m.refetched.WithLabelValues(m.lv(k)...)
 	for _, c := range []string{SuppressedRecheck, SuppressedRefetch} {
-		m.suppressed.WithLabelValues(k.Source, k.Account, c)
+		m.suppressed.WithLabelValues(m.lv(k, c)...)
 	}
 	for _, t := range targets {
-		m.permanentErrors.WithLabelValues(k.Source, k.Account, t.Name)
-		m.sinkSuppressed.WithLabelValues(t.Name, k.Source, k.Account)
+		m.permanentErrors.WithLabelValues(m.lv(k, t.Name)...)
+		m.sinkSuppressed.WithLabelValues(append([]string{t.Name}, m.lv(k)...)...)
 	}
 }
 

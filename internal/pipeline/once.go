@@ -102,8 +102,8 @@ func (o *once) filter(ctx context.Context, pg cursor.Page) (cursor.Page, error) 
 		if pg.Asked != cursor.AskedForward {
 			cause = SuppressedRecheck
 		}
-		o.m.refetched.WithLabelValues(o.stream.Source, o.stream.Account).Add(float64(len(envs)))
-		o.m.suppressed.WithLabelValues(o.stream.Source, o.stream.Account, cause).Add(float64(left))
+		o.m.refetched.WithLabelValues(o.m.lv(o.stream)...).Add(float64(len(envs)))
+		o.m.suppressed.WithLabelValues(o.m.lv(o.stream, cause)...).Add(float64(left))
 	}
 	pg.Batch.Envelopes, pg.Delivered = kept, keys
 	if o.learn != nil {

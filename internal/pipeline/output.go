@@ -31,6 +31,12 @@ func (p *Pipeline) output(k record.Stream) *output {
 // free at once, and otherwise gives back what it holds and waits for the
 // whole amount, so that it never waits while holding room (see slots).
 func (o *output) Reserve(ctx context.Context, rows int) error {
+	if rows == 0 {
+		// A stream that waits after a failed fetch holds nothing
+		// (source.Output.Reserve).
+		o.release()
+		return nil
+	}
 	return o.grow(ctx, rows)
 }
 

@@ -33,7 +33,8 @@ type target struct {
 	ledger          sink.Ledger  // nil when the sink is no Ledger
 	writeE          atomic.Value // errBox: the last failed Write since the last success
 	batchDuration   prometheus.Observer
-	suppressed      *prometheus.CounterVec // source, account: records left out: the sink holds them
+	suppressed      *prometheus.CounterVec                  // [tenant,] source, account: records left out: the sink holds them
+	lv              func(record.Stream, ...string) []string // the label values of suppressed (metrics.lv)
 
 	// held counts, per stream, the records the sink holds beyond the
 	// checkpoint by their id hash (ledger.go): they are not written to it
@@ -51,7 +52,7 @@ type target struct {
 
 func newTarget(t Target, m *metrics, workers int) *target {
 	tg := &target{Target: t, pending: map[*item]struct{}{}, batchDuration: m.batchDuration.WithLabelValues(t.Name),
-		suppressed: m.sinkSuppressed.MustCurryWith(prometheus.Labels{"sink": t.Name})}
+		suppressed: m.sinkSuppressed.MustCurryWith(prometheus.Labels{"sink": t.Name}), lv: m.lv}
 	tg.ledger, _ = t.Sink.(sink.Ledger)
 	if o, ok := t.Sink.(sink.InOrder); ok && o.InOrder() {
 		// One queue a worker; a stream always goes to the same one.

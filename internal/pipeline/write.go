@@ -76,7 +76,7 @@ func (p *Pipeline) finish(t *target, it *item, acked bool) {
 	}
 	rows := it.records()
 	if rows > 0 {
-		p.m.delivered.WithLabelValues(it.key.Source, it.key.Account).Add(float64(rows))
+		p.m.delivered.WithLabelValues(p.m.lv(it.key)...).Add(float64(rows))
 		p.rows.Add(int64(rows))
 	}
 	p.m.lastAckUnixTime.Set(float64(now.UnixNano()) / 1e9)
@@ -213,7 +213,7 @@ func oneLine(s string) string {
 // and a restart after the cause is fixed delivers it. The other streams go
 // on.
 func (p *Pipeline) fail(t *target, k record.Stream, b *record.Batch, err error) {
-	p.m.permanentErrors.WithLabelValues(k.Source, k.Account, t.Name).Inc()
+	p.m.permanentErrors.WithLabelValues(p.m.lv(k, t.Name)...).Inc()
 	p.failMu.Lock()
 	if _, done := p.failures[k]; done {
 		p.failMu.Unlock()
@@ -224,7 +224,7 @@ func (p *Pipeline) fail(t *target, k record.Stream, b *record.Batch, err error) 
 	p.failures[k] = ferr
 	p.failMu.Unlock()
 	p.tracker.fail(k)
-	p.m.streamFailed.WithLabelValues(k.Source, k.Account).Set(1)
+	p.m.streamFailed.WithLabelValues(p.m.lv(k)...).Set(1)
 	p.log.Error("sink refused a batch for good; the stream stops, for every sink, until a restart", "sink", t.Name, "source", k.Source, "account", k.Account,
 		"window_start", record.FormatTime(b.WindowStart), "page", b.Page, "records", len(b.Envelopes), "err", err)
 	p.stopProducer(k, ferr)

@@ -16,6 +16,11 @@ import (
 type Envelope struct {
 	// ID is the stable record id (see ID and Builder.Build).
 	ID string
+	// Tenant is the configured tenant the record was read for; "" in the
+	// one-tenant form, and then absent from the JSON. The id does not
+	// depend on it: the same record of two tenants has the same id, and
+	// the tenant tells them apart.
+	Tenant string
 	// Source is the source name of C3 or C6, e.g. "dns" or "edge_alerts".
 	Source string
 	// Account is the sub-account name, or "org" for organization-level data.
@@ -204,7 +209,13 @@ func appendRepairedUTF8(dst, s []byte) []byte {
 func (e *Envelope) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"id":"`...)
 	dst = append(dst, e.ID...)
-	dst = append(dst, `","source":`...)
+	if e.Tenant != "" {
+		dst = append(dst, `","tenant":`...)
+		dst = appendJCSString(dst, e.Tenant)
+		dst = append(dst, `,"source":`...)
+	} else {
+		dst = append(dst, `","source":`...)
+	}
 	dst = appendJCSString(dst, e.Source)
 	dst = append(dst, `,"account":`...)
 	dst = appendJCSString(dst, e.Account)
@@ -260,6 +271,9 @@ func (e *Envelope) AppendNDJSON(dst []byte) []byte {
 // and buffer sizing; it counts Original as AppendJSON writes it.
 func (e *Envelope) Size() int {
 	n := len(e.Record) + 230 + len(e.Source) + len(e.Account)
+	if e.Tenant != "" {
+		n += len(`,"tenant":""`) + len(e.Tenant)
+	}
 	if e.Original != nil {
 		n += len(`,"record_base64":""`) + base64.StdEncoding.EncodedLen(len(e.Original))
 	}
@@ -270,8 +284,9 @@ func (e *Envelope) Size() int {
 // as a whole: the records of one page, in the order the API sent them. A
 // batch may be empty (an empty window still has to move the checkpoint).
 type Batch struct {
-	// Source and Account name the stream the batch belongs to.
-	Source, Account string
+	// Tenant, Source and Account name the stream the batch belongs to
+	// (Tenant "": the one-tenant form).
+	Tenant, Source, Account string
 	// WindowStart and WindowEnd bound the window of the page.
 	WindowStart, WindowEnd time.Time
 	// Page is the page's index in its window's chain, from 0.
@@ -280,6 +295,11 @@ type Batch struct {
 	Seq uint64
 	// Envelopes are the records of the page.
 	Envelopes []Envelope
+}
+
+// Stream is the stream the batch belongs to.
+func (b *Batch) Stream() Stream {
+	return Stream{Tenant: b.Tenant, Source: b.Source, Account: b.Account}
 }
 
 // Bytes returns the total size of the batch's raw records, Original

@@ -158,7 +158,7 @@ func Streams(cfg catalog.Config) []record.Stream {
 	pcs := Resolve(cfg)
 	out := make([]record.Stream, len(pcs))
 	for i, pc := range pcs {
-		out[i] = record.Stream{Source: pc.Spec.Name, Account: pc.Account}
+		out[i] = pc.stream()
 	}
 	return out
 }
@@ -176,7 +176,7 @@ func Streams(cfg catalog.Config) []record.Stream {
 func Resolve(cfg catalog.Config) []PollerConfig {
 	var out []PollerConfig
 	add := func(spec catalog.Spec, pc PollerConfig) {
-		pc.Spec, pc.API, pc.Edge = spec, cfg.API, cfg.Edge
+		pc.Tenant, pc.Spec, pc.API, pc.Edge = cfg.Tenant, spec, cfg.API, cfg.Edge
 		pc.Settings = cfg.Sources.Resolve(spec.Name)
 		pc.Recheck = pc.Settings.RecheckConfig(cfg.Edge.MaxRows)
 		out = append(out, pc)

@@ -17,9 +17,10 @@ import (
 // for concurrent use; each poller has its own. Set its fields before the
 // first Build.
 type envelopeBuilder struct {
-	// Source, Account and TimeField are the stream's source, its
-	// envelope account and the records' time member.
-	Source, Account, TimeField string
+	// Tenant, Source, Account and TimeField are the stream's tenant
+	// (every envelope's), source, its envelope account and the records'
+	// time member.
+	Tenant, Source, Account, TimeField string
 	// RecordAccount takes each envelope's account from the record's
 	// account_name member, Account when it has none: an edge answer
 	// holds the records of every account (C6).
@@ -48,6 +49,7 @@ func (e *envelopeBuilder) Build(records []json.RawMessage, w window.Window, fetc
 			account = recordAccount(raw, account)
 		}
 		env, flaw := e.b.Build(e.Source, account, e.TimeField, w.Start, w.End, fetchedAt, raw)
+		env.Tenant = e.Tenant
 		for bit := record.Flaw(1); flaw != 0 && bit != 0; bit <<= 1 {
 			if flaw&bit != 0 {
 				e.flawed(w, env.ID, bit.String(), nil)

@@ -138,7 +138,7 @@ func (r *run) inventory(ctx context.Context) error {
 			after.Inventory = r.inv.With(sent)
 		}
 		page := cursor.Page{
-			Batch: record.Batch{Source: spec.Name, Account: p.cfg.Account,
+			Batch: record.Batch{Tenant: p.cfg.Tenant, Source: spec.Name, Account: p.cfg.Account,
 				WindowStart: w.Start, WindowEnd: w.End, Page: idx, Envelopes: keep},
 			After: after, Asked: cursor.AskedInventory, FetchedAt: resp.Received,
 		}

@@ -21,6 +21,9 @@ import (
 
 // PollerConfig configures one poller: one source of one account.
 type PollerConfig struct {
+	// Tenant is the stream's tenant (catalog.Config.Tenant); "" for the
+	// one-tenant form.
+	Tenant string
 	// Spec is the source.
 	Spec catalog.Spec
 	// Account is the stream's account: the sub-account, "org" or
@@ -123,9 +126,9 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 		}
 	}
 	// Every series at 0 from the start, rechecks on or off.
-	cfg.RecheckMetrics.Observe(record.Stream{Source: cfg.Spec.Name, Account: cfg.Account}, recheck.Result{})
-	cfg.RecheckMetrics.SetPending(record.Stream{Source: cfg.Spec.Name, Account: cfg.Account}, 0)
-	cfg.RecheckMetrics.Expired(record.Stream{Source: cfg.Spec.Name, Account: cfg.Account}, 0)
+	cfg.RecheckMetrics.Observe(cfg.stream(), recheck.Result{})
+	cfg.RecheckMetrics.SetPending(cfg.stream(), 0)
+	cfg.RecheckMetrics.Expired(cfg.stream(), 0)
 	c.InitFunctionality(cfg.Spec.Functionality)
 	plan := catalog.NewPlanner(cfg.Spec, cfg.Settings, cfg.API, cfg.Edge)
 	if cfg.Planner != nil {
@@ -144,7 +147,7 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 	// Its own limiter, on the logger without the stream's attributes:
 	// each line names its stream itself.
 	p.warn = ratelog.New(cfg.Logger, p.clk.Now, c.WarnEvery())
-	p.eb = envelopeBuilder{Source: cfg.Spec.Name, Account: cfg.Account, TimeField: cfg.Spec.TimeField, Metrics: p.m, Warn: p.warn,
+	p.eb = envelopeBuilder{Tenant: cfg.Tenant, Source: cfg.Spec.Name, Account: cfg.Account, TimeField: cfg.Spec.TimeField, Metrics: p.m, Warn: p.warn,
 		RecordAccount: cfg.Spec.Edge}
 	p.rv = newRechecks(rechecksConfig{
 		Stream: p.Stream(), Spec: cfg.Spec, Settings: cfg.Settings, API: cfg.API, Edge: cfg.Edge, Plan: plan,
@@ -181,10 +184,9 @@ func (p *Poller) reservation() int {
 	return n
 }
 
-// Stream returns the poller's stream: its source and envelope account.
-func (p *Poller) Stream() record.Stream {
-	return record.Stream{Source: p.cfg.Spec.Name, Account: p.cfg.Account}
-}
+// Stream returns the poller's stream: its tenant, source and envelope
+// account.
+func (p *Poller) Stream() record.Stream { return p.cfg.stream() }
 
 // errCaughtUp ends a Once run.
 var errCaughtUp = errors.New("caught up")
@@ -278,6 +280,11 @@ func (p *Poller) Run(ctx context.Context, from cursor.Cursor, out Output) error 
 		if p.cfg.Once && api.IsPermanent(err) {
 			return err
 		}
+		// The room reserved for the page that failed goes back while
+		// the stream waits (Output.Reserve).
+		if err := out.Reserve(ctx, 0); err != nil {
+			return err
+		}
 		if err := clock.Sleep(ctx, p.clk, wait); err != nil {
 			return err
 		}
@@ -304,7 +311,10 @@ func (p *Poller) failureWait(n int) time.Duration {
 
 func (p *Poller) startOffset() time.Duration {
 	h := fnv.New64a()
-	h.Write([]byte(p.cfg.Spec.Name + "/" + p.cfg.Account))
+	// Stream's String: "source/account" as ever, the tenant in front of
+	// a named tenant's, so that tenants' streams of one source and
+	// account do not all start at once.
+	h.Write([]byte(p.Stream().String()))
 	span := min(p.cfg.Settings.Interval/2, 15*time.Second)
 	if span <= 0 {
 		return 0

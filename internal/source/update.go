@@ -9,7 +9,7 @@ import (
 
 // stream is the stream pc configures.
 func (pc PollerConfig) stream() record.Stream {
-	return record.Stream{Source: pc.Spec.Name, Account: pc.Account}
+	return record.Stream{Tenant: pc.Tenant, Source: pc.Spec.Name, Account: pc.Account}
 }
 
 // Changes are what a new configuration changes of a Set's streams

@@ -205,7 +205,7 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 		// out what the stream delivered before (C7) and tells the
 		// stream's learner what the page added (Learner).
 		page := cursor.Page{
-			Batch: record.Batch{Source: p.cfg.Spec.Name, Account: p.cfg.Account,
+			Batch: record.Batch{Tenant: p.cfg.Tenant, Source: p.cfg.Spec.Name, Account: p.cfg.Account,
 				WindowStart: w.Start, WindowEnd: w.End, Page: idx, Envelopes: envs},
 			After: after, Revisit: revisit, Asked: asked, FetchedAt: received,
 		}

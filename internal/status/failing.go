@@ -1,6 +1,7 @@
 package status
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -40,10 +41,13 @@ func (p *Reporter) failingFor(source string) time.Duration {
 // long ago. It names each such stream with its latest error, scrubbed of
 // credentials like every poller error, for /readyz. Streams blocked by an
 // error a retry cannot cure are source.BlockedError's, not named here.
-func (p *Reporter) FailingError(now time.Time) error {
+func (p *Reporter) FailingError(now time.Time) error { return p.failingError(p.current(), now) }
+
+// failingError is FailingError of pollers.
+func (p *Reporter) failingError(pollers []*source.Poller, now time.Time) error {
 	acked := p.acked.States()
 	var lines []string
-	for _, pl := range p.current() {
+	for _, pl := range pollers {
 		k := pl.Stream()
 		snap := pl.Snapshot()
 		if snap.Blocked || snap.Errors == 0 {
@@ -74,3 +78,21 @@ const maxFailingMessage = 200
 // BlockedError is source.BlockedError of the pollers reported now, for
 // /readyz.
 func (p *Reporter) BlockedError() error { return source.BlockedError(p.current()) }
+
+// TenantErrors returns, for every tenant of the streams reported now
+// (record.TenantLabel names the one-tenant form), BlockedError and
+// FailingError of its streams alone, nil for a tenant none of whose
+// streams is blocked or failing: what /readyz of a collector of tenants
+// says of each (docs/tenants.md).
+func (p *Reporter) TenantErrors(now time.Time) map[string]error {
+	by := map[string][]*source.Poller{}
+	for _, pl := range p.current() {
+		t := pl.Stream().TenantName()
+		by[t] = append(by[t], pl)
+	}
+	out := make(map[string]error, len(by))
+	for t, pls := range by {
+		out[t] = errors.Join(source.BlockedError(pls), p.failingError(pls, now))
+	}
+	return out
+}

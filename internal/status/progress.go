@@ -39,6 +39,10 @@ type Reporter struct {
 	every   time.Duration
 	log     *slog.Logger
 	started time.Time
+	// tenanted: the streams have tenants, and their series the label
+	// tenant (streamLabels); lastCommit is the matching description.
+	tenanted   bool
+	lastCommit *prometheus.Desc
 
 	// mu guards the streams reported (Update) and failingAfter, the
 	// floor of failingFor (SetFailingAfter).
@@ -64,16 +68,20 @@ type Reporter struct {
 // with reg.
 func NewReporter(cfg catalog.Config, streams []record.Stream, pollers []*source.Poller, acked Acked, every time.Duration,
 	reg prometheus.Registerer, log *slog.Logger) (*Reporter, error) {
+	tenanted := false
+	for _, k := range streams {
+		tenanted = tenanted || k.Tenant != ""
+	}
 	p := &Reporter{pollers: pollers, acked: acked, every: every, log: log, est: newEstimator(cfg, streams), started: time.Now(),
-		failingAfter: DefaultFailingAfter,
+		failingAfter: DefaultFailingAfter, tenanted: tenanted, lastCommit: lastCommitDesc(tenanted),
 		windowsLeft: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "collector_backfill_windows_left",
 			Help: "Estimated windows left before the stream caught up with now - lag.",
-		}, []string{"source", "account"}),
+		}, streamLabels(tenanted)),
 		eta: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "collector_catchup_eta_seconds",
 			Help: "Estimated seconds until the stream caught up (0 when caught up, -1 unknown).",
-		}, []string{"source", "account"}),
+		}, streamLabels(tenanted)),
 	}
 	for _, c := range []prometheus.Collector{p.windowsLeft, p.eta, commitCollector{p}} {
 		if err := reg.Register(c); err != nil {
@@ -84,8 +92,8 @@ func NewReporter(cfg catalog.Config, streams []record.Stream, pollers []*source.
 	// follows at the first report): ETA unknown until then.
 	for _, pl := range pollers {
 		k := pl.Stream()
-		p.windowsLeft.WithLabelValues(k.Source, k.Account)
-		p.eta.WithLabelValues(k.Source, k.Account).Set(-1)
+		p.windowsLeft.WithLabelValues(p.lv(k)...)
+		p.eta.WithLabelValues(p.lv(k)...).Set(-1)
 	}
 	p.lastAt = p.started
 	return p, nil
@@ -116,14 +124,14 @@ func (p *Reporter) Update(cfg catalog.Config, streams []record.Stream, pollers [
 		k := pl.Stream()
 		was[k] = true
 		if !now[k] {
-			p.windowsLeft.DeleteLabelValues(k.Source, k.Account)
-			p.eta.DeleteLabelValues(k.Source, k.Account)
+			p.windowsLeft.DeleteLabelValues(p.lv(k)...)
+			p.eta.DeleteLabelValues(p.lv(k)...)
 		}
 	}
 	for _, pl := range pollers {
 		if k := pl.Stream(); !was[k] {
-			p.windowsLeft.WithLabelValues(k.Source, k.Account)
-			p.eta.WithLabelValues(k.Source, k.Account).Set(-1)
+			p.windowsLeft.WithLabelValues(p.lv(k)...)
+			p.eta.WithLabelValues(p.lv(k)...).Set(-1)
 		}
 	}
 }
@@ -146,7 +154,7 @@ func (p *Reporter) States(now time.Time) []StreamState {
 		k := pl.Stream()
 		st := acked[k]
 		snap := pl.Snapshot()
-		s := StreamState{Source: k.Source, Account: k.Account, Watermark: st.Watermark, Delivered: st.Delivered, LastError: snap.LastError}
+		s := StreamState{Tenant: k.Tenant, Source: k.Source, Account: k.Account, Watermark: st.Watermark, Delivered: st.Delivered, LastError: snap.LastError}
 		if !st.Watermark.IsZero() {
 			s.LagSeconds = now.Sub(st.Watermark).Seconds()
 		}
@@ -228,8 +236,9 @@ func (p *Reporter) report(final bool) {
 			caught++
 		}
 		maxLag = max(maxLag, s.LagSeconds)
-		p.windowsLeft.WithLabelValues(s.Source, s.Account).Set(float64(s.WindowsLeft))
-		p.eta.WithLabelValues(s.Source, s.Account).Set(s.ETASeconds)
+		k := record.Stream{Tenant: s.Tenant, Source: s.Source, Account: s.Account}
+		p.windowsLeft.WithLabelValues(p.lv(k)...).Set(float64(s.WindowsLeft))
+		p.eta.WithLabelValues(p.lv(k)...).Set(s.ETASeconds)
 	}
 	el := now.Sub(p.lastAt).Seconds()
 	rate := 0.0

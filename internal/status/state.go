@@ -23,6 +23,9 @@ import (
 // where a (source, account) stream stands and how long it needs to catch
 // up. Its JSON form is what /state serves.
 type StreamState struct {
+	// Tenant is the stream's tenant (`tenants:`); absent for the
+	// one-tenant form.
+	Tenant    string    `json:"tenant,omitempty"`
 	Source    string    `json:"source"`
 	Account   string    `json:"account"`
 	Watermark time.Time `json:"watermark"`
@@ -199,14 +202,14 @@ func (e *estimator) fill(s *StreamState, density float64, now time.Time) {
 
 // FromCheckpoint builds the state lines of every stream of streams (those
 // cfg configures) and of every other stored one, from the stored states
-// at now, sorted by source and account. Streams never run show as not
+// at now, sorted by tenant, source and account. Streams never run show as not
 // started; their backlog starts at their configured start.
 func FromCheckpoint(cfg catalog.Config, stored map[record.Stream]checkpoint.State, streams []record.Stream, now time.Time) []StreamState {
 	est := newEstimator(cfg, streams)
 	seen := map[record.Stream]bool{}
 	var out []StreamState
 	add := func(k record.Stream, st checkpoint.State) {
-		s := StreamState{Source: k.Source, Account: k.Account, Watermark: st.Watermark, Delivered: st.Delivered}
+		s := StreamState{Tenant: k.Tenant, Source: k.Source, Account: k.Account, Watermark: st.Watermark, Delivered: st.Delivered}
 		if !st.Watermark.IsZero() {
 			s.LagSeconds = now.Sub(st.Watermark).Seconds()
 		}
@@ -233,6 +236,9 @@ func FromCheckpoint(cfg catalog.Config, stored map[record.Stream]checkpoint.Stat
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
+		if out[i].Tenant != out[j].Tenant {
+			return out[i].Tenant < out[j].Tenant // grouped by tenant
+		}
 		if out[i].Source != out[j].Source {
 			return out[i].Source < out[j].Source
 		}
@@ -345,7 +351,7 @@ func StartingHandler(cfg catalog.Config, stored map[record.Stream]checkpoint.Sta
 // cfg, at now.
 func AddRecheckPending(ctx context.Context, cfg catalog.Config, states []StreamState, windows func(context.Context, record.Stream) ([]cursor.LoggedWindow, error), now time.Time) error {
 	for i := range states {
-		k := record.Stream{Source: states[i].Source, Account: states[i].Account}
+		k := record.Stream{Tenant: states[i].Tenant, Source: states[i].Source, Account: states[i].Account}
 		ws, err := windows(ctx, k)
 		if err != nil {
 			return err

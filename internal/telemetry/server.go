@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -58,6 +60,7 @@ type Server struct {
 
 	mu        sync.Mutex
 	readiness map[string]Check
+	degraded  map[string]Check // readiness checks that name a failure without failing /readyz
 	liveness  map[string]Check
 	handlers  map[string]http.Handler
 	profiles  bool
@@ -84,7 +87,7 @@ func NewRegistry(version, commit string) *prometheus.Registry {
 // New returns a server that will listen on addr (host:port; port 0 picks a
 // free one) and serve the metrics of reg.
 func New(addr string, reg *prometheus.Registry, log *slog.Logger) *Server {
-	return &Server{addr: addr, reg: reg, log: log, readiness: map[string]Check{}, liveness: map[string]Check{}, timeouts: DefaultTimeouts()}
+	return &Server{addr: addr, reg: reg, log: log, readiness: map[string]Check{}, degraded: map[string]Check{}, liveness: map[string]Check{}, timeouts: DefaultTimeouts()}
 }
 
 // SetTimeouts replaces the server's Timeouts (DefaultTimeouts); call it
@@ -104,6 +107,16 @@ func (s *Server) AddReadiness(name string, c Check) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.readiness[name] = c
+}
+
+// AddDegraded registers a named readiness check whose failure /readyz
+// shows (under checks, and its name under "degraded") without failing:
+// one tenant of many whose key is refused degrades the collector, which
+// serves the others, rather than making it unready (docs/tenants.md).
+func (s *Server) AddDegraded(name string, c Check) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.degraded[name] = c
 }
 
 // AddLiveness registers a named liveness check (a pipeline that stopped
@@ -163,8 +176,8 @@ func (s *Server) Handler() http.Handler {
 		h.ServeHTTP(w, r)
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { s.serveChecks(w, r, s.checks(true)) })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { s.serveChecks(w, r, s.checks(false)) })
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { s.serveChecks(w, r, s.checks(true), nil) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { s.serveChecks(w, r, s.checks(false), s.degradedChecks()) })
 	s.mu.Lock()
 	profiles := s.profiles
 	s.mu.Unlock()
@@ -192,7 +205,20 @@ func (s *Server) checks(live bool) map[string]Check {
 	return out
 }
 
-func (s *Server) serveChecks(w http.ResponseWriter, r *http.Request, checks map[string]Check) {
+func (s *Server) degradedChecks() map[string]Check {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]Check, len(s.degraded))
+	for k, v := range s.degraded {
+		out[k] = v
+	}
+	return out
+}
+
+// serveChecks answers with every check of checks and degraded: 503 when
+// one of checks fails; a failing check of degraded is named under
+// "degraded" (absent when none fails) and fails nothing.
+func (s *Server) serveChecks(w http.ResponseWriter, r *http.Request, checks, degraded map[string]Check) {
 	ctx, cancel := context.WithTimeout(r.Context(), CheckTimeout)
 	defer cancel()
 	names := make([]string, 0, len(checks))
@@ -210,6 +236,15 @@ func (s *Server) serveChecks(w http.ResponseWriter, r *http.Request, checks map[
 			result[n] = "ok"
 		}
 	}
+	var down []string
+	for _, n := range slices.Sorted(maps.Keys(degraded)) {
+		if err := degraded[n](ctx); err != nil {
+			down = append(down, n)
+			result[n] = err.Error()
+		} else {
+			result[n] = "ok"
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	if !ok {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -218,7 +253,11 @@ func (s *Server) serveChecks(w http.ResponseWriter, r *http.Request, checks map[
 	if !ok {
 		status = "failing"
 	}
-	_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "checks": result})
+	body := map[string]any{"status": status, "checks": result}
+	if len(down) > 0 {
+		body["degraded"] = down
+	}
+	_ = json.NewEncoder(w).Encode(body)
 }
 
 // Start listens and serves in the background. It returns an error when the

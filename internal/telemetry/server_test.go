@@ -177,3 +177,31 @@ func TestDefaultTimeoutsAreSet(t *testing.T) {
 		t.Errorf("DefaultTimeouts() = %+v: each must bound its client", d)
 	}
 }
+
+// Issue 32: a degraded check (one tenant of many refused) is named in
+// /readyz, under checks and degraded, without failing it; a readiness
+// check still fails it. With none degraded the body has no "degraded".
+func TestADegradedCheckIsNamedWithoutFailingReadiness(t *testing.T) {
+	s := New("127.0.0.1:0", NewRegistry("v", "c"), slog.New(slog.DiscardHandler))
+	var beta error
+	s.AddReadiness("checkpoint", func(context.Context) error { return nil })
+	s.AddDegraded("tenant:alpha", func(context.Context) error { return nil })
+	s.AddDegraded("tenant:beta", func(context.Context) error { return beta })
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	url := "http://" + s.Addr() + "/readyz"
+	if code, body := get(t, url); code != 200 || strings.Contains(body, "degraded") || !strings.Contains(body, `"tenant:beta":"ok"`) {
+		t.Fatalf("readyz, all well: %d %s", code, body)
+	}
+	beta = errors.New("1 streams blocked: beta:dns/acme: unauthorized")
+	code, body := get(t, url)
+	if code != 200 || !strings.Contains(body, `"degraded":["tenant:beta"]`) || !strings.Contains(body, "beta:dns/acme: unauthorized") || !strings.Contains(body, `"status":"ok"`) {
+		t.Fatalf("readyz, one tenant refused: %d %s", code, body)
+	}
+	s.AddReadiness("checkpoint", func(context.Context) error { return errors.New("disk full") })
+	if code, body := get(t, url); code != 503 {
+		t.Fatalf("readyz, a readiness check failing: %d %s", code, body)
+	}
+}

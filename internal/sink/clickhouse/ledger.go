@@ -72,7 +72,7 @@ func (s *Sink) handedOver(b *record.Batch) string {
 	if !s.exactlyOnce() {
 		return ""
 	}
-	k := record.Stream{Source: b.Source, Account: b.Account}
+	k := b.Stream()
 	s.led.mu.Lock()
 	defer s.led.mu.Unlock()
 	s.led.uncovered.Handed(k, b.Seq, time.Now())

@@ -47,7 +47,8 @@ type Config struct {
 	// {mm}, {dd}, {hh}, alone or inside a component
 	// ("{source}/{account}/{yyyy}/{mm}/{dd}", "{source}/{account}/dt={yyyy}-{mm}-{dd}").
 	// A file is closed when the next batch goes to another directory.
-	// Default "{source}/{account}".
+	// Default "{source}/{account}"; with tenants (docs/tenants.md)
+	// "{tenant}/{source}/{account}", and a path must hold {tenant}.
 	Path string `koanf:"path"`
 	// PathTime is the time Path's {yyyy} {mm} {dd} {hh} take: "fetched"
 	// (PathTimeFetched, the default), when the batch's page was fetched,

@@ -14,7 +14,11 @@ import (
 // DefaultPath is the default of Config.Path: one directory per stream.
 const DefaultPath = "{source}/{account}"
 
-// Placeholders of Config.Path. {source} and {account} are whole path
+// TenantsPath is the path of a collector with tenants (docs/tenants.md)
+// when Config.Path is not set: DefaultPath under one directory per tenant.
+const TenantsPath = "{tenant}/{source}/{account}"
+
+// Placeholders of Config.Path. {tenant}, {source} and {account} are whole path
 // components (the escaped names); the time fields may stand inside a
 // component with literal text ("dt={yyyy}-{mm}-{dd}") and take the UTC
 // time the batch's page was fetched (its envelopes' fetched_at).
@@ -30,12 +34,13 @@ var timeFields = map[string]struct {
 
 // layout is a parsed Config.Path: where below DIR a stream's files go.
 type layout struct {
-	comps []layoutComp
-	timed bool // some component holds a time field
+	comps  []layoutComp
+	timed  bool // some component holds a time field
+	tenant bool // some component is {tenant}
 }
 
 type layoutComp struct {
-	kind  byte   // 's' {source}, 'a' {account}, 't' text with time fields
+	kind  byte   // 'n' {tenant}, 's' {source}, 'a' {account}, 't' text with time fields
 	text  string // for 't': the template of the component
 	match *regexp.Regexp
 }
@@ -57,6 +62,13 @@ func parseLayout(path string) (layout, error) {
 		case "{account}":
 			acct = true
 			l.comps = append(l.comps, layoutComp{kind: 'a'})
+			continue
+		case "{tenant}":
+			if l.tenant {
+				return l, fmt.Errorf("%q: {tenant} twice", path)
+			}
+			l.tenant = true
+			l.comps = append(l.comps, layoutComp{kind: 'n'})
 			continue
 		case "", ".", "..":
 			return l, fmt.Errorf("%q: empty, '.' or '..' component", path)
@@ -90,7 +102,7 @@ func parseLayout(path string) (layout, error) {
 			}
 			f, ok := timeFields[rest[:j+1]]
 			if !ok {
-				return l, fmt.Errorf("%q: unknown placeholder %s (known: {source} and {account} as whole components; {yyyy} {mm} {dd} {hh})", path, rest[:j+1])
+				return l, fmt.Errorf("%q: unknown placeholder %s (known: {tenant}, {source} and {account} as whole components; {yyyy} {mm} {dd} {hh})", path, rest[:j+1])
 			}
 			re.WriteString(f.re)
 			l.timed = true
@@ -105,13 +117,15 @@ func parseLayout(path string) (layout, error) {
 	return l, nil
 }
 
-// dir is the directory of stream (escaped src, acct) for a page fetched
-// at t, relative to DIR.
-func (l layout) dir(src, acct string, t time.Time) string {
+// dir is the directory of stream (escaped ten, src, acct) for a page
+// fetched at t, relative to DIR.
+func (l layout) dir(ten, src, acct string, t time.Time) string {
 	parts := make([]string, len(l.comps))
 	t = t.UTC()
 	for i, c := range l.comps {
 		switch c.kind {
+		case 'n':
+			parts[i] = ten
 		case 's':
 			parts[i] = src
 		case 'a':
@@ -128,13 +142,14 @@ func (l layout) dir(src, acct string, t time.Time) string {
 }
 
 // walk calls fn for every existing directory below root that the layout
-// gives a stream, with the stream's escaped names; src or acct "" takes
-// any. Names starting with a dot are skipped. A missing root holds none.
-func (l layout) walk(root, src, acct string, fn func(dir, src, acct string) error) error {
-	var rec func(dir string, i int, s, a string) error
-	rec = func(dir string, i int, s, a string) error {
+// gives a stream, with the stream's escaped names (ten "" when the layout
+// has no {tenant}); src or acct "" takes any, and so does any tenant.
+// Names starting with a dot are skipped. A missing root holds none.
+func (l layout) walk(root, src, acct string, fn func(dir, ten, src, acct string) error) error {
+	var rec func(dir string, i int, n, s, a string) error
+	rec = func(dir string, i int, n, s, a string) error {
 		if i == len(l.comps) {
-			return fn(dir, s, a)
+			return fn(dir, n, s, a)
 		}
 		c := l.comps[i]
 		fixed := ""
@@ -153,9 +168,9 @@ func (l layout) walk(root, src, acct string, fn func(dir, src, acct string) erro
 				return err
 			}
 			if c.kind == 's' {
-				return rec(next, i+1, fixed, a)
+				return rec(next, i+1, n, fixed, a)
 			}
-			return rec(next, i+1, s, fixed)
+			return rec(next, i+1, n, s, fixed)
 		}
 		entries, err := os.ReadDir(dir)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -169,20 +184,22 @@ func (l layout) walk(root, src, acct string, fn func(dir, src, acct string) erro
 			if !e.IsDir() || strings.HasPrefix(name, ".") || (c.kind == 't' && !c.match.MatchString(name)) {
 				continue
 			}
-			ns, na := s, a
+			nn, ns, na := n, s, a
 			switch c.kind {
+			case 'n':
+				nn = name
 			case 's':
 				ns = name
 			case 'a':
 				na = name
 			}
-			if err := rec(filepath.Join(dir, name), i+1, ns, na); err != nil {
+			if err := rec(filepath.Join(dir, name), i+1, nn, ns, na); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	return rec(root, 0, "", "")
+	return rec(root, 0, "", "", "")
 }
 
 // StreamDirs returns the directories below root that hold files of the
@@ -202,7 +219,7 @@ func StreamDirs(root, path, source, account string) ([]string, error) {
 		acct = escapeName(account)
 	}
 	var out []string
-	err = l.walk(root, escapeName(source), acct, func(dir, _, _ string) error {
+	err = l.walk(root, escapeName(source), acct, func(dir, _, _, _ string) error {
 		out = append(out, dir)
 		return nil
 	})

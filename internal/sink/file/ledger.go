@@ -131,11 +131,11 @@ func (s *Sink) Recover(ctx context.Context, mark []byte) (sink.Held, error) {
 		s.log.Debug("file sink: the checkpoint has no mark of this sink yet (a first run, or a checkpoint of an older version): files are taken as they are; from the next start on, a restart cuts what the checkpoint does not cover")
 	}
 	files := map[string][]diskFile{} // by prefix, in writing order
-	err := s.layout.walk(s.dir, "", "", func(dir, src, acct string) error {
+	err := s.layout.walk(s.dir, "", "", func(dir, ten, src, acct string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		prefix := src + "-" + acct + "-"
+		prefix := filePrefix(ten, src, acct)
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			return err

@@ -27,6 +27,17 @@ const (
 	extPart     = ".part"
 )
 
+// filePrefix is the start of every file name of the stream of escaped
+// names (ten, src, acct): "SOURCE-ACCOUNT-", or "TENANT-SOURCE-ACCOUNT-"
+// for a tenant's stream, so that two tenants' streams never share a file
+// or the ledger's entry of one, even in one directory.
+func filePrefix(ten, src, acct string) string {
+	if ten != "" {
+		return ten + "-" + src + "-" + acct + "-"
+	}
+	return src + "-" + acct + "-"
+}
+
 // escapeName makes a source or account name safe as one path component:
 // bytes outside [A-Za-z0-9_.-] and a leading dot become %XX, so "../x" or
 // "a/b" can never leave DIR/SOURCE/ACCOUNT. Distinct names stay distinct.

@@ -20,11 +20,11 @@ const tailWindow = 8 << 20
 // Names that start with a dot (the lock, probes, the record of pruned
 // files) and files elsewhere are not ours and are left alone.
 func (s *Sink) repairAll(ctx context.Context) error {
-	err := s.layout.walk(s.dir, "", "", func(dir, src, acct string) error {
+	err := s.layout.walk(s.dir, "", "", func(dir, ten, src, acct string) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("file sink: start: %w", err)
 		}
-		return s.repairStream(dir, src+"-"+acct+"-")
+		return s.repairStream(dir, filePrefix(ten, src, acct))
 	})
 	if err != nil && ctx.Err() == nil {
 		err = fmt.Errorf("file sink: %w", err)

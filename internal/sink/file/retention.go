@@ -176,7 +176,7 @@ func (s *Sink) kickRetention() {
 type candidate struct {
 	path  string
 	rel   string // relative to DIR
-	key   [2]string
+	key   prunedKey
 	name  fileName
 	size  int64
 	mtime time.Time
@@ -194,14 +194,14 @@ func (s *Sink) prune() error {
 	s.pruneMu.Lock()
 	defer s.pruneMu.Unlock()
 	var all []*candidate
-	streams := map[[2]string][]*candidate{}
+	streams := map[prunedKey][]*candidate{}
 	var total int64
-	err := s.layout.walk(s.dir, "", "", func(dir, src, acct string) error {
+	err := s.layout.walk(s.dir, "", "", func(dir, ten, src, acct string) error {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			return err
 		}
-		prefix := src + "-" + acct + "-"
+		prefix := filePrefix(ten, src, acct)
 		for _, e := range entries {
 			if !e.Type().IsRegular() {
 				continue
@@ -220,7 +220,7 @@ func (s *Sink) prune() error {
 			}
 			path := filepath.Join(dir, e.Name())
 			rel, _ := filepath.Rel(s.dir, path)
-			c := &candidate{path: path, rel: rel, key: [2]string{src, acct}, name: n, size: fi.Size(), mtime: fi.ModTime()}
+			c := &candidate{path: path, rel: rel, key: prunedKey{ten, src, acct}, name: n, size: fi.Size(), mtime: fi.ModTime()}
 			streams[c.key] = append(streams[c.key], c)
 		}
 		return nil
@@ -331,15 +331,19 @@ func (s *Sink) pruneFile(c *candidate, reason string, now time.Time) error {
 	return nil
 }
 
+// prunedKey names a stream's record of pruned files: its escaped names
+// (ten "" without tenants: DIR/.pruned/SOURCE/ACCOUNT.ndjson as ever).
+type prunedKey struct{ ten, src, acct string }
+
 // appendPruned appends line to the stream's record of pruned files and
 // fsyncs it: the record is durable before the file goes, so a reader never
 // misses a deleted file's days.
-func (s *Sink) appendPruned(key [2]string, line []byte) error {
-	dir := filepath.Join(s.dir, prunedDir, key[0])
+func (s *Sink) appendPruned(key prunedKey, line []byte) error {
+	dir := filepath.Join(s.dir, prunedDir, key.ten, key.src)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, key[1]+".ndjson"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, s.cfg.FileMode)
+	f, err := os.OpenFile(filepath.Join(dir, key.acct+".ndjson"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, s.cfg.FileMode)
 	if err != nil {
 		return err
 	}

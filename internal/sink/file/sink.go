@@ -224,7 +224,13 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Written, e
 	if err := checkNames(b.Source, b.Account, s.cfg.Gzip); err != nil {
 		return sinkhelper.Written{}, sink.Permanent(sinkhelper.Kind(kindInvalid, fmt.Errorf("file sink: %w", err)))
 	}
-	st := s.stream(b.Source, b.Account)
+	if b.Tenant != "" && !s.layout.tenant {
+		// Two tenants' streams of one source and account would share
+		// the directory the ledger and retention read as one stream's
+		// (config refuses this; a test that builds the sink may not).
+		return sinkhelper.Written{}, sink.Permanent(sinkhelper.Kind(kindInvalid, fmt.Errorf("file sink: path %q has no {tenant} component, needed for tenant %q", s.cfg.Path, b.Tenant)))
+	}
+	st := s.stream(b.Tenant, b.Source, b.Account)
 	n, err := s.writeBatch(ctx, st, b) // partition.go
 	if err != nil {
 		return sinkhelper.Written{}, err
@@ -232,11 +238,11 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Written, e
 	return sinkhelper.Written{Records: len(b.Envelopes), Bytes: int64(n)}, nil
 }
 
-// stream returns the stream of (source, account), created on first use.
-func (s *Sink) stream(source, account string) *stream {
+// stream returns the stream of (tenant, source, account), created on first use.
+func (s *Sink) stream(tenant, source, account string) *stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key := streamKey{source, account}
+	key := streamKey{tenant, source, account}
 	st := s.streams[key]
 	if st == nil {
 		st = s.newStream(key)

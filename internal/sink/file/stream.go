@@ -40,7 +40,7 @@ func openOS(path string, flag int, perm os.FileMode) (segment, error) {
 	return f, nil
 }
 
-type streamKey struct{ source, account string }
+type streamKey struct{ tenant, source, account string }
 
 // stream is the files of one (source, account). Writers queue their encoded
 // batches; whoever holds sem is the leader: it takes the whole queue, appends
@@ -50,9 +50,10 @@ type stream struct {
 	s      *Sink
 	key    record.Stream
 	name   string // "source/account", for messages
+	ten    string // escaped tenant, a directory name ("" for none)
 	src    string // escaped source, a directory name
 	acct   string // escaped account, a directory name
-	prefix string // "SOURCE-ACCOUNT-"
+	prefix string // filePrefix: "[TENANT-]SOURCE-ACCOUNT-"
 
 	sem   chan struct{} // leadership, capacity 1
 	queue chanQueue
@@ -81,21 +82,23 @@ type stream struct {
 }
 
 func (s *Sink) newStream(k streamKey) *stream {
-	src, acct := escapeName(k.source), escapeName(k.account)
+	ten, src, acct := escapeName(k.tenant), escapeName(k.source), escapeName(k.account)
+	key := record.Stream{Tenant: k.tenant, Source: k.source, Account: k.account}
 	return &stream{
 		s:      s,
-		key:    record.Stream{Source: k.source, Account: k.account},
-		name:   k.source + "/" + k.account,
+		key:    key,
+		name:   key.String(),
+		ten:    ten,
 		src:    src,
 		acct:   acct,
-		prefix: src + "-" + acct + "-",
+		prefix: filePrefix(ten, src, acct),
 		sem:    make(chan struct{}, 1),
 	}
 }
 
 // dirFor is the directory of the stream's files for a page fetched at t.
 func (st *stream) dirFor(t time.Time) string {
-	return filepath.Join(st.s.dir, st.s.layout.dir(st.src, st.acct, t))
+	return filepath.Join(st.s.dir, st.s.layout.dir(st.ten, st.src, st.acct, t))
 }
 
 // curDir is the directory of the file being written, "" when none.

@@ -113,7 +113,7 @@ func Check(ctx context.Context, cfg Config, streams []record.Stream) (CheckRepor
 
 	byTopic := map[string][]record.Stream{}
 	for _, st := range streams {
-		t := cn.tmpl.name(st.Source, st.Account)
+		t := cn.tmpl.nameOf(st)
 		byTopic[t] = append(byTopic[t], st)
 	}
 	topics := make([]string, 0, len(byTopic))

@@ -71,7 +71,9 @@ type Config struct {
 	// replaced by the stream's source and account; characters a topic name
 	// cannot hold (anything but ASCII letters, digits, '.', '_' and '-')
 	// become '_'. Default "svc.{source}" (one topic per source; the account
-	// is in a header).
+	// is in a header). {tenant} is the stream's tenant (docs/tenants.md;
+	// "default" for the one-tenant form); without it, tenants share a
+	// topic and a record's tenant is in the envelope and the header tenant.
 	Topic string `koanf:"topic"`
 	// Format is what a record's value holds: "envelope" (the C7 envelope
 	// JSON, default), "record" (the raw record as the API sent it; the

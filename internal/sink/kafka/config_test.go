@@ -154,7 +154,7 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 		{"an unknown codec", func(c *kafka.Config) { c.Compression = "zip" }, `sink.kafka.compression: unknown codec "zip" (zstd, lz4, snappy, gzip, none)`},
 		{"acks leader", func(c *kafka.Config) { c.Acks = "leader" }, `sink.kafka.acks: "leader" is not supported`},
 		{"acks none", func(c *kafka.Config) { c.Acks = "none" }, `sink.kafka.acks: "none" is not supported`},
-		{"an unknown placeholder", func(c *kafka.Config) { c.Topic = "svc.{tenant}" }, "sink.kafka.topic: \"svc.{tenant}\" has an unknown placeholder {tenant}"},
+		{"an unknown placeholder", func(c *kafka.Config) { c.Topic = "svc.{shard}" }, "sink.kafka.topic: \"svc.{shard}\" has an unknown placeholder {shard}"},
 		{"an unclosed placeholder", func(c *kafka.Config) { c.Topic = "svc.{source" }, "sink.kafka.topic: \"svc.{source\" has a '{' without '}'"},
 		{"a topic with a space", func(c *kafka.Config) { c.Topic = "svc {source}" }, "sink.kafka.topic: \"svc {source}\" holds ' '"},
 		{"an empty topic", func(c *kafka.Config) { c.Topic = "" }, "sink.kafka.topic: must not be empty"},

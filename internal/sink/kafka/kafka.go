@@ -133,7 +133,7 @@ func New(cfg Config, streams []record.Stream, deadLetterDir string, reg promethe
 		}
 	}
 	for _, st := range streams {
-		s.topics[st] = cn.tmpl.name(st.Source, st.Account)
+		s.topics[st] = cn.tmpl.nameOf(st)
 	}
 	return s, nil
 }
@@ -237,7 +237,7 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Written, e
 	topics := make([]string, n)
 	for i := range b.Envelopes {
 		e := &b.Envelopes[i]
-		if i > 0 && e.Source == b.Envelopes[i-1].Source && e.Account == b.Envelopes[i-1].Account {
+		if i > 0 && e.Source == b.Envelopes[i-1].Source && e.Account == b.Envelopes[i-1].Account && e.Tenant == b.Envelopes[i-1].Tenant {
 			topics[i] = topics[i-1]
 			continue
 		}
@@ -245,11 +245,11 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Written, e
 		// per token under edge.account while each of its envelopes names
 		// its record's account (C6), which the topics checked at start
 		// cannot know.
-		source, account := e.Source, e.Account
+		st := record.Stream{Tenant: e.Tenant, Source: e.Source, Account: e.Account}
 		if b.Source != "" {
-			source, account = b.Source, b.Account
+			st = b.Stream()
 		}
-		t, err := s.topicFor(ctx, source, account)
+		t, err := s.topicFor(ctx, st)
 		if err != nil {
 			return sinkhelper.Written{}, s.fail(b, kindUnknownTopic, err)
 		}

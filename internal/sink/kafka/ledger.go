@@ -103,7 +103,7 @@ func (s *Sink) unlanded(b *record.Batch) *record.Batch {
 	if !s.exactlyOnce() {
 		return b
 	}
-	key := landedKey{record.Stream{Source: b.Source, Account: b.Account}, b.Seq}
+	key := landedKey{b.Stream(), b.Seq}
 	s.led.mu.Lock()
 	ids, ok := s.led.landed[key]
 	s.led.mu.Unlock()
@@ -126,7 +126,7 @@ func (s *Sink) noteLanded(b *record.Batch, results kgo.ProduceResults) {
 	if !s.exactlyOnce() {
 		return
 	}
-	key := landedKey{record.Stream{Source: b.Source, Account: b.Account}, b.Seq}
+	key := landedKey{b.Stream(), b.Seq}
 	s.led.mu.Lock()
 	defer s.led.mu.Unlock()
 	ids := s.led.landed[key]
@@ -153,7 +153,7 @@ func (s *Sink) noteLandedIDs(b *record.Batch, ids []string) {
 	if !s.exactlyOnce() || len(ids) == 0 {
 		return
 	}
-	key := landedKey{record.Stream{Source: b.Source, Account: b.Account}, b.Seq}
+	key := landedKey{b.Stream(), b.Seq}
 	s.led.mu.Lock()
 	defer s.led.mu.Unlock()
 	got := s.led.landed[key]
@@ -181,7 +181,7 @@ func (s *Sink) noteHanded(b *record.Batch, topics []string) {
 	if !s.exactlyOnce() {
 		return
 	}
-	k := record.Stream{Source: b.Source, Account: b.Account}
+	k := b.Stream()
 	ts := distinctTopics(topics)
 	s.led.mu.Lock()
 	defer s.led.mu.Unlock()

@@ -29,7 +29,7 @@ type topicTemplate struct {
 
 type topicPart struct {
 	literal string
-	field   string // "source" or "account" when a placeholder
+	field   string // "tenant", "source" or "account" when a placeholder
 }
 
 // parseTopicTemplate checks a template: braces balanced, only the {source}
@@ -59,10 +59,10 @@ func parseTopicTemplate(s string) (topicTemplate, error) {
 		}
 		name := rest[i+1 : i+j]
 		switch name {
-		case "source", "account":
+		case "tenant", "source", "account":
 			t.parts = append(t.parts, topicPart{field: name})
 		default:
-			return topicTemplate{}, fmt.Errorf("%q has an unknown placeholder {%s} (known: {source}, {account})", s, name)
+			return topicTemplate{}, fmt.Errorf("%q has an unknown placeholder {%s} (known: {tenant}, {source}, {account})", s, name)
 		}
 		rest = rest[i+j+1:]
 	}
@@ -76,23 +76,31 @@ func parseTopicTemplate(s string) (topicTemplate, error) {
 			}
 		}
 	}
-	if name := t.name("x", "x"); name == "." || name == ".." {
+	if name := t.nameOf(record.Stream{Tenant: "x", Source: "x", Account: "x"}); name == "." || name == ".." {
 		return topicTemplate{}, fmt.Errorf("%q is not a valid topic name", s)
 	}
 	return t, nil
 }
 
-// name renders the template for one stream. Characters of the source or
-// account that a topic name cannot hold become '_'; a name over Kafka's 249
-// characters is cut.
+// name is nameOf the stream (source, account) of the one-tenant form.
 func (t topicTemplate) name(source, account string) string {
+	return t.nameOf(record.Stream{Source: source, Account: account})
+}
+
+// nameOf renders the template for one stream. Characters of the source or
+// account that a topic name cannot hold become '_'; a name over Kafka's 249
+// characters is cut. {tenant} is record.TenantLabel of the stream's
+// tenant: "default" for the one-tenant form.
+func (t topicTemplate) nameOf(st record.Stream) string {
 	var b strings.Builder
 	for _, p := range t.parts {
 		switch p.field {
+		case "tenant":
+			writeSanitized(&b, st.TenantName())
 		case "source":
-			writeSanitized(&b, source)
+			writeSanitized(&b, st.Source)
 		case "account":
-			writeSanitized(&b, account)
+			writeSanitized(&b, st.Account)
 		default:
 			b.WriteString(p.literal)
 		}
@@ -255,8 +263,7 @@ func (s *Sink) streamsOf(topic string) string {
 
 // topicFor returns the topic of a stream, checking (or creating) it on the
 // cluster the first time a stream that New was not told about shows up.
-func (s *Sink) topicFor(ctx context.Context, source, account string) (string, error) {
-	st := record.Stream{Source: source, Account: account}
+func (s *Sink) topicFor(ctx context.Context, st record.Stream) (string, error) {
 	s.topicMu.RLock()
 	t, known := s.topics[st]
 	ready := known && s.ready[t]
@@ -265,7 +272,7 @@ func (s *Sink) topicFor(ctx context.Context, source, account string) (string, er
 		return t, nil
 	}
 	if !known {
-		t = s.conn.tmpl.name(source, account)
+		t = s.conn.tmpl.nameOf(st)
 	}
 	s.ensureMu.Lock()
 	defer s.ensureMu.Unlock()

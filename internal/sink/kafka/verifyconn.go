@@ -23,7 +23,7 @@ func ReaderOpts(cfg Config, streams []record.Stream, log *slog.Logger) ([]kgo.Op
 	seen := map[string]bool{}
 	var topics []string
 	for _, st := range streams {
-		if t := cn.tmpl.name(st.Source, st.Account); !seen[t] {
+		if t := cn.tmpl.nameOf(st); !seen[t] {
 			seen[t] = true
 			topics = append(topics, t)
 		}

@@ -51,6 +51,7 @@ type Covered struct {
 
 // CoveredStream is one stream's entry of Covered.
 type CoveredStream struct {
+	Tenant  string `json:"t,omitempty"` // "" for the one-tenant form
 	Source  string `json:"s"`
 	Account string `json:"a"`
 	Next    uint64 `json:"n"`
@@ -76,17 +77,23 @@ func (c *Coverage) Advance(next map[record.Stream]uint64) Covered {
 	}
 	out := Covered{Run: c.run}
 	for k, n := range c.covered {
-		out.Streams = append(out.Streams, CoveredStream{Source: k.Source, Account: k.Account, Next: n})
+		out.Streams = append(out.Streams, CoveredStream{Tenant: k.Tenant, Source: k.Source, Account: k.Account, Next: n})
 	}
 	return out
 }
 
-// BatchName is the name the records of b carry: RUN/SEQ/ACCOUNT.
+// BatchName is the name the records of b carry: RUN/SEQ/ACCOUNT, or
+// RUN/SEQ@TENANT/ACCOUNT for a batch of a named tenant (a tenant name
+// holds no '/' or '@', nor does a Seq).
 func (c *Coverage) BatchName(b *record.Batch) string {
 	c.mu.Lock()
 	run := c.run
 	c.mu.Unlock()
-	return run + "/" + strconv.FormatUint(b.Seq, 10) + "/" + b.Account
+	seq := strconv.FormatUint(b.Seq, 10)
+	if b.Tenant != "" {
+		seq += "@" + b.Tenant
+	}
+	return run + "/" + seq + "/" + b.Account
 }
 
 // Uncovered returns a test of the records read back against the mark's
@@ -96,15 +103,16 @@ func (c *Coverage) BatchName(b *record.Batch) string {
 func (m Covered) Uncovered() func(source, batch string) (record.Stream, bool) {
 	next := make(map[record.Stream]uint64, len(m.Streams))
 	for _, s := range m.Streams {
-		next[record.Stream{Source: s.Source, Account: s.Account}] = s.Next
+		next[record.Stream{Tenant: s.Tenant, Source: s.Source, Account: s.Account}] = s.Next
 	}
 	return func(source, batch string) (record.Stream, bool) {
 		parts := strings.SplitN(batch, "/", 3)
 		if len(parts) != 3 || parts[0] != m.Run || m.Run == "" {
 			return record.Stream{}, false
 		}
-		seq, err := strconv.ParseUint(parts[1], 10, 64)
-		k := record.Stream{Source: source, Account: parts[2]}
+		num, tenant, _ := strings.Cut(parts[1], "@")
+		seq, err := strconv.ParseUint(num, 10, 64)
+		k := record.Stream{Tenant: tenant, Source: source, Account: parts[2]}
 		if err != nil || seq < next[k] {
 			return record.Stream{}, false
 		}

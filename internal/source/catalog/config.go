@@ -23,6 +23,10 @@ const MaxWindowLimit = 7 * Day
 // Config is the configuration this package owns. The top-level loader puts
 // its parts under the keys api, accounts, org_audit_logs, edge and sources.
 type Config struct {
+	// Tenant names the platform tenant these sources read for: an entry
+	// of `tenants:`, "" for the one-tenant form (the top-level api, edge
+	// and accounts). It is every stream's record.Stream.Tenant.
+	Tenant string `koanf:"-"`
 	// API is the core API (CONTRACT C1-C5).
 	API api.Config `koanf:"api"`
 	// Accounts are the sub-accounts to read (C2). Empty means the token's own

@@ -40,6 +40,12 @@ type Rate struct {
 type Config struct {
 	// Sim is the simulator the collector reads (core and edge API).
 	Sim *apisim.Server
+	// Tenants, when set, writes tenants: (one entry per tenant, each
+	// reading its own simulator with its own key) instead of the
+	// one-tenant api, edge and accounts; Sim is still the one the
+	// harness's own comparisons use. Their secrets go in the environment
+	// (COLLECTOR_TENANTS__<i>__API__SECRET).
+	Tenants []Tenant
 	// Dir holds collector.yaml, data/checkpoint.db and out/; New makes a
 	// fresh temporary directory when it is empty.
 	Dir string
@@ -136,10 +142,6 @@ func New(tb testing.TB, cfg Config) *Collector {
 func (c *Collector) yaml() string {
 	cfg := c.cfg
 	var b strings.Builder
-	fmt.Fprintf(&b, "api:\n  base_url: %s\n  key_id: %s\n", cfg.Sim.URL(), KeyID)
-	if cfg.PageRows > 0 {
-		fmt.Fprintf(&b, "  page_rows: %d\n", cfg.PageRows)
-	}
 	rate := ""
 	if cfg.Rate.Limit > 0 {
 		rate = fmt.Sprintf("  rate:\n    limit: %d\n", cfg.Rate.Limit)
@@ -147,9 +149,17 @@ func (c *Collector) yaml() string {
 			rate += fmt.Sprintf("    period: %s\n", cfg.Rate.Period)
 		}
 	}
-	b.WriteString(rate)
-	fmt.Fprintf(&b, "edge:\n  base_url: %s\n%s", cfg.Sim.EdgeURL(), rate)
-	fmt.Fprintf(&b, "accounts: [%s]\n", strings.Join(cfg.Accounts, ", "))
+	if len(cfg.Tenants) > 0 {
+		b.WriteString(tenantsYAML(cfg, rate))
+	} else {
+		fmt.Fprintf(&b, "api:\n  base_url: %s\n  key_id: %s\n", cfg.Sim.URL(), KeyID)
+		if cfg.PageRows > 0 {
+			fmt.Fprintf(&b, "  page_rows: %d\n", cfg.PageRows)
+		}
+		b.WriteString(rate)
+		fmt.Fprintf(&b, "edge:\n  base_url: %s\n%s", cfg.Sim.EdgeURL(), rate)
+		fmt.Fprintf(&b, "accounts: [%s]\n", strings.Join(cfg.Accounts, ", "))
+	}
 	fmt.Fprintf(&b, "checkpoint:\n  path: %s\n", c.CheckpointPath())
 	level := cfg.LogLevel
 	if level == "" {
@@ -221,6 +231,9 @@ func (c *Collector) OutDir() string {
 // the credentials, Config.Env and then extra.
 func (c *Collector) Environ(extra ...string) []string {
 	env := append(os.Environ(), "COLLECTOR_API__SECRET="+Secret, "COLLECTOR_EDGE__TOKEN="+EdgeToken)
+	if len(c.cfg.Tenants) > 0 {
+		env = append(os.Environ(), tenantsEnv(c.cfg.Tenants)...)
+	}
 	env = append(env, c.cfg.Env...)
 	return append(env, extra...)
 }

@@ -25,6 +25,7 @@ import (
 
 // LiveStream is one stream of a running collector's GET /state.
 type LiveStream struct {
+	Tenant    string    `json:"tenant"`
 	Source    string    `json:"source"`
 	Account   string    `json:"account"`
 	Watermark time.Time `json:"watermark"`
@@ -82,7 +83,7 @@ func LiveState(addr string) map[record.Stream]LiveStream {
 	}
 	out := map[record.Stream]LiveStream{}
 	for _, s := range st {
-		out[record.Stream{Source: s.Source, Account: s.Account}] = s
+		out[record.Stream{Tenant: s.Tenant, Source: s.Source, Account: s.Account}] = s
 	}
 	return out
 }

@@ -21,7 +21,9 @@ import (
 // UTC with milliseconds): they serve as keys, and parsing them would slow
 // a race-instrumented read of a large output.
 type Envelope struct {
-	ID          string    `json:"id"`
+	ID string `json:"id"`
+	// Tenant is the envelope's tenant, "" in the one-tenant form.
+	Tenant      string    `json:"tenant"`
 	Source      string    `json:"source"`
 	Account     string    `json:"account"`
 	Time        time.Time `json:"time"`

@@ -27,7 +27,7 @@ func Watermarks(tb testing.TB, path string) map[record.Stream]checkpoint.State {
 	}
 	out := make(map[record.Stream]checkpoint.State, len(all))
 	for k, st := range all {
-		out[record.Stream{Source: k.Source, Account: k.Account}] = st
+		out[k] = st // a tenant's stream keeps its tenant (TenantOnly)
 	}
 	return out
 }

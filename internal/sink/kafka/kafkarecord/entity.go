@@ -43,9 +43,20 @@ func EntitySources() []string { return slices.Sorted(maps.Keys(entities)) }
 // on a compacted topic one must not erase the other. In the account '%'
 // and '/' are written %25 and %2F, so the first '/' ends it and two
 // different pairs never make one key. A later qualifier (the tenant)
-// would go in front the same way.
+// goes in front the same way (TenantEntityKey).
 func EntityKey(account, entity string) string {
 	return accountEscaper.Replace(account) + "/" + entity
+}
+
+// TenantEntityKey is EntityKey of a record of tenant (docs/tenants.md):
+// the tenant, '/', then EntityKey, so that the same entity of two tenants
+// sharing a topic never erases the other on compaction. Tenant "" (the
+// one-tenant form) is EntityKey.
+func TenantEntityKey(tenant, account, entity string) string {
+	if tenant == "" {
+		return EntityKey(account, entity)
+	}
+	return accountEscaper.Replace(tenant) + "/" + EntityKey(account, entity)
 }
 
 // accountEscaper writes '%' and '/' of an account as %25 and %2F
@@ -57,11 +68,17 @@ var accountEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
 // when the source has no entity or the record no such member (the id is
 // then the key).
 func EntityKeyOf(source, account string, rec []byte) (key string, ok bool) {
+	return TenantEntityKeyOf("", source, account, rec)
+}
+
+// TenantEntityKeyOf is EntityKeyOf for a record of tenant
+// (TenantEntityKey).
+func TenantEntityKeyOf(tenant, source, account string, rec []byte) (key string, ok bool) {
 	e, ok := entityOf(source, rec)
 	if !ok {
 		return "", false
 	}
-	return EntityKey(account, e), true
+	return TenantEntityKey(tenant, account, e), true
 }
 
 // entityOf returns the entity of a record of source: the member's string,

@@ -13,6 +13,7 @@ import (
 // Header keys every record carries, in this order. Times are RFC 3339 with
 // milliseconds, UTC (CONTRACT C7).
 const (
+	HeaderTenant      = "tenant" // only on a record of a named tenant
 	HeaderSource      = "source"
 	HeaderAccount     = "account"
 	HeaderTime        = "time"
@@ -145,7 +146,7 @@ func (e Encoder) Encode(envs []record.Envelope, topics []string) ([]kgo.Record, 
 		r.Key = nil
 		byEntity := e.EntityKeys[env.Source]
 		if byEntity {
-			if k, ok := EntityKeyOf(env.Source, env.Account, env.Record); ok {
+			if k, ok := TenantEntityKeyOf(env.Tenant, env.Source, env.Account, env.Record); ok {
 				r.Key = put(k)
 			}
 		}
@@ -201,6 +202,9 @@ func (e Encoder) Encode(envs []record.Envelope, topics []string) ([]kgo.Record, 
 		}
 		if env.Snapshot {
 			hdrs = append(hdrs, kgo.RecordHeader{Key: HeaderSnapshot, Value: put("true")})
+		}
+		if env.Tenant != "" {
+			hdrs = append(hdrs, kgo.RecordHeader{Key: HeaderTenant, Value: put(env.Tenant)})
 		}
 		// Capped: the sink appends its batch header to a record's own.
 		r.Headers = hdrs[first:len(hdrs):len(hdrs)]
