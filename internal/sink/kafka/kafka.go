@@ -360,7 +360,11 @@ func appendLanded(ids []string, envs []record.Envelope, idx []int, dead []sinkhe
 // of each, and the dead letters of the records too large to ever be
 // taken. It fails, permanently, only for a record the format cannot hold.
 func (s *Sink) prepare(b *record.Batch, lo, hi int, topics []string) ([]*kgo.Record, []int, []sinkhelper.DeadLetter, error) {
-	recs, err := s.enc.Encode(b.Envelopes[lo:hi], topics[lo:hi])
+	var extra []kgo.RecordHeader
+	if s.exactlyOnce() {
+		extra = []kgo.RecordHeader{{Key: HeaderBatch, Value: []byte(s.led.cov.BatchName(b))}}
+	}
+	recs, err := s.enc.Encode(b.Envelopes[lo:hi], topics[lo:hi], extra...)
 	if err != nil {
 		// Format ocsf only: the record can never be mapped.
 		return nil, nil, nil, sink.Permanent(s.fail(b, kindInvalid, err))
@@ -385,12 +389,6 @@ func (s *Sink) prepare(b *record.Batch, lo, hi int, topics []string) ([]*kgo.Rec
 		}
 		send = append(send, &recs[j])
 		idx = append(idx, i)
-	}
-	if len(send) > 0 && s.exactlyOnce() {
-		h := kgo.RecordHeader{Key: HeaderBatch, Value: []byte(s.led.cov.BatchName(b))}
-		for _, r := range send {
-			r.Headers = append(r.Headers, h)
-		}
 	}
 	return send, idx, dead, nil
 }
