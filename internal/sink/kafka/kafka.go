@@ -325,8 +325,13 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Written, e
 }
 
 // produceChunkBytes is about how many bytes of envelopes one Write encodes
-// and hands to the producer at a time (chunkEnd).
-const produceChunkBytes = 1 << 20
+// and hands to the producer at a time (chunkEnd). Each chunk is held about
+// three times until acknowledged (encoded, in the producer's record
+// batches, compressed); a 5,000-record page is about 17 chunks, one round
+// trip each. From 1 MiB to 256 KiB the full-scale backfill's peak
+// anonymous memory went from 97 to 80 MiB, the producer spent no more CPU
+// a record, and compressed 2% less well (docs/performance.md).
+const produceChunkBytes = 256 << 10
 
 // chunkEnd returns the end of the chunk of envs that starts at lo: at
 // least one envelope, and about produceChunkBytes of them.
