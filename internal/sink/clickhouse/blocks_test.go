@@ -32,11 +32,11 @@ func (c sizedConn) Write(p []byte) (int, error) {
 }
 
 // TestALargeInsertGoesInBlocksAndARepeatIsStoredOnce: one insert of about
-// 10 MiB (batch_bytes raised to hold it) reaches the server over the
-// native protocol as data packets of about insertBlockBytes each, not as
-// one block the driver encodes whole, and its repeat under the same
-// insert_deduplication_token is dropped, every block of it (C7: each
-// record once). Before, the driver held each insert's columns, its
+// 12 MiB (batch_bytes raised to hold it) reaches the server over the
+// native protocol as data packets of about insertBlockBytes (256 KiB)
+// each, not as one block the driver encodes whole, and its repeat under
+// the same insert_deduplication_token is dropped, every block of it (C7:
+// each record once). Before, the driver held each insert's columns, its
 // encoding and its compressed form whole, about 3 x batch_bytes per insert
 // in flight (memory round 3, issue 30).
 func TestALargeInsertGoesInBlocksAndARepeatIsStoredOnce(t *testing.T) {
