@@ -307,13 +307,14 @@ func (w *tableWriter) send(ctx context.Context, group []part, token string) (err
 			_ = batch.Abort()
 		}
 	}()
-	// The insert goes in blocks (insertBlockBytes), each sent (Flush: a data packet of the
-	// same insert) before the next is appended: the driver holds one
-	// block's columns and encoding at a time, not the whole insert's. The
-	// server gathers the blocks of an insert into one (they are far below
-	// min_insert_block_size_rows and _bytes), so the insert is stored, and
-	// a repeat deduplicated, as when it went in one block. Over HTTP Flush
-	// sends nothing: the driver holds the whole insert as before.
+	// The insert goes in blocks (insertBlockBytes), each sent (Flush: a
+	// data packet of the same insert) before the next is appended: the
+	// driver holds one block's columns and encoding at a time, not the
+	// whole insert's. The server gathers the blocks of an insert into one
+	// (they are far below min_insert_block_size_rows and _bytes), so the
+	// insert is stored, and a repeat deduplicated (C7), as when it went in
+	// one block. Over HTTP Flush sends nothing: the driver holds the whole
+	// insert as before.
 	for i, blk := range blocks(group, min(w.s.blockBytes, w.s.cfg.BatchBytes)) {
 		if i > 0 {
 			if err := batch.Flush(); err != nil {
