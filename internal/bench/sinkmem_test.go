@@ -3,8 +3,12 @@ package bench
 import (
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +21,11 @@ import (
 // scale is the fraction of BenchmarkSinkMemory's full-scale backlog; 0
 // means 1 with -long and 0.1 without.
 var scale = flag.Float64("scale", 0, "BenchmarkSinkMemory's backlog as a fraction of full scale (about 2.5 million records); 0: 1 with -long, else 0.1")
+
+// heapProfiles is where BenchmarkSinkMemory writes, per sink, the heap
+// profile of the collector taken when its heap in use was largest; ""
+// takes none.
+var heapProfiles = flag.String("heapprofiles", "", "BenchmarkSinkMemory: directory for each sink's heap profile at its largest heap in use (metrics.pprof on)")
 
 // sinkMemAccounts are the three accounts of BenchmarkSinkMemory.
 var sinkMemAccounts = []string{"acme", "acme-dev", "acme-ops"}
@@ -47,9 +56,12 @@ const sinkMemRateFactor = 0.22
 // separated by spaces) to measure other settings, e.g.
 // BENCH_COLLECTOR_ENV="COLLECTOR_PIPELINE__BUFFER_RECORDS=20000". Each
 // run is checked: the rows delivered must be the simulator's for the
-// committed windows.
+// committed windows. -heapprofiles DIR turns metrics.pprof on and writes
+// DIR/<sink>.heap, the heap profile taken (every 2 s) when the heap in use
+// was largest (go tool pprof -sample_index=inuse_space).
 //
 //	go test -run '^$' -bench SinkMemory -benchtime 1x -v ./internal/bench/ -args -scale 1
+//	go test -run '^$' -bench 'SinkMemory/sink=kafka' -benchtime 1x -v ./internal/bench/ -args -scale 1 -heapprofiles /tmp/heap
 func BenchmarkSinkMemory(b *testing.B) {
 	f := *scale
 	if f <= 0 {
@@ -92,12 +104,21 @@ func sinkMemOnce(b *testing.B, name string, f float64) {
 		db = srv.NewDatabase(b)
 		sinkYAML = fmt.Sprintf("sink:\n  type: clickhouse\n  clickhouse:\n    addr: [%s]\n    database: %s\n", srv.Native, db)
 	}
+	env, metrics := benchEnv(), harness.FreeAddr(b)
+	if *heapProfiles != "" {
+		env = append(env, "COLLECTOR_METRICS__PPROF=true")
+	}
 	col := harness.New(b, harness.Config{Sim: sim, Accounts: sinkMemAccounts, Start: start, Interval: harness.Omit,
-		Rate: harness.Rate{Limit: 1_000_000, Period: time.Hour}, Sink: sinkYAML, Env: benchEnv(),
-		Metrics: harness.FreeAddr(b), Scrape: scrapedGauges})
+		Rate: harness.Rate{Limit: 1_000_000, Period: time.Hour}, Sink: sinkYAML, Env: env,
+		Metrics: metrics, Scrape: scrapedGauges})
+	stopProfiles := func() {}
+	if *heapProfiles != "" {
+		stopProfiles = largestHeapProfile(b, metrics, filepath.Join(*heapProfiles, name+".heap"))
+	}
 	b.StartTimer()
 	res := col.RunOnce(b, time.Hour)
 	b.StopTimer()
+	stopProfiles()
 	peak, rows := res.PeakRSS(b), res.DoneRows(b)
 	if name == "file" {
 		os.RemoveAll(col.OutDir())
@@ -133,3 +154,46 @@ func sinkMemOnce(b *testing.B, name string, f float64) {
 // benchEnv is the environment $BENCH_COLLECTOR_ENV adds to the collector
 // of a benchmark (KEY=VALUE, separated by spaces).
 func benchEnv() []string { return strings.Fields(os.Getenv("BENCH_COLLECTOR_ENV")) }
+
+// largestHeapProfile fetches the heap profile of the collector serving
+// metrics at addr every 2 s and keeps, in path, the one taken when
+// go_memstats_heap_inuse_bytes was largest; the function it returns
+// stops it and waits.
+func largestHeapProfile(b *testing.B, addr, path string) func() {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		c := http.Client{Timeout: 10 * time.Second}
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		largest := 0.0
+		for {
+			select {
+			case <-stop:
+				b.Logf("heap profile at %.1f MiB in use: %s", largest/(1<<20), path)
+				return
+			case <-t.C:
+			}
+			inuse := harness.ScrapeGauges(addr, "go_memstats_heap_inuse_bytes")["go_memstats_heap_inuse_bytes"]
+			if inuse <= largest {
+				continue
+			}
+			res, err := c.Get("http://" + addr + "/debug/pprof/heap")
+			if err != nil {
+				continue
+			}
+			body, err := io.ReadAll(res.Body)
+			res.Body.Close()
+			if err != nil || res.StatusCode != http.StatusOK {
+				continue
+			}
+			if os.WriteFile(path, body, 0o644) == nil {
+				largest = inuse
+			}
+		}
+	})
+	return func() { close(stop); wg.Wait() }
+}

@@ -93,7 +93,11 @@ func BenchmarkInsert(b *testing.B) {
 				db := srv.NewDatabase(b)
 				cfg := testConfig(srv, proto, db)
 				cfg.BatchRows = rows
-				cfg.FlushInterval = time.Minute // inserts go when batch_rows is reached
+				// Inserts go when batch_rows is reached: batch_bytes (4
+				// MiB, about one page) would cut them, and the last page
+				// of each iteration would wait the minute.
+				cfg.BatchBytes = MaxBatchBytes
+				cfg.FlushInterval = time.Minute
 				cfg.MaxOpenConns = 4
 				s, _ := startSink(b, cfg)
 				pages := benchPages(b, rows)

@@ -29,9 +29,10 @@
 // them to its table's insert loop, which concatenates the batches of
 // several Writes, in the order they came, until batch_rows rows or
 // batch_bytes bytes or until the oldest waited flush_interval, and sends
-// them as one insert (PrepareBatch, appending whole columns). A batch that
-// alone passes batch_rows or batch_bytes goes in parts, consecutive runs
-// of its rows, one insert after the other. Write returns nil only after
+// them as one insert (PrepareBatch, appending whole columns, a block at a
+// time: see Memory). A batch that alone passes batch_rows or batch_bytes
+// goes in parts, consecutive runs of its rows, one insert after the
+// other. Write returns nil only after
 // the server confirmed every insert that held its rows; when one fails,
 // every Write whose rows it held gets the error and the rest of a batch
 // in parts is not sent (but see Permanent errors).
@@ -108,13 +109,19 @@
 // # Memory
 //
 // What the sink holds beyond the pipeline's buffer (whose envelopes its
-// chunks share) is the driver's copy of each insert in flight: the
-// block's columns, the encoded block and its compressed form, about three
-// times the insert's bytes. An insert holds at most batch_bytes (and
-// batch_rows); at most one insert runs per table, and each holds the rows
-// of at least one waiting Write, so at most pipeline.sink_workers run at
-// once: the sink's own memory is bounded by about 3 x batch_bytes x
-// min(sink_workers, 9). A connection back in the pool drops its buffers
+// chunks share) is the typed values it pulls out of each Write's records
+// and the driver's copy of each insert in flight: the block's columns,
+// the encoded block and its compressed form, about three times a block's
+// bytes. Over the native protocol an insert goes in blocks of about 256
+// KiB, each sent (a data packet of the same insert, same token) before
+// the next is appended; the server gathers them into one block, so the
+// insert is stored and deduplicated as one. Over HTTP the driver sends an
+// insert in one body and holds it whole: about three times the insert,
+// at most batch_bytes (and batch_rows). At most one insert runs per
+// table, and each holds the rows of at least one waiting Write, so at
+// most pipeline.sink_workers run at once: the driver's share is about 3 x
+// 256 KiB x min(sink_workers, 9) over native, 3 x batch_bytes x
+// min(sink_workers, 9) over HTTP. A connection back in the pool drops its buffers
 // (clickhouse-go's FreeBufOnConnRelease): before that, each of up to 5
 // idle connections kept buffers as large as the largest insert it had
 // sent. Before batch_bytes (issue 24) an insert was bounded by batch_rows
@@ -123,8 +130,10 @@
 // peaked at 276-301 MiB resident before and 208 MiB after at a tenth of
 // the scale (the file sink: 173-189 MiB), and at 673 MiB before and 578
 // MiB after at full scale (2.6 million records; the file sink 643 MiB:
-// there the checkpoint dominates). docs/performance.md, "Memory", has the figures
-// by setting.
+// there the checkpoint dominates). Before the blocks (issue 30, round 3)
+// native inserts were held whole too: the full-scale backfill peaked at
+// 182 MiB (2026-12-06), 143 MiB with 1 MiB blocks and 131 MiB with 256
+// KiB ones. docs/performance.md, "Memory", has the figures by setting.
 //
 // # Metrics
 //

@@ -60,6 +60,9 @@ type Sink struct {
 	version atomic.Pointer[string]
 	// led is the ledger of delivery exactly_once (ledger.go).
 	led chLedger
+	// blockBytes bounds the blocks an insert is sent in (blocks);
+	// insertBlockBytes but in tests.
+	blockBytes int
 }
 
 // Option is an optional dependency of New.
@@ -119,6 +122,8 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger, opts ...Option
 		m:     m,
 		opts:  cfg.options(pw, tlsCfg),
 		scrub: o.scrub,
+
+		blockBytes: insertBlockBytes,
 	}
 	s.Base, err = sinkhelper.New(SinkName, reg, s.push, sinkhelper.WithLogger(log),
 		sinkhelper.WithStart(s.start), sinkhelper.WithReady(s.ping),

@@ -325,8 +325,13 @@ func (s *Sink) push(ctx context.Context, b *record.Batch) (sinkhelper.Written, e
 }
 
 // produceChunkBytes is about how many bytes of envelopes one Write encodes
-// and hands to the producer at a time (chunkEnd).
-const produceChunkBytes = 1 << 20
+// and hands to the producer at a time (chunkEnd). Each chunk is held about
+// three times until acknowledged (encoded, in the producer's record
+// batches, compressed); a 5,000-record page is about 17 chunks, one round
+// trip each. From 1 MiB to 256 KiB the full-scale backfill's peak
+// anonymous memory went from 97 to 80 MiB, the producer spent no more CPU
+// a record, and compressed 2% less well (docs/performance.md).
+const produceChunkBytes = 256 << 10
 
 // chunkEnd returns the end of the chunk of envs that starts at lo: at
 // least one envelope, and about produceChunkBytes of them.
@@ -360,7 +365,11 @@ func appendLanded(ids []string, envs []record.Envelope, idx []int, dead []sinkhe
 // of each, and the dead letters of the records too large to ever be
 // taken. It fails, permanently, only for a record the format cannot hold.
 func (s *Sink) prepare(b *record.Batch, lo, hi int, topics []string) ([]*kgo.Record, []int, []sinkhelper.DeadLetter, error) {
-	recs, err := s.enc.Encode(b.Envelopes[lo:hi], topics[lo:hi])
+	var extra []kgo.RecordHeader
+	if s.exactlyOnce() {
+		extra = []kgo.RecordHeader{{Key: HeaderBatch, Value: []byte(s.led.cov.BatchName(b))}}
+	}
+	recs, err := s.enc.Encode(b.Envelopes[lo:hi], topics[lo:hi], extra...)
 	if err != nil {
 		// Format ocsf only: the record can never be mapped.
 		return nil, nil, nil, sink.Permanent(s.fail(b, kindInvalid, err))
@@ -385,12 +394,6 @@ func (s *Sink) prepare(b *record.Batch, lo, hi int, topics []string) ([]*kgo.Rec
 		}
 		send = append(send, &recs[j])
 		idx = append(idx, i)
-	}
-	if len(send) > 0 && s.exactlyOnce() {
-		h := kgo.RecordHeader{Key: HeaderBatch, Value: []byte(s.led.cov.BatchName(b))}
-		for _, r := range send {
-			r.Headers = append(r.Headers, h)
-		}
 	}
 	return send, idx, dead, nil
 }

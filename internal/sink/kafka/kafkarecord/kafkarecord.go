@@ -91,16 +91,25 @@ type Encoder struct {
 }
 
 // Encode returns one record per envelope; topics[i] is the topic of
-// envs[i]. It fails only with OCSF, for an envelope the mapper can never
-// take, naming it.
-func (e Encoder) Encode(envs []record.Envelope, topics []string) ([]kgo.Record, error) {
+// envs[i]. Every record carries the headers extra after its own (the
+// sink's batch header), on the batch's one header slab: adding a header to
+// a record afterwards would copy its headers. It fails only with OCSF, for
+// an envelope the mapper can never take, naming it.
+func (e Encoder) Encode(envs []record.Envelope, topics []string, extra ...kgo.RecordHeader) ([]kgo.Record, error) {
 	n := len(envs)
-	size, entity := 0, 0
+	size, more := 0, 0 // more: headers beyond numHeaders and extra
 	for i := range envs {
 		size += envs[i].Size() + 4*len(record.TimeLayout) + len(envs[i].Source) + len(envs[i].Account)
 		if e.EntityKeys[envs[i].Source] {
 			size += len(envs[i].ID) + len(envs[i].Account) + 64 // the id header and an entity key
-			entity++
+			more++
+		}
+		if envs[i].Snapshot {
+			more++
+		}
+		if envs[i].Tenant != "" {
+			size += len(envs[i].Tenant)
+			more++
 		}
 	}
 	size += len(ContentTypeOCSF)
@@ -110,7 +119,7 @@ func (e Encoder) Encode(envs []record.Envelope, topics []string) ([]kgo.Record, 
 		// An event is 2 to 4.8 times its record (docs/ocsf.md).
 		events = make([]byte, 0, 3*size)
 	}
-	hdrs := make([]kgo.RecordHeader, 0, n*numHeaders+entity)
+	hdrs := make([]kgo.RecordHeader, 0, n*(numHeaders+len(extra))+more)
 	recs := make([]kgo.Record, n)
 
 	// Pages share their window and fetch time: format each distinct time once.
@@ -206,7 +215,9 @@ func (e Encoder) Encode(envs []record.Envelope, topics []string) ([]kgo.Record, 
 		if env.Tenant != "" {
 			hdrs = append(hdrs, kgo.RecordHeader{Key: HeaderTenant, Value: put(env.Tenant)})
 		}
-		// Capped: the sink appends its batch header to a record's own.
+		hdrs = append(hdrs, extra...)
+		// Capped: a header appended to one record must not overwrite the
+		// next record's.
 		r.Headers = hdrs[first:len(hdrs):len(hdrs)]
 	}
 	return recs, nil

@@ -317,3 +317,31 @@ func TestASnapshotCarriesItsHeaderAndTheEntityKey(t *testing.T) {
 		}
 	}
 }
+
+// Headers given to Encode follow every record's own, snapshot records
+// included, and a header appended to one record leaves the next one's
+// alone.
+func TestExtraHeadersFollowEveryRecordsOwn(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	envs := []record.Envelope{
+		{ID: "a", Source: "agent_info", Account: "acme", Time: at, FetchedAt: at, Record: []byte(`{"mid":7}`), Snapshot: true},
+		{ID: "b", Source: "dns", Account: "acme", Time: at, FetchedAt: at, Record: []byte(`{}`)},
+	}
+	extra := kgo.RecordHeader{Key: "collector_batch", Value: []byte("run/1/acme")}
+	enc := kafkarecord.Encoder{EntityKeys: map[string]bool{"agent_info": true}}
+	recs, err := enc.Encode(envs, []string{"t", "t"}, extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{10, 8} { // 7 + snapshot + id + extra; 7 + extra
+		h := recs[i].Headers
+		if len(h) != want || h[len(h)-1].Key != extra.Key || string(h[len(h)-1].Value) != string(extra.Value) {
+			t.Fatalf("record %d headers %v: want %d with %s last", i, h, want, extra.Key)
+		}
+	}
+	recs[0].Headers = append(recs[0].Headers, kgo.RecordHeader{Key: "x"})
+	if recs[1].Headers[0].Key != kafkarecord.HeaderSource {
+		t.Fatalf("appending to record 0's headers changed record 1's: %v", recs[1].Headers)
+	}
+}
