@@ -97,11 +97,11 @@ func (set *Set) build(cfg catalog.Config, o Options, once bool, pcs []PollerConf
 		pc.Logger, pc.Metrics, pc.MaxBatchRecords = o.Client.Logger, o.Metrics, o.MaxBatchRecords
 		pc.RecheckLimiter, pc.RecheckMetrics = limiters[limiterKey(pc.Spec)], o.RecheckMetrics
 		pc.RecheckCounts = o.RecheckCounts
-		if pc.RecheckLimiter != nil && pc.Recheck.Enabled() {
-			// The streams of a functionality share its recheck cap: each
-			// sweeps as often as its part affords (recheck: auto).
-			pc.RecheckLimiter.Join()
-		}
+		// The streams of a functionality share its bucket: each sweeps
+		// as often as its part of the recheck cap affords (recheck:
+		// auto) and polls as often as its part of the rest (interval:
+		// auto, Poller's cadence).
+		pc.RecheckLimiter.Join()
 		p, err := NewPoller(c, pc)
 		if err != nil {
 			errs = append(errs, err)
@@ -228,24 +228,29 @@ func limiterKey(spec catalog.Spec) string {
 	return "core/" + spec.Functionality
 }
 
-// recheckLimiters makes one recheck.Limiter per functionality whose
-// streams (pcs, from Resolve) recheck: the smallest recheck_share of those
-// streams of the functionality's rate (api.rate, edge.rate).
+// recheckLimiters makes one recheck.Limiter per functionality of pcs
+// (from Resolve), which counts the streams that share its bucket: the
+// smallest recheck_share of the streams of the functionality that
+// recheck (none: a share of 0, no rechecks) of its rate (api.rate,
+// edge.rate).
 func recheckLimiters(pcs []PollerConfig, o Options) map[string]*recheck.Limiter {
 	shares := map[string]float64{}
 	rates := map[string]api.RateConfig{}
 	for _, pc := range pcs {
 		st := pc.Settings
-		if len(st.Recheck) == 0 {
-			continue
-		}
 		k := limiterKey(pc.Spec)
-		if s, ok := shares[k]; !ok || st.RecheckShare < s {
-			shares[k] = st.RecheckShare
-		}
 		rates[k] = pc.API.Rate
 		if pc.Spec.Edge {
 			rates[k] = pc.Edge.Rate
+		}
+		if _, ok := shares[k]; !ok {
+			shares[k] = 0
+		}
+		if len(st.Recheck) == 0 {
+			continue
+		}
+		if s := shares[k]; s == 0 || st.RecheckShare < s {
+			shares[k] = st.RecheckShare
 		}
 	}
 	now := time.Now

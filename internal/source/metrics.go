@@ -33,6 +33,8 @@ type Metrics struct {
 	chainCap     *prometheus.GaugeVec     // source, account
 	blockedG     *prometheus.GaugeVec     // source, account, reason
 	lateDelivery *prometheus.HistogramVec // recovered records: fetched at minus record time
+	cadence      *prometheus.GaugeVec     // source, account
+	cadenceBound *prometheus.GaugeVec     // source, account, bound
 	inventory    inventoryMetrics         // inventory.go
 }
 
@@ -160,6 +162,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "For each late record a recheck recovered: how long after its record time its page arrived (the platform's delay plus the wait for the recheck that found it). Compare with collector_recheck_dense_seconds: records found past it came from a sparse point.",
 			Buckets: []float64{15, 30, 60, 90, 120, 180, 300, 600, 900, 1800, 3600, 3 * 3600, 6 * 3600, 24 * 3600},
 		}, []string{"source", "account"}),
+		cadence: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "collector_poll_cadence_seconds",
+			Help: "How often the stream asks for its newest records once caught up: its share of the rate budget after the reserve and the recheck share (interval: auto), at least the floor, or the configured interval; collector_poll_cadence_bound says which.",
+		}, []string{"source", "account"}),
+		cadenceBound: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "collector_poll_cadence_bound",
+			Help: "1 for what bounds the stream's poll cadence (bound: budget, the stream's share of its rate budget; floor, the least cadence; configured, sources.*.interval), 0 for the others.",
+		}, []string{"source", "account", "bound"}),
 	}
 	m.inventory = newInventoryMetrics()
 	if reg == nil {
@@ -167,7 +177,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{m.rows, m.pages, m.splits, m.restarts, m.badRecords, m.pollErrors, m.pageRowsSeen,
-		m.ttlSeen, m.pageSeconds, m.splitAt, m.chainCap, m.blockedG, m.lateDelivery,
+		m.ttlSeen, m.pageSeconds, m.splitAt, m.chainCap, m.blockedG, m.lateDelivery, m.cadence, m.cadenceBound,
 		m.inventory.requests, m.inventory.delivered, m.inventory.agents} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
@@ -192,6 +202,21 @@ func (m *Metrics) Fetched(source, account string, rows int) {
 func (m *Metrics) LateDelivery(source, account string, late time.Duration) {
 	if m != nil {
 		m.lateDelivery.WithLabelValues(source, account).Observe(late.Seconds())
+	}
+}
+
+// Cadence sets the stream's poll cadence and what bounds it.
+func (m *Metrics) Cadence(source, account string, c Cadence) {
+	if m == nil {
+		return
+	}
+	m.cadence.WithLabelValues(source, account).Set(c.Every.Seconds())
+	for _, b := range CadenceBounds() {
+		v := 0.0
+		if b == c.Bound {
+			v = 1
+		}
+		m.cadenceBound.WithLabelValues(source, account, b).Set(v)
 	}
 }
 

@@ -33,7 +33,8 @@ type PollerConfig struct {
 	AccountHeader string
 	// OrgAccess sends Org-Access: true (C2: organization audit logs).
 	OrgAccess bool
-	// Settings are the resolved source settings.
+	// Settings are the resolved source settings; Interval 0 (auto) polls
+	// at the cadence the budget allows (see MinCadence and Snapshot.Cadence).
 	Settings catalog.SourceSettings
 	// API holds the paging limits (page_rows, result_cap, max_pages,
 	// next_page_ttl, max_history) and the retry backoff.
@@ -59,8 +60,10 @@ type PollerConfig struct {
 	// Recheck says when to ask fetched windows again for late records
 	// (C3, package recheck); the zero Config rechecks nothing.
 	// RecheckLimiter keeps the rechecks of the stream's functionality
-	// under their share of its budget (shared by the streams of one
-	// functionality); nil: no rechecks and no window log.
+	// under their share of its budget and counts the streams that share
+	// the bucket (one per functionality, each stream Joins it): the poll
+	// cadence of interval auto is reckoned with it; nil: no rechecks, no
+	// window log, and the stream paces as if it had its bucket alone.
 	// RecheckMetrics may be nil. RecheckCounts are the stream's
 	// delivered counts per minute (the checkpoint's): a recheck narrows
 	// a grown window below its bounds with them; nil narrows nothing.
@@ -109,8 +112,8 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 	if cfg.Spec.Edge && cfg.Edge.MaxRows <= 0 {
 		return nil, fmt.Errorf("poller %s/%s: edge.max_rows not set", cfg.Spec.Name, cfg.Account)
 	}
-	if cfg.Settings.Interval <= 0 {
-		return nil, fmt.Errorf("poller %s/%s: interval not set", cfg.Spec.Name, cfg.Account)
+	if cfg.Settings.Interval < 0 {
+		return nil, fmt.Errorf("poller %s/%s: negative interval", cfg.Spec.Name, cfg.Account)
 	}
 	cfg.Metrics.InitStream(cfg.Spec, cfg.Account)
 	if cfg.RecheckLimiter != nil && cfg.Recheck.Enabled() {
@@ -149,6 +152,7 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 	})
 	p.st = newState(p.Stream())
 	p.m.Limits(cfg.Spec.Name, cfg.Account, window.Limits{}, p.splitAt())
+	p.pace()
 	return p, nil
 }
 
@@ -226,6 +230,7 @@ func (p *Poller) Run(ctx context.Context, from cursor.Cursor, out Output) error 
 	}
 	r := &run{p: p, cur: from, out: out, started: started, start: from.Start, inv: from.Inventory}
 	p.st.Begin(started, from)
+	p.pace()
 	if !p.cfg.Once {
 		// A small deterministic offset per stream, so that pollers do
 		// not all start at once (STYLE item 5).
@@ -235,6 +240,9 @@ func (p *Poller) Run(ctx context.Context, from cursor.Cursor, out Output) error 
 	}
 	failures := 0
 	for {
+		// The cadence follows the bucket: its learnt limit and the
+		// streams that share it.
+		p.pace()
 		err := r.step(ctx)
 		switch {
 		case err == nil:
@@ -288,12 +296,12 @@ func windowStart(c cursor.Cursor) string {
 }
 
 // failureWait is the backoff after n failed polls in a row: exponential from
-// retry.initial (at least 1ms) up to max(retry.max, interval), with equal
+// retry.initial (at least 1ms) up to max(retry.max, cadence), with equal
 // jitter so that it is never near zero.
 func (p *Poller) failureWait(n int) time.Duration {
 	return backoff.Policy{
 		Initial: max(p.cfg.API.Retry.Initial, time.Millisecond),
-		Max:     max(p.cfg.API.Retry.Max, p.cfg.Settings.Interval),
+		Max:     max(p.cfg.API.Retry.Max, p.cadence()),
 		Jitter:  backoff.Equal,
 	}.Wait(n - 1)
 }
@@ -301,7 +309,7 @@ func (p *Poller) failureWait(n int) time.Duration {
 func (p *Poller) startOffset() time.Duration {
 	h := fnv.New64a()
 	h.Write([]byte(p.cfg.Spec.Name + "/" + p.cfg.Account))
-	span := min(p.cfg.Settings.Interval/2, 15*time.Second)
+	span := min(p.cadence()/2, 15*time.Second)
 	if span <= 0 {
 		return 0
 	}
