@@ -112,8 +112,8 @@ type SourceOverride struct {
 	Enabled *bool `koanf:"enabled"`
 	// Start is where a stream without checkpoint begins: a duration back
 	// from now ("48h", "7d") or an RFC 3339 time.
-	Start     *string        `koanf:"start"`
-	Lag       *time.Duration `koanf:"lag"`
+	Start *string        `koanf:"start"`
+	Lag   *time.Duration `koanf:"lag"`
 	// Interval is "auto" (the default: polls as often as the stream's
 	// share of its rate budget allows) or a duration; see Interval.
 	Interval  *Interval      `koanf:"interval"`
