@@ -54,10 +54,12 @@ type Cadence struct {
 	Bound string
 }
 
-// cadenceOf is the cadence of a stream configured with interval (0:
+// CadenceOf is the cadence of a stream configured with interval (0:
 // auto) whose bucket is rate, of which aside is kept for rechecks,
-// shared by members streams.
-func cadenceOf(interval time.Duration, rate budget.Rate, aside float64, members int) Cadence {
+// shared by members streams. A running poller reckons with what its
+// bucket learnt (Snapshot.Cadence); the state of a stopped collector with
+// the configuration.
+func CadenceOf(interval time.Duration, rate budget.Rate, aside float64, members int) Cadence {
 	if interval > 0 {
 		return Cadence{Every: interval, Bound: CadenceConfigured}
 	}
@@ -82,7 +84,7 @@ func (p *Poller) pace() Cadence {
 		l.SetRate(rate.Limit, rate.Period)
 		aside, members = l.Aside(), l.Members()
 	}
-	c := cadenceOf(p.cfg.Settings.Interval, rate, aside, members)
+	c := CadenceOf(p.cfg.Settings.Interval, rate, aside, members)
 	p.st.SetCadence(c)
 	p.m.Cadence(p.cfg.Spec.Name, p.cfg.Account, c)
 	p.rv.cfg.Settings.Interval = c.Every
