@@ -81,7 +81,6 @@ func (r *rechecks) observeLate(envs []record.Envelope, received time.Time) {
 	for _, e := range envs {
 		late := max(received.Sub(e.Time), 0)
 		recheck.ObserveLate(&r.delays, late, received)
-		r.m.LateDelivery(r.cfg.Stream.Source, r.cfg.Stream.Account, late)
 	}
 }
 
