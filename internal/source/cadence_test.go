@@ -69,7 +69,9 @@ func runCadence(t *testing.T, simLimit int, interval *catalog.Interval) cadenceR
 	var wg sync.WaitGroup
 	errs := make([]error, len(set.Pollers))
 	for i, p := range set.Pollers {
-		wg.Go(func() { errs[i] = p.Run(ctx, cursor.Cursor{}, EmitFunc(func(context.Context, cursor.Page) error { return nil })) })
+		wg.Go(func() {
+			errs[i] = p.Run(ctx, cursor.Cursor{}, EmitFunc(func(context.Context, cursor.Page) error { return nil }))
+		})
 	}
 	// Half an hour to catch up and learn the server's limit, then an
 	// hour measured.
