@@ -218,6 +218,14 @@ func (r *rechecks) Recheck(ctx context.Context, a *run) error {
 		// request for the run of them (recheck.Config.Learnt).
 		r.points.Sweep, r.swept = true, now
 	}
+	// Learnt points are asked on the sweeps' cadence: a window due at a
+	// sparse point waits for the next sweep and merges with its due
+	// neighbours into one count; at every step of a stream polling every
+	// half minute, each of its small windows would cost a count per point
+	// and the share would be spent before the sweeps.
+	if r.points.Auto && !r.points.Sweep {
+		return nil
+	}
 	r.prune(now)
 	cfg := r.pts()
 	units := cfg.Due(r.wlog.list(), now)
