@@ -112,6 +112,13 @@ func (set *Set) build(cfg catalog.Config, o Options, once bool, pcs []PollerConf
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	for _, p := range set.Pollers {
+		if kept[p.Stream()] == nil {
+			// Every stream of a bucket has joined its limiter now: the
+			// cadence the snapshots show before Run counts them all.
+			p.pace()
+		}
+	}
 	if len(set.Pollers) == 0 {
 		return fmt.Errorf("sources: no source enabled")
 	}

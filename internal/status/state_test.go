@@ -172,3 +172,38 @@ func TestStateFromTheCheckpointShowsTheLearntLimits(t *testing.T) {
 		t.Fatalf("a stream that learnt nothing shows %+v", p)
 	}
 }
+
+// state shows each stream's cadence and what bounds it: with interval
+// auto its share of the budget (480 an hour, reserve 0.1, recheck_share
+// 0.1, the two accounts of a source: 3600 s / (384 / 2) = 18.75 s), a
+// configured interval as it is; the table too.
+func TestStateShowsEachStreamsCadenceAndWhatBoundsIt(t *testing.T) {
+	cfg := stateConfig(t)
+	every := catalog.Interval(5 * time.Minute)
+	cfg.Sources[catalog.SourceUserLogins] = catalog.SourceOverride{Interval: &every}
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	states := FromCheckpoint(cfg, nil, source.Streams(cfg), now)
+	for _, s := range states {
+		want, bound := 18.75, source.CadenceBudget
+		if s.Source == catalog.SourceUserLogins {
+			want, bound = 300, source.CadenceConfigured
+		}
+		if s.CadenceSeconds != want || s.CadenceBound != bound {
+			t.Errorf("%s/%s: cadence %v s (%s), want %v s (%s)", s.Source, s.Account, s.CadenceSeconds, s.CadenceBound, want, bound)
+		}
+	}
+	var b bytes.Buffer
+	if err := Print(&b, states, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "CADENCE") || !strings.Contains(b.String(), "19s budget") || !strings.Contains(b.String(), "5m0s configured") {
+		t.Errorf("the table shows no cadence:\n%s", b.String())
+	}
+	b.Reset()
+	if err := Print(&b, states, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"cadence_seconds": 18.75`) || !strings.Contains(b.String(), `"cadence_bound": "budget"`) {
+		t.Errorf("the JSON shows no cadence:\n%.800s", b.String())
+	}
+}
