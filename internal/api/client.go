@@ -80,6 +80,10 @@ type Budget interface {
 	// Period returns the bucket's refill period: the longest wait a
 	// RateLimit-Reset may ask for.
 	Period(user, functionality string) time.Duration
+	// Rate returns the bucket's rate as it stands: the server's
+	// RateLimit-Limit once an answer said one, else the configured limit
+	// (rate, with which the bucket is made on first use).
+	Rate(user, functionality string, rate budget.Rate) budget.Rate
 }
 
 var _ Budget = (*budget.Budget)(nil)
@@ -209,6 +213,14 @@ func (c *Client) API() string { return c.api }
 
 // Budget returns the budget the client spends.
 func (c *Client) Budget() Budget { return c.budget }
+
+// Rate returns the rate of the client's bucket of functionality as it
+// stands (C4): the server's RateLimit-Limit once an answer said one, else
+// the configured rate (api.rate, edge.rate). Pollers pace themselves by
+// it.
+func (c *Client) Rate(functionality string) budget.Rate {
+	return c.budget.Rate(c.user, functionality, c.rate)
+}
 
 // Clock returns the client's clock (Options.Clock), for those that pace
 // their requests by it.

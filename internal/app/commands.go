@@ -278,7 +278,7 @@ func PrintConfig(w io.Writer, cfg config.Config) error {
 		r := cfg.Sources.Resolve(spec.Name)
 		line, err := flowYAML([]any{
 			"accounts", accounts, "start", r.Start, "lag", config.FormatDuration(r.Lag),
-			"interval", config.FormatDuration(r.Interval), "max_window", config.FormatDuration(r.MaxWindow),
+			"interval", intervalText(r.Interval), "max_window", config.FormatDuration(r.MaxWindow),
 			"overlap", config.FormatDuration(r.Overlap), "filters", r.Filters, "returns", r.Returns,
 		})
 		if err != nil {
@@ -449,4 +449,13 @@ func reset(ctx context.Context, cfg config.Config, o Options, what string) error
 	}
 	fmt.Fprintf(o.Stdout, "reset %d stream(s) of %s; they start again from sources.%s.start on the next run\n", n, what, src)
 	return nil
+}
+
+// intervalText writes a resolved interval as the configuration does:
+// "auto" (the cadence from the budget) or the duration.
+func intervalText(d time.Duration) string {
+	if catalog.Interval(d) == catalog.IntervalAuto {
+		return catalog.IntervalAuto.String()
+	}
+	return config.FormatDuration(d)
 }

@@ -200,7 +200,7 @@ func inProcessSourceConfig(sim *apisim.Server) catalog.Config {
 	cfg.API.Rate, cfg.Edge.Rate = generous, generous
 	cfg.Accounts = harness.Accounts()
 	enabled, start, lag, interval := true, fmt.Sprintf("%dh", int(corpusSpan.Hours())), 2*time.Minute, time.Second
-	cfg.Sources = catalog.SourcesConfig{catalog.DefaultSourcesKey: {Enabled: &enabled, Start: &start, Lag: &lag, Interval: &interval}}
+	cfg.Sources = catalog.SourcesConfig{catalog.DefaultSourcesKey: {Enabled: &enabled, Start: &start, Lag: &lag, Interval: catalog.Every(interval)}}
 	return cfg
 }
 

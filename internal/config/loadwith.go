@@ -125,7 +125,7 @@ func fillDefaultSources(s catalog.SourcesConfig) {
 		b.Lag = &d.Lag
 	}
 	if b.Interval == nil {
-		b.Interval = &d.Interval
+		b.Interval = (*catalog.Interval)(&d.Interval)
 	}
 	if b.MaxWindow == nil {
 		b.MaxWindow = &d.MaxWindow

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/svcexport/collector/internal/record"
@@ -24,6 +26,11 @@ type metrics struct {
 	sinkSuppressed  *prometheus.CounterVec
 	suppressed      *prometheus.CounterVec // source, account, cause (once)
 	refetched       *prometheus.CounterVec // source, account (once)
+	// recordDelay (source) and lateDelivery (source, account), with
+	// tenant first when tenanted: fetched at
+	// minus record time of the records the once filter kept (delays).
+	recordDelay  *prometheus.HistogramVec
+	lateDelivery *prometheus.HistogramVec
 
 	// tenanted: the streams have tenants (`tenants:`), and every series
 	// of a stream has the label tenant before source and account. A
@@ -54,6 +61,11 @@ func (m *metrics) lv(k record.Stream, after ...string) []string {
 	out = append(out, k.Source, k.Account)
 	return append(out, after...)
 }
+
+// delayBuckets resolve a record's delay from seconds (a stream polled
+// every quarter of a minute) to a day (the last recheck point).
+var delayBuckets = []float64{1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 300, 450, 600, 900, 1200, 1800, 2700,
+	3600, 2 * 3600, 3 * 3600, 6 * 3600, 12 * 3600, 24 * 3600, 48 * 3600}
 
 // newMetrics registers the pipeline's metrics on reg; the streams of p's
 // producers decide whether they carry a tenant label.
@@ -130,10 +142,21 @@ func newMetrics(reg prometheus.Registerer, p *Pipeline) *metrics {
 			Name: "collector_sink_duplicates_suppressed_total",
 			Help: "Records not written to a sink again because it had stored them before a crash, past what the checkpoint covered (its Recover at start said so), by sink.",
 		}, streamLabels(tenanted, []string{"sink"})),
+		recordDelay: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "collector_record_delay_seconds",
+			Help:    "For every record a fetch delivered (a window's first fetch or a recheck; not alert updates nor inventory snapshots), how long after its record time its page was fetched: the platform's delay, the lag and the wait for the poll or recheck that found it.",
+			Buckets: delayBuckets,
+		}, sl()[:len(sl())-1]),
+		lateDelivery: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "collector_late_delivery_seconds",
+			Help:    "For each late record a recheck recovered: how long after its record time its page was fetched (the platform's delay plus the wait for the recheck that found it); the recovered part of collector_record_delay_seconds. Compare with collector_recheck_dense_seconds: records found past it came from a sparse point.",
+			Buckets: delayBuckets,
+		}, sl()),
 	}
 	reg.MustRegister(m.delivered, m.buffered, m.capacity, m.batchDuration, m.commits,
 		m.commitErrors, m.commitDuration, m.watermark, m.lag, m.pollersRunning, m.lastAckUnixTime,
-		m.streamFailed, m.permanentErrors, m.sinkSuppressed, m.suppressed, m.refetched, &lagCollector{p: p})
+		m.streamFailed, m.permanentErrors, m.sinkSuppressed, m.suppressed, m.refetched,
+		m.recordDelay, m.lateDelivery, &lagCollector{p: p})
 	return m
 }
 
@@ -143,6 +166,8 @@ func (m *metrics) initStream(k record.Stream, targets []*target) {
 	m.delivered.WithLabelValues(m.lv(k)...)
 	m.streamFailed.WithLabelValues(m.lv(k)...).Set(0)
 	m.refetched.WithLabelValues(m.lv(k)...)
+	m.recordDelay.WithLabelValues(m.lv(k)[:len(m.lv(k))-1]...)
+	m.lateDelivery.WithLabelValues(m.lv(k)...)
 	for _, c := range []string{SuppressedRecheck, SuppressedRefetch} {
 		m.suppressed.WithLabelValues(m.lv(k, c)...)
 	}
@@ -174,5 +199,28 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, l := range c.p.SinkLags() {
 		ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(l.Records), l.Sink)
 		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, l.Oldest.Seconds(), l.Sink)
+	}
+}
+
+// delays observes how long after its record time each record of kept was
+// fetched (at fetched): in collector_record_delay_seconds, and, for late
+// records a recheck recovered, in collector_late_delivery_seconds. A
+// page without a fetch time teaches nothing.
+func (m *metrics) delays(k record.Stream, kept []record.Envelope, fetched time.Time, late bool) {
+	if fetched.IsZero() || len(kept) == 0 {
+		return
+	}
+	lv := m.lv(k)
+	all := m.recordDelay.WithLabelValues(lv[:len(lv)-1]...) // no account
+	var lt prometheus.Observer
+	if late {
+		lt = m.lateDelivery.WithLabelValues(lv...)
+	}
+	for _, e := range kept {
+		d := max(fetched.Sub(e.Time), 0).Seconds()
+		all.Observe(d)
+		if lt != nil {
+			lt.Observe(d)
+		}
 	}
 }

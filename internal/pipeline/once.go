@@ -106,6 +106,11 @@ func (o *once) filter(ctx context.Context, pg cursor.Page) (cursor.Page, error) 
 		o.m.suppressed.WithLabelValues(o.m.lv(o.stream, cause)...).Add(float64(left))
 	}
 	pg.Batch.Envelopes, pg.Delivered = kept, keys
+	if pg.Asked == cursor.AskedForward || pg.Asked == cursor.AskedLate {
+		// Every new record, on time or late: how long after its record
+		// time it was fetched (alert updates are not new records).
+		o.m.delays(o.stream, kept, pg.FetchedAt, pg.Asked == cursor.AskedLate)
+	}
 	if o.learn != nil {
 		switch pg.Asked {
 		case cursor.AskedForward:

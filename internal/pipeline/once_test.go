@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/cursor"
@@ -324,4 +325,58 @@ func TestKeysInFlightAreThePendingPagesOwn(t *testing.T) {
 	if len(o.pending) != 0 {
 		t.Errorf("%d pages pending after all were committed", len(o.pending))
 	}
+}
+
+// collector_record_delay_seconds observes every new record the filter
+// keeps, on time or recovered late: how long after its record time its
+// page was fetched. A record the stream held already, an alert update
+// (asked again) and an inventory snapshot are not new records and are not
+// observed; the late ones also go to collector_late_delivery_seconds.
+func TestEveryNewRecordIsObservedInTheRecordDelay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, k := filterFixture(t)
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	held := record.Envelope{ID: strings.Repeat("ab", 32), Time: at}
+	if err := db.Apply(ctx, checkpoint.Changes{
+		States:    map[record.Stream]checkpoint.State{k: {Cursor: cursor.Cursor{Watermark: at.Add(-time.Hour)}}},
+		Delivered: map[record.Stream][]cursor.Delivered{k: {cursor.DeliveredOf(held.ID, held.Time)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	m := newMetrics(prometheus.NewRegistry(), &Pipeline{})
+	o := newOnce(db, k, nil, m)
+	rec := func(i int) record.Envelope {
+		return record.Envelope{ID: fmt.Sprintf("%064x", i+1), Time: at.Add(time.Duration(i) * time.Second)}
+	}
+	for _, pg := range []cursor.Page{
+		// Two new records fetched 30 s and 29 s after their time, one held.
+		{Batch: record.Batch{Envelopes: []record.Envelope{held, rec(0), rec(1)}}, Asked: cursor.AskedForward, FetchedAt: at.Add(30 * time.Second)},
+		// One late record found 10 minutes after its time.
+		{Batch: record.Batch{Envelopes: []record.Envelope{rec(2)}}, Asked: cursor.AskedLate, FetchedAt: at.Add(602 * time.Second)},
+		{Batch: record.Batch{Envelopes: []record.Envelope{rec(3)}}, Asked: cursor.AskedAgain, FetchedAt: at.Add(time.Hour)},
+		{Batch: record.Batch{Envelopes: []record.Envelope{rec(4)}}, Asked: cursor.AskedInventory, FetchedAt: at.Add(time.Hour)},
+	} {
+		pg.Batch.Source, pg.Batch.Account = k.Source, k.Account
+		if _, err := o.filter(ctx, pg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count, sum := histogram(t, m.recordDelay.WithLabelValues(k.Source))
+	if count != 3 || sum != 30+29+600 {
+		t.Fatalf("collector_record_delay_seconds: %d records, %v s in all; want 3, 659 s", count, sum)
+	}
+	if count, sum := histogram(t, m.lateDelivery.WithLabelValues(k.Source, k.Account)); count != 1 || sum != 600 {
+		t.Fatalf("collector_late_delivery_seconds: %d records, %v s in all; want 1, 600 s", count, sum)
+	}
+}
+
+// histogram returns the count and sum of h.
+func histogram(t *testing.T, h prometheus.Observer) (uint64, float64) {
+	t.Helper()
+	var pb dto.Metric
+	if err := h.(prometheus.Metric).Write(&pb); err != nil {
+		t.Fatal(err)
+	}
+	return pb.GetHistogram().GetSampleCount(), pb.GetHistogram().GetSampleSum()
 }

@@ -39,10 +39,10 @@ func recheckRun(t *testing.T, hc *http.Client, path string, start, until time.Ti
 	off := false
 	cfg.Sources[catalog.DefaultSourcesKey] = catalog.SourceOverride{Enabled: &off}
 	on, lag, interval, from := true, time.Minute, 30*time.Second, start.Format(time.RFC3339)
-	cfg.Sources["dns"] = catalog.SourceOverride{Enabled: &on, Lag: &lag, Interval: &interval, Start: &from}
+	cfg.Sources["dns"] = catalog.SourceOverride{Enabled: &on, Lag: &lag, Interval: catalog.Every(interval), Start: &from}
 	if len(points) > 0 { // none: the default, learnt points (recheck: auto)
 		pts := catalog.FixedPoints(points...)
-		cfg.Sources["dns"] = catalog.SourceOverride{Enabled: &on, Lag: &lag, Interval: &interval, Start: &from, Recheck: &pts}
+		cfg.Sources["dns"] = catalog.SourceOverride{Enabled: &on, Lag: &lag, Interval: catalog.Every(interval), Start: &from, Recheck: &pts}
 	}
 	rm, err := recheck.NewMetrics(reg)
 	if err != nil {

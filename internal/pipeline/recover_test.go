@@ -62,7 +62,7 @@ func (lr lateRun) run(t *testing.T, until time.Time) *sinktest.Recorder {
 	off, on := false, true
 	cfg.Sources[catalog.DefaultSourcesKey] = catalog.SourceOverride{Enabled: &off}
 	lag, ival, from := lr.lag, lr.ival, lr.start.Format(time.RFC3339)
-	cfg.Sources["dns"] = catalog.SourceOverride{Enabled: &on, Lag: &lag, Interval: &ival, Start: &from}
+	cfg.Sources["dns"] = catalog.SourceOverride{Enabled: &on, Lag: &lag, Interval: catalog.Every(ival), Start: &from}
 	if lr.share > 0 {
 		o := cfg.Sources["dns"]
 		o.RecheckShare = &lr.share

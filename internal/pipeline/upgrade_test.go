@@ -58,7 +58,7 @@ func upgradeRun(t *testing.T, hc *http.Client, path string, start, until time.Ti
 	cfg.Sources[catalog.DefaultSourcesKey] = catalog.SourceOverride{Enabled: &off}
 	on, lag, interval, from := true, time.Minute, 30*time.Second, start.Format(time.RFC3339)
 	pts := catalog.FixedPoints(5 * time.Minute)
-	cfg.Sources["dns"] = catalog.SourceOverride{Enabled: &on, Lag: &lag, Interval: &interval, Start: &from, Recheck: &pts}
+	cfg.Sources["dns"] = catalog.SourceOverride{Enabled: &on, Lag: &lag, Interval: catalog.Every(interval), Start: &from, Recheck: &pts}
 	reg := prometheus.NewRegistry()
 	rm, err := recheck.NewMetrics(reg)
 	if err != nil {

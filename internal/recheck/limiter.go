@@ -27,12 +27,34 @@ type Limiter struct {
 	members int         // streams that share it (Join)
 }
 
-// Join counts one more stream that rechecks through l: the streams share
-// its cap (Cadence).
+// Join counts one more stream that shares l's bucket: the streams share
+// its cap (Cadence), and the rest of the bucket (each stream's poll
+// cadence, package source, reckons with Members and Aside). It is the one
+// count of the streams that share a bucket.
 func (l *Limiter) Join() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.members++
+}
+
+// Members is how many streams joined l (Join): the streams that share its
+// bucket.
+func (l *Limiter) Members() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.members
+}
+
+// Aside is the fraction of the bucket's limit that l keeps for rechecks:
+// its share while it has a cap (Cap), else 0. The streams' polls share
+// what the reserve and this leave.
+func (l *Limiter) Aside() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.capLocked() == 0 {
+		return 0
+	}
+	return l.share
 }
 
 // Cadence is how often each stream sharing l can afford a sweep of its

@@ -110,9 +110,11 @@ func (set *Set) build(cfg catalog.Config, o Options, once bool, pcs []PollerConf
 			pools[pc.Spec.Name] = &recheck.Pool{}
 		}
 		pc.RecheckPool = pools[pc.Spec.Name]
-		if pc.RecheckLimiter != nil && pc.Recheck.Enabled() {
-			// The streams of a functionality share its recheck cap: each
-			// sweeps as often as its part affords (recheck: auto).
+		// The streams of a functionality share its bucket: each sweeps
+		// as often as its part of the recheck cap affords (recheck:
+		// auto) and polls as often as its part of the rest (interval:
+		// auto, Poller's cadence).
+		if pc.RecheckLimiter != nil {
 			pc.RecheckLimiter.Join()
 		}
 		p, err := NewPoller(c, pc)
@@ -124,6 +126,13 @@ func (set *Set) build(cfg catalog.Config, o Options, once bool, pcs []PollerConf
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
+	}
+	for _, p := range set.Pollers {
+		if kept[p.Stream()] == nil {
+			// Every stream of a bucket has joined its limiter now: the
+			// cadence the snapshots show before Run counts them all.
+			p.pace()
+		}
 	}
 	if len(set.Pollers) == 0 {
 		return fmt.Errorf("sources: no source enabled")
@@ -241,24 +250,29 @@ func limiterKey(spec catalog.Spec) string {
 	return "core/" + spec.Functionality
 }
 
-// recheckLimiters makes one recheck.Limiter per functionality whose
-// streams (pcs, from Resolve) recheck: the smallest recheck_share of those
-// streams of the functionality's rate (api.rate, edge.rate).
+// recheckLimiters makes one recheck.Limiter per functionality of pcs
+// (from Resolve), which counts the streams that share its bucket: the
+// smallest recheck_share of the streams of the functionality that
+// recheck (none: a share of 0, no rechecks) of its rate (api.rate,
+// edge.rate).
 func recheckLimiters(pcs []PollerConfig, o Options) map[string]*recheck.Limiter {
 	shares := map[string]float64{}
 	rates := map[string]api.RateConfig{}
 	for _, pc := range pcs {
 		st := pc.Settings
-		if len(st.Recheck) == 0 {
-			continue
-		}
 		k := limiterKey(pc.Spec)
-		if s, ok := shares[k]; !ok || st.RecheckShare < s {
-			shares[k] = st.RecheckShare
-		}
 		rates[k] = pc.API.Rate
 		if pc.Spec.Edge {
 			rates[k] = pc.Edge.Rate
+		}
+		if _, ok := shares[k]; !ok {
+			shares[k] = 0
+		}
+		if len(st.Recheck) == 0 {
+			continue
+		}
+		if s := shares[k]; s == 0 || st.RecheckShare < s {
+			shares[k] = st.RecheckShare
 		}
 	}
 	now := time.Now

@@ -61,6 +61,14 @@
 // larger than PollerConfig.MaxBatchRecords are emitted in bounded batches,
 // and answers over api.max_body_bytes split their window.
 //
+// A caught-up stream polls once per cadence (Poller.Run): with
+// sources.*.interval auto, the default, its share of its bucket after the
+// reserve and the recheck share (budget.Rate.Pace, with the limit the
+// server says and the streams the functionality's recheck.Limiter counts),
+// never below MinCadence; a configured interval as it is. Snapshot.Cadence
+// and collector_poll_cadence_seconds show it; the rechecks run in the
+// wait between polls.
+//
 // Only the api.Client retries a request (C5); the Poller backs off after a
 // failed poll and asks again, it never skips a window.
 package source

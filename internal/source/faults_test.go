@@ -43,7 +43,7 @@ func testFaultsTogetherAreComplete(t *testing.T) {
 	cfg := simConfigInMemory()
 	cfg.API.PageRows = 100
 	lag, overlap, interval := 10*time.Minute, 30*time.Minute, 5*time.Minute
-	cfg.Sources["dns"] = catalog.SourceOverride{Start: ptr("6h"), Lag: &lag, Overlap: &overlap, Interval: &interval}
+	cfg.Sources["dns"] = catalog.SourceOverride{Start: ptr("6h"), Lag: &lag, Overlap: &overlap, Interval: catalog.Every(interval)}
 	e := newEnvOn(t, cfg, hc)
 	p := e.poller(catalog.SourceDNS, "acme", false)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Hour) // the bubble's clock

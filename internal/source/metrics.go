@@ -1,8 +1,6 @@
 package source
 
 import (
-	"time"
-
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,20 +18,21 @@ import (
 // the pollers. Labels are of bounded cardinality: source names, configured
 // accounts, fixed reasons. A nil *Metrics is valid and records nothing.
 type Metrics struct {
-	rows         *prometheus.CounterVec   // source, account
-	pages        *prometheus.CounterVec   // source, account
-	splits       *prometheus.CounterVec   // source, account
-	restarts     *prometheus.CounterVec   // source, account
-	badRecords   *prometheus.CounterVec   // source, account, reason
-	pollErrors   *prometheus.CounterVec   // source, account, kind
-	pageRowsSeen *prometheus.GaugeVec     // source, account
-	ttlSeen      *prometheus.GaugeVec     // source, account
-	pageSeconds  *prometheus.GaugeVec     // source, account
-	splitAt      *prometheus.GaugeVec     // source, account
-	chainCap     *prometheus.GaugeVec     // source, account
-	blockedG     *prometheus.GaugeVec     // source, account, reason
-	lateDelivery *prometheus.HistogramVec // recovered records: fetched at minus record time
-	inventory    inventoryMetrics         // inventory.go
+	rows         *prometheus.CounterVec // source, account
+	pages        *prometheus.CounterVec // source, account
+	splits       *prometheus.CounterVec // source, account
+	restarts     *prometheus.CounterVec // source, account
+	badRecords   *prometheus.CounterVec // source, account, reason
+	pollErrors   *prometheus.CounterVec // source, account, kind
+	pageRowsSeen *prometheus.GaugeVec   // source, account
+	ttlSeen      *prometheus.GaugeVec   // source, account
+	pageSeconds  *prometheus.GaugeVec   // source, account
+	splitAt      *prometheus.GaugeVec   // source, account
+	chainCap     *prometheus.GaugeVec   // source, account
+	blockedG     *prometheus.GaugeVec   // source, account, reason
+	cadence      *prometheus.GaugeVec   // source, account
+	cadenceBound *prometheus.GaugeVec   // source, account, bound
+	inventory    inventoryMetrics       // inventory.go
 }
 
 // Reasons of collector_bad_records_total: why a record was delivered with
@@ -155,11 +154,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "collector_stream_blocked",
 			Help: "1 while the stream's requests are refused with an error a retry cannot cure (reason: forbidden, unauthorized, bad_request, not_found, method_not_allowed, conflict, client_error, origin, body_too_large, permanent); it is asked again every api.permanent_error_retry.",
 		}, []string{"source", "account", "reason"}),
-		lateDelivery: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "collector_late_delivery_seconds",
-			Help:    "For each late record a recheck recovered: how long after its record time its page arrived (the platform's delay plus the wait for the recheck that found it). Compare with collector_recheck_dense_seconds: records found past it came from a sparse point.",
-			Buckets: []float64{15, 30, 60, 90, 120, 180, 300, 600, 900, 1800, 3600, 3 * 3600, 6 * 3600, 24 * 3600},
+		cadence: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "collector_poll_cadence_seconds",
+			Help: "How often the stream asks for its newest records once caught up: its share of the rate budget after the reserve and the recheck share (interval: auto), at least the floor, or the configured interval; collector_poll_cadence_bound says which.",
 		}, []string{"source", "account"}),
+		cadenceBound: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "collector_poll_cadence_bound",
+			Help: "1 for what bounds the stream's poll cadence (bound: budget, the stream's share of its rate budget; floor, the least cadence; configured, sources.*.interval), 0 for the others.",
+		}, []string{"source", "account", "bound"}),
 	}
 	m.inventory = newInventoryMetrics()
 	if reg == nil {
@@ -167,7 +169,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{m.rows, m.pages, m.splits, m.restarts, m.badRecords, m.pollErrors, m.pageRowsSeen,
-		m.ttlSeen, m.pageSeconds, m.splitAt, m.chainCap, m.blockedG, m.lateDelivery,
+		m.ttlSeen, m.pageSeconds, m.splitAt, m.chainCap, m.blockedG, m.cadence, m.cadenceBound,
 		m.inventory.requests, m.inventory.delivered, m.inventory.agents} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
@@ -187,11 +189,18 @@ func (m *Metrics) Fetched(source, account string, rows int) {
 	}
 }
 
-// LateDelivery observes a late record a recheck recovered, found late
-// after its record time.
-func (m *Metrics) LateDelivery(source, account string, late time.Duration) {
-	if m != nil {
-		m.lateDelivery.WithLabelValues(source, account).Observe(late.Seconds())
+// Cadence sets the stream's poll cadence and what bounds it.
+func (m *Metrics) Cadence(source, account string, c Cadence) {
+	if m == nil {
+		return
+	}
+	m.cadence.WithLabelValues(source, account).Set(c.Every.Seconds())
+	for _, b := range CadenceBounds() {
+		v := 0.0
+		if b == c.Bound {
+			v = 1
+		}
+		m.cadenceBound.WithLabelValues(source, account, b).Set(v)
 	}
 }
 
@@ -276,7 +285,6 @@ func (m *Metrics) InitStream(spec catalog.Spec, account string) {
 	for _, v := range []*prometheus.CounterVec{m.rows, m.pages, m.splits, m.restarts} {
 		v.WithLabelValues(spec.Name, account)
 	}
-	m.lateDelivery.WithLabelValues(spec.Name, account)
 	for _, r := range BadRecordReasons() {
 		m.badRecords.WithLabelValues(spec.Name, account, r)
 	}

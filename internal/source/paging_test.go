@@ -252,7 +252,7 @@ func TestPoller_C5_ForbiddenStreamIsBlockedRetriedSlowlyAndUnblocked(t *testing.
 	cfg.API.BaseURL = front.URL
 	cfg.API.PermanentErrorRetry = 300 * time.Millisecond
 	interval := 50 * time.Millisecond
-	cfg.Sources["dns"] = catalog.SourceOverride{Start: ptr("2h"), Interval: &interval}
+	cfg.Sources["dns"] = catalog.SourceOverride{Start: ptr("2h"), Interval: catalog.Every(interval)}
 	e := newEnv(t, cfg, nil)
 	p := e.poller(catalog.SourceDNS, "acme", false)
 	ctx, cancel := context.WithCancel(t.Context())

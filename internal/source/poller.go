@@ -36,7 +36,8 @@ type PollerConfig struct {
 	AccountHeader string
 	// OrgAccess sends Org-Access: true (C2: organization audit logs).
 	OrgAccess bool
-	// Settings are the resolved source settings.
+	// Settings are the resolved source settings; Interval 0 (auto) polls
+	// at the cadence the budget allows (see MinCadence and Snapshot.Cadence).
 	Settings catalog.SourceSettings
 	// API holds the paging limits (page_rows, result_cap, max_pages,
 	// next_page_ttl, max_history) and the retry backoff.
@@ -62,8 +63,10 @@ type PollerConfig struct {
 	// Recheck says when to ask fetched windows again for late records
 	// (C3, package recheck); the zero Config rechecks nothing.
 	// RecheckLimiter keeps the rechecks of the stream's functionality
-	// under their share of its budget (shared by the streams of one
-	// functionality); nil: no rechecks and no window log.
+	// under their share of its budget and counts the streams that share
+	// the bucket (one per functionality, each stream Joins it): the poll
+	// cadence of interval auto is reckoned with it; nil: no rechecks, no
+	// window log, and the stream paces as if it had its bucket alone.
 	// RecheckMetrics may be nil. RecheckCounts are the stream's
 	// delivered counts per minute (the checkpoint's): a recheck narrows
 	// a grown window below its bounds with them; nil narrows nothing.
@@ -116,8 +119,8 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 	if cfg.Spec.Edge && cfg.Edge.MaxRows <= 0 {
 		return nil, fmt.Errorf("poller %s/%s: edge.max_rows not set", cfg.Spec.Name, cfg.Account)
 	}
-	if cfg.Settings.Interval <= 0 {
-		return nil, fmt.Errorf("poller %s/%s: interval not set", cfg.Spec.Name, cfg.Account)
+	if cfg.Settings.Interval < 0 {
+		return nil, fmt.Errorf("poller %s/%s: negative interval", cfg.Spec.Name, cfg.Account)
 	}
 	cfg.Metrics.InitStream(cfg.Spec, cfg.Account)
 	if cfg.RecheckLimiter != nil && cfg.Recheck.Enabled() {
@@ -156,6 +159,7 @@ func NewPoller(c *api.Client, cfg PollerConfig) (*Poller, error) {
 	})
 	p.st = newState(p.Stream())
 	p.m.Limits(cfg.Spec.Name, cfg.Account, window.Limits{}, p.splitAt())
+	p.pace()
 	return p, nil
 }
 
@@ -232,6 +236,7 @@ func (p *Poller) Run(ctx context.Context, from cursor.Cursor, out Output) error 
 	}
 	r := &run{p: p, cur: from, out: out, started: started, start: from.Start, inv: from.Inventory}
 	p.st.Begin(started, from)
+	p.pace()
 	if !p.cfg.Once {
 		// A small deterministic offset per stream, so that pollers do
 		// not all start at once (STYLE item 5).
@@ -241,6 +246,9 @@ func (p *Poller) Run(ctx context.Context, from cursor.Cursor, out Output) error 
 	}
 	failures := 0
 	for {
+		// The cadence follows the bucket: its learnt limit and the
+		// streams that share it.
+		p.pace()
 		err := r.step(ctx)
 		switch {
 		case err == nil:
@@ -299,12 +307,12 @@ func windowStart(c cursor.Cursor) string {
 }
 
 // failureWait is the backoff after n failed polls in a row: exponential from
-// retry.initial (at least 1ms) up to max(retry.max, interval), with equal
+// retry.initial (at least 1ms) up to max(retry.max, cadence), with equal
 // jitter so that it is never near zero.
 func (p *Poller) failureWait(n int) time.Duration {
 	return backoff.Policy{
 		Initial: max(p.cfg.API.Retry.Initial, time.Millisecond),
-		Max:     max(p.cfg.API.Retry.Max, p.cfg.Settings.Interval),
+		Max:     max(p.cfg.API.Retry.Max, p.cadence()),
 		Jitter:  backoff.Equal,
 	}.Wait(n - 1)
 }
@@ -315,7 +323,7 @@ func (p *Poller) startOffset() time.Duration {
 	// a named tenant's, so that tenants' streams of one source and
 	// account do not all start at once.
 	h.Write([]byte(p.Stream().String()))
-	span := min(p.cfg.Settings.Interval/2, 15*time.Second)
+	span := min(p.cadence()/2, 15*time.Second)
 	if span <= 0 {
 		return 0
 	}

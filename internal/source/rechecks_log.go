@@ -93,7 +93,6 @@ func (r *rechecks) observeLate(envs []record.Envelope, received time.Time) {
 	for _, e := range envs {
 		late := max(received.Sub(e.Time), 0)
 		recheck.ObserveLate(&r.delays, late, received)
-		r.m.LateDelivery(r.cfg.Stream.Source, r.cfg.Stream.Account, late)
 	}
 	if len(envs) > 0 {
 		r.share()
@@ -243,6 +242,14 @@ func (r *rechecks) Recheck(ctx context.Context, a *run) error {
 		r.points.Sweep, r.swept = true, now
 	}
 	r.points.Polled = r.polled
+	// Learnt points are asked on the sweeps' cadence: a window due at a
+	// sparse point waits for the next sweep and merges with its due
+	// neighbours into one count; at every step of a stream polling every
+	// half minute, each of its small windows would cost a count per point
+	// and the share would be spent before the sweeps.
+	if r.points.Auto && !r.points.Sweep {
+		return nil
+	}
 	r.prune(now)
 	cfg := r.pts()
 	units := cfg.Due(r.wlog.list(), now)

@@ -79,6 +79,10 @@ type Snapshot struct {
 	// give (recheck: auto; 0 with fixed points).
 	Delays                       cursor.Delays
 	RecheckDense, RecheckCadence time.Duration
+	// Cadence is how often the stream asks for its newest records once
+	// caught up, and what bounds it (the budget, the floor or a
+	// configured interval).
+	Cadence Cadence
 }
 
 // ETA estimates the time until the stream catches up, from how fast its
@@ -235,4 +239,18 @@ func (st *state) Unblock() (reason string, was bool) {
 	reason, was = st.snap.BlockedReason, st.snap.Blocked
 	st.snap.Blocked, st.snap.BlockedReason, st.snap.BlockedError, st.snap.BlockedSince = false, "", "", time.Time{}
 	return reason, was
+}
+
+// SetCadence sets the stream's cadence.
+func (st *state) SetCadence(c Cadence) {
+	st.mu.Lock()
+	st.snap.Cadence = c
+	st.mu.Unlock()
+}
+
+// Cadence is the stream's cadence as last set.
+func (st *state) Cadence() Cadence {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.snap.Cadence
 }

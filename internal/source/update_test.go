@@ -45,7 +45,7 @@ func TestUpdate_KeepsUnchangedPollersAndBuildsTheRest(t *testing.T) {
 		next.Sources[k] = v
 	}
 	on, every := true, 7*time.Minute
-	next.Sources[catalog.SourceUserLogins] = catalog.SourceOverride{Enabled: &on, Interval: &every}
+	next.Sources[catalog.SourceUserLogins] = catalog.SourceOverride{Enabled: &on, Interval: catalog.Every(every)}
 	upd, ch, err := set.Update(next, Options{}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestUpdate_KeepsUnchangedPollersAndBuildsTheRest(t *testing.T) {
 		again.Sources[k] = v
 	}
 	later := 9 * time.Minute
-	again.Sources[catalog.SourceUserLogins] = catalog.SourceOverride{Enabled: &on, Interval: &later}
+	again.Sources[catalog.SourceUserLogins] = catalog.SourceOverride{Enabled: &on, Interval: catalog.Every(later)}
 	_, ch, err = upd.Update(again, Options{}, false)
 	if err != nil {
 		t.Fatal(err)

@@ -71,7 +71,7 @@ func (r *run) step(ctx context.Context) error {
 	if p.cfg.Once {
 		return errCaughtUp
 	}
-	wait := max(p.cfg.Settings.Interval-spent, 0)
+	wait := max(p.cadence()-spent, 0)
 	if d := r.inventoryWait(p.clk.Now()); d > 0 {
 		wait = min(wait, d)
 	}
@@ -235,7 +235,7 @@ func (r *run) emitRecords(ctx context.Context, w window.Window, idx int, records
 // now - lag (DESIGN item 3); a recheck's after fresh ones, before backfill.
 func (r *run) priority(w window.Window, recheck bool) budget.Priority {
 	p := r.p
-	edge := p.clk.Now().Add(-p.cfg.Settings.Lag - p.cfg.Settings.Interval)
+	edge := p.clk.Now().Add(-p.cfg.Settings.Lag - p.cadence())
 	return budget.Priority{Account: p.cfg.Account, WindowEnd: w.End, Fresh: !recheck && !w.End.Before(edge), Recheck: recheck}
 }
 

@@ -24,15 +24,14 @@ func (p *Reporter) SetFailingAfter(d time.Duration) {
 	p.failingAfter = d
 }
 
-// failingFor is how long stream source may go without a commit while its
-// polls fail before FailingError names it: three of its polling
-// intervals, at least the reporter's failing-after time. A healthy stream
-// commits at least once an interval (a caught-up poll moves its
-// watermark).
-func (p *Reporter) failingFor(source string) time.Duration {
+// failingFor is how long a stream polled every cadence may go without a
+// commit while its polls fail before FailingError names it: three of its
+// polls, at least the reporter's failing-after time. A healthy stream
+// commits at least once a poll (a caught-up poll moves its watermark).
+func (p *Reporter) failingFor(cadence time.Duration) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return max(p.failingAfter, 3*p.est.cfg.Sources.Resolve(source).Interval)
+	return max(p.failingAfter, 3*cadence)
 }
 
 // FailingError returns nil unless some stream keeps failing: its polls
@@ -57,7 +56,7 @@ func (p *Reporter) failingError(pollers []*source.Poller, now time.Time) error {
 		if since.IsZero() || since.Before(p.started) {
 			since = p.started
 		}
-		if !snap.LastErrorAt.After(since) || now.Sub(since) < p.failingFor(k.Source) {
+		if !snap.LastErrorAt.After(since) || now.Sub(since) < p.failingFor(snap.Cadence.Every) {
 			continue
 		}
 		msg := snap.LastError

@@ -169,6 +169,7 @@ func (p *Reporter) States(now time.Time) []StreamState {
 		s.WindowsLeft = snap.Backlog.Windows
 		s.CaughtUp = snap.CaughtUp
 		s.RecheckPending = snap.RecheckPending
+		s.CadenceSeconds, s.CadenceBound = snap.Cadence.Every.Seconds(), snap.Cadence.Bound
 		s.Late = lateState(snap.Delays, snap.RecheckDense, snap.RecheckCadence)
 		if eta, ok := snap.ETA(now); ok {
 			s.ETASeconds = eta.Seconds()

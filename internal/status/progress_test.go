@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/svcexport/collector/internal/api/budget"
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/record"
@@ -39,7 +40,11 @@ func TestReporter_StatesAreServedOnStateAndReadBackByLive(t *testing.T) {
 			cfg.Sources[spec.Name] = catalog.SourceOverride{Enabled: &off}
 		}
 	}
-	set, err := source.Build(cfg, nil, source.Options{}, true) // no request until Run
+	// A bucket that learnt the server's limit of 240 an hour (C4): the
+	// running pollers' cadence follows it, the configuration's does not.
+	b := budget.New(nil, nil)
+	b.Bucket(cfg.API.KeyID, catalog.SourceDNS, budget.Rate{Limit: 240, Period: time.Hour, Reserve: 0.1})
+	set, err := source.Build(cfg, b, source.Options{}, true) // no request until Run
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +67,13 @@ func TestReporter_StatesAreServedOnStateAndReadBackByLive(t *testing.T) {
 	}
 	if !states[1].Watermark.IsZero() || states[1].Account != "acme-dev" || !strings.Contains(states[1].LastError, "stopped") {
 		t.Fatalf("a stream without acknowledged state: %+v", states[1])
+	}
+	// The pollers' cadence: the two dns streams share the bucket of 240
+	// an hour (3600 s / ((216 - 24) / 2)).
+	for _, s := range states {
+		if s.CadenceSeconds != 37.5 || s.CadenceBound != source.CadenceBudget {
+			t.Errorf("%s/%s: cadence %v s (%s), want 37.5 s (budget)", s.Source, s.Account, s.CadenceSeconds, s.CadenceBound)
+		}
 	}
 
 	srv := httptest.NewServer(r.Handler())

@@ -11,10 +11,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/svcexport/collector/internal/api/budget"
 	"github.com/svcexport/collector/internal/checkpoint"
 	"github.com/svcexport/collector/internal/cursor"
 	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
+	"github.com/svcexport/collector/internal/source"
 	"github.com/svcexport/collector/internal/source/catalog"
 	"github.com/svcexport/collector/internal/window"
 )
@@ -42,6 +44,14 @@ type StreamState struct {
 	ETASeconds float64 `json:"eta_seconds"`
 	CaughtUp   bool    `json:"caught_up"`
 	LastError  string  `json:"last_error,omitempty"`
+	// CadenceSeconds is how often the stream asks for its newest records
+	// once caught up; CadenceBound what sets it: budget (its share of the
+	// rate budget, interval auto), floor (source.MinCadence) or
+	// configured (sources.*.interval). A running collector's is reckoned
+	// with the limit the server said (C4); a stopped one's with the
+	// configuration.
+	CadenceSeconds float64 `json:"cadence_seconds"`
+	CadenceBound   string  `json:"cadence_bound,omitempty"`
 	// RecheckPending is how many fetched windows have a recheck due
 	// (sources.*.recheck, late records, C3).
 	RecheckPending int `json:"recheck_pending"`
@@ -198,6 +208,14 @@ func (e *estimator) fill(s *StreamState, density float64, now time.Time) {
 	if eta, ok := p.ETA(max(s.RowsLeft, 0), b.Requests, perHour); ok && b.RowsKnown || s.CaughtUp {
 		s.ETASeconds = eta.Seconds()
 	}
+	set := e.cfg.Sources.Resolve(s.Source)
+	aside := 0.0
+	if set.RecheckConfig(0).Enabled() {
+		aside = set.RecheckShare
+	}
+	c := source.CadenceOf(set.Interval, budget.Rate{Limit: rate.Limit, Period: rate.Period, Reserve: rate.Reserve},
+		aside, e.shares[spec.Functionality])
+	s.CadenceSeconds, s.CadenceBound = c.Every.Seconds(), c.Bound
 }
 
 // FromCheckpoint builds the state lines of every stream of streams (those
@@ -259,7 +277,7 @@ func Print(w io.Writer, states []StreamState, asJSON bool) error {
 	for _, s := range states {
 		sinks = sinks || len(s.Sinks) > 0
 	}
-	header := "SOURCE\tACCOUNT\tWATERMARK\tLAG\tIN FLIGHT\tDELIVERED\tWINDOWS LEFT\tETA\tRECHECKS DUE\tLAST ERROR"
+	header := "SOURCE\tACCOUNT\tWATERMARK\tLAG\tCADENCE\tIN FLIGHT\tDELIVERED\tWINDOWS LEFT\tETA\tRECHECKS DUE\tLAST ERROR"
 	if sinks {
 		header += "\tSINKS: PENDING"
 	}
@@ -291,7 +309,11 @@ func Print(w io.Writer, states []StreamState, asJSON bool) error {
 		if len(errText) > 60 {
 			errText = errText[:57] + "..."
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\t%s", s.Source, s.Account, wm, lag, inflight, s.Delivered, s.WindowsLeft, eta, s.RecheckPending, errText)
+		cadence := "-"
+		if s.CadenceSeconds > 0 {
+			cadence = roundDuration(time.Duration(s.CadenceSeconds*float64(time.Second))) + " " + s.CadenceBound
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\t%s", s.Source, s.Account, wm, lag, cadence, inflight, s.Delivered, s.WindowsLeft, eta, s.RecheckPending, errText)
 		if sinks {
 			fmt.Fprintf(tw, "\t%s", sinkLags(s.Sinks))
 		}

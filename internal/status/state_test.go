@@ -41,7 +41,7 @@ func TestStateEstimatesTheBacklogFromWatermarkDensityAndBudget(t *testing.T) {
 	stored := map[record.Stream]checkpoint.State{
 		// Two days behind at 100,000 rows an hour: 4.8M rows, 960 pages.
 		behind: {Cursor: cursor.Cursor{Watermark: now.Add(-48 * time.Hour), Density: 100_000, InFlight: &cursor.Chain{Window: window.Window{Start: now.Add(-48 * time.Hour), End: now.Add(-46 * time.Hour)}, Pages: 3}}, Delivered: 7},
-		caught: {Cursor: cursor.Cursor{Watermark: now.Add(-2 * time.Minute), Density: 100_000}},
+		caught: {Cursor: cursor.Cursor{Watermark: now.Add(-30 * time.Second), Density: 100_000}},
 	}
 	states := FromCheckpoint(cfg, stored, keys, now)
 	byKey := map[record.Stream]StreamState{}
@@ -57,7 +57,7 @@ func TestStateEstimatesTheBacklogFromWatermarkDensityAndBudget(t *testing.T) {
 	if b.ETASeconds < 4*3600 || b.ETASeconds > 6*3600 {
 		t.Fatalf("ETA %.0fs for ~960 pages at 216 requests an hour", b.ETASeconds)
 	}
-	if c := byKey[caught]; !c.CaughtUp || c.LagSeconds != 120 { // at now - lag (2m)
+	if c := byKey[caught]; !c.CaughtUp || c.LagSeconds != 30 { // at now - lag (30s)
 		t.Fatalf("caught up: %+v", c)
 	}
 	ns := byKey[record.Stream{Source: "audit_logs", Account: "acme"}]
@@ -170,5 +170,40 @@ func TestStateFromTheCheckpointShowsTheLearntLimits(t *testing.T) {
 	}
 	if p := byKey[plain].Learnt; p != nil {
 		t.Fatalf("a stream that learnt nothing shows %+v", p)
+	}
+}
+
+// state shows each stream's cadence and what bounds it: with interval
+// auto its share of the budget (480 an hour, reserve 0.1, recheck_share
+// 0.1, the two accounts of a source: 3600 s / (384 / 2) = 18.75 s), a
+// configured interval as it is; the table too.
+func TestStateShowsEachStreamsCadenceAndWhatBoundsIt(t *testing.T) {
+	cfg := stateConfig(t)
+	every := catalog.Interval(5 * time.Minute)
+	cfg.Sources[catalog.SourceUserLogins] = catalog.SourceOverride{Interval: &every}
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	states := FromCheckpoint(cfg, nil, source.Streams(cfg), now)
+	for _, s := range states {
+		want, bound := 18.75, source.CadenceBudget
+		if s.Source == catalog.SourceUserLogins {
+			want, bound = 300, source.CadenceConfigured
+		}
+		if s.CadenceSeconds != want || s.CadenceBound != bound {
+			t.Errorf("%s/%s: cadence %v s (%s), want %v s (%s)", s.Source, s.Account, s.CadenceSeconds, s.CadenceBound, want, bound)
+		}
+	}
+	var b bytes.Buffer
+	if err := Print(&b, states, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "CADENCE") || !strings.Contains(b.String(), "19s budget") || !strings.Contains(b.String(), "5m0s configured") {
+		t.Errorf("the table shows no cadence:\n%s", b.String())
+	}
+	b.Reset()
+	if err := Print(&b, states, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"cadence_seconds": 18.75`) || !strings.Contains(b.String(), `"cadence_bound": "budget"`) {
+		t.Errorf("the JSON shows no cadence:\n%.800s", b.String())
 	}
 }

@@ -21,6 +21,26 @@ type Rate struct {
 // DefaultRate is 480 tokens per hour with 10% reserve (seed, C4).
 func DefaultRate() Rate { return Rate{Limit: 480, Period: time.Hour, Reserve: 0.1} }
 
+// Pace is how often each of members streams that share a bucket of r may
+// ask, so that together they spend what the bucket refills: the period
+// over each one's part of the limit left after the reserve and after
+// aside (the fraction of the limit set apart for other work, such as the
+// rechecks of older windows):
+//
+//	period / ((limit*(1-reserve) - aside*limit) / members)
+//
+// 480 an hour, reserve 0.1, aside 0.1 and 3 streams: 3600 s / (384 / 3),
+// one request about every 28 s. When aside leaves less than one token a
+// period, one token is shared. A zero rate or no member gives 0.
+func (r Rate) Pace(aside float64, members int) time.Duration {
+	if r.Limit <= 0 || r.Period <= 0 || members <= 0 {
+		return 0
+	}
+	left := float64(r.Limit) * (1 - r.Reserve - max(aside, 0))
+	left = max(left, 1)
+	return time.Duration(float64(r.Period) / (left / float64(members)))
+}
+
 // Observer receives what a budget measures, by functionality: the local
 // estimate of the tokens left, the RateLimit-Remaining of the last answer
 // and the time spent waiting. *api.Metrics is one. Its methods must be
@@ -117,6 +137,14 @@ func (b *Budget) lookup(user, functionality string) *Bucket {
 		bk = b.Bucket(user, functionality, DefaultRate())
 	}
 	return bk
+}
+
+// Rate returns the rate of the bucket of user and functionality as it
+// stands: its limit is the server's RateLimit-Limit once an answer said
+// one (C4), else the configured one. The bucket is made with rate on
+// first use.
+func (b *Budget) Rate(user, functionality string, rate Rate) Rate {
+	return b.Bucket(user, functionality, rate).Rate()
 }
 
 // Remaining returns the local token estimate of every bucket by
@@ -353,6 +381,15 @@ func (k *Bucket) NotBefore() time.Time {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.notBefore
+}
+
+// Rate returns the bucket's rate as it stands: the limit the server last
+// said (RateLimit-Limit, C4) or the configured one, the period and the
+// reserve.
+func (k *Bucket) Rate() Rate {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return Rate{Limit: int(k.limit), Period: k.period, Reserve: k.reserve}
 }
 
 // Period returns the bucket's refill period (api.rate.period,

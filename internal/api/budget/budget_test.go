@@ -253,3 +253,46 @@ func TestBudget_C4_CallsByUserAndFunctionalityShareOneBucketEach(t *testing.T) {
 		}
 	})
 }
+
+// C4: the pace each stream of a bucket may keep is the period over its
+// part of what is left after the reserve and what is set aside; the
+// worked example of docs/latedata.md.
+func TestRate_C4_PaceSharesWhatIsLeftAfterTheReserve(t *testing.T) {
+	t.Parallel()
+	r := DefaultRate()
+	for _, c := range []struct {
+		aside   float64
+		members int
+		want    time.Duration
+	}{
+		{0.1, 3, 28125 * time.Millisecond}, // 3600 s / (384/3)
+		{0, 3, 25 * time.Second},           // 3600 s / (432/3)
+		{0.1, 1, 9375 * time.Millisecond},  // 3600 s / 384
+		{0.95, 2, 2 * time.Hour},           // nothing left: one token shared
+		{0.1, 0, 0},
+	} {
+		if got := r.Pace(c.aside, c.members); got != c.want {
+			t.Errorf("Pace(%v, %d) = %v, want %v", c.aside, c.members, got, c.want)
+		}
+	}
+}
+
+// C4: the bucket's rate follows the server's RateLimit-Limit.
+func TestBucket_C4_RateFollowsTheServersLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New(nil, nil)
+		if got := b.Rate("u", "dns", DefaultRate()); got != DefaultRate() {
+			t.Fatalf("rate before any answer = %+v, want the configured %+v", got, DefaultRate())
+		}
+		bk := b.Bucket("u", "dns", Rate{Limit: 1, Period: time.Second})
+		if err := bk.Acquire(context.Background(), Priority{}); err != nil {
+			t.Fatal(err)
+		}
+		bk.Done(Headers{Limit: 240, HasLimit: true}, 200)
+		want := DefaultRate()
+		want.Limit = 240
+		if got := b.Rate("u", "dns", DefaultRate()); got != want {
+			t.Fatalf("rate after RateLimit-Limit 240 = %+v, want %+v", got, want)
+		}
+	})
+}

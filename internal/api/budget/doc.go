@@ -7,6 +7,11 @@
 // served by Priority: fresh windows before backfill, accounts in turn,
 // the newest window first.
 //
+// A bucket's Rate is its limit as the server last said it (RateLimit-Limit)
+// or as configured; Rate.Pace is how often each of the streams that share
+// a bucket may ask so that together they spend what it refills after the
+// reserve and what is set aside (the pollers' cadence, package source).
+//
 // It owns only the buckets. The API client spends it through the small
 // interface api.Budget (Acquire, Done with the answer's headers, Period);
 // it reports what it measures to an Observer (api.Metrics). It imports no

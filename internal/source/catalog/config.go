@@ -116,9 +116,11 @@ type SourceOverride struct {
 	Enabled *bool `koanf:"enabled"`
 	// Start is where a stream without checkpoint begins: a duration back
 	// from now ("48h", "7d") or an RFC 3339 time.
-	Start     *string        `koanf:"start"`
-	Lag       *time.Duration `koanf:"lag"`
-	Interval  *time.Duration `koanf:"interval"`
+	Start *string        `koanf:"start"`
+	Lag   *time.Duration `koanf:"lag"`
+	// Interval is "auto" (the default: polls as often as the stream's
+	// share of its rate budget allows) or a duration; see Interval.
+	Interval  *Interval      `koanf:"interval"`
 	MaxWindow *time.Duration `koanf:"max_window"`
 	Overlap   *time.Duration `koanf:"overlap"`
 	Filters   []Filter       `koanf:"filters"`
@@ -151,9 +153,11 @@ const DefaultSourcesKey = "default"
 
 // SourceSettings is the resolved configuration of one source.
 type SourceSettings struct {
-	Enabled   bool
-	Start     string
-	Lag       time.Duration
+	Enabled bool
+	Start   string
+	Lag     time.Duration
+	// Interval is the configured poll interval; 0 (IntervalAuto) learns
+	// it from the budget (package source, Poller's cadence).
 	Interval  time.Duration
 	MaxWindow time.Duration
 	Overlap   time.Duration
@@ -206,7 +210,7 @@ func (r SourceSettings) RecheckConfig(edgeMaxRows int) recheck.Config {
 }
 
 // DefaultSource returns the built-in source settings: enabled, start 24h
-// back, lag 30s, interval 5m, max_window 7 days, no overlap, recheck
+// back, lag 30s, interval auto (from the budget), max_window 7 days, no overlap, recheck
 // points learnt (auto) with 10% of the budget, no inventory (Resolve reads
 // agent_info as one, inventory_interval 1h).
 func DefaultSource() SourceSettings {
@@ -214,7 +218,7 @@ func DefaultSource() SourceSettings {
 		Enabled:      true,
 		Start:        "24h",
 		Lag:          30 * time.Second,
-		Interval:     5 * time.Minute,
+		Interval:     time.Duration(IntervalAuto),
 		MaxWindow:    MaxWindowLimit,
 		Recheck:      AutoPoints(),
 		RecheckShare: recheck.DefaultShare,
@@ -246,11 +250,12 @@ func DefaultConfig() Config {
 	// The inventory as agent_info resolves it (the other sources ignore
 	// the default block's).
 	inv := string(InventoryChanged)
+	every := Interval(d.Interval)
 	return Config{
 		API:  api.DefaultConfig(),
 		Edge: DefaultEdgeConfig(),
 		Sources: SourcesConfig{DefaultSourcesKey: {
-			Enabled: &d.Enabled, Start: &d.Start, Lag: &d.Lag, Interval: &d.Interval,
+			Enabled: &d.Enabled, Start: &d.Start, Lag: &d.Lag, Interval: &every,
 			MaxWindow: &d.MaxWindow, Overlap: &d.Overlap,
 			Recheck: &d.Recheck, RecheckHorizon: &d.RecheckHorizon, RecheckShare: &d.RecheckShare,
 			Inventory: &inv, InventoryInterval: &d.InventoryInterval,
@@ -292,7 +297,7 @@ func (r *SourceSettings) apply(o SourceOverride) {
 		r.Lag = *o.Lag
 	}
 	if o.Interval != nil {
-		r.Interval = *o.Interval
+		r.Interval = time.Duration(*o.Interval)
 	}
 	if o.MaxWindow != nil {
 		r.MaxWindow = *o.MaxWindow
@@ -481,8 +486,8 @@ func (r SourceSettings) validate(p string) []error {
 	if r.Lag < 0 {
 		add("lag", "must not be negative")
 	}
-	if r.Interval <= 0 {
-		add("interval", "must be positive")
+	if r.Interval < 0 {
+		add("interval", "must be auto or positive")
 	}
 	switch {
 	case r.MaxWindow <= 0:
