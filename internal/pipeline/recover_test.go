@@ -608,7 +608,7 @@ func TestLatePhaseAtTheBudget(t *testing.T) {
 		name     string
 		interval time.Duration
 		share    float64
-	}{{"interval 5m", 5 * time.Minute, 0}, {"interval 1m", time.Minute, 0}, {"interval 1m share 0.5", time.Minute, 0.5}} {
+	}{{"defaults", time.Duration(catalog.IntervalAuto), 0}, {"interval 5m", 5 * time.Minute, 0}, {"interval 1m", time.Minute, 0}, {"interval 1m share 0.5", time.Minute, 0.5}} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) { latePhaseAtTheBudget(t, lag, tc.interval, tc.share) })
 		})
