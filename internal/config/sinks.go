@@ -199,27 +199,37 @@ func (s *SinkConfig) UnmarshalMapstructure(in any) error {
 		*s = d
 		return nil
 	}
-	var errs []error
-	reported := map[string]bool{}
-	for _, path := range flatKeys(m, nil) {
-		if at, msg := checkKey(reflect.TypeOf(SinkConfig{}), path); msg != "" && !reported[at] {
-			reported[at] = true
-			errs = append(errs, &KeyError{Key: at, Msg: msg})
-		}
-	}
-	if len(errs) == 0 {
-		dec, err := mapstructure.NewDecoder(decoderConfig((*plainSink)(&d)))
-		if err == nil {
-			err = dec.Decode(m)
-		}
-		if err != nil {
-			errs = append(errs, withValues(decodeErrors(err), func(key string) any { return lookup(m, key) }))
-		}
-	}
+	errs := decodeChecked(m, reflect.TypeOf(SinkConfig{}), (*plainSink)(&d))
 	_, d.typed = m["type"]
 	d.decodeErr = errors.Join(errs...)
 	*s = d
 	return nil
+}
+
+// decodeChecked decodes the list entry m into out, whose keys are those of
+// typ: every unknown or misplaced key is an error naming it (checkKey),
+// and only a map without such keys is decoded, its errors naming the key
+// and the value that is wrong.
+func decodeChecked(m map[string]any, typ reflect.Type, out any) []error {
+	var errs []error
+	reported := map[string]bool{}
+	for _, path := range flatKeys(m, nil) {
+		if at, msg := checkKey(typ, path); msg != "" && !reported[at] {
+			reported[at] = true
+			errs = append(errs, &KeyError{Key: at, Msg: msg})
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	dec, err := mapstructure.NewDecoder(decoderConfig(out))
+	if err == nil {
+		err = dec.Decode(m)
+	}
+	if err != nil {
+		errs = append(errs, withValues(decodeErrors(err), func(key string) any { return lookup(m, key) }))
+	}
+	return errs
 }
 
 // flatKeys lists the dotted key paths (split) of the leaves of m.

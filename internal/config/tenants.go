@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-viper/mapstructure/v2"
-
 	"github.com/svcexport/collector/internal/api"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/sink/file"
@@ -86,23 +84,7 @@ func (l *TenantList) UnmarshalMapstructure(in any) error {
 			out[i] = d
 			continue
 		}
-		var errs []error
-		reported := map[string]bool{}
-		for _, path := range flatKeys(m, nil) {
-			if at, msg := checkKey(reflect.TypeOf(TenantConfig{}), path); msg != "" && !reported[at] {
-				reported[at] = true
-				errs = append(errs, &KeyError{Key: at, Msg: msg})
-			}
-		}
-		if len(errs) == 0 {
-			dec, err := mapstructure.NewDecoder(decoderConfig((*plainTenant)(&d)))
-			if err == nil {
-				err = dec.Decode(m)
-			}
-			if err != nil {
-				errs = append(errs, withValues(decodeErrors(err), func(key string) any { return lookup(m, key) }))
-			}
-		}
+		errs := decodeChecked(m, reflect.TypeOf(TenantConfig{}), (*plainTenant)(&d))
 		d.decodeErr = errors.Join(errs...)
 		out[i] = d
 	}
