@@ -38,6 +38,9 @@ type chunk struct {
 
 	layout *layout
 	row    int // the row extraction is filling
+	// tenant is the tenant column of every row: the batch's (one stream,
+	// one tenant; "" in the one-tenant form).
+	tenant string
 	// batch is the _batch value of every row (delivery exactly_once,
 	// ledger.go), "" when the table has no such column.
 	batch string
@@ -109,7 +112,7 @@ func newLayout(t schema.Table) *layout {
 // newChunk converts the envelopes of b, in order.
 func (l *layout) newChunk(b *record.Batch) *chunk {
 	n := len(b.Envelopes)
-	c := &chunk{rows: n, layout: l, done: make(chan error, 1)}
+	c := &chunk{rows: n, layout: l, tenant: b.Tenant, done: make(chan error, 1)}
 	c.ids = make([]string, n)
 	c.accounts = make([]string, n)
 	for i := range c.millis {
@@ -199,6 +202,12 @@ func (p part) column(i int) any {
 		return c.records[lo:hi]
 	case schema.ColOriginal:
 		return c.original[lo:hi]
+	case schema.ColTenant:
+		col := make([]string, hi-lo)
+		for j := range col {
+			col[j] = c.tenant
+		}
+		return col
 	}
 	f := i - schema.NumCommon
 	if f == len(c.layout.table.Fields) {
