@@ -126,7 +126,7 @@ func addColumnSQL(o Options, q string, c Column, codec bool) string {
 // column and appends it to the key, in one ALTER: ClickHouse allows that
 // (metadata only, no part rewritten) for a column added in the same ALTER
 // without a default expression, since every row there is has the same
-// value ” and the parts stay sorted. Two tenants' identical records then
+// value, the empty string, and the parts stay sorted. Two tenants' identical records then
 // differ in their key, as in a new table, where the tenant comes first.
 func tenantMigrationSQL(o Options, q, key string) string {
 	c := commonColumns()[ColTenant]

@@ -295,7 +295,7 @@ const (
 // is the configured tenant the record was read for ("" in the one-tenant
 // form, and in the rows of tables made before the column); it is first in
 // the sorting key, so two tenants' byte-identical records stay two rows.
-// It has no DEFAULT expression (its default is ” all the same): ClickHouse
+// It has no DEFAULT expression (its default is the empty string all the same): ClickHouse
 // appends a column to an existing table's sorting key only when the column
 // is added in the same ALTER without one (tenantMigrationSQL).
 func commonColumns() []Column {
