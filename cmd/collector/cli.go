@@ -339,6 +339,7 @@ midnight). See docs/verify.md.`,
 	configFlag(cmd, &cfgPath)
 	cmd.Flags().StringVar(&vo.Source, "source", "", "verify only this source")
 	cmd.Flags().StringVar(&vo.Account, "account", "", "verify only this account (\"org\": organization-level audit logs; edge streams: edge.account)")
+	cmd.Flags().StringVar(&vo.Tenant, "tenant", "", "verify only this tenant, against its own API and key (default: every tenant, each under its name)")
 	cmd.Flags().StringVar(&from, "from", "", "verify records from this time on: RFC 3339 or YYYY-MM-DD (default: the stream's start)")
 	cmd.Flags().StringVar(&to, "to", "", "verify records before this time: RFC 3339 or YYYY-MM-DD (default and at most: the watermark)")
 	cmd.Flags().StringVar(&vo.Sink, "sink", "", "the sink to count in, by name, when several are configured")
