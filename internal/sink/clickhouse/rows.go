@@ -233,14 +233,20 @@ func (p part) column(i int) any {
 }
 
 // dedupToken is the insert_deduplication_token of an insert of parts: the
-// SHA-256 of the table name and the ids in order. A repeat of the same
-// insert has the same token and ClickHouse stores it once; any other
-// content has another token.
+// SHA-256 of the table name and the ids in order, each part's ids after
+// its tenant when it has one (two tenants' byte-identical records have the
+// same ids, and an insert of one tenant's must not pass for a repeat of
+// the other's: issue 32). A repeat of the same insert has the same token
+// and ClickHouse stores it once; any other content has another token.
 func dedupToken(table string, parts []part) string {
 	h := sha256.New()
 	buf := make([]byte, 0, 8192)
 	buf = append(append(buf, table...), '\n')
 	for _, p := range parts {
+		if p.c.tenant != "" {
+			h.Write(buf)
+			buf = append(append(append(buf[:0], "tenant "...), p.c.tenant...), '\n')
+		}
 		for _, id := range p.c.ids[p.lo:p.hi] {
 			if len(buf)+len(id)+1 > cap(buf) {
 				h.Write(buf)

@@ -44,7 +44,9 @@ func perTenant(t *testing.T, srv *chtest.Server, db string) string {
 // in a table of the release before tenants, which Start migrates in place
 // (the column appended to its sorting key); the one-tenant form's rows
 // (tenant "") stay as they were. Without the tenant column in the sorting
-// key, OPTIMIZE FINAL leaves one row of each record.
+// key, OPTIMIZE FINAL leaves one row of each record; without the tenant in
+// the insert deduplication token, the second tenant's insert passes for a
+// repeat of the first's and is dropped.
 func TestTwoTenantsIdenticalRecordsStayApart(t *testing.T) {
 	t.Parallel()
 	for _, old := range []bool{false, true} {
@@ -71,7 +73,11 @@ func TestTwoTenantsIdenticalRecordsStayApart(t *testing.T) {
 				t.Fatalf("sorting key %q, want %q", key, want)
 			}
 			bs, n := tenantBatches(t, "", "acme-corp", "globex")
-			writeAll(t, s, bs)
+			// One after the other, each its own insert: the same ids, so
+			// the insert deduplication token must tell the tenants apart.
+			for _, b := range bs {
+				writeAll(t, s, []*record.Batch{b})
+			}
 			// And again: a repeat of a tenant's records stays one row each.
 			writeAll(t, s, bs[1:2])
 			oldRows := 0
