@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/apisim"
+	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/testinfra/harness"
 )
 
@@ -113,4 +114,49 @@ func TestVerifyEachTenantAgainstItsOwnAPI(t *testing.T) {
 			t.Errorf("verify prints the secret of %s", tn.Name)
 		}
 	}
+
+	// check: each tenant's token line names its tenant.
+	code, out = col.CLI(t, nil, "check")
+	for _, tn := range tenants {
+		if code != 0 || !tokenLogOf(out, tn.Name) {
+			t.Errorf("check: exit %d; no \"API token obtained\" line with tenant=%s:\n%s", code, tn.Name, out)
+		}
+	}
+	// state --reset names the tenant: beta's dns is forgotten, alpha's
+	// stays (verify still finds it complete); without --tenant it is
+	// refused, naming the tenants.
+	code, out = col.CLI(t, nil, "state", "--reset", "dns")
+	if code == 0 || !strings.Contains(out, "give --tenant NAME") || !strings.Contains(out, "alpha, beta") {
+		t.Errorf("state --reset dns with tenants and no --tenant: exit %d\n%s", code, out)
+	}
+	betaDNS := 0
+	for k := range col.Watermarks(t) {
+		if k.Tenant == "beta" && k.Source == "dns" {
+			betaDNS++
+		}
+	}
+	code, out = col.CLI(t, nil, "state", "--reset", "dns", "--tenant", "beta")
+	if code != 0 || betaDNS == 0 || !strings.Contains(out, fmt.Sprintf("reset %d stream(s) of dns of tenant beta", betaDNS)) {
+		t.Fatalf("state --reset dns --tenant beta: exit %d\n%s", code, out)
+	}
+	wms := col.Watermarks(t)
+	for k := range wms {
+		if k.Tenant == "beta" && k.Source == "dns" {
+			t.Errorf("%s still in the checkpoint after its reset", k)
+		}
+	}
+	if _, ok := wms[record.Stream{Tenant: "alpha", Source: "dns", Account: "acme"}]; !ok {
+		t.Error("alpha's dns/acme went with beta's reset")
+	}
+}
+
+// tokenLogOf reports whether the log out has an "API token obtained" line
+// naming tenant.
+func tokenLogOf(out, tenant string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "API token obtained") && (strings.Contains(l, "tenant="+tenant) || strings.Contains(l, `"tenant":"`+tenant+`"`)) {
+			return true
+		}
+	}
+	return false
 }
