@@ -278,8 +278,8 @@ func stateCommand(stdout, stderr io.Writer) *cobra.Command {
 		Long: `Show progress per source and account, from the running collector's /state, else
 from the checkpoint (--watch: refresh until interrupted).
 
---reset SOURCE[/ACCOUNT] forgets the progress of a stream (the collector must be
-stopped).`,
+--reset SOURCE[/ACCOUNT] forgets the progress of a stream (with tenants, of the
+tenant --tenant NAME; the collector must be stopped).`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			switch {
@@ -287,6 +287,8 @@ stopped).`,
 				return usagef("--interval must be positive")
 			case so.Reset != "" && so.Watch:
 				return usagef("--reset and --watch do not go together")
+			case so.Tenant != "" && so.Reset == "":
+				return usagef("--tenant goes with --reset")
 			}
 			return exitCode(runWith(cfgPath, "state", stdout, stderr, func(ctx context.Context, cfg config.Config, opts app.Options, _ *status.Bars) error {
 				so.Notes = stderr
@@ -297,6 +299,7 @@ stopped).`,
 	}
 	configFlag(cmd, &cfgPath)
 	cmd.Flags().StringVar(&so.Reset, "reset", "", "forget the progress of SOURCE or SOURCE/ACCOUNT (the collector must be stopped)")
+	cmd.Flags().StringVar(&so.Tenant, "tenant", "", "with --reset and tenants: the tenant whose streams to forget")
 	cmd.Flags().BoolVar(&so.JSON, "json", false, "print JSON (and nothing else) on standard output")
 	cmd.Flags().BoolVar(&so.Watch, "watch", false, "print the state every --interval until interrupted (in place on a terminal)")
 	cmd.Flags().DurationVar(&so.Interval, "interval", 2*time.Second, "time between two snapshots of --watch")
@@ -339,6 +342,7 @@ midnight). See docs/verify.md.`,
 	configFlag(cmd, &cfgPath)
 	cmd.Flags().StringVar(&vo.Source, "source", "", "verify only this source")
 	cmd.Flags().StringVar(&vo.Account, "account", "", "verify only this account (\"org\": organization-level audit logs; edge streams: edge.account)")
+	cmd.Flags().StringVar(&vo.Tenant, "tenant", "", "verify only this tenant, against its own API and key (default: every tenant, each under its name)")
 	cmd.Flags().StringVar(&from, "from", "", "verify records from this time on: RFC 3339 or YYYY-MM-DD (default: the stream's start)")
 	cmd.Flags().StringVar(&to, "to", "", "verify records before this time: RFC 3339 or YYYY-MM-DD (default and at most: the watermark)")
 	cmd.Flags().StringVar(&vo.Sink, "sink", "", "the sink to count in, by name, when several are configured")

@@ -155,6 +155,7 @@ type tapOptions struct {
 func tapFlags(fs *pflag.FlagSet, o *tapOptions) {
 	fs.StringVar(&o.req.Source, "source", "", "the source to tap (required): dns, connections, edge_alerts, ...")
 	fs.StringVar(&o.req.Account, "account", "", "only this sub-account (default: every account)")
+	fs.StringVar(&o.req.Tenant, "tenant", "", "only this tenant of a collector with tenants (default: every tenant, each line naming its own)")
 	fs.IntVar(&o.req.Limit, "limit", tap.DefaultLimit, fmt.Sprintf("stop after this many envelopes (1 to %d)", tap.MaxLimit))
 	fs.Float64Var(&o.req.Sample, "sample", 1, "the share of the envelopes to print, evenly spread, in (0, 1]: 0.01 prints one in a hundred")
 	fs.DurationVar(&o.req.Timeout, "timeout", 0, "stop after this long even with fewer envelopes (0: wait for --limit)")
@@ -170,7 +171,7 @@ func tapCmd(ctx context.Context, o *tapOptions, stdout, stderr io.Writer) int {
 	const who = "collector tap"
 	switch {
 	case req.Source == "":
-		return usage(stderr, who, errors.New("--source is required: collector tap --source dns [--account A] [--limit N] [--config FILE]"))
+		return usage(stderr, who, errors.New("--source is required: collector tap --source dns [--account A] [--tenant T] [--limit N] [--config FILE]"))
 	case req.Limit < 1:
 		return usage(stderr, who, fmt.Errorf("--limit %d: want 1 to %d", req.Limit, tap.MaxLimit))
 	case !(req.Sample > 0):

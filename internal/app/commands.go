@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -191,7 +192,8 @@ func newAPICheck(w io.Writer, cfg config.Config, srcCfg catalog.Config, o Option
 	// Every request check makes is counted: it says what it spent of the
 	// API's budget (C4).
 	c := &apiCheck{w: w, src: srcCfg, co: co, report: report, counter: &countingTransport{next: http.DefaultTransport}}
-	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: o.Log, Scrubber: scr, HTTPClient: &http.Client{Transport: c.counter}}}, true)
+	// A tenant's clients log with its name, as run's do.
+	set, err := source.Build(srcCfg, nil, source.Options{Client: api.Options{Logger: tenantLog(o.Log, srcCfg.Tenant), Scrubber: scr, HTTPClient: &http.Client{Transport: c.counter}}}, true)
 	if err != nil {
 		report("sources", err)
 		return c
@@ -348,6 +350,9 @@ type StateOptions struct {
 	// Reset forgets the progress of SOURCE or SOURCE/ACCOUNT; the next run
 	// starts that stream from its configured start.
 	Reset string
+	// Tenant is the configured tenant whose streams Reset forgets:
+	// required with tenants, refused without.
+	Tenant string
 	// JSON prints JSON instead of a table.
 	JSON bool
 	// Watch prints the states every Interval (default 2s) until ctx
@@ -370,7 +375,7 @@ func State(ctx context.Context, cfg config.Config, o Options, so StateOptions) e
 		so.Notes = io.Discard
 	}
 	if so.Reset != "" {
-		return reset(ctx, cfg, o, so.Reset)
+		return reset(ctx, cfg, o, so.Tenant, so.Reset)
 	}
 	snap := func(ctx context.Context) ([]status.StreamState, string, error) { return states(ctx, cfg, o) }
 	if so.Watch {
@@ -430,10 +435,26 @@ func configuredStreams(cfg config.Config) ([]record.Stream, error) {
 	return streams, nil
 }
 
-func reset(ctx context.Context, cfg config.Config, o Options, what string) error {
+// reset forgets the progress of what (SOURCE or SOURCE/ACCOUNT) of
+// tenant, which must be a configured tenant with tenants and "" without:
+// a tenant's streams are its own (docs/tenants.md), so a reset names
+// whose it forgets.
+func reset(ctx context.Context, cfg config.Config, o Options, tenant, what string) error {
 	src, account, _ := strings.Cut(what, "/")
 	if _, ok := catalog.LookupSpec(src); !ok {
 		return fmt.Errorf("--reset %s: unknown source %q (%s)", what, src, strings.Join(catalog.SpecNames(), ", "))
+	}
+	var names []string
+	for _, t := range cfg.Tenants {
+		names = append(names, t.Name)
+	}
+	switch {
+	case tenant == "" && len(names) > 0:
+		return fmt.Errorf("--reset %s: give --tenant NAME: each tenant has its own streams (%s)", what, strings.Join(names, ", "))
+	case tenant != "" && len(names) == 0:
+		return fmt.Errorf("--tenant %s: no tenants are configured (tenants:, docs/tenants.md)", tenant)
+	case tenant != "" && !slices.Contains(names, tenant):
+		return fmt.Errorf("--tenant: no tenant named %q (%s)", tenant, strings.Join(names, ", "))
 	}
 	if _, err := os.Stat(cfg.Checkpoint.Path); err != nil {
 		return fmt.Errorf("--reset: no checkpoint at %s: %w", cfg.Checkpoint.Path, err)
@@ -443,9 +464,12 @@ func reset(ctx context.Context, cfg config.Config, o Options, what string) error
 		return fmt.Errorf("--reset needs the collector stopped: %w", err)
 	}
 	defer db.Close()
-	n, err := db.Reset(ctx, src, account)
+	n, err := db.Reset(ctx, tenant, src, account)
 	if err != nil {
 		return err
+	}
+	if tenant != "" {
+		what += " of tenant " + tenant
 	}
 	fmt.Fprintf(o.Stdout, "reset %d stream(s) of %s; they start again from sources.%s.start on the next run\n", n, what, src)
 	return nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -29,6 +30,10 @@ type VerifyOptions struct {
 	// Source and Account keep only the streams of that source or account
 	// ("" keeps every one).
 	Source, Account string
+	// Tenant keeps only the streams of that configured tenant, verified
+	// against its own API with its own key; "" verifies every tenant,
+	// each against its own, reported under its name (docs/tenants.md).
+	Tenant string
 	// From and To bound the verified record times; zero From is where
 	// the stream began (kept in the checkpoint), zero To its watermark.
 	From, To time.Time
@@ -108,23 +113,38 @@ func Verify(ctx context.Context, cfg config.Config, o Options, vo VerifyOptions)
 	if snap.Copied {
 		fmt.Fprintf(notes, "# a running collector holds %s: read from a copy of it\n", cfg.Checkpoint.Path)
 	}
-	srcCfg := cfg.SourceConfig()
-	infos, skipped := streamInfos(srcCfg, snap)
-	plan := verify.NewPlan(infos, verify.Filter{Source: vo.Source, Account: vo.Account, From: vo.From, To: vo.To}, verify.Limits{
-		Now: time.Now(), MaxHistory: srcCfg.API.MaxHistory, CountCap: catalog.ResultCap(srcCfg.API), EdgeMaxRows: int64(srcCfg.Edge.MaxRows),
-	})
-	plan.Notes = append(skipped, plan.Notes...)
-	cost := planCost(plan, srcCfg)
+	tenants, err := verifyTenants(cfg, vo.Tenant)
+	if err != nil {
+		return VerifyUsage, err
+	}
+	// One plan per tenant: each has its own streams, history limit, result
+	// cap and rate buckets (C4), spent of its own key.
+	filter := verify.Filter{Source: vo.Source, Account: vo.Account, From: vo.From, To: vo.To}
+	now := time.Now()
+	plans := make([]verify.Plan, len(tenants))
+	costs := make([][]bucketCost, len(tenants))
+	var plan verify.Plan // every tenant's: the sink counts them all
+	for i, tc := range tenants {
+		infos, skipped := streamInfos(tc, snap)
+		p := verify.NewPlan(infos, filter, verify.Limits{
+			Now: now, MaxHistory: tc.API.MaxHistory, CountCap: catalog.ResultCap(tc.API), EdgeMaxRows: int64(tc.Edge.MaxRows),
+		})
+		p.Notes = append(skipped, p.Notes...)
+		plans[i], costs[i] = p, planCost(p, tc)
+		plan.Targets = append(plan.Targets, p.Targets...)
+		plan.Requests += p.Requests
+		plan.Notes = append(plan.Notes, p.Notes...)
+	}
 
 	if vo.DryRun {
 		if vo.JSON {
-			return VerifyOK, writePlanJSON(o.Stdout, plan, cost)
+			return VerifyOK, writePlansJSON(o.Stdout, tenants, plans, costs)
 		}
-		writePlan(o.Stdout, plan, cost)
+		writePlans(o.Stdout, tenants, plans, costs)
 		fmt.Fprintln(o.Stdout, "dry run: nothing was asked of the API")
 		return VerifyOK, nil
 	}
-	writePlan(notes, plan, cost)
+	writePlans(notes, tenants, plans, costs)
 	if len(plan.Targets) == 0 {
 		return VerifyUsage, errors.New("nothing to verify: no (stream, day) matches (see the notes above)")
 	}
@@ -145,32 +165,50 @@ func Verify(ctx context.Context, cfg config.Config, o Options, vo VerifyOptions)
 	}
 	defer closeSink()
 
-	resolved, sim, err := resolveSource(cfg, o.Log)
-	if err != nil {
-		return VerifyGap, err
-	}
-	if sim != nil {
-		defer sim.Close()
+	resolved := tenants
+	if len(cfg.Tenants) == 0 {
+		one, sim, err := resolveSource(cfg, o.Log)
+		if err != nil {
+			return VerifyGap, err
+		}
+		if sim != nil {
+			defer sim.Close()
+		}
+		resolved = []catalog.Config{one}
 	}
 	// The process's one scrubber, as run and check have: a server that
-	// echoes a secret in an error does not print it here either.
-	counter, err := apicount.New(resolved, api.Options{Logger: o.Log, Scrubber: newScrubber(cfg, resolved, os.Getenv)})
-	if err != nil {
-		return VerifyGap, err
-	}
+	// echoes a secret in an error does not print it here either (any
+	// tenant's, as in run).
+	scr := newTenantsScrubber(cfg, resolved, os.Getenv)
 	began := time.Now()
-	rep, err := verify.Run(ctx, plan, verify.Splitting(counter, time.Second), delivered)
-	if err != nil {
-		if api.IsUnreachable(err) {
-			// Worded as tap says it of the collector, check of an
-			// address it probes.
-			err = fmt.Errorf("the API cannot be reached: %w", err)
+	var rep verify.Report
+	requests := 0
+	for i, tc := range resolved {
+		if len(plans[i].Targets) == 0 {
+			continue
 		}
-		return VerifyGap, err
+		counter, err := apicount.New(tc, api.Options{Logger: tenantLog(o.Log, tc.Tenant), Scrubber: scr})
+		if err != nil {
+			return VerifyGap, err
+		}
+		r, err := verify.Run(ctx, plans[i], verify.Splitting(counter, time.Second), delivered)
+		requests += counter.Requests()
+		if err != nil {
+			if api.IsUnreachable(err) {
+				// Worded as tap says it of the collector, check of an
+				// address it probes.
+				err = fmt.Errorf("the API cannot be reached: %w", err)
+			}
+			if tc.Tenant != "" {
+				err = fmt.Errorf("tenant %s: %w", tc.Tenant, err)
+			}
+			return VerifyGap, err
+		}
+		rep.Merge(r)
 	}
-	o.Log.Info("verify done", "targets", len(plan.Targets), "requests", counter.Requests(), "planned", plan.Requests,
+	o.Log.Info("verify done", "targets", len(plan.Targets), "requests", requests, "planned", plan.Requests,
 		"took", time.Since(began).Round(time.Millisecond), "gaps", rep.Gaps, "missing", rep.Missing)
-	rep.Requests = counter.Requests()
+	rep.Requests = requests
 	if vo.JSON {
 		err = rep.WriteJSON(o.Stdout)
 	} else {
@@ -188,6 +226,36 @@ func Verify(ctx context.Context, cfg config.Config, o Options, vo VerifyOptions)
 		return code, fmt.Errorf("%d %s with a gap, %d records missing: %w", rep.Gaps, days, rep.Missing, ErrGap)
 	}
 	return VerifyOK, nil
+}
+
+// verifyTenants are the configurations of the tenants to verify: the one
+// named (an error names the configured ones), or every one; without
+// tenants, the one-tenant form's (and --tenant is an error).
+func verifyTenants(cfg config.Config, name string) ([]catalog.Config, error) {
+	all := cfg.SourceConfigs()
+	if name == "" {
+		return all, nil
+	}
+	if len(cfg.Tenants) == 0 {
+		return nil, fmt.Errorf("--tenant %s: no tenants are configured (tenants:, docs/tenants.md)", name)
+	}
+	var names []string
+	for _, tc := range all {
+		if tc.Tenant == name {
+			return []catalog.Config{tc}, nil
+		}
+		names = append(names, tc.Tenant)
+	}
+	return nil, fmt.Errorf("--tenant: no tenant named %q (%s)", name, strings.Join(names, ", "))
+}
+
+// tenantLog is log with the attribute tenant, as the tenant's pollers log
+// (the one-tenant form: log).
+func tenantLog(log *slog.Logger, tenant string) *slog.Logger {
+	if tenant == "" {
+		return log
+	}
+	return log.With("tenant", tenant)
 }
 
 // verifySink is the sink to count in: the one named, or the only one. A
@@ -215,12 +283,16 @@ func verifySink(cfg config.Config, name string) (config.SinkConfig, error) {
 	return sc, nil
 }
 
-// streamInfos is what the plan knows of every stream of the snapshot; a
-// stream of an unknown source is left out with a note.
+// streamInfos is what the plan knows of every stream of the snapshot of
+// cfg's tenant (cfg.Tenant; "" the one-tenant form); a stream of an
+// unknown source is left out with a note.
 func streamInfos(cfg catalog.Config, snap checkpoint.Snapshot) ([]verify.StreamInfo, []string) {
 	var out []verify.StreamInfo
 	var notes []string
 	for k, st := range snap.States {
+		if k.Tenant != cfg.Tenant {
+			continue
+		}
 		spec, ok := catalog.LookupSpec(k.Source)
 		if !ok {
 			notes = append(notes, fmt.Sprintf("%s: not a source of this collector: left out", k))
@@ -304,33 +376,73 @@ func writePlan(w io.Writer, p verify.Plan, cost []bucketCost) {
 	}
 }
 
-// writePlanJSON prints the dry run as one JSON object.
-func writePlanJSON(w io.Writer, p verify.Plan, cost []bucketCost) error {
-	type target struct {
-		Source  string    `json:"source"`
-		Account string    `json:"account"`
-		Day     string    `json:"day"`
-		Start   time.Time `json:"start"`
-		End     time.Time `json:"end"`
-		EstRows int64     `json:"estimated_rows"`
-		Parts   int       `json:"requests"`
+// writePlans is writePlan of each tenant's plan, under a line naming the
+// tenant (none in the one-tenant form).
+func writePlans(w io.Writer, tenants []catalog.Config, plans []verify.Plan, costs [][]bucketCost) {
+	for i, tc := range tenants {
+		if tc.Tenant != "" {
+			fmt.Fprintf(w, "tenant %s: ", tc.Tenant)
+		}
+		writePlan(w, plans[i], costs[i])
+	}
+}
+
+// writePlansJSON prints the dry run as one JSON object: in the one-tenant
+// form the plan (writePlanJSON), with tenants {"tenants": [{"tenant":
+// NAME, plan...}, ...]}.
+func writePlansJSON(w io.Writer, tenants []catalog.Config, plans []verify.Plan, costs [][]bucketCost) error {
+	if len(tenants) == 1 && tenants[0].Tenant == "" {
+		return writePlanJSON(w, plans[0], costs[0])
 	}
 	out := struct {
-		Targets  []target     `json:"targets"`
-		Requests int          `json:"requests"`
-		Buckets  []bucketCost `json:"buckets"`
-		Notes    []string     `json:"notes"`
-	}{Targets: []target{}, Requests: p.Requests, Buckets: cost, Notes: p.Notes}
+		Tenants []planJSON `json:"tenants"`
+	}{Tenants: []planJSON{}}
+	for i, tc := range tenants {
+		pj := newPlanJSON(plans[i], costs[i])
+		pj.Tenant = tc.Tenant
+		out.Tenants = append(out.Tenants, pj)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// planJSON is a plan as the dry run prints it.
+type planJSON struct {
+	Tenant   string       `json:"tenant,omitempty"`
+	Targets  []targetJSON `json:"targets"`
+	Requests int          `json:"requests"`
+	Buckets  []bucketCost `json:"buckets"`
+	Notes    []string     `json:"notes"`
+}
+
+type targetJSON struct {
+	Source  string    `json:"source"`
+	Account string    `json:"account"`
+	Day     string    `json:"day"`
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	EstRows int64     `json:"estimated_rows"`
+	Parts   int       `json:"requests"`
+}
+
+func newPlanJSON(p verify.Plan, cost []bucketCost) planJSON {
+	out := planJSON{Targets: []targetJSON{}, Requests: p.Requests, Buckets: cost, Notes: p.Notes}
 	for _, t := range p.Targets {
-		out.Targets = append(out.Targets, target{Source: t.Stream.Source, Account: t.Stream.Account, Day: t.Day.Format(time.DateOnly),
+		out.Targets = append(out.Targets, targetJSON{Source: t.Stream.Source, Account: t.Stream.Account, Day: t.Day.Format(time.DateOnly),
 			Start: t.Start, End: t.End, EstRows: t.EstRows, Parts: t.Parts})
 	}
 	if out.Buckets == nil {
 		out.Buckets = []bucketCost{}
 	}
+	return out
+}
+
+// writePlanJSON prints the dry run as one JSON object.
+func writePlanJSON(w io.Writer, p verify.Plan, cost []bucketCost) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return enc.Encode(newPlanJSON(p, cost))
 }
 
 // writeGapNotes says, under the table, what the gaps mean.
@@ -347,8 +459,12 @@ func writeGapNotes(w io.Writer, r verify.Report, sink string) {
 			why = fmt.Sprintf("cut short: none of the %d windows of the day with a recheck to come grew since they were fetched, so no recheck will close the gap; "+
 				"the records were missing when the windows were fetched (see docs/verify.md)", row.Pending)
 		}
-		fmt.Fprintf(w, "gap: %s/%s %s: the API has %d records, sink %s holds %d: %d missing (%s)\n",
-			row.Source, row.Account, row.Day, row.API, sink, row.Delivered, row.API-row.Delivered, why)
+		who := ""
+		if row.Tenant != "" {
+			who = "tenant " + row.Tenant + " "
+		}
+		fmt.Fprintf(w, "gap: %s%s/%s %s: the API has %d records, sink %s holds %d: %d missing (%s)\n",
+			who, row.Source, row.Account, row.Day, row.API, sink, row.Delivered, row.API-row.Delivered, why)
 	}
 }
 

@@ -156,17 +156,22 @@ func (d *DB) all() (map[record.Stream]State, error) {
 
 // Reset removes the state, the window log and the alert marks of one
 // account of source, or of every account of source when account is "",
-// and returns how many states it removed. The next run starts those
-// streams from their configured start.
-func (d *DB) Reset(ctx context.Context, source, account string) (int, error) {
+// of tenant ("" the one-tenant form: a tenant's streams are not its), and
+// returns how many states it removed. The next run starts those streams
+// from their configured start.
+func (d *DB) Reset(ctx context.Context, tenant, source, account string) (int, error) {
+	k := record.Stream{Tenant: tenant, Source: source, Account: account}
 	what := "reset checkpoints of " + source
+	if tenant != "" {
+		what += " of tenant " + tenant
+	}
 	if account != "" {
-		what = "reset checkpoint " + record.Stream{Source: source, Account: account}.String()
+		what = "reset checkpoint " + k.String()
 	}
 	if err := d.usable(ctx); err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
-	if err := validateKey(record.Stream{Source: source, Account: account}); err != nil {
+	if err := validateKey(k); err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	var n int
@@ -177,13 +182,13 @@ func (d *DB) Reset(ctx context.Context, source, account string) (int, error) {
 		}
 		var del [][]byte
 		if account != "" {
-			if k := encodeKey(record.Stream{Source: source, Account: account}); b.Get(k) != nil {
-				del = append(del, k)
+			if key := encodeKey(k); b.Get(key) != nil {
+				del = append(del, key)
 			}
 		} else {
 			// Collect first, delete after: deleting under a cursor can skip
 			// keys.
-			prefix := sourcePrefix(source)
+			prefix := sourcePrefix(tenant, source)
 			c := b.Cursor()
 			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 				del = append(del, bytes.Clone(k))
@@ -195,10 +200,10 @@ func (d *DB) Reset(ctx context.Context, source, account string) (int, error) {
 			}
 		}
 		n = len(del)
-		if err := resetHeld(tx, source, account); err != nil {
+		if err := resetHeld(tx, k); err != nil {
 			return err
 		}
-		return resetLogs(tx, source, account)
+		return resetLogs(tx, k)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("%s in %s: %w", what, d.path, err)
@@ -206,12 +211,12 @@ func (d *DB) Reset(ctx context.Context, source, account string) (int, error) {
 	return n, nil
 }
 
-// resetLogs removes the window logs and alert marks of one account of
-// source, or of every account of source when account is "".
-func resetLogs(tx *bolt.Tx, source, account string) error {
+// resetLogs removes the window logs and alert marks of stream k, or of
+// every account of k's tenant and source when k.Account is "".
+func resetLogs(tx *bolt.Tx, k record.Stream) error {
 	for _, name := range [][]byte{bucketWindows, bucketAlerts, bucketDelivered, bucketDelays} {
 		if root := tx.Bucket(name); root != nil {
-			if err := resetStreams(root, source, account); err != nil {
+			if err := resetStreams(root, k); err != nil {
 				return err
 			}
 		}
@@ -221,14 +226,14 @@ func resetLogs(tx *bolt.Tx, source, account string) error {
 
 // resetStreams removes the sub-buckets of root of one account of source,
 // or of every account of source when account is "".
-func resetStreams(root *bolt.Bucket, source, account string) error {
+func resetStreams(root *bolt.Bucket, s record.Stream) error {
 	var del [][]byte
-	if account != "" {
-		if k := encodeKey(record.Stream{Source: source, Account: account}); root.Bucket(k) != nil {
+	if s.Account != "" {
+		if k := encodeKey(s); root.Bucket(k) != nil {
 			del = append(del, k)
 		}
 	} else {
-		prefix := sourcePrefix(source)
+		prefix := sourcePrefix(s.Tenant, s.Source)
 		c := root.Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 			del = append(del, bytes.Clone(k))

@@ -442,7 +442,7 @@ func TestReset(t *testing.T) {
 			if err := d.CommitMany(ctx, seed); err != nil {
 				t.Fatal(err)
 			}
-			n, err := d.Reset(ctx, tc.source, tc.account)
+			n, err := d.Reset(ctx, "", tc.source, tc.account)
 			if err != nil || n != tc.wantN {
 				t.Fatalf("Reset = %d, %v; want %d", n, err, tc.wantN)
 			}
@@ -462,7 +462,7 @@ func TestReset(t *testing.T) {
 	}
 
 	d, _ := openTemp(t)
-	if _, err := d.Reset(ctx, "", ""); !errors.Is(err, ErrInvalidKey) {
+	if _, err := d.Reset(ctx, "", "", ""); !errors.Is(err, ErrInvalidKey) {
 		t.Fatalf("Reset of an empty source = %v, want ErrInvalidKey", err)
 	}
 }
@@ -534,7 +534,7 @@ func TestAClosedStoreAndACanceledContextAreErrors(t *testing.T) {
 	if _, err := d.All(ctx); !errors.Is(err, ErrClosed) {
 		t.Fatalf("All after Close = %v, want ErrClosed", err)
 	}
-	if _, err := d.Reset(ctx, "dns", ""); !errors.Is(err, ErrClosed) {
+	if _, err := d.Reset(ctx, "", "dns", ""); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Reset after Close = %v, want ErrClosed", err)
 	}
 }

@@ -113,8 +113,11 @@ func encodeKey(k record.Stream) []byte {
 	return append(b, k.Account...)
 }
 
-// sourcePrefix is the prefix of every stored key of source.
-func sourcePrefix(source string) []byte { return []byte(source + keySep) }
+// sourcePrefix is the prefix of every stored key of tenant's source
+// (tenant "": the one-tenant form's, which no tenant's key starts with).
+func sourcePrefix(tenant, source string) []byte {
+	return encodeKey(record.Stream{Tenant: tenant, Source: source})
+}
 
 func decodeKey(b []byte) (record.Stream, error) {
 	source, account, ok := bytes.Cut(b, []byte(keySep))

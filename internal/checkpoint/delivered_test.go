@@ -79,7 +79,7 @@ func TestDeliveredSetsCommitWithTheStateAndAreCutBehindTheWatermark(t *testing.T
 	if got, _ := db.deliveredIn(ctx, k, base.Add(3*time.Hour), base.Add(5*time.Hour)); len(got) != 0 {
 		t.Errorf("%d keys kept before the oldest logged window", len(got))
 	}
-	if _, err := db.Reset(ctx, "dns", "acme"); err != nil {
+	if _, err := db.Reset(ctx, "", "dns", "acme"); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := db.deliveredIn(ctx, k, base, base.Add(6*time.Hour)); len(got) != 0 {
@@ -207,7 +207,7 @@ func TestDelaysCommitWithTheStateAndSurviveAReopen(t *testing.T) {
 	if s, ok, err := db.Load(ctx, k); err != nil || !ok || s.Delays.Late[1] != 3 {
 		t.Fatalf("Load: %+v %v %v", s.Delays, ok, err)
 	}
-	if _, err := db.Reset(ctx, "dns", "acme"); err != nil {
+	if _, err := db.Reset(ctx, "", "dns", "acme"); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Apply(ctx, Changes{States: map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: at}}}}); err != nil {

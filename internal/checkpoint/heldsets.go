@@ -238,13 +238,13 @@ func pruneHeld(tx *bolt.Tx, key []byte, cutoff time.Time) error {
 
 // resetHeld removes the held sets of one account of source, or of every
 // account of source when account is "", of every sink.
-func resetHeld(tx *bolt.Tx, source, account string) error {
+func resetHeld(tx *bolt.Tx, k record.Stream) error {
 	root := tx.Bucket(bucketHeld)
 	if root == nil {
 		return nil
 	}
 	return root.ForEachBucket(func(name []byte) error {
-		return resetStreams(root.Bucket(name), source, account)
+		return resetStreams(root.Bucket(name), k)
 	})
 }
 

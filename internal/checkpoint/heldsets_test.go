@@ -180,7 +180,7 @@ func TestAHeldSetIsStoredAndCutAsTheDeliveredSetIs(t *testing.T) {
 	if len(held["lake"]) != 0 || len(held["siem"][beta]) != 1 {
 		t.Fatalf("after the cut of %s: lake holds %v (want nothing), siem holds %v of %s (want its one)", acme, held["lake"], held["siem"][beta], beta)
 	}
-	if _, err := d.Reset(ctx, "dns", ""); err != nil {
+	if _, err := d.Reset(ctx, "", "dns", ""); err != nil {
 		t.Fatal(err)
 	}
 	if held, err = d.Held(ctx); err != nil || len(held["siem"]) != 0 {

@@ -80,3 +80,58 @@ func TestTenantsStreamsLiveNextToACheckpointOfToday(t *testing.T) {
 		t.Errorf("%d keys of tenants stored, want 2", tenantKeys)
 	}
 }
+
+// Issue 32: a reset names its tenant. Resetting tenant alpha's dns forgets
+// alpha's dns streams (states, window logs, delivered sets) and nothing of
+// beta's or of the one-tenant form's, though all have the same source and
+// account; a reset of the one-tenant form leaves every tenant's.
+func TestResetForgetsOneTenantsStreamsOnly(t *testing.T) {
+	t.Parallel()
+	d, err := Open(t.TempDir()+"/cp.db", WithClock(func() time.Time { return t0 }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx := context.Background()
+	one := record.Stream{Source: "dns", Account: "acme"}
+	alpha := record.Stream{Tenant: "alpha", Source: "dns", Account: "acme"}
+	alphaDev := record.Stream{Tenant: "alpha", Source: "dns", Account: "acme-dev"}
+	beta := record.Stream{Tenant: "beta", Source: "dns", Account: "acme"}
+	ids := []cursor.Delivered{cursor.DeliveredOf("same-record-id", t0.Add(-time.Hour))}
+	states := map[record.Stream]State{}
+	delivered := map[record.Stream][]cursor.Delivered{}
+	for _, k := range []record.Stream{one, alpha, alphaDev, beta} {
+		states[k] = State{Cursor: cursor.Cursor{Watermark: t0.Add(-time.Hour)}, Delivered: 1, Updated: t0}
+		delivered[k] = ids
+	}
+	if err := d.Apply(ctx, Changes{States: states, Delivered: delivered}); err != nil {
+		t.Fatal(err)
+	}
+	left := func() map[record.Stream]bool {
+		all, err := d.All(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[record.Stream]bool{}
+		for k := range all {
+			got, err := d.DeliveredOf(ctx, k, ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[k] = got[0] == 1
+		}
+		return out
+	}
+	if n, err := d.Reset(ctx, "alpha", "dns", ""); n != 2 || err != nil {
+		t.Fatalf("reset of alpha's dns: %d, %v; want its 2 streams", n, err)
+	}
+	if got := left(); len(got) != 2 || !got[one] || !got[beta] {
+		t.Errorf("after the reset of alpha's dns: %v; want the one-tenant form's and beta's, with their delivered sets", got)
+	}
+	if n, err := d.Reset(ctx, "", "dns", "acme"); n != 1 || err != nil {
+		t.Fatalf("reset of the one-tenant form's dns/acme: %d, %v", n, err)
+	}
+	if got := left(); len(got) != 1 || !got[beta] {
+		t.Errorf("after the reset of the one-tenant form's dns/acme: %v; want beta's", got)
+	}
+}

@@ -247,7 +247,7 @@ func TestResetRemovesTheWindowLogsAndAlertMarksOfItsStreams(t *testing.T) {
 	if err := d.Apply(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := d.Reset(ctx, "dns", "acme"); n != 1 || err != nil {
+	if n, err := d.Reset(ctx, "", "dns", "acme"); n != 1 || err != nil {
 		t.Fatalf("Reset = %d, %v", n, err)
 	}
 	if len(mustWindows(t, d, dnsAcme)) != 0 || len(mustAlerts(t, d, dnsAcme)) != 0 {
@@ -256,7 +256,7 @@ func TestResetRemovesTheWindowLogsAndAlertMarksOfItsStreams(t *testing.T) {
 	if len(mustWindows(t, d, streams[1])) != 1 || len(mustAlerts(t, d, streams[1])) != 1 {
 		t.Fatal("another account lost its logs")
 	}
-	if n, err := d.Reset(ctx, "dns", ""); n != 1 || err != nil {
+	if n, err := d.Reset(ctx, "", "dns", ""); n != 1 || err != nil {
 		t.Fatalf("Reset = %d, %v", n, err)
 	}
 	if len(mustWindows(t, d, streams[1])) != 0 || len(mustAlerts(t, d, streams[1])) != 0 {

@@ -330,18 +330,15 @@ func tenantPaths(cfg *Config) {
 }
 
 // tenantSinkErrors refuses, with tenants, a file sink whose path has no
-// {tenant} component, and a ClickHouse sink: its tables have no tenant
-// column yet, and their sorting key (account, day, key, time, id) would
-// make two tenants' byte-identical records one row.
+// {tenant} component: two tenants' files would share a directory. A
+// ClickHouse sink keeps tenants apart by its tenant column, first in the
+// sorting key (issue 32).
 func (c Config) tenantSinkErrors(s SinkConfig) []error {
 	if len(c.Tenants) == 0 {
 		return nil
 	}
-	switch {
-	case s.Type == SinkFile && !strings.Contains(s.File.Path, "{tenant}"):
+	if s.Type == SinkFile && !strings.Contains(s.File.Path, "{tenant}") {
 		return []error{&KeyError{Key: s.Key() + ".file.path", Msg: fmt.Sprintf("%q has no {tenant} component: with tenants, each tenant's files need a directory of their own (e.g. %s)", s.File.Path, file.TenantsPath)}}
-	case s.Type == SinkClickHouse:
-		return []error{&KeyError{Key: s.Key() + ".type", Msg: "clickhouse does not take tenants yet: its tables have no tenant column, and two tenants' identical records would become one row (use kafka, file or stdout, or one collector per tenant)"}}
 	}
 	return nil
 }

@@ -235,15 +235,17 @@ func TestClickHouseAddsTheColumnsAnOlderSchemaLacks(t *testing.T) {
 				if !strings.Contains(ddl, "TTL toDateTime(time) + toIntervalDay(400)") || !strings.Contains(ddl, "INDEX bf_id id TYPE bloom_filter(0.01)") {
 					t.Errorf("%s: no TTL or no bloom filter on id after the start:\n%s", table, ddl)
 				}
-				if !strings.Contains(ddl, "ORDER BY (account, time, id)") {
-					t.Errorf("%s: sorting key changed:\n%s", table, ddl)
+				// The tenant column is appended to the key (issue 32),
+				// the rest stays.
+				if !strings.Contains(ddl, "ORDER BY (account, time, id, tenant)") {
+					t.Errorf("%s: sorting key not the older one with the tenant appended:\n%s", table, ddl)
 				}
 				for _, msg := range []string{"clickhouse TTL set", "clickhouse skip indexes added"} {
 					if !logLineWith(logs, msg, `"table":"`+table+`"`) {
 						t.Errorf("no log %q naming %s", msg, table)
 					}
 				}
-				if !logLineWith(logs, "clickhouse table keeps its older sorting key", `"table":"`+db+`.`+table+`","sorting_key":"account, time, id"`, `"migrate":"1) RENAME TABLE`) {
+				if !logLineWith(logs, "clickhouse table keeps its older sorting key", `"table":"`+db+`.`+table+`","sorting_key":"account, time, id, tenant"`, `"migrate":"1) RENAME TABLE`) {
 					t.Errorf("the sorting key warning does not name %s.%s and its key:\n%s", db, table, logs)
 				}
 			}

@@ -23,6 +23,9 @@ type Request struct {
 	Source string
 	// Account is the sub-account; "" every account.
 	Account string
+	// Tenant is the configured tenant (docs/tenants.md); "" every tenant
+	// (each envelope names its own).
+	Tenant string
 	// Limit is how many envelopes end the tap: 1 to MaxLimit; 0 means
 	// DefaultLimit.
 	Limit int
@@ -37,7 +40,7 @@ type Request struct {
 func (r Request) Validate() error {
 	var errs []error
 	if r.Source == "" {
-		errs = append(errs, errors.New("source is required: /tap?source=dns[&account=A][&limit=N][&sample=R][&timeout=D]"))
+		errs = append(errs, errors.New("source is required: /tap?source=dns[&account=A][&tenant=T][&limit=N][&sample=R][&timeout=D]"))
 	}
 	if r.Limit < 0 || r.Limit > MaxLimit {
 		errs = append(errs, fmt.Errorf("limit %d: want 1 to %d", r.Limit, MaxLimit))
@@ -68,6 +71,9 @@ func (r Request) Query() url.Values {
 	if r.Account != "" {
 		q.Set("account", r.Account)
 	}
+	if r.Tenant != "" {
+		q.Set("tenant", r.Tenant)
+	}
 	if r.Limit != 0 {
 		q.Set("limit", strconv.Itoa(r.Limit))
 	}
@@ -83,7 +89,7 @@ func (r Request) Query() url.Values {
 // ParseRequest reads the query of /tap; a Request it returns is valid,
 // with its defaults set.
 func ParseRequest(q url.Values) (Request, error) {
-	r := Request{Source: q.Get("source"), Account: q.Get("account")}
+	r := Request{Source: q.Get("source"), Account: q.Get("account"), Tenant: q.Get("tenant")}
 	var errs []error
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)

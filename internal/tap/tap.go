@@ -106,7 +106,8 @@ type client struct {
 }
 
 func (c *client) match(b *record.Batch) bool {
-	return b.Source == c.req.Source && (c.req.Account == "" || b.Account == c.req.Account)
+	return b.Source == c.req.Source && (c.req.Account == "" || b.Account == c.req.Account) &&
+		(c.req.Tenant == "" || b.Tenant == c.req.Tenant)
 }
 
 // takes says whether the n-th envelope (from 1) offered to c is in its

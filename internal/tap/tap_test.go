@@ -349,3 +349,76 @@ func TestConcurrentPublishersAndTaps(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// tenantBatch is batch for tenant: the same records, byte for byte (same
+// ids), as every other tenant's.
+func tenantBatch(tenant, source, account string, n int) *record.Batch {
+	b := batch(source, account, n, 0, 0)
+	b.Tenant = tenant
+	for i := range b.Envelopes {
+		b.Envelopes[i].Tenant = tenant
+	}
+	return b
+}
+
+// Issue 32: a tap of one tenant (--tenant) gets that tenant's envelopes
+// only, though another tenant's are byte-identical records of the same
+// source and account; a tap without it gets every tenant's, each line
+// naming its tenant; a tenant the collector does not have is refused at
+// once, naming those it has.
+func TestATapOfOneTenantGetsItsEnvelopesOnly(t *testing.T) {
+	t.Parallel()
+	h := NewHub(Options{Streams: []record.Stream{{Tenant: "acme-corp", Source: "dns", Account: "acme"}, {Tenant: "globex", Source: "dns", Account: "acme"}}})
+	srv := serve(t, h)
+	type got struct {
+		out string
+		err error
+	}
+	read := func(req Request) <-chan got {
+		done := make(chan got, 1)
+		go func() {
+			var out bytes.Buffer
+			_, err := Read(t.Context(), nil, srv.URL, secret.Secret{}, req, &out)
+			done <- got{out.String(), err}
+		}()
+		return done
+	}
+	one := read(Request{Source: "dns", Tenant: "globex", Limit: 3})
+	all := read(Request{Source: "dns", Limit: 6})
+	waitClients(t, h, 2)
+	h.Publish(tenantBatch("acme-corp", "dns", "acme", 3))
+	h.Publish(tenantBatch("globex", "dns", "acme", 3))
+	g := <-one
+	if g.err != nil {
+		t.Fatal(g.err)
+	}
+	want := tenantBatch("globex", "dns", "acme", 3)
+	var w strings.Builder
+	for _, e := range want.Envelopes {
+		w.Write(e.AppendNDJSON(nil))
+	}
+	if g.out != w.String() {
+		t.Errorf("tap of tenant globex:\n%s\nwant its envelopes only:\n%s", g.out, w.String())
+	}
+	g = <-all
+	if g.err != nil {
+		t.Fatal(g.err)
+	}
+	n := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSuffix(g.out, "\n"), "\n") {
+		var e struct{ Tenant string }
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatal(err)
+		}
+		n[e.Tenant]++
+	}
+	if n["acme-corp"] != 3 || n["globex"] != 3 || len(n) != 2 {
+		t.Errorf("tap of every tenant: lines by tenant %v, want 3 of each, each naming its tenant", n)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, err := Read(ctx, nil, srv.URL, secret.Secret{}, Request{Source: "dns", Tenant: "globx"}, io.Discard)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), `tenant "globx" is not a tenant of this collector (did you mean "globex"?); its tenants: acme-corp, globex`) {
+		t.Errorf("tap of an unknown tenant: %v", err)
+	}
+}

@@ -50,7 +50,7 @@ func (c ClickHouse) Delivered(ctx context.Context, targets []Target) (map[Key]in
 func runs(targets []Target) [][]Target {
 	ts := slices.Clone(targets)
 	slices.SortFunc(ts, func(a, b Target) int {
-		return cmp.Or(cmp.Compare(a.Stream.Source, b.Stream.Source), cmp.Compare(a.Stream.Account, b.Stream.Account), a.Start.Compare(b.Start))
+		return cmp.Or(cmp.Compare(a.Stream.Tenant, b.Stream.Tenant), cmp.Compare(a.Stream.Source, b.Stream.Source), cmp.Compare(a.Stream.Account, b.Stream.Account), a.Start.Compare(b.Start))
 	})
 	var out [][]Target
 	for i, t := range ts {
@@ -78,6 +78,12 @@ func (c ClickHouse) count(ctx context.Context, run []Target, out map[Key]int64) 
 	account, args := "account = ? AND ", []any{k.Account, start.UnixMilli(), end.UnixMilli()}
 	if run[0].Edge {
 		account, args = "", args[1:]
+	}
+	// A tenant's rows are those of its tenant column (issue 32). The
+	// one-tenant form asks no tenant: its rows are all of a table that
+	// may predate the column.
+	if k.Tenant != "" {
+		account, args = "tenant = ? AND "+account, append([]any{k.Tenant}, args...)
 	}
 	q := fmt.Sprintf("SELECT toDate(time, 'UTC') AS d, uniqExact(%s) FROM %s "+
 		"WHERE %stime >= fromUnixTimestamp64Milli(toInt64(?), 'UTC') AND time < fromUnixTimestamp64Milli(toInt64(?), 'UTC') "+

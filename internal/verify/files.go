@@ -139,6 +139,7 @@ func readDir(ctx context.Context, dir string, t *tally) error {
 // fileEnvelope is what verify reads of an envelope line.
 type fileEnvelope struct {
 	ID      string `json:"id"`
+	Tenant  string `json:"tenant"`
 	Source  string `json:"source"`
 	Account string `json:"account"`
 	Time    string `json:"time"`
@@ -166,13 +167,13 @@ func line(t *tally, b []byte) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil
 	}
-	if id, source, account, tm, ok := envelopeHead(b); ok && string(source) != alertsSource {
+	if id, tenant, source, account, tm, ok := envelopeHead(b); ok && string(source) != alertsSource {
 		if isSnapshotLine(b) {
 			return nil
 		}
 		at, err := time.Parse(time.RFC3339Nano, string(tm))
 		if err == nil {
-			k := t.stream(source, account)
+			k := t.stream(tenant, source, account)
 			if t.wants(k) {
 				t.add(k, at, identity(k.Source, id, nil))
 			}
@@ -190,13 +191,13 @@ func line(t *tally, b []byte) error {
 	if err != nil {
 		return fmt.Errorf("envelope %s: time %q: %w", e.ID, e.Time, err)
 	}
-	t.add(t.resolve(record.Stream{Source: e.Source, Account: e.Account}), tm, identity(e.Source, []byte(e.ID), e.Record))
+	t.add(t.resolve(record.Stream{Tenant: e.Tenant, Source: e.Source, Account: e.Account}), tm, identity(e.Source, []byte(e.ID), e.Record))
 	return nil
 }
 
 // envelopeHead reads the id, source, account and time of a line laid out
 // as record.Envelope.AppendJSON lays it out, with no escape in them.
-func envelopeHead(b []byte) (id, source, account, tm []byte, ok bool) {
+func envelopeHead(b []byte) (id, tenant, source, account, tm []byte, ok bool) {
 	rest := b
 	field := func(prefix string) []byte {
 		if !ok {
@@ -217,10 +218,13 @@ func envelopeHead(b []byte) (id, source, account, tm []byte, ok bool) {
 	}
 	ok = true
 	id = field(`{"id":"`)
+	if bytes.HasPrefix(rest, []byte(`,"tenant":"`)) {
+		tenant = field(`,"tenant":"`)
+	}
 	source = field(`,"source":"`)
 	account = field(`,"account":"`)
 	tm = field(`,"time":"`)
-	return id, source, account, tm, ok
+	return id, tenant, source, account, tm, ok
 }
 
 // readLines counts the newline-terminated lines of r; a last line without

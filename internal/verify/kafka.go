@@ -125,9 +125,11 @@ func (k Kafka) Delivered(ctx context.Context, targets []Target) (map[Key]int64, 
 
 // countRecord counts one record of the sink by its headers and key.
 func countRecord(t *tally, r *kgo.Record) {
-	var source, account, tm string
+	var tenant, source, account, tm string
 	for _, h := range r.Headers {
 		switch h.Key {
+		case "tenant":
+			tenant = string(h.Value)
 		case "source":
 			source = string(h.Value)
 		case "account":
@@ -142,7 +144,7 @@ func countRecord(t *tally, r *kgo.Record) {
 	if source == "" || tm == "" {
 		return
 	}
-	k := t.resolve(record.Stream{Source: source, Account: account})
+	k := t.resolve(record.Stream{Tenant: tenant, Source: source, Account: account})
 	if !t.wants(k) {
 		return
 	}

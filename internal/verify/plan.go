@@ -136,7 +136,7 @@ func NewPlan(streams []StreamInfo, f Filter, l Limits) Plan {
 	l = l.withDefaults()
 	streams = slices.Clone(streams)
 	slices.SortFunc(streams, func(a, b StreamInfo) int {
-		return cmp.Or(cmp.Compare(a.Stream.Source, b.Stream.Source), cmp.Compare(a.Stream.Account, b.Stream.Account))
+		return cmp.Or(cmp.Compare(a.Stream.Tenant, b.Stream.Tenant), cmp.Compare(a.Stream.Source, b.Stream.Source), cmp.Compare(a.Stream.Account, b.Stream.Account))
 	})
 	var p Plan
 	oldest := l.Now.Add(-l.MaxHistory).Add(time.Minute) // a minute of slack: the API refuses older

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -84,6 +85,8 @@ type Pruner interface {
 
 // Row is the verdict on one target.
 type Row struct {
+	// Tenant is the stream's tenant; "" (absent) in the one-tenant form.
+	Tenant    string    `json:"tenant,omitempty"`
 	Source    string    `json:"source"`
 	Account   string    `json:"account"`
 	Day       string    `json:"day"`
@@ -189,7 +192,7 @@ func Run(ctx context.Context, p Plan, api Counter, sink Delivered) (Report, erro
 }
 
 func (r *Report) add(t Target, api, delivered int64) {
-	row := Row{Source: t.Stream.Source, Account: t.Stream.Account, Day: t.Day.Format(time.DateOnly),
+	row := Row{Tenant: t.Stream.Tenant, Source: t.Stream.Source, Account: t.Stream.Account, Day: t.Day.Format(time.DateOnly),
 		Start: t.Start, End: t.End, API: api, Delivered: delivered, Status: StatusOK, Pending: t.Pending}
 	switch {
 	case api > delivered:
@@ -201,6 +204,16 @@ func (r *Report) add(t Target, api, delivered int64) {
 		r.Extra++
 	}
 	r.Rows = append(r.Rows, row)
+}
+
+// Merge adds the rows and counts of o (another tenant's report) to r.
+func (r *Report) Merge(o Report) {
+	r.Rows = append(r.Rows, o.Rows...)
+	r.Gaps += o.Gaps
+	r.Extra += o.Extra
+	r.Pruned += o.Pruned
+	r.Missing += o.Missing
+	r.Requests += o.Requests
 }
 
 // ExitCode is the command's exit status: 1 when some day has a gap, else
@@ -215,8 +228,15 @@ func (r Report) ExitCode() int {
 // WriteTable prints the report as an aligned table and a summary line.
 func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tenants := slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Tenant != "" })
+	if tenants {
+		fmt.Fprint(tw, "TENANT\t")
+	}
 	fmt.Fprintln(tw, "SOURCE\tACCOUNT\tDAY\tAPI\tDELIVERED\tDIFF\tSTATUS\tPENDING RECHECKS")
 	for _, row := range r.Rows {
+		if tenants {
+			fmt.Fprintf(tw, "%s\t", row.Tenant)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%+d\t%s\t%d\n", row.Source, row.Account, row.Day, row.API, row.Delivered, row.Delivered-row.API, row.Status, row.Pending)
 	}
 	if err := tw.Flush(); err != nil {

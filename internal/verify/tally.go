@@ -24,20 +24,20 @@ type tally struct {
 	last    record.Stream // of stream, so that a file's lines share it
 	// lastResolved is resolve(last).
 	lastResolved record.Stream
-	// edge maps an edge source to its target stream: the edge API has no
-	// account selection (C6), so one edge stream (source, edge.account)
-	// holds the records of every envelope account.
-	edge map[string]record.Stream
+	// edge maps a tenant's edge source to its target stream: the edge
+	// API has no account selection (C6), so one edge stream (tenant,
+	// source, edge.account) holds the records of every envelope account.
+	edge map[[2]string]record.Stream
 }
 
 func newTally(targets []Target) *tally {
 	t := &tally{targets: make(map[Key]Target, len(targets)), streams: map[record.Stream]bool{}, sets: map[Key]map[[32]byte]struct{}{},
-		edge: map[string]record.Stream{}}
+		edge: map[[2]string]record.Stream{}}
 	for _, x := range targets {
 		t.targets[x.Key()] = x
 		t.streams[x.Stream] = true
 		if x.Edge {
-			t.edge[x.Stream.Source] = x.Stream
+			t.edge[[2]string{x.Stream.Tenant, x.Stream.Source}] = x.Stream
 		}
 	}
 	return t
@@ -46,17 +46,18 @@ func newTally(targets []Target) *tally {
 // resolve returns the target stream of a record of envelope stream k: k,
 // or for an edge source the edge stream.
 func (t *tally) resolve(k record.Stream) record.Stream {
-	if e, ok := t.edge[k.Source]; ok {
+	if e, ok := t.edge[[2]string{k.Tenant, k.Source}]; ok {
 		return e
 	}
 	return k
 }
 
-// stream returns the target stream (resolve) of source and account,
-// without allocating when it is the one of the previous call.
-func (t *tally) stream(source, account []byte) record.Stream {
-	if string(source) != t.last.Source || string(account) != t.last.Account {
-		t.last = record.Stream{Source: string(source), Account: string(account)}
+// stream returns the target stream (resolve) of tenant ("" in the
+// one-tenant form), source and account, without allocating when it is the
+// one of the previous call.
+func (t *tally) stream(tenant, source, account []byte) record.Stream {
+	if string(source) != t.last.Source || string(account) != t.last.Account || string(tenant) != t.last.Tenant {
+		t.last = record.Stream{Tenant: string(tenant), Source: string(source), Account: string(account)}
 		t.lastResolved = t.resolve(t.last)
 	}
 	return t.lastResolved

@@ -306,13 +306,15 @@ func (s *Store) All(ctx context.Context) (map[record.Stream]checkpoint.State, er
 }
 
 // Reset implements checkpoint.Store.
-func (s *Store) Reset(ctx context.Context, source, account string) (int, error) {
+func (s *Store) Reset(ctx context.Context, tenant, source, account string) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.usable(ctx, record.Stream{Source: source, Account: account}); err != nil {
+	if err := s.usable(ctx, record.Stream{Tenant: tenant, Source: source, Account: account}); err != nil {
 		return 0, fmt.Errorf("reset checkpoints of %s: %w", source, err)
 	}
-	match := func(k record.Stream) bool { return k.Source == source && (account == "" || k.Account == account) }
+	match := func(k record.Stream) bool {
+		return k.Tenant == tenant && k.Source == source && (account == "" || k.Account == account)
+	}
 	n := 0
 	for k := range s.states {
 		if match(k) {

@@ -33,7 +33,7 @@ func TestTheFakeRecordsCommitsAndCopiesStates(t *testing.T) {
 	if c := s.Commits(); len(c) != 2 || len(c[1]) != 2 {
 		t.Fatalf("Commits = %v", c)
 	}
-	if n, err := s.Reset(ctx, "dns", ""); n != 2 || err != nil {
+	if n, err := s.Reset(ctx, "", "dns", ""); n != 2 || err != nil {
 		t.Fatalf("Reset = %d, %v", n, err)
 	}
 	boom := errors.New("disk full")

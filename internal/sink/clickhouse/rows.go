@@ -38,6 +38,9 @@ type chunk struct {
 
 	layout *layout
 	row    int // the row extraction is filling
+	// tenant is the tenant column of every row: the batch's (one stream,
+	// one tenant; "" in the one-tenant form).
+	tenant string
 	// batch is the _batch value of every row (delivery exactly_once,
 	// ledger.go), "" when the table has no such column.
 	batch string
@@ -109,7 +112,7 @@ func newLayout(t schema.Table) *layout {
 // newChunk converts the envelopes of b, in order.
 func (l *layout) newChunk(b *record.Batch) *chunk {
 	n := len(b.Envelopes)
-	c := &chunk{rows: n, layout: l, done: make(chan error, 1)}
+	c := &chunk{rows: n, layout: l, tenant: b.Tenant, done: make(chan error, 1)}
 	c.ids = make([]string, n)
 	c.accounts = make([]string, n)
 	for i := range c.millis {
@@ -199,6 +202,12 @@ func (p part) column(i int) any {
 		return c.records[lo:hi]
 	case schema.ColOriginal:
 		return c.original[lo:hi]
+	case schema.ColTenant:
+		col := make([]string, hi-lo)
+		for j := range col {
+			col[j] = c.tenant
+		}
+		return col
 	}
 	f := i - schema.NumCommon
 	if f == len(c.layout.table.Fields) {
@@ -224,14 +233,20 @@ func (p part) column(i int) any {
 }
 
 // dedupToken is the insert_deduplication_token of an insert of parts: the
-// SHA-256 of the table name and the ids in order. A repeat of the same
-// insert has the same token and ClickHouse stores it once; any other
-// content has another token.
+// SHA-256 of the table name and the ids in order, each part's ids after
+// its tenant when it has one (two tenants' byte-identical records have the
+// same ids, and an insert of one tenant's must not pass for a repeat of
+// the other's: issue 32). A repeat of the same insert has the same token
+// and ClickHouse stores it once; any other content has another token.
 func dedupToken(table string, parts []part) string {
 	h := sha256.New()
 	buf := make([]byte, 0, 8192)
 	buf = append(append(buf, table...), '\n')
 	for _, p := range parts {
+		if p.c.tenant != "" {
+			h.Write(buf)
+			buf = append(append(append(buf[:0], "tenant "...), p.c.tenant...), '\n')
+		}
 		for _, id := range p.c.ids[p.lo:p.hi] {
 			if len(buf)+len(id)+1 > cap(buf) {
 				h.Write(buf)

@@ -121,6 +121,18 @@ func addColumnSQL(o Options, q string, c Column, codec bool) string {
 	return alterSQL(o, q, []string{"ADD COLUMN IF NOT EXISTS " + c.ddl()})
 }
 
+// tenantMigrationSQL gives a MergeTree table (qualified q) made before the
+// tenant column, whose sorting key is key (as system.tables shows it), the
+// column and appends it to the key, in one ALTER: ClickHouse allows that
+// (metadata only, no part rewritten) for a column added in the same ALTER
+// without a default expression, since every row there is has the same
+// value, the empty string, and the parts stay sorted. Two tenants' identical records then
+// differ in their key, as in a new table, where the tenant comes first.
+func tenantMigrationSQL(o Options, q, key string) string {
+	c := commonColumns()[ColTenant]
+	return alterSQL(o, q, []string{"ADD COLUMN IF NOT EXISTS " + c.ddl(), "MODIFY ORDER BY (" + key + ", " + quoteIdent(c.Name) + ")"})
+}
+
 // convertColumnSQL gives column c of the qualified table q its type (and
 // codec; codec: false for a Distributed table): a mutation rewriting the
 // column in every part, which the ALTER waits for on a MergeTree table
@@ -229,8 +241,8 @@ type latestView struct {
 // when each was taken, so the latest is the greatest time, then
 // last_update (the agent's own report), fetched_at and the id.
 //
-// One row per account and entity: the same uuid or mid seen under two
-// sub-accounts stays two rows; records without the member are the row of
+// One row per tenant, account and entity: the same uuid or mid seen under
+// two sub-accounts (or two tenants) stays two rows; records without the member are the row of
 // "" or 0.
 func latestViews() []latestView {
 	return []latestView{
@@ -257,22 +269,22 @@ func latestViewSQL(o Options, v latestView) string {
 	}
 	var cols []string
 	for _, c := range spec.Columns() {
-		if c.Name != "account" && c.Name != v.key {
+		if c.Name != "account" && c.Name != TenantColumn && c.Name != v.key {
 			cols = append(cols, c.Name)
 		}
 	}
 	var b strings.Builder
 	b.WriteString("CREATE OR REPLACE VIEW " + o.Qualified(v.source+ViewSuffix) + o.onCluster() + " AS\n")
-	b.WriteString("SELECT\n    account,\n    " + v.key)
+	b.WriteString("SELECT\n    tenant,\n    account,\n    " + v.key)
 	for _, c := range cols {
 		fmt.Fprintf(&b, ",\n    argMax(%s, v) AS %s", quoteIdent("v_"+c), quoteIdent(c))
 	}
-	b.WriteString("\nFROM\n(\n    SELECT\n        account,\n        " + v.key + ",\n        (" + strings.Join(v.version, ", ") + ") AS v")
+	b.WriteString("\nFROM\n(\n    SELECT\n        tenant,\n        account,\n        " + v.key + ",\n        (" + strings.Join(v.version, ", ") + ") AS v")
 	for _, c := range cols {
 		fmt.Fprintf(&b, ",\n        %s AS %s", quoteIdent(c), quoteIdent("v_"+c))
 	}
 	b.WriteString("\n    FROM " + o.Qualified(v.source) + "\n)\n")
-	b.WriteString("GROUP BY account, " + v.key + "\n")
+	b.WriteString("GROUP BY tenant, account, " + v.key + "\n")
 	return b.String()
 }
 

@@ -28,7 +28,8 @@
 // 1.2.3.4" is has(dst_ips, toIPv6('1.2.3.4')) and needs no JSON.
 //
 // The engine is ReplacingMergeTree(fetched_at), PARTITION BY
-// toYYYYMM(time), ORDER BY (account, toDate(time), KEY, time, id) where KEY
+// toYYYYMM(time), ORDER BY (tenant, account, toDate(time), KEY, time, id)
+// (tenant: the configured tenant, "" in the one-tenant form) where KEY
 // is the column queries of the source name (Table.Key: the user name, the
 // FQDN, the alert's uuid; Table.SortingKey says why). A record written
 // twice (at least once, C7) is one row after a merge, and at once with

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -123,6 +124,13 @@ func (e *ensurer) ensureTable(ctx context.Context, spec Table) (map[string]strin
 	if err := e.checkEngine(local, st.engine); err != nil {
 		return nil, err
 	}
+	if _, ok := st.cols[TenantColumn]; ok && !slices.Contains(strings.Split(squash(st.sortingKey), ","), TenantColumn) {
+		// Made by hand, or altered: two tenants' identical records
+		// would become one row (ReplacingMergeTree), so the sink does
+		// not write into it.
+		return nil, fmt.Errorf("table %s.%s has a %s column that its sorting key (%s) lacks: two tenants' identical records would become one row; migrate it (docs/clickhouse.md, \"Tenants\") or set sink.clickhouse.table_prefix to write new tables",
+			e.o.Database, local, TenantColumn, st.sortingKey)
+	}
 	if err := e.completeColumns(ctx, local, e.o.qualifiedLocal(spec.Source), spec, &st, true); err != nil {
 		return nil, err
 	}
@@ -184,6 +192,18 @@ func (e *ensurer) completeColumns(ctx context.Context, table, q string, spec Tab
 	for _, c := range spec.AllColumns() {
 		got, ok := st.cols[c.Name]
 		switch {
+		case !ok && c.Name == TenantColumn && codec:
+			// A table made before tenants: the column goes into its
+			// sorting key too, or two tenants' identical records
+			// would become one row.
+			if err := e.change(ctx, "add column "+c.Name+" to "+table+" and to its sorting key", tenantMigrationSQL(e.o, q, st.sortingKey)); err != nil {
+				return err
+			}
+			if e.apply {
+				e.log.Info("clickhouse column added and appended to the sorting key (metadata only)", slog.String("table", table), slog.String("column", c.Name), slog.String("sorting_key", st.sortingKey+", "+c.Name))
+				st.cols[c.Name], st.codecs[c.Name] = c.Type, c.Codec
+				st.sortingKey += ", " + c.Name
+			}
 		case !ok:
 			if err := e.change(ctx, "add column "+c.Name+" to "+table, addColumnSQL(e.o, q, c, codec)); err != nil {
 				return err

@@ -278,8 +278,8 @@ func TestAFirstSchemaTableIsEvolvedInPlaceAndItsSortingKeyWarned(t *testing.T) {
 		if got := tableTTL(st.engineFull); got != "toDateTime(time) + toIntervalDay(730)" {
 			t.Errorf("%s: TTL %q", tbl, got)
 		}
-		if st.sortingKey != "account, time, id" {
-			t.Errorf("%s: sorting key changed to %s", tbl, st.sortingKey)
+		if st.sortingKey != "account, time, id, tenant" {
+			t.Errorf("%s: sorting key %s, want the old one with the tenant appended", tbl, st.sortingKey)
 		}
 	}
 	// The index of the row written before is built (the mutation runs in

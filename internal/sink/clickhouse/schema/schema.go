@@ -270,6 +270,9 @@ func endpointIPs(col, member string) Column {
 		Expr: "arrayMap(e -> toIPv6OrDefault(JSONExtractString(e, " + quoteString(member) + ")), JSONExtractArrayRaw(record, 'endpointDetails'))"}
 }
 
+// TenantColumn is the column of the tenant (record.Envelope.Tenant).
+const TenantColumn = "tenant"
+
 // Positions of the common columns in every table.
 const (
 	ColID = iota
@@ -280,6 +283,7 @@ const (
 	ColFetchedAt
 	ColRecord
 	ColOriginal
+	ColTenant
 	NumCommon
 )
 
@@ -287,7 +291,13 @@ const (
 // table. The raw record is kept byte for byte; record_original is NULL but
 // for a record received with a flaw (record.Envelope.Original: invalid
 // UTF-8 or no JSON at all), whose bytes as sent it holds while record holds
-// the repaired copy or null, so that nothing the API sent is lost.
+// the repaired copy or null, so that nothing the API sent is lost. tenant
+// is the configured tenant the record was read for ("" in the one-tenant
+// form, and in the rows of tables made before the column); it is first in
+// the sorting key, so two tenants' byte-identical records stay two rows.
+// It has no DEFAULT expression (its default is the empty string all the same): ClickHouse
+// appends a column to an existing table's sorting key only when the column
+// is added in the same ALTER without one (tenantMigrationSQL).
 func commonColumns() []Column {
 	return []Column{
 		ColID:          {Name: "id", Type: typeString, Codec: codecZSTD},
@@ -298,6 +308,7 @@ func commonColumns() []Column {
 		ColFetchedAt:   {Name: "fetched_at", Type: typeDateTime64, Codec: codecTime},
 		ColRecord:      {Name: "record", Type: typeString, Codec: codecZSTD},
 		ColOriginal:    {Name: "record_original", Type: typeNullString, Codec: codecZSTD},
+		ColTenant:      {Name: TenantColumn, Type: typeLowCard},
 	}
 }
 
@@ -328,8 +339,14 @@ func (t Table) AllColumns() []Column {
 	return append(t.Columns(), t.Derived...)
 }
 
-// SortingKey is t's ORDER BY: account, the UTC day of the record time,
-// t.Key, the record time and last the record id.
+// SortingKey is t's ORDER BY: the tenant, account, the UTC day of the
+// record time, t.Key, the record time and last the record id.
+//
+// The tenant first keeps tenants apart (issue 32): the same record of two
+// tenants has the same id, account and time, and would be one row if the
+// tenant were not in the key. A query of one tenant reads its granules
+// only. A table made before the tenant column gets it appended to its key
+// instead (tenantMigrationSQL), which keeps tenants apart as well.
 //
 // The day before the key serves both kinds of query: a time range alone
 // reads the days it covers, and a key within a time range ("one user's
@@ -338,16 +355,16 @@ func (t Table) AllColumns() []Column {
 //
 // ReplacingMergeTree keeps one row per sorting key: with the id last, two
 // rows have the same key only if they have the same id, and every element
-// before it is a function of the record and its account (the day and the
+// before it is a function of the record, its account and tenant (the day and the
 // time are the record time, the key a member of the record), so two rows of
 // one id have the same key and still become one. The exception is a record
 // whose time is unreadable (record.FlawTime): its time is the start of the
 // window that fetched it, which may differ between two fetches.
 func (t Table) SortingKey() []string {
-	return []string{"account", "toDate(time)", t.Key, "time", "id"}
+	return []string{TenantColumn, "account", "toDate(time)", t.Key, "time", "id"}
 }
 
-// PrimaryKey is the sorting key up to t.Key: account, day, key. Without
+// PrimaryKey is the sorting key up to t.Key: tenant, account, day, key. Without
 // the id, the index kept in memory holds no 64 hex digits a granule that no
 // query ranges over. Without the record time, a condition on the time
 // ("time >= now() - INTERVAL 7 DAY") reaches the day: ClickHouse matches
@@ -356,7 +373,7 @@ func (t Table) SortingKey() []string {
 // of the month's partition instead of the days asked for (measured:
 // docs/clickhouse.md). Within a day and key, rows stay sorted by time.
 func (t Table) PrimaryKey() []string {
-	return t.SortingKey()[:3]
+	return t.SortingKey()[:4]
 }
 
 // Options say where the tables live and how they are kept: the parts of

@@ -172,12 +172,12 @@ func TestSortingKeyEndsWithTheIDAndHoldsOnlyFunctionsOfTheRecord(t *testing.T) {
 			fields[f.Column] = true
 		}
 		for _, k := range key[:len(key)-1] {
-			if k != "account" && k != "time" && k != "toDate(time)" && !fields[k] {
-				t.Errorf("%s: sorting key element %s is neither the account, the record time nor a member of the record", spec.Source, k)
+			if k != TenantColumn && k != "account" && k != "time" && k != "toDate(time)" && !fields[k] {
+				t.Errorf("%s: sorting key element %s is neither the tenant, the account, the record time nor a member of the record", spec.Source, k)
 			}
 		}
-		if got := strings.Join(spec.PrimaryKey(), ","); got != "account,toDate(time),"+spec.Key || !slices.Equal(key[:3], spec.PrimaryKey()) {
-			t.Errorf("%s: primary key %s, want account, toDate(time), %s: a prefix of the sorting key without the time", spec.Source, got, spec.Key)
+		if got := strings.Join(spec.PrimaryKey(), ","); got != "tenant,account,toDate(time),"+spec.Key || !slices.Equal(key[:4], spec.PrimaryKey()) {
+			t.Errorf("%s: primary key %s, want tenant, account, toDate(time), %s: a prefix of the sorting key without the time", spec.Source, got, spec.Key)
 		}
 		derived := map[string]bool{}
 		for _, c := range spec.Derived {

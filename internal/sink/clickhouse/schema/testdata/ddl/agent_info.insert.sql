@@ -1,1 +1,1 @@
-INSERT INTO `svc`.`agent_info` (`id`, `account`, `time`, `window_start`, `window_end`, `fetched_at`, `record`, `record_original`, `mid`, `hostname`, `os`, `status`, `agent_version`, `ip_addr`, `last_update`)
+INSERT INTO `svc`.`agent_info` (`id`, `account`, `time`, `window_start`, `window_end`, `fetched_at`, `record`, `record_original`, `tenant`, `mid`, `hostname`, `os`, `status`, `agent_version`, `ip_addr`, `last_update`)

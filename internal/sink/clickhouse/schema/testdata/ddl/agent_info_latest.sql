@@ -1,5 +1,6 @@
 CREATE OR REPLACE VIEW `svc`.`agent_info_latest` AS
 SELECT
+    tenant,
     account,
     mid,
     argMax(`v_id`, v) AS `id`,
@@ -18,6 +19,7 @@ SELECT
 FROM
 (
     SELECT
+        tenant,
         account,
         mid,
         (time, last_update, fetched_at, id) AS v,
@@ -36,4 +38,4 @@ FROM
         `last_update` AS `v_last_update`
     FROM `svc`.`agent_info`
 )
-GROUP BY account, mid
+GROUP BY tenant, account, mid

@@ -1,1 +1,1 @@
-INSERT INTO `svc`.`audit_logs` (`id`, `account`, `time`, `window_start`, `window_end`, `fetched_at`, `record`, `record_original`, `account_name`, `user_name`, `event_name`, `user_action`)
+INSERT INTO `svc`.`audit_logs` (`id`, `account`, `time`, `window_start`, `window_end`, `fetched_at`, `record`, `record_original`, `tenant`, `account_name`, `user_name`, `event_name`, `user_action`)

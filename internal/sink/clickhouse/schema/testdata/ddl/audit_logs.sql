@@ -8,6 +8,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`audit_logs`
     `fetched_at` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
     `record` String CODEC(ZSTD(1)),
     `record_original` Nullable(String) CODEC(ZSTD(1)),
+    `tenant` LowCardinality(String),
     `account_name` LowCardinality(String),
     `user_name` String CODEC(ZSTD(1)),
     `event_name` LowCardinality(String),
@@ -17,6 +18,6 @@ CREATE TABLE IF NOT EXISTS `svc`.`audit_logs`
 )
 ENGINE = ReplacingMergeTree(fetched_at)
 PARTITION BY toYYYYMM(time)
-ORDER BY (account, toDate(time), user_name, time, id)
-PRIMARY KEY (account, toDate(time), user_name)
+ORDER BY (tenant, account, toDate(time), user_name, time, id)
+PRIMARY KEY (tenant, account, toDate(time), user_name)
 SETTINGS non_replicated_deduplication_window = 1000

@@ -8,6 +8,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`changed_files`
     `fetched_at` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
     `record` String CODEC(ZSTD(1)),
     `record_original` Nullable(String) CODEC(ZSTD(1)),
+    `tenant` LowCardinality(String),
     `mid` Int64 CODEC(ZSTD(1)),
     `file_path` String CODEC(ZSTD(1)),
     `filedata_hash` String CODEC(ZSTD(1)),
@@ -18,6 +19,6 @@ CREATE TABLE IF NOT EXISTS `svc`.`changed_files`
 )
 ENGINE = ReplacingMergeTree(fetched_at)
 PARTITION BY toYYYYMM(time)
-ORDER BY (account, toDate(time), mid, time, id)
-PRIMARY KEY (account, toDate(time), mid)
+ORDER BY (tenant, account, toDate(time), mid, time, id)
+PRIMARY KEY (tenant, account, toDate(time), mid)
 SETTINGS non_replicated_deduplication_window = 1000

@@ -1,1 +1,1 @@
-INSERT INTO `svc`.`connections` (`id`, `account`, `time`, `window_start`, `window_end`, `fetched_at`, `record`, `record_original`, `src_mid`, `dst_mid`, `src_in_bytes`, `src_out_bytes`, `dst_in_bytes`, `dst_out_bytes`, `num_conns`)
+INSERT INTO `svc`.`connections` (`id`, `account`, `time`, `window_start`, `window_end`, `fetched_at`, `record`, `record_original`, `tenant`, `src_mid`, `dst_mid`, `src_in_bytes`, `src_out_bytes`, `dst_in_bytes`, `dst_out_bytes`, `num_conns`)

@@ -8,6 +8,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`connections`
     `fetched_at` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
     `record` String CODEC(ZSTD(1)),
     `record_original` Nullable(String) CODEC(ZSTD(1)),
+    `tenant` LowCardinality(String),
     `src_mid` Int64 CODEC(ZSTD(1)),
     `dst_mid` Int64 CODEC(ZSTD(1)),
     `src_in_bytes` Int64 CODEC(ZSTD(1)),
@@ -23,6 +24,6 @@ CREATE TABLE IF NOT EXISTS `svc`.`connections`
 )
 ENGINE = ReplacingMergeTree(fetched_at)
 PARTITION BY toYYYYMM(time)
-ORDER BY (account, toDate(time), src_mid, time, id)
-PRIMARY KEY (account, toDate(time), src_mid)
+ORDER BY (tenant, account, toDate(time), src_mid, time, id)
+PRIMARY KEY (tenant, account, toDate(time), src_mid)
 SETTINGS non_replicated_deduplication_window = 1000

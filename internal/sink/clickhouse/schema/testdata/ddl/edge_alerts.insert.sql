@@ -1,1 +1,1 @@
-INSERT INTO `svc`.`edge_alerts` (`id`, `account`, `time`, `window_start`, `window_end`, `fetched_at`, `record`, `record_original`, `uuid`, `severity`, `status`, `incident_status`, `event_type`, `update_time`)
+INSERT INTO `svc`.`edge_alerts` (`id`, `account`, `time`, `window_start`, `window_end`, `fetched_at`, `record`, `record_original`, `tenant`, `uuid`, `severity`, `status`, `incident_status`, `event_type`, `update_time`)

@@ -8,6 +8,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`edge_audit_events`
     `fetched_at` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
     `record` String CODEC(ZSTD(1)),
     `record_original` Nullable(String) CODEC(ZSTD(1)),
+    `tenant` LowCardinality(String),
     `method` LowCardinality(String),
     `path` String CODEC(ZSTD(1)),
     `response_status` Int64 CODEC(ZSTD(1)),
@@ -19,6 +20,6 @@ CREATE TABLE IF NOT EXISTS `svc`.`edge_audit_events`
 )
 ENGINE = ReplacingMergeTree(fetched_at)
 PARTITION BY toYYYYMM(time)
-ORDER BY (account, toDate(time), user_login, time, id)
-PRIMARY KEY (account, toDate(time), user_login)
+ORDER BY (tenant, account, toDate(time), user_login, time, id)
+PRIMARY KEY (tenant, account, toDate(time), user_login)
 SETTINGS non_replicated_deduplication_window = 1000

@@ -8,6 +8,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`user_logins`
     `fetched_at` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
     `record` String CODEC(ZSTD(1)),
     `record_original` Nullable(String) CODEC(ZSTD(1)),
+    `tenant` LowCardinality(String),
     `mid` Int64 CODEC(ZSTD(1)),
     `username` String CODEC(ZSTD(1)),
     `activity_type` LowCardinality(String),
@@ -18,6 +19,6 @@ CREATE TABLE IF NOT EXISTS `svc`.`user_logins`
 )
 ENGINE = ReplacingMergeTree(fetched_at)
 PARTITION BY toYYYYMM(time)
-ORDER BY (account, toDate(time), username, time, id)
-PRIMARY KEY (account, toDate(time), username)
+ORDER BY (tenant, account, toDate(time), username, time, id)
+PRIMARY KEY (tenant, account, toDate(time), username)
 SETTINGS non_replicated_deduplication_window = 1000

@@ -8,6 +8,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`agent_info_local` ON CLUSTER `logs`
     `fetched_at` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
     `record` String CODEC(ZSTD(1)),
     `record_original` Nullable(String) CODEC(ZSTD(1)),
+    `tenant` LowCardinality(String),
     `mid` Int64 CODEC(ZSTD(1)),
     `hostname` String CODEC(ZSTD(1)),
     `os` LowCardinality(String),
@@ -22,7 +23,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`agent_info_local` ON CLUSTER `logs`
 )
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', fetched_at)
 PARTITION BY toYYYYMM(time)
-ORDER BY (account, toDate(time), hostname, time, id)
-PRIMARY KEY (account, toDate(time), hostname)
+ORDER BY (tenant, account, toDate(time), hostname, time, id)
+PRIMARY KEY (tenant, account, toDate(time), hostname)
 TTL toDateTime(time) + toIntervalDay(365)
 SETTINGS ttl_only_drop_parts = 1

@@ -8,6 +8,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`changed_files_local` ON CLUSTER `logs`
     `fetched_at` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
     `record` String CODEC(ZSTD(1)),
     `record_original` Nullable(String) CODEC(ZSTD(1)),
+    `tenant` LowCardinality(String),
     `mid` Int64 CODEC(ZSTD(1)),
     `file_path` String CODEC(ZSTD(1)),
     `filedata_hash` String CODEC(ZSTD(1)),
@@ -18,7 +19,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`changed_files_local` ON CLUSTER `logs`
 )
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', fetched_at)
 PARTITION BY toYYYYMM(time)
-ORDER BY (account, toDate(time), mid, time, id)
-PRIMARY KEY (account, toDate(time), mid)
+ORDER BY (tenant, account, toDate(time), mid, time, id)
+PRIMARY KEY (tenant, account, toDate(time), mid)
 TTL toDateTime(time) + toIntervalDay(365)
 SETTINGS ttl_only_drop_parts = 1

@@ -8,6 +8,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`cloud_activities_local` ON CLUSTER `logs`
     `fetched_at` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
     `record` String CODEC(ZSTD(1)),
     `record_original` Nullable(String) CODEC(ZSTD(1)),
+    `tenant` LowCardinality(String),
     `event_type` LowCardinality(String),
     `event_model` LowCardinality(String),
     `event_id` Int64 CODEC(ZSTD(1)),
@@ -16,7 +17,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`cloud_activities_local` ON CLUSTER `logs`
 )
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', fetched_at)
 PARTITION BY toYYYYMM(time)
-ORDER BY (account, toDate(time), event_type, time, id)
-PRIMARY KEY (account, toDate(time), event_type)
+ORDER BY (tenant, account, toDate(time), event_type, time, id)
+PRIMARY KEY (tenant, account, toDate(time), event_type)
 TTL toDateTime(time) + toIntervalDay(365)
 SETTINGS ttl_only_drop_parts = 1

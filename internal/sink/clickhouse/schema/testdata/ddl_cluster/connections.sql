@@ -8,6 +8,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`connections_local` ON CLUSTER `logs`
     `fetched_at` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
     `record` String CODEC(ZSTD(1)),
     `record_original` Nullable(String) CODEC(ZSTD(1)),
+    `tenant` LowCardinality(String),
     `src_mid` Int64 CODEC(ZSTD(1)),
     `dst_mid` Int64 CODEC(ZSTD(1)),
     `src_in_bytes` Int64 CODEC(ZSTD(1)),
@@ -23,7 +24,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`connections_local` ON CLUSTER `logs`
 )
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', fetched_at)
 PARTITION BY toYYYYMM(time)
-ORDER BY (account, toDate(time), src_mid, time, id)
-PRIMARY KEY (account, toDate(time), src_mid)
+ORDER BY (tenant, account, toDate(time), src_mid, time, id)
+PRIMARY KEY (tenant, account, toDate(time), src_mid)
 TTL toDateTime(time) + toIntervalDay(365)
 SETTINGS ttl_only_drop_parts = 1

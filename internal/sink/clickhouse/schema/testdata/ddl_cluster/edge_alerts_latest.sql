@@ -1,5 +1,6 @@
 CREATE OR REPLACE VIEW `svc`.`edge_alerts_latest` ON CLUSTER `logs` AS
 SELECT
+    tenant,
     account,
     uuid,
     argMax(`v_id`, v) AS `id`,
@@ -17,6 +18,7 @@ SELECT
 FROM
 (
     SELECT
+        tenant,
         account,
         uuid,
         (update_time, fetched_at, id) AS v,
@@ -34,4 +36,4 @@ FROM
         `update_time` AS `v_update_time`
     FROM `svc`.`edge_alerts`
 )
-GROUP BY account, uuid
+GROUP BY tenant, account, uuid

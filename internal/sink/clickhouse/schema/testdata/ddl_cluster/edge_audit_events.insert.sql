@@ -1,1 +1,1 @@
-INSERT INTO `svc`.`edge_audit_events` (`id`, `account`, `time`, `window_start`, `window_end`, `fetched_at`, `record`, `record_original`, `method`, `path`, `response_status`, `user_login`, `client_ip`)
+INSERT INTO `svc`.`edge_audit_events` (`id`, `account`, `time`, `window_start`, `window_end`, `fetched_at`, `record`, `record_original`, `tenant`, `method`, `path`, `response_status`, `user_login`, `client_ip`)

@@ -8,6 +8,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`edge_audit_events_local` ON CLUSTER `logs`
     `fetched_at` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
     `record` String CODEC(ZSTD(1)),
     `record_original` Nullable(String) CODEC(ZSTD(1)),
+    `tenant` LowCardinality(String),
     `method` LowCardinality(String),
     `path` String CODEC(ZSTD(1)),
     `response_status` Int64 CODEC(ZSTD(1)),
@@ -19,7 +20,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`edge_audit_events_local` ON CLUSTER `logs`
 )
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', fetched_at)
 PARTITION BY toYYYYMM(time)
-ORDER BY (account, toDate(time), user_login, time, id)
-PRIMARY KEY (account, toDate(time), user_login)
+ORDER BY (tenant, account, toDate(time), user_login, time, id)
+PRIMARY KEY (tenant, account, toDate(time), user_login)
 TTL toDateTime(time) + toIntervalDay(365)
 SETTINGS ttl_only_drop_parts = 1

@@ -8,6 +8,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`user_logins_local` ON CLUSTER `logs`
     `fetched_at` DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
     `record` String CODEC(ZSTD(1)),
     `record_original` Nullable(String) CODEC(ZSTD(1)),
+    `tenant` LowCardinality(String),
     `mid` Int64 CODEC(ZSTD(1)),
     `username` String CODEC(ZSTD(1)),
     `activity_type` LowCardinality(String),
@@ -18,7 +19,7 @@ CREATE TABLE IF NOT EXISTS `svc`.`user_logins_local` ON CLUSTER `logs`
 )
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', fetched_at)
 PARTITION BY toYYYYMM(time)
-ORDER BY (account, toDate(time), username, time, id)
-PRIMARY KEY (account, toDate(time), username)
+ORDER BY (tenant, account, toDate(time), username, time, id)
+PRIMARY KEY (tenant, account, toDate(time), username)
 TTL toDateTime(time) + toIntervalDay(365)
 SETTINGS ttl_only_drop_parts = 1
