@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,6 +94,9 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		Help: "Damaged values of the checkpoint's delivered sets and sinks' held sets met since the start (a wrong checksum): their records count as not delivered (delivered again if asked again) or not held (written again to that sink): a copy, never a loss."},
 		func() float64 { return float64(store.DamagedValues()) })); err != nil {
 		return fmt.Errorf("register the checkpoint's metrics: %w", err)
+	}
+	if err := registerShard(reg, cfg); err != nil {
+		return err
 	}
 	// One scrubber for every error that may hold a server's words.
 	scr := newTenantsScrubber(cfg, srcCfgs, os.Getenv)
@@ -190,6 +194,9 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		"checkpoint", cfg.Checkpoint.Path, "buffer_records", cfg.Pipeline.BufferRecords}
 	if len(cfg.Tenants) > 0 {
 		started = append(started, "tenants", len(cfg.Tenants))
+	}
+	if sh, ok := cfg.Sharding(); ok {
+		started = append(started, "shard", sh.Shard.String(), "owned_tenants", strings.Join(sh.Owned, ","), "of_tenants", sh.Of)
 	}
 	log.Info("collector started", started...)
 	if err := runWithProgress(ctx, pl, prog); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -123,4 +124,23 @@ func addTenantReadiness(tel *telemetry.Server, prog *status.Reporter, tenants []
 		}
 		return fmt.Errorf("every tenant fails (%s): see the checks tenant:NAME", strings.Join(names, ", "))
 	})
+}
+
+// registerShard registers, for a sharded collector (config.ForShard), the
+// gauge of the tenants it owns, labelled with its shard ("1/3") and
+// total (the configured tenants), so that a dashboard sums the shards'
+// to the total: each tenant is in exactly one.
+func registerShard(reg prometheus.Registerer, cfg config.Config) error {
+	sh, ok := cfg.Sharding()
+	if !ok {
+		return nil
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "collector_shard_owned_tenants",
+		Help:        "Tenants this collector runs: the ones its shard owns by rendezvous hashing of their names (docs/tenants.md, More collectors).",
+		ConstLabels: prometheus.Labels{"shard": sh.Shard.String(), "tenants": strconv.Itoa(sh.Of)}})
+	g.Set(float64(len(sh.Owned)))
+	if err := reg.Register(g); err != nil {
+		return fmt.Errorf("register the shard's metrics: %w", err)
+	}
+	return nil
 }

@@ -71,7 +71,7 @@ func TestForShardRefuses(t *testing.T) {
 	}
 	one := Default()
 	for _, c := range []struct {
-		cfg       Config
+		cfg              Config
 		spec, host, want string
 	}{
 		{one, "0/2", "h", "needs tenants"},
