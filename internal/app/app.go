@@ -177,6 +177,9 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		prog.ShowOn(o.Progress)
 	}
 	addRunReadiness(tel, pl, sinks, prog, cfg.Tenants)
+	if sh, ok := cfg.Sharding(); ok && tel != nil {
+		tel.AddHandler("/state", shardHeaders(sh, prog.Handler()))
+	}
 	if rl == nil && len(cfg.Tenants) > 0 && o.Reloads != nil {
 		go refuseReloads(ctx, o.Reloads, log)
 	}

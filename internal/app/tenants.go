@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -143,4 +144,17 @@ func registerShard(reg prometheus.Registerer, cfg config.Config) error {
 		return fmt.Errorf("register the shard's metrics: %w", err)
 	}
 	return nil
+}
+
+// shardHeaders has h answer with the headers Collector-Shard ("1/3") and
+// Collector-Shard-Tenants (the owned tenants, comma-separated): /state of
+// a sharded collector says which shard it is and which tenants it runs,
+// its body (the streams) unchanged.
+func shardHeaders(sh config.Sharding, h http.Handler) http.Handler {
+	tenants := strings.Join(sh.Owned, ",")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Collector-Shard", sh.Shard.String())
+		w.Header().Set("Collector-Shard-Tenants", tenants)
+		h.ServeHTTP(w, r)
+	})
 }
