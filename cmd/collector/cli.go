@@ -208,6 +208,7 @@ func configPath(flag string) (string, error) {
 func runCommand(stdout, stderr io.Writer) *cobra.Command {
 	var cfgPath string
 	var once, noProgress bool
+	var shardSpec string
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the daemon",
@@ -233,10 +234,11 @@ valid one is applied stream by stream without a restart, a bad one is refused
 					bars.Close() // done already when the run got going; the lines below go straight out
 				}
 				return err
-			}, loadFlags{progress: !noProgress, reload: true}))
+			}, loadFlags{progress: !noProgress, reload: true, shard: shardSpec}))
 		},
 	}
 	configFlag(cmd, &cfgPath)
+	cmd.Flags().StringVar(&shardSpec, "shard", "", "run only the tenants shard INDEX/COUNT owns (ordinal/COUNT: INDEX from the host name's StatefulSet ordinal); over the key shard, COLLECTOR_SHARD")
 	cmd.Flags().BoolVar(&once, "once", false, "exit 0 once every source has caught up to now - lag (cron-style runs, tests, benchmarks)")
 	cmd.Flags().BoolVar(&noProgress, "no-progress", false, "no progress bars on the terminal")
 	return cmd
@@ -269,6 +271,17 @@ back the same) and its streams.`,
 	return cmd
 }
 
+// countSet counts the values of vs that are set.
+func countSet(vs ...string) int {
+	n := 0
+	for _, v := range vs {
+		if v != "" {
+			n++
+		}
+	}
+	return n
+}
+
 func stateCommand(stdout, stderr io.Writer) *cobra.Command {
 	var cfgPath string
 	var so app.StateOptions
@@ -279,7 +292,13 @@ func stateCommand(stdout, stderr io.Writer) *cobra.Command {
 from the checkpoint (--watch: refresh until interrupted).
 
 --reset SOURCE[/ACCOUNT] forgets the progress of a stream (with tenants, of the
-tenant --tenant NAME; the collector must be stopped).`,
+tenant --tenant NAME; the collector must be stopped).
+
+Moving a tenant to another shard (docs/tenants.md, "More collectors"), every
+collector stopped: --export-tenant NAME --to FILE writes the tenant's progress
+(removes nothing); --import FILE adds it to this checkpoint (refused if it holds
+the tenant already, unless --force); --drop-tenant NAME removes it from the old
+shard's checkpoint after the import.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			switch {
@@ -289,6 +308,14 @@ tenant --tenant NAME; the collector must be stopped).`,
 				return usagef("--reset and --watch do not go together")
 			case so.Tenant != "" && so.Reset == "":
 				return usagef("--tenant goes with --reset")
+			case (so.ExportTenant != "") != (so.To != ""):
+				return usagef("--export-tenant NAME and --to FILE go together")
+			case so.Force && so.Import == "":
+				return usagef("--force goes with --import")
+			case countSet(so.Reset, so.ExportTenant, so.Import, so.DropTenant) > 1:
+				return usagef("one of --reset, --export-tenant, --import and --drop-tenant at a time")
+			case countSet(so.ExportTenant, so.Import, so.DropTenant) > 0 && so.Watch:
+				return usagef("--watch shows the state; it does not go with moving a tenant")
 			}
 			return exitCode(runWith(cfgPath, "state", stdout, stderr, func(ctx context.Context, cfg config.Config, opts app.Options, _ *status.Bars) error {
 				so.Notes = stderr
@@ -300,6 +327,11 @@ tenant --tenant NAME; the collector must be stopped).`,
 	configFlag(cmd, &cfgPath)
 	cmd.Flags().StringVar(&so.Reset, "reset", "", "forget the progress of SOURCE or SOURCE/ACCOUNT (the collector must be stopped)")
 	cmd.Flags().StringVar(&so.Tenant, "tenant", "", "with --reset and tenants: the tenant whose streams to forget")
+	cmd.Flags().StringVar(&so.ExportTenant, "export-tenant", "", "write the progress of tenant NAME to the new file --to (the collector must be stopped)")
+	cmd.Flags().StringVar(&so.To, "to", "", "the file --export-tenant writes")
+	cmd.Flags().StringVar(&so.Import, "import", "", "add the tenant's progress an --export-tenant wrote to FILE (the collector must be stopped)")
+	cmd.Flags().BoolVar(&so.Force, "force", false, "--import replaces the progress the checkpoint holds of the tenant")
+	cmd.Flags().StringVar(&so.DropTenant, "drop-tenant", "", "remove the progress of tenant NAME, after its --import on its new shard (the collector must be stopped)")
 	cmd.Flags().BoolVar(&so.JSON, "json", false, "print JSON (and nothing else) on standard output")
 	cmd.Flags().BoolVar(&so.Watch, "watch", false, "print the state every --interval until interrupted (in place on a terminal)")
 	cmd.Flags().DurationVar(&so.Interval, "interval", 2*time.Second, "time between two snapshots of --watch")

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/svcexport/collector/internal/shard"
 )
 
 // cli runs the command line in-process.
@@ -42,6 +45,9 @@ func TestCommandLineMannersAndExitCodes(t *testing.T) {
 		{"version", []string{"version"}, exitOK, "collector ", ""},
 		{"the single-dash version of before", []string{"-version"}, exitOK, "collector ", ""},
 		{"state's --interval", []string{"state", "--watch", "--interval", "0s", "-c", "x.yaml"}, exitUsage, "", "--interval must be positive"},
+		{"--export-tenant without --to", []string{"state", "--export-tenant", "acme", "-c", "x.yaml"}, exitUsage, "", "--export-tenant NAME and --to FILE go together"},
+		{"--force without --import", []string{"state", "--force", "-c", "x.yaml"}, exitUsage, "", "--force goes with --import"},
+		{"two moves at once", []string{"state", "--import", "a.json", "--drop-tenant", "acme", "-c", "x.yaml"}, exitUsage, "", "one of --reset"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, out, errOut := cli(c.args...)
@@ -129,5 +135,24 @@ func TestDocsCLIIsCurrent(t *testing.T) {
 	}
 	if pages, _ := filepath.Glob(filepath.Join(man, "*.1")); len(pages) != len(want) {
 		t.Errorf("docs --man wrote %d man pages, want %d", len(pages), len(want))
+	}
+}
+
+// run --shard cuts the tenants as COLLECTOR_SHARD does: a shard that owns
+// none of them is a configuration error of key shard (exit 2) before
+// anything starts.
+func TestRunShardFlagSelectsTheShard(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	yaml := "tenants:\n  - name: alpha\n    api: {base_url: http://127.0.0.1:1, key_id: k, secret: \"${ALPHA_SECRET}\"}\n" +
+		"checkpoint: {path: " + filepath.Join(dir, "cp.db") + "}\nsink: {type: file, file: {dir: " + filepath.Join(dir, "out") + "}}\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ALPHA_SECRET", "s")
+	other := 1 - shard.Owner("alpha", 2)
+	code, _, errOut := cli("run", "--once", "--shard", fmt.Sprintf("%d/2", other), "-c", path)
+	if code != exitUsage || !strings.Contains(errOut, "config: shard: shard "+fmt.Sprintf("%d/2", other)+" owns none of the 1 tenants") {
+		t.Fatalf("run --shard %d/2: exit %d\n%s", other, code, errOut)
 	}
 }

@@ -47,10 +47,11 @@ const maxProblems = 50
 
 // loadFlags say how a command reads its configuration.
 type loadFlags struct {
-	offline         bool // check --offline: no secrets, no files, no network
-	secretsOptional bool // state, verify --dry-run: no API request
-	progress        bool // run: bars on a terminal
-	reload          bool // run: SIGHUP reloads the configuration (app.Options.Reload)
+	offline         bool   // check --offline: no secrets, no files, no network
+	secretsOptional bool   // state, verify --dry-run: no API request
+	progress        bool   // run: bars on a terminal
+	reload          bool   // run: SIGHUP reloads the configuration (app.Options.Reload)
+	shard           string // run --shard: over the key shard (COLLECTOR_SHARD)
 }
 
 // runWith finds the configuration (configPath of the --config flag cfgFlag),
@@ -122,6 +123,16 @@ func runWith(cfgFlag, name string, stdout, stderr io.Writer, body func(context.C
 func loadConfig(path string, lf loadFlags) (config.Config, []string, error) {
 	loaded, err := config.LoadWith(path, os.Environ(), config.LoadOptions{Offline: lf.offline, SecretsOptional: lf.secretsOptional})
 	cfg := loaded.Config
+	if lf.shard != "" {
+		cfg.Shard = lf.shard
+	}
+	if err == nil {
+		// Every command sees the shard's tenants only (docs/tenants.md,
+		// "More collectors"); "ordinal/N" reads the host name (a
+		// StatefulSet pod's is its name).
+		host, _ := os.Hostname()
+		cfg, err = cfg.ForShard(host)
+	}
 	if err == nil || isProblems(err) {
 		// simulator.settings, checked with the rest, in the same report.
 		err = errors.Join(err, app.Validate(cfg))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,6 +95,9 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		func() float64 { return float64(store.DamagedValues()) })); err != nil {
 		return fmt.Errorf("register the checkpoint's metrics: %w", err)
 	}
+	if err := registerShard(reg, cfg); err != nil {
+		return err
+	}
 	// One scrubber for every error that may hold a server's words.
 	scr := newTenantsScrubber(cfg, srcCfgs, os.Getenv)
 	runs, err := buildTenants(cfg, srcCfgs, reg, log, scr, store, once)
@@ -173,6 +177,9 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		prog.ShowOn(o.Progress)
 	}
 	addRunReadiness(tel, pl, sinks, prog, cfg.Tenants)
+	if sh, ok := cfg.Sharding(); ok && tel != nil {
+		tel.AddHandler("/state", shardHeaders(sh, prog.Handler()))
+	}
 	if rl == nil && len(cfg.Tenants) > 0 && o.Reloads != nil {
 		go refuseReloads(ctx, o.Reloads, log)
 	}
@@ -190,6 +197,9 @@ func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 		"checkpoint", cfg.Checkpoint.Path, "buffer_records", cfg.Pipeline.BufferRecords}
 	if len(cfg.Tenants) > 0 {
 		started = append(started, "tenants", len(cfg.Tenants))
+	}
+	if sh, ok := cfg.Sharding(); ok {
+		started = append(started, "shard", sh.Shard.String(), "owned_tenants", strings.Join(sh.Owned, ","), "of_tenants", sh.Of)
 	}
 	log.Info("collector started", started...)
 	if err := runWithProgress(ctx, pl, prog); err != nil {

@@ -353,6 +353,15 @@ type StateOptions struct {
 	// Tenant is the configured tenant whose streams Reset forgets:
 	// required with tenants, refused without.
 	Tenant string
+	// ExportTenant writes the progress of that tenant to the new file To;
+	// Import adds the progress of such a file (Force: replacing the
+	// tenant's progress the checkpoint holds); DropTenant removes a
+	// tenant's progress. The collector must be stopped (docs/tenants.md,
+	// "More collectors").
+	ExportTenant, To string
+	Import           string
+	Force            bool
+	DropTenant       string
 	// JSON prints JSON instead of a table.
 	JSON bool
 	// Watch prints the states every Interval (default 2s) until ctx
@@ -377,6 +386,9 @@ func State(ctx context.Context, cfg config.Config, o Options, so StateOptions) e
 	if so.Reset != "" {
 		return reset(ctx, cfg, o, so.Tenant, so.Reset)
 	}
+	if so.ExportTenant != "" || so.Import != "" || so.DropTenant != "" {
+		return moveTenant(ctx, cfg, o, so)
+	}
 	snap := func(ctx context.Context) ([]status.StreamState, string, error) { return states(ctx, cfg, o) }
 	if so.Watch {
 		return status.Watch(ctx, o.Stdout, so.Notes, status.WatchOptions{Every: so.Interval, JSON: so.JSON, Terminal: so.Terminal}, snap)
@@ -386,6 +398,9 @@ func State(ctx context.Context, cfg config.Config, o Options, so StateOptions) e
 		return err
 	}
 	fmt.Fprintf(so.Notes, "# %s\n", from)
+	if sh, ok := cfg.Sharding(); ok {
+		fmt.Fprintf(so.Notes, "# %s\n", sh)
+	}
 	return status.Print(o.Stdout, st, so.JSON)
 }
 
@@ -472,6 +487,40 @@ func reset(ctx context.Context, cfg config.Config, o Options, tenant, what strin
 		what += " of tenant " + tenant
 	}
 	fmt.Fprintf(o.Stdout, "reset %d stream(s) of %s; they start again from sources.%s.start on the next run\n", n, what, src)
+	return nil
+}
+
+// moveTenant runs the export, import or drop of so on the checkpoint,
+// which the collector must not hold.
+func moveTenant(ctx context.Context, cfg config.Config, o Options, so StateOptions) error {
+	if _, err := os.Stat(cfg.Checkpoint.Path); err != nil && so.Import == "" {
+		return fmt.Errorf("no checkpoint at %s: %w", cfg.Checkpoint.Path, err)
+	}
+	db, err := openCheckpoint(cfg, o.Log)
+	if err != nil {
+		return fmt.Errorf("moving a tenant needs the collector stopped: %w", err)
+	}
+	defer db.Close()
+	switch {
+	case so.ExportTenant != "":
+		m, err := db.ExportTenant(ctx, so.ExportTenant, so.To)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Stdout, "exported tenant %s: %d stream(s), %d key(s) to %s; nothing removed (--drop-tenant %s after the import)\n", m.Tenant, m.Streams, m.Keys, so.To, m.Tenant)
+	case so.Import != "":
+		m, err := db.ImportTenant(ctx, so.Import, so.Force)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Stdout, "imported tenant %s: %d stream(s), %d key(s) into %s\n", m.Tenant, m.Streams, m.Keys, cfg.Checkpoint.Path)
+	default:
+		m, err := db.DropTenant(ctx, so.DropTenant)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Stdout, "dropped tenant %s: %d stream(s), %d key(s) from %s\n", m.Tenant, m.Streams, m.Keys, cfg.Checkpoint.Path)
+	}
 	return nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -122,5 +124,37 @@ func addTenantReadiness(tel *telemetry.Server, prog *status.Reporter, tenants []
 			names = append(names, t.Name)
 		}
 		return fmt.Errorf("every tenant fails (%s): see the checks tenant:NAME", strings.Join(names, ", "))
+	})
+}
+
+// registerShard registers, for a sharded collector (config.ForShard), the
+// gauge of the tenants it owns, labelled with its shard ("1/3") and
+// total (the configured tenants), so that a dashboard sums the shards'
+// to the total: each tenant is in exactly one.
+func registerShard(reg prometheus.Registerer, cfg config.Config) error {
+	sh, ok := cfg.Sharding()
+	if !ok {
+		return nil
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "collector_shard_owned_tenants",
+		Help:        "Tenants this collector runs: the ones its shard owns by rendezvous hashing of their names (docs/tenants.md, More collectors).",
+		ConstLabels: prometheus.Labels{"shard": sh.Shard.String(), "tenants": strconv.Itoa(sh.Of)}})
+	g.Set(float64(len(sh.Owned)))
+	if err := reg.Register(g); err != nil {
+		return fmt.Errorf("register the shard's metrics: %w", err)
+	}
+	return nil
+}
+
+// shardHeaders has h answer with the headers Collector-Shard ("1/3") and
+// Collector-Shard-Tenants (the owned tenants, comma-separated): /state of
+// a sharded collector says which shard it is and which tenants it runs,
+// its body (the streams) unchanged.
+func shardHeaders(sh config.Sharding, h http.Handler) http.Handler {
+	tenants := strings.Join(sh.Owned, ",")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Collector-Shard", sh.Shard.String())
+		w.Header().Set("Collector-Shard-Tenants", tenants)
+		h.ServeHTTP(w, r)
 	})
 }

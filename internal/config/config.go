@@ -33,7 +33,11 @@ type Config struct {
 	Sources      catalog.SourcesConfig `koanf:"sources"`
 	// Tenants are many platform tenants in one process (tenants.go);
 	// empty for the one-tenant form of API, Accounts, OrgAuditLogs and Edge.
-	Tenants    TenantList       `koanf:"tenants"`
+	Tenants TenantList `koanf:"tenants"`
+	// Shard spreads Tenants over several collectors: "INDEX/COUNT" or
+	// "ordinal/COUNT" (package shard); "" runs them all. ForShard applies
+	// it.
+	Shard      string           `koanf:"shard"`
 	Checkpoint CheckpointConfig `koanf:"checkpoint"`
 	Pipeline   pipeline.Config  `koanf:"pipeline"`
 	Sink       SinkConfig       `koanf:"sink"`
@@ -41,6 +45,9 @@ type Config struct {
 	Metrics    MetricsConfig    `koanf:"metrics"`
 	Log        LogConfig        `koanf:"log"`
 	Simulator  SimulatorConfig  `koanf:"simulator"`
+
+	// sharding is what ForShard chose; nil before it, or unsharded.
+	sharding *Sharding
 }
 
 // CheckpointConfig locates the checkpoint file (key "checkpoint").
