@@ -206,6 +206,25 @@ func (s *SinkConfig) UnmarshalMapstructure(in any) error {
 	return nil
 }
 
+// entryErrors returns the decoding errors of the list entry at key (e.g.
+// sinks[1], tenants[3]), each KeyError's key under the entry's.
+func entryErrors(key string, decodeErr error) []error {
+	var errs []error
+	for _, e := range leafErrors(decodeErr) {
+		var ke *KeyError
+		if errors.As(e, &ke) {
+			k := key
+			if ke.Key != "" {
+				k += "." + ke.Key
+			}
+			errs = append(errs, &KeyError{Key: k, Msg: ke.Msg})
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", key, e))
+	}
+	return errs
+}
+
 // decodeChecked decodes the list entry m into out, whose keys are those of
 // typ: every unknown or misplaced key is an error naming it (checkKey),
 // and only a map without such keys is decoded, its errors naming the key
@@ -265,18 +284,7 @@ func (c Config) validateSinks() []error {
 	for _, s := range c.Sinks() {
 		key := s.Key()
 		if s.decodeErr != nil {
-			for _, e := range leafErrors(s.decodeErr) {
-				var ke *KeyError
-				if errors.As(e, &ke) {
-					k := key
-					if ke.Key != "" {
-						k += "." + ke.Key
-					}
-					errs = append(errs, &KeyError{Key: k, Msg: ke.Msg})
-					continue
-				}
-				errs = append(errs, fmt.Errorf("%s: %w", key, e))
-			}
+			errs = append(errs, entryErrors(key, s.decodeErr)...)
 			continue
 		}
 		if s.Name != "" && !sinkNameRe.MatchString(s.Name) {

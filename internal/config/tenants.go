@@ -130,18 +130,7 @@ func (c Config) validateTenants() []error {
 	for i, t := range c.Tenants {
 		key := tenantKey(i)
 		if t.decodeErr != nil {
-			for _, e := range leafErrors(t.decodeErr) {
-				var ke *KeyError
-				if errors.As(e, &ke) {
-					k := key
-					if ke.Key != "" {
-						k += "." + ke.Key
-					}
-					errs = append(errs, &KeyError{Key: k, Msg: ke.Msg})
-					continue
-				}
-				errs = append(errs, fmt.Errorf("%s: %w", key, e))
-			}
+			errs = append(errs, entryErrors(key, t.decodeErr)...)
 			continue
 		}
 		switch {
