@@ -90,4 +90,14 @@
 // rewritten page into it. Open never repairs anything else: both meta
 // pages damaged, or damage beyond them, is ErrCorrupt, and the file is left
 // as it was.
+//
+// Tenants (config tenants:): a tenant's streams are keyed TENANT/ before
+// source and account in every bucket that holds a stream's keys, and the
+// one-tenant form's keys are those of before tenants existed. So a
+// tenant's progress is one unit: ExportTenant writes it, ImportTenant adds
+// it to another checkpoint and DropTenant removes it (moving a tenant
+// between shards; tenantBuckets lists the buckets that unit spans).
+// A stream's held sets are cut where its delivered set is, and an edge
+// alert stream's no earlier than its alert marks are pruned: its re-asks
+// reach alerts older than the delivered cutoff.
 package checkpoint

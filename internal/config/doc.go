@@ -8,4 +8,10 @@
 // know the API simulator: internal/app checks and applies simulator.settings.
 // COLLECTOR_CONFIG (ConfigPathEnv) names the file for the command line and
 // is no key.
+//
+// tenants: lists the platform tenants one collector serves, each with its
+// own api, edge, accounts and sources overrides (TenantConfig; errors name
+// the entry, tenants[3].api.key_id); it and the top-level one-tenant form
+// exclude each other. shard: (ForShard) cuts the list down to the tenants
+// a shard owns by rendezvous hashing (package shard).
 package config

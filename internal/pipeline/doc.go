@@ -33,4 +33,9 @@
 // While Run runs, Add, Remove and Restart change its producers (a
 // configuration reload): a removed stream stops once its pages are
 // committed, and the other producers never pause.
+//
+// The once filter also observes, for every record it keeps, how long after
+// its record time its page was fetched (collector_record_delay_seconds;
+// collector_late_delivery_seconds for the late ones). With tenants, every
+// series of a stream carries a tenant label; without, none does.
 package pipeline

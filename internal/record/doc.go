@@ -70,4 +70,9 @@
 //
 // It imports no other internal package: the simulator, the pollers, the
 // pipeline and every sink share it, so it must stay small and dependency free.
+//
+// A Stream, an Envelope and a Batch carry the tenant (config tenants:);
+// "" is the one-tenant form, which prints and encodes exactly as before
+// tenants existed. The C7 id does not depend on the tenant: two tenants'
+// identical records share an id and are kept apart by the tenant alone.
 package record
