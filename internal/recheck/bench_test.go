@@ -48,3 +48,39 @@ func BenchmarkNarrowing(b *testing.B) {
 	}
 	b.ReportMetric(float64(reqs), "requests/unit")
 }
+
+// BenchmarkWindowNarrowing narrows a grown 7-day window (12 rows a
+// minute) below its bounds, its late records in four minutes, counting
+// from an in-memory truth: the cost of the decisions alone.
+func BenchmarkWindowNarrowing(b *testing.B) {
+	cfg := DefaultConfig()
+	delivered := make([]int64, 7*24*60)
+	for i := range delivered {
+		delivered[i] = 12
+	}
+	truth := append([]int64(nil), delivered...)
+	for i := range 4 {
+		truth[i*2500] += 5
+	}
+	f := grownWindow(0, delivered, sum(delivered), sum(truth))
+	at := make([]int64, len(truth)+1) // at[i]: the truth of minutes [0, i)
+	for i, c := range truth {
+		at[i+1] = at[i] + c
+	}
+	count := func(q Query) int64 {
+		return at[int(q.End.Sub(t0)/time.Minute)] - at[int(q.Start.Sub(t0)/time.Minute)]
+	}
+	b.ReportAllocs()
+	var reqs int
+	for b.Loop() {
+		n, ok := f.NarrowWindow(delivered, cfg, false, cfg.MaxRequests)
+		if !ok {
+			b.Fatal("not narrowed")
+		}
+		for q, more := n.Next(); more; q, more = n.Next() {
+			n.Observe(count(q))
+		}
+		reqs = n.Result().Requests
+	}
+	b.ReportMetric(float64(reqs), "requests/window")
+}
