@@ -18,8 +18,8 @@ import (
 // then stores the Update. A window whose count fell is also a Shrink.
 // Requests is 1.
 func (u Unit) CompareEdge(got []record.Digest) Result {
-	n := &Narrowing{u: u, cfg: u.cfg}
-	n.res.Requests = 1
+	n := &Narrowing{u: u}
+	n.b.requests = 1 // the unit's one fetch
 	for i, w := range u.Windows {
 		var d record.Digest
 		if i < len(got) {

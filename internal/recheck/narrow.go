@@ -117,7 +117,9 @@ func (r Result) Grown() int {
 }
 
 // Narrowing finds the changed parts of a core unit with count requests
-// (see the package doc for the cost). Use it as
+// (see the package doc for the cost): the one bisection of the package
+// over the unit's windows and their stored counts, split by index. Use it
+// as
 //
 //	n := unit.Narrow()
 //	for q, ok := n.Next(); ok; q, ok = n.Next() {
@@ -129,112 +131,62 @@ func (r Result) Grown() int {
 //
 // A Narrowing is not safe for concurrent use.
 type Narrowing struct {
-	u      Unit
-	cfg    Config
-	prefix []int64 // prefix[i]: stored counts of Windows[:i]
-	queue  []node  // ranges waiting for their count, first first
-	res    Result
-	keep   []Update
-}
-
-// node is a range [i, j) of the unit's windows.
-type node struct {
-	i, j int
-	// After this node's count, its right sibling [j, sibJ) gets the
-	// parent's count minus this one (derive).
-	derive   bool
-	sibJ     int
-	parentC1 int64
+	b    bisection
+	u    Unit
+	res  Result
+	keep []Update
 }
 
 // Narrow starts the narrowing of a core unit.
 func (u Unit) Narrow() *Narrowing {
-	n := &Narrowing{u: u, cfg: u.cfg, prefix: make([]int64, len(u.Windows)+1)}
-	for i, w := range u.Windows {
-		n.prefix[i+1] = n.prefix[i] + w.Count
+	ws := u.Windows
+	n := &Narrowing{u: u}
+	prefix := make([]int64, len(ws)+1)
+	for i, w := range ws {
+		prefix[i+1] = prefix[i] + w.Count
 	}
-	n.queue = []node{{i: 0, j: len(u.Windows)}}
+	bound := func(i int) time.Time {
+		if i == len(ws) {
+			return ws[i-1].End
+		}
+		return ws[i].Start // the windows are adjacent
+	}
+	n.b = bisection{cells: prefixSum{prefix: prefix, bound: bound}, rule: byIndex,
+		rows: u.cfg.RefetchRows, budget: u.cfg.MaxRequests, final: u.Final, pol: n}
+	n.b.ask(0, len(ws))
 	return n
 }
 
 // Next returns the next range to count, and false when the narrowing is
 // done. It returns the same range until Observe is called.
-func (n *Narrowing) Next() (Query, bool) {
-	if len(n.queue) == 0 {
-		return Query{}, false
-	}
-	q := n.queue[0]
-	return Query{Start: n.u.Windows[q.i].Start, End: n.u.Windows[q.j-1].End, Stored: n.stored(q.i, q.j)}, true
-}
+func (n *Narrowing) Next() (Query, bool) { return n.b.next() }
 
 // Observe takes the count of the range Next returned (a negative count
 // reads as 0). It reports whether that very range is to be fetched again
 // whole: the caller may deliver the first page it holds and follow its
 // chain (Refetch.Counted). Without a range outstanding it does nothing.
-func (n *Narrowing) Observe(count int64) (refetchThis bool) {
-	if len(n.queue) == 0 {
-		return false
-	}
-	q := n.queue[0]
-	n.queue = n.queue[1:]
-	n.res.Requests++
-	c1 := max(count, 0)
-	refetchThis = n.decide(q.i, q.j, c1, true)
-	if q.derive {
-		// Records that arrived in this half after the parent was counted
-		// can make the difference negative; 0 keeps the stored count at
-		// most what was delivered.
-		n.decide(q.j, q.sibJ, max(q.parentC1-c1, 0), false)
-	}
-	return refetchThis
-}
+func (n *Narrowing) Observe(count int64) (refetchThis bool) { return n.b.observe(count) }
 
-// stored is the stored count of windows [i, j).
-func (n *Narrowing) stored(i, j int) int64 { return n.prefix[j] - n.prefix[i] }
+// same keeps windows [i, j), unchanged, asked at the unit's At.
+func (n *Narrowing) same(i, j int, _ int64) { n.keepAll(i, j) }
 
-// decide settles the range [i, j) whose count is now c1, or splits it. It
-// reports whether the range is to be fetched again whole.
-func (n *Narrowing) decide(i, j int, c1 int64, counted bool) bool {
-	c0 := n.stored(i, j)
-	switch delta := c1 - c0; {
-	case delta == 0:
-		n.keepAll(i, j)
-		return false
-	case j-i == 1 && delta > 0:
-		n.refetch(i, j, c1, delta, counted)
+// settle: windows [i, j) grew, or fell from ref to c. A growth is
+// fetched again; a fall is stored with the new count, so that a later
+// growth shows, except in a range of several windows small enough to
+// fetch: a fall there may hide a growth elsewhere in it, and one page
+// settles it. A unit is never stopped (its caller abandons it instead:
+// its windows keep their counts and are due again), so c is known.
+func (n *Narrowing) settle(i, j int, c, ref int64, counted bool, why settled) bool {
+	switch {
+	case c > ref:
+		n.refetch(i, j, c, c-ref, counted)
 		return true
-	case j-i == 1:
-		n.shrink(i, j, c0, c1, true)
-		return false
-	case c1 <= n.cfg.RefetchRows:
-		// Fetching it costs no more than narrowing it would.
-		if delta < 0 {
-			n.shrink(i, j, c0, c1, false)
-		}
-		n.refetch(i, j, c1, delta, counted)
+	case why == small:
+		n.shrink(i, j, ref, c, false)
+		n.refetch(i, j, c, c-ref, counted)
 		return true
 	}
-	need := 1
-	if n.u.Final {
-		need = 2
-	}
-	if n.res.Requests+len(n.queue)+need > n.cfg.MaxRequests {
-		n.res.Capped = true
-		if c1 < c0 {
-			// A fall under the cap: stored as one entry with the new
-			// count, so that a later growth shows.
-			n.shrink(i, j, c0, c1, true)
-			return false
-		}
-		n.refetch(i, j, c1, c1-c0, counted)
-		return true
-	}
-	k := (i + j) / 2
-	if n.u.Final {
-		n.queue = append(n.queue, node{i: i, j: k}, node{i: k, j: j})
-	} else {
-		n.queue = append(n.queue, node{i: i, j: k, derive: true, sibJ: j, parentC1: c1})
-	}
+	n.shrink(i, j, ref, c, true)
 	return false
 }
 
@@ -301,13 +253,13 @@ func (n *Narrowing) shrink(i, j int, c0, c1 int64, store bool) {
 }
 
 // Done reports whether the narrowing has nothing left to count.
-func (n *Narrowing) Done() bool { return len(n.queue) == 0 }
+func (n *Narrowing) Done() bool { return n.b.done() }
 
 // Result returns what the narrowing decided; call it when Next returns
 // false (before, it covers only the ranges settled so far).
 func (n *Narrowing) Result() Result {
 	r := n.res
-	r.Final = n.u.Final
+	r.Requests, r.Capped, r.Final = n.b.requests, n.b.capped, n.u.Final
 	r.Keep = slices.Clone(n.keep)
 	slices.SortFunc(r.Keep, func(a, b Update) int { return a.Entry.Start.Compare(b.Entry.Start) })
 	r.Refetch = slices.Clone(r.Refetch)

@@ -51,7 +51,9 @@ func (r WindowResult) Refetched() int64 {
 // grew (a Refetch of a single window), below the window's bounds: the
 // delivered set of the stream (what it delivered in each minute of the
 // window, as committed) holds the counts of the window's parts that the
-// log does not. Use it like a Narrowing:
+// log does not. It is the one bisection of the package (Narrowing's) over
+// the window's minutes and their delivered counts, split where the
+// delivered records divide in two. Use it like a Narrowing:
 //
 //	n, ok := f.NarrowWindow(delivered, cfg, final, budget)
 //	for q, more := n.Next(); more; q, more = n.Next() {
@@ -65,16 +67,10 @@ func (r WindowResult) Refetched() int64 {
 // small, fetched again: a doubt resolves toward asking. A WindowNarrowing
 // is not safe for concurrent use.
 type WindowNarrowing struct {
-	f       Refetch
-	cfg     Config
-	final   bool
-	budget  int
-	bounds  []time.Time // cell i is [bounds[i], bounds[i+1])
-	prefix  []int64     // prefix[i]: delivered in cells [0, i)
-	queue   []node
-	res     WindowResult
-	counted map[[2]int]bool
-	kept    int64 // the counts of the parts kept
+	b     bisection
+	f     Refetch
+	parts []Part
+	kept  int64 // the counts of the parts kept
 }
 
 // NarrowWindow starts the narrowing of f below its window. delivered is
@@ -96,129 +92,65 @@ func (f Refetch) NarrowWindow(delivered []int64, cfg Config, final bool, budget 
 	}
 	start, end := f.Start(), f.End()
 	first := start.Truncate(time.Minute)
-	if want := int((end.Sub(first) + time.Minute - 1) / time.Minute); len(delivered) != want || want < 2 {
+	cells := len(delivered)
+	if want := int((end.Sub(first) + time.Minute - 1) / time.Minute); cells != want || want < 2 {
 		return nil, false
 	}
-	n := &WindowNarrowing{f: f, cfg: cfg, final: final, budget: budget, counted: map[[2]int]bool{}}
-	n.bounds = make([]time.Time, 0, len(delivered)+1)
-	n.bounds = append(n.bounds, start)
-	for i := 1; i < len(delivered); i++ {
-		n.bounds = append(n.bounds, first.Add(time.Duration(i)*time.Minute))
-	}
-	n.bounds = append(n.bounds, end)
-	n.prefix = make([]int64, len(delivered)+1)
+	prefix := make([]int64, cells+1)
 	for i, c := range delivered {
-		n.prefix[i+1] = n.prefix[i] + c
+		prefix[i+1] = prefix[i] + c
 	}
-	if n.prefix[len(delivered)] < stored {
+	if prefix[cells] < stored {
 		return nil, false
 	}
+	bound := func(i int) time.Time { // the window's minutes, cut to the window
+		switch i {
+		case 0:
+			return start
+		case cells:
+			return end
+		}
+		return first.Add(time.Duration(i) * time.Minute)
+	}
+	n := &WindowNarrowing{f: f}
+	n.b = bisection{cells: prefixSum{prefix: prefix, bound: bound}, rule: byReference,
+		rows: cfg.RefetchRows, budget: budget, final: final, pol: n}
 	// The window's count was just asked (Unit.Narrow): it is the root's.
-	n.decide(0, len(delivered), f.Entry.Count, f.Counted)
+	n.b.decide(0, cells, f.Entry.Count, f.Counted)
 	return n, true
 }
 
-// delivered is what the stream delivered in cells [i, j).
-func (n *WindowNarrowing) delivered(i, j int) int64 { return n.prefix[j] - n.prefix[i] }
-
 // Next returns the next range to count, and false when the narrowing is
 // done. It returns the same range until Observe is called.
-func (n *WindowNarrowing) Next() (Query, bool) {
-	if len(n.queue) == 0 {
-		return Query{}, false
-	}
-	q := n.queue[0]
-	return Query{Start: n.bounds[q.i], End: n.bounds[q.j], Stored: n.delivered(q.i, q.j)}, true
-}
+func (n *WindowNarrowing) Next() (Query, bool) { return n.b.next() }
 
 // Observe takes the count of the range Next returned (a negative count
 // reads as 0). It reports whether that very range is to be fetched again
 // whole (its count request's first page starts the fetch).
-func (n *WindowNarrowing) Observe(count int64) (refetchThis bool) {
-	if len(n.queue) == 0 {
-		return false
-	}
-	q := n.queue[0]
-	n.queue = n.queue[1:]
-	n.res.Requests++
-	c := max(count, 0)
-	refetchThis = n.decide(q.i, q.j, c, true)
-	if q.derive {
-		// The right half is the parent's count minus the left's: a record
-		// that arrived in the left half in between makes it smaller than
-		// the truth, which only keeps the stored count below what was
-		// delivered (found at the next point); never so at the last one.
-		n.decide(q.j, q.sibJ, max(q.parentC1-c, 0), false)
-	}
-	return refetchThis
-}
+func (n *WindowNarrowing) Observe(count int64) (refetchThis bool) { return n.b.observe(count) }
 
 // Cap stops the narrowing: the ranges still waiting for a count are
 // fetched again whole (the budget or the time ran out).
-func (n *WindowNarrowing) Cap() {
-	for _, q := range n.queue {
-		if q.derive {
-			// The parent's count covers both halves.
-			n.part(q.i, q.sibJ, q.parentC1, false)
-			continue
-		}
-		n.part(q.i, q.j, -1, false)
-	}
-	if len(n.queue) > 0 {
-		n.res.Capped = true
-	}
-	n.queue = nil
-}
+func (n *WindowNarrowing) Cap() { n.b.stop() }
 
-// decide settles cells [i, j), whose count is now c, or splits them. It
-// reports whether the range is to be fetched again whole.
-func (n *WindowNarrowing) decide(i, j int, c int64, counted bool) bool {
-	d := n.delivered(i, j)
-	switch {
-	case c == d:
-		n.kept += c
-		return false
-	case j-i == 1, c <= n.cfg.RefetchRows:
-		n.part(i, j, c, counted)
-		return true
-	}
-	need := 1
-	if n.final {
-		need = 2
-	}
-	if n.res.Requests+len(n.queue)+need > n.budget {
-		n.res.Capped = true
-		n.part(i, j, c, counted)
-		return true
-	}
-	// Split where the delivered records divide in two halves: the
-	// records of a window are rarely spread evenly over its time.
-	half := n.prefix[i] + d/2
-	k, _ := slices.BinarySearch(n.prefix[i+1:j], half)
-	k = min(max(k+i+1, i+1), j-1)
-	if n.final {
-		n.queue = append(n.queue, node{i: i, j: k}, node{i: k, j: j})
-	} else {
-		n.queue = append(n.queue, node{i: i, j: k, derive: true, sibJ: j, parentC1: c})
-	}
-	return false
-}
+// same keeps minutes [i, j): they count what was delivered in them.
+func (n *WindowNarrowing) same(_, _ int, c int64) { n.kept += c }
 
-// part marks cells [i, j) to be fetched again; c < 0: not counted (a
-// capped range at the last point), its count unknown, so the window's
-// update is dropped.
-func (n *WindowNarrowing) part(i, j int, c int64, counted bool) {
-	n.res.Parts = append(n.res.Parts, Part{Start: n.bounds[i], End: n.bounds[j], Count: c, Delivered: n.delivered(i, j), Counted: counted && c >= 0})
+// settle makes minutes [i, j) a part to fetch again, grown or a doubt
+// alike; c < 0: not counted (a range stopped at the last point), its
+// count unknown, so the window's update is dropped.
+func (n *WindowNarrowing) settle(i, j int, c, ref int64, counted bool, _ settled) bool {
+	n.parts = append(n.parts, Part{Start: n.b.cells.bound(i), End: n.b.cells.bound(j), Count: c, Delivered: ref, Counted: counted && c >= 0})
+	return true
 }
 
 // Done reports whether the narrowing has nothing left to count.
-func (n *WindowNarrowing) Done() bool { return len(n.queue) == 0 }
+func (n *WindowNarrowing) Done() bool { return n.b.done() }
 
 // Result returns what the narrowing decided; call it when Next returns
 // false.
 func (n *WindowNarrowing) Result() WindowResult {
-	r := n.res
-	r.Parts = slices.Clone(r.Parts)
+	r := WindowResult{Parts: slices.Clone(n.parts), Requests: n.b.requests, Capped: n.b.capped}
 	slices.SortFunc(r.Parts, func(a, b Part) int { return a.Start.Compare(b.Start) })
 	total, known := n.kept, true
 	for _, p := range r.Parts {
@@ -227,7 +159,7 @@ func (n *WindowNarrowing) Result() WindowResult {
 		}
 		total += max(p.Count, 0)
 	}
-	if known && len(n.queue) == 0 {
+	if known && n.b.done() {
 		up := n.f.Update
 		up.Entry.Count = total
 		r.Update = up
