@@ -51,10 +51,10 @@ func (p prefixSum) split(rule splitRule, i, j int) int {
 type settled int
 
 const (
-	oneCell settled = iota // a single cell: nothing to split
-	small                  // at most Config.RefetchRows: fetching costs no more than narrowing
-	capped                 // the request budget would be exceeded
-	stopped                // the narrowing was stopped (bisection.stop) before its count came
+	settledOneCell settled = iota // a single cell: nothing to split
+	settledSmall                  // at most Config.RefetchRows: fetching costs no more than narrowing
+	settledCapped                 // the request budget would be exceeded
+	settledStopped                // the narrowing was stopped (bisection.stop) before its count came
 )
 
 // policy is where the two uses of a bisection differ: what a range
@@ -64,7 +64,7 @@ type policy interface {
 	// same: cells [i, j) count c, what their reference holds.
 	same(i, j int, c int64)
 	// settle: cells [i, j) count c (negative: unknown, only when why is
-	// stopped), not ref, and are narrowed no further (why). counted: c
+	// settledStopped), not ref, and are narrowed no further (why). counted: c
 	// is the answer of a count request of this very range, whose first
 	// page starts its refetch. It reports whether the range is to be
 	// fetched again whole.
@@ -151,12 +151,12 @@ func (b *bisection) decide(i, j int, c int64, counted bool) bool {
 	}
 	switch {
 	case j-i == 1:
-		return b.pol.settle(i, j, c, ref, counted, oneCell)
+		return b.pol.settle(i, j, c, ref, counted, settledOneCell)
 	case c <= b.rows:
-		return b.pol.settle(i, j, c, ref, counted, small)
+		return b.pol.settle(i, j, c, ref, counted, settledSmall)
 	case b.requests+len(b.queue)+need > b.budget:
 		b.capped = true
-		return b.pol.settle(i, j, c, ref, counted, capped)
+		return b.pol.settle(i, j, c, ref, counted, settledCapped)
 	}
 	k := b.cells.split(b.rule, i, j)
 	if b.final {
@@ -173,10 +173,10 @@ func (b *bisection) decide(i, j int, c int64, counted bool) bool {
 func (b *bisection) stop() {
 	for _, q := range b.queue {
 		if q.derive {
-			b.pol.settle(q.i, q.sibJ, q.parentC, b.cells.ref(q.i, q.sibJ), false, stopped)
+			b.pol.settle(q.i, q.sibJ, q.parentC, b.cells.ref(q.i, q.sibJ), false, settledStopped)
 			continue
 		}
-		b.pol.settle(q.i, q.j, -1, b.cells.ref(q.i, q.j), false, stopped)
+		b.pol.settle(q.i, q.j, -1, b.cells.ref(q.i, q.j), false, settledStopped)
 	}
 	if len(b.queue) > 0 {
 		b.capped = true

@@ -48,6 +48,14 @@
 //
 // # Narrowing: why halves of the logged windows, and what it costs
 //
+// One state machine narrows, over a prefix-sum function: cells in time
+// order with the prefix of their reference counts (a unit's windows with
+// their stored counts, or a window's minutes with their delivered counts,
+// below). It splits a changed range, counts the left half and derives the
+// right half's, and settles a range of one cell, of at most
+// Config.RefetchRows rows, or past the cap. The two uses differ only in
+// where a range splits and in what a settled range yields.
+//
 // The log knows the count of each logged window when it was fetched, not
 // the counts of its parts. So Narrowing splits only at the boundaries of
 // logged windows, whose old counts add up: for a run of n windows with
@@ -69,17 +77,17 @@
 // # Below a window: WindowNarrowing
 //
 // A single grown window larger than Config.RefetchRows is narrowed further
-// with the stream's delivered set (what it delivered in each minute of
-// record time, which the checkpoint keeps for as long as the window may be
-// asked again): a part is grown when the server counts more than was
-// delivered in it. It splits where the delivered records divide in two
-// (records are rarely spread evenly over a window's time), derives the
-// right half's count as above (both counted at the last point), and goes
-// down to a minute or to a part of at most Config.RefetchRows. A part
-// that counts fewer than was delivered is a doubt (a deletion may hide a
-// growth) and is split and fetched like a grown one. The window's entry
-// takes the sum of its parts' counts, which never exceeds what was
-// delivered, and only once every part was fetched.
+// by the same machine with the stream's delivered set (what it delivered
+// in each minute of record time, which the checkpoint keeps for as long as
+// the window may be asked again): a part is grown when the server counts
+// more than was delivered in it. It splits where the delivered records
+// divide in two (records are rarely spread evenly over a window's time),
+// derives the right half's count as above (both counted at the last
+// point), and goes down to a minute or to a part of at most
+// Config.RefetchRows. A part that counts fewer than was delivered is a
+// doubt (a deletion may hide a growth) and is split and fetched like a
+// grown one. The window's entry takes the sum of its parts' counts, which
+// never exceeds what was delivered, and only once every part was fetched.
 //
 // What the recheck code needs from outside reaches it through interfaces
 // it owns: the narrowing reads the delivered set's per-minute counts

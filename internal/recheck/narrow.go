@@ -181,7 +181,7 @@ func (n *Narrowing) settle(i, j int, c, ref int64, counted bool, why settled) bo
 	case c > ref:
 		n.refetch(i, j, c, c-ref, counted)
 		return true
-	case why == small:
+	case why == settledSmall:
 		n.shrink(i, j, ref, c, false)
 		n.refetch(i, j, c, c-ref, counted)
 		return true
