@@ -99,18 +99,16 @@ func TestASweepCountsEveryRecentWindowAsOneUnit(t *testing.T) {
 func TestCadenceSharesTheCapAmongTheStreams(t *testing.T) {
 	t.Parallel()
 	l := NewLimiter(0.1, 480, time.Hour, nil) // cap 48 an hour
-	l.Join()
+	l.Share(1, 1, 0.1)
 	if got := l.Cadence(20 * time.Second); got != 100*time.Second {
 		t.Errorf("one stream: %v, want 100s", got)
 	}
-	for range 9 {
-		l.Join()
-	}
+	l.Share(10, 10, 0.1)
 	if got := l.Cadence(20 * time.Second); got != 1000*time.Second {
 		t.Errorf("ten streams: %v, want 1000s", got)
 	}
 	big := NewLimiter(0.5, 100_000, time.Hour, nil)
-	big.Join()
+	big.Share(1, 1, 0.5)
 	if got := big.Cadence(20 * time.Second); got != 20*time.Second {
 		t.Errorf("a large budget: %v, want the interval", got)
 	}

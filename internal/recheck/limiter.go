@@ -20,29 +20,42 @@ type Limiter struct {
 	now   func() time.Time
 	share float64
 
-	mu      sync.Mutex
-	limit   int
-	period  time.Duration
-	spent   []time.Time // spend times within the period, oldest first
-	members int         // streams that share it (Join)
+	mu       sync.Mutex
+	limit    int
+	period   time.Duration
+	spent    []time.Time // spend times within the period, oldest first
+	members  int         // streams that share it (Share)
+	requests int         // requests a poll of every one of them makes (Share)
 }
 
-// Join counts one more stream that shares l's bucket: the streams share
-// its cap (Cadence), and the rest of the bucket (each stream's poll
-// cadence, package source, reckons with Members and Aside). It is the one
-// count of the streams that share a bucket.
-func (l *Limiter) Join() {
+// Share says who shares l's bucket now: streams streams, a poll of every
+// one of which makes requests requests in all, whose rechecks keep share
+// (in [0, 1]) of its limit. The streams share its cap (Cadence); the rest
+// of the bucket is the polls' (each stream's poll cadence, package
+// source, reckons with Requests and Aside). It is the one count of the
+// streams that share a bucket: the set of pollers says it whole each time
+// it changes (a start, a configuration reload), so that streams a reload
+// adds count with those running and streams it drops no longer count;
+// the spends already made keep counting (Allow).
+func (l *Limiter) Share(streams, requests int, share float64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.members++
+	l.members, l.requests, l.share = max(streams, 0), max(requests, 0), share
 }
 
-// Members is how many streams joined l (Join): the streams that share its
-// bucket.
+// Members is how many streams share l's bucket (Share).
 func (l *Limiter) Members() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.members
+}
+
+// Requests is how many requests a poll of every stream that shares l's
+// bucket makes in all (Share): the streams' polls share the bucket by it.
+func (l *Limiter) Requests() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.requests
 }
 
 // Aside is the fraction of the bucket's limit that l keeps for rechecks:
@@ -73,7 +86,8 @@ func (l *Limiter) Cadence(interval time.Duration) time.Duration {
 }
 
 // NewLimiter returns a limiter of share (in (0, 1]) of a bucket of limit
-// tokens per period, on the clock now (nil: time.Now).
+// tokens per period, on the clock now (nil: time.Now), that no stream
+// shares yet (Share).
 func NewLimiter(share float64, limit int, period time.Duration, now func() time.Time) *Limiter {
 	if now == nil {
 		now = time.Now

@@ -47,6 +47,11 @@ type Set struct {
 
 	cfg    catalog.Config // what the set was built of (Update compares)
 	budget api.Budget     // the process-wide budget every client spends
+	// limiters are the recheck limiters by limiterKey: one per
+	// functionality, shared by its streams and kept across reloads
+	// (Update), so that the streams a reload adds count with those
+	// running (C4).
+	limiters map[string]*recheck.Limiter
 }
 
 // Build validates cfg and builds its clients and one poller per stream of
@@ -70,17 +75,13 @@ func Build(cfg catalog.Config, b api.Budget, o Options, once bool) (*Set, error)
 }
 
 // build adds to set a poller for each stream of pcs (Resolve's, in its
-// order), or keeps the one of kept when it holds the stream; the
-// rechecks of the new pollers share limiters of their own.
+// order), or keeps the one of kept when it holds the stream. The new
+// pollers share the limiter of their functionality: set's (a reload
+// keeps the running ones, Update), else a new one. Once every poller is
+// built, each limiter is told who shares it (share).
 func (set *Set) build(cfg catalog.Config, o Options, once bool, pcs []PollerConfig, kept map[record.Stream]*Poller) error {
 	var errs []error
-	var fresh []PollerConfig
-	for _, pc := range pcs {
-		if kept[pc.stream()] == nil {
-			fresh = append(fresh, pc)
-		}
-	}
-	limiters := recheckLimiters(fresh, o)
+	limiters := recheckLimiters(pcs, o, set.limiters)
 	// One pool of learnt delays per source: a source's delays are mostly
 	// the platform's (issue 31). Pollers kept across a reload keep
 	// theirs, and new streams of their source join it.
@@ -110,13 +111,6 @@ func (set *Set) build(cfg catalog.Config, o Options, once bool, pcs []PollerConf
 			pools[pc.Spec.Name] = &recheck.Pool{}
 		}
 		pc.RecheckPool = pools[pc.Spec.Name]
-		// The streams of a functionality share its bucket: each sweeps
-		// as often as its part of the recheck cap affords (recheck:
-		// auto) and polls as often as its part of the rest (interval:
-		// auto, Poller's cadence).
-		if pc.RecheckLimiter != nil {
-			pc.RecheckLimiter.Join()
-		}
 		p, err := NewPoller(c, pc)
 		if err != nil {
 			errs = append(errs, err)
@@ -127,17 +121,61 @@ func (set *Set) build(cfg catalog.Config, o Options, once bool, pcs []PollerConf
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	for _, p := range set.Pollers {
-		if kept[p.Stream()] == nil {
-			// Every stream of a bucket has joined its limiter now: the
-			// cadence the snapshots show before Run counts them all.
-			p.pace()
-		}
-	}
 	if len(set.Pollers) == 0 {
 		return fmt.Errorf("sources: no source enabled")
 	}
+	set.limiters = limiters
+	set.share()
+	for _, p := range set.Pollers {
+		if kept[p.Stream()] == nil {
+			// Every stream of a bucket is counted now: the cadence the
+			// snapshots show before Run counts them all. Kept pollers
+			// follow at their next step (Run paces before each).
+			p.pace()
+		}
+	}
 	return nil
+}
+
+// share tells every limiter of set who shares its bucket: the streams of
+// set.Pollers of its functionality, the requests a poll of theirs makes
+// (catalog.Spec.PollRequests) and the share of the bucket their rechecks
+// keep (recheckShare). The streams of a functionality share its bucket:
+// each sweeps as often as its part of the recheck cap affords (recheck:
+// auto) and polls as often as its part of the rest (interval: auto,
+// Poller's cadence). A limiter no stream shares any more (a reload
+// dropped its functionality) counts none.
+func (set *Set) share() {
+	type count struct {
+		streams, requests int
+		pcs               []PollerConfig
+	}
+	counts := map[string]*count{}
+	for _, p := range set.Pollers {
+		k := limiterKey(p.cfg.Spec)
+		c := counts[k]
+		if c == nil {
+			c = &count{}
+			counts[k] = c
+		}
+		c.streams++
+		c.requests += p.cfg.pollRequests()
+		c.pcs = append(c.pcs, p.cfg)
+	}
+	for k, l := range set.limiters {
+		c := counts[k]
+		if c == nil {
+			l.Share(0, 0, 0)
+			continue
+		}
+		l.Share(c.streams, c.requests, recheckShare(c.pcs))
+	}
+}
+
+// pollRequests is how many requests a poll of the stream makes (C4,
+// catalog.Spec.PollRequests).
+func (pc PollerConfig) pollRequests() int {
+	return pc.Spec.PollRequests(pc.Settings, pc.Edge)
 }
 
 // client returns the set's core or edge client, making it on first use.
@@ -250,38 +288,48 @@ func limiterKey(spec catalog.Spec) string {
 	return "core/" + spec.Functionality
 }
 
-// recheckLimiters makes one recheck.Limiter per functionality of pcs
-// (from Resolve), which counts the streams that share its bucket: the
-// smallest recheck_share of the streams of the functionality that
-// recheck (none: a share of 0, no rechecks) of its rate (api.rate,
-// edge.rate).
-func recheckLimiters(pcs []PollerConfig, o Options) map[string]*recheck.Limiter {
-	shares := map[string]float64{}
-	rates := map[string]api.RateConfig{}
-	for _, pc := range pcs {
-		st := pc.Settings
-		k := limiterKey(pc.Spec)
-		rates[k] = pc.API.Rate
-		if pc.Spec.Edge {
-			rates[k] = pc.Edge.Rate
-		}
-		if _, ok := shares[k]; !ok {
-			shares[k] = 0
-		}
-		if len(st.Recheck) == 0 {
-			continue
-		}
-		if s := shares[k]; s == 0 || st.RecheckShare < s {
-			shares[k] = st.RecheckShare
-		}
-	}
+// recheckLimiters returns one recheck.Limiter per functionality of pcs
+// (from Resolve) and of was: was's own where it has one (a reload: the
+// rechecks' spends of the last period keep counting, C4), else a new one
+// of the functionality's rate (api.rate, edge.rate; a reload cannot
+// change them). Who shares each is said once the pollers are built
+// (Set.share).
+func recheckLimiters(pcs []PollerConfig, o Options, was map[string]*recheck.Limiter) map[string]*recheck.Limiter {
 	now := time.Now
 	if o.Client.Clock != nil {
 		now = o.Client.Clock.Now
 	}
-	out := make(map[string]*recheck.Limiter, len(shares))
-	for k, share := range shares {
-		out[k] = recheck.NewLimiter(share, rates[k].Limit, rates[k].Period, now)
+	out := make(map[string]*recheck.Limiter, len(was))
+	for k, l := range was {
+		out[k] = l
+	}
+	for _, pc := range pcs {
+		k := limiterKey(pc.Spec)
+		if out[k] != nil {
+			continue
+		}
+		rate := pc.API.Rate
+		if pc.Spec.Edge {
+			rate = pc.Edge.Rate
+		}
+		out[k] = recheck.NewLimiter(0, rate.Limit, rate.Period, now)
 	}
 	return out
+}
+
+// recheckShare is the share of their bucket that the rechecks of pcs, the
+// streams of one functionality, keep: the smallest recheck_share of those
+// that recheck, 0 (no rechecks) when none does.
+func recheckShare(pcs []PollerConfig) float64 {
+	share := 0.0
+	for _, pc := range pcs {
+		st := pc.Settings
+		if len(st.Recheck) == 0 {
+			continue
+		}
+		if share == 0 || st.RecheckShare < share {
+			share = st.RecheckShare
+		}
+	}
+	return share
 }

@@ -12,16 +12,23 @@ import (
 // (the default) it is learnt from the budget (C4): the stream's bucket of
 // (user, functionality) refills limit*(1-reserve) tokens a period, of
 // which rechecks of older windows may spend recheck_share*limit; the
-// rest is shared by the streams that spend the bucket (accounts x
-// sources of the functionality, counted by the recheck.Limiter they share,
-// Join). Each stream polls once every
+// rest is shared by the polls of the streams that spend the bucket
+// (accounts x sources of the functionality, counted by the
+// recheck.Limiter they share, Share), each by the requests one of its
+// polls makes (catalog.Spec.PollRequests: 1, and for edge_alerts 1 more
+// per max_window of edge.alert_update_lookback, C6). Every stream of a
+// bucket polls once every
 //
-//	period / ((limit*(1-reserve) - recheck_share*limit) / streams)
+//	period / ((limit*(1-reserve) - recheck_share*limit) / requests)
 //
-// (budget.Rate.Pace), never more often than MinCadence. The limit is the
-// server's RateLimit-Limit once an answer said one, so a server that
-// lowers it slows every stream of the bucket at their next step. A
-// configured interval is kept as it is.
+// where requests is what one poll of every stream of the bucket asks in
+// all (budget.Rate.Pace), never more often than MinCadence: the polls
+// spend what the budget leave them, not more. The limit is the server's
+// RateLimit-Limit once an answer said one, so a server that lowers it
+// slows every stream of the bucket at their next step. A configuration
+// reload that adds or drops streams of a functionality changes the
+// count of its limiter, and every stream of it follows at its next step
+// (Set.Update). A configured interval is kept as it is.
 
 // MinCadence is the floor of a cadence learnt from the budget: a stream
 // never polls more often than this, however large its share. A poll
@@ -56,14 +63,15 @@ type Cadence struct {
 
 // CadenceOf is the cadence of a stream configured with interval (0:
 // auto) whose bucket is rate, of which aside is kept for rechecks,
-// shared by members streams. A running poller reckons with what its
-// bucket learnt (Snapshot.Cadence); the state of a stopped collector with
-// the configuration.
-func CadenceOf(interval time.Duration, rate budget.Rate, aside float64, members int) Cadence {
+// shared by streams whose polls make requests requests in all (a poll of
+// each of them). A running poller reckons with what its bucket learnt
+// (Snapshot.Cadence); the state of a stopped collector with the
+// configuration.
+func CadenceOf(interval time.Duration, rate budget.Rate, aside float64, requests int) Cadence {
 	if interval > 0 {
 		return Cadence{Every: interval, Bound: CadenceConfigured}
 	}
-	every := rate.Pace(aside, max(members, 1))
+	every := rate.Pace(aside, max(requests, 1))
 	if every < MinCadence {
 		return Cadence{Every: MinCadence, Bound: CadenceFloor}
 	}
@@ -79,12 +87,12 @@ func CadenceOf(interval time.Duration, rate budget.Rate, aside float64, members 
 // server says. Run calls it before every step.
 func (p *Poller) pace() Cadence {
 	rate := p.c.Rate(p.cfg.Spec.Functionality)
-	aside, members := 0.0, 1
+	aside, requests := 0.0, p.cfg.pollRequests()
 	if l := p.cfg.RecheckLimiter; l != nil {
 		l.SetRate(rate.Limit, rate.Period)
-		aside, members = l.Aside(), l.Members()
+		aside, requests = l.Aside(), max(l.Requests(), requests)
 	}
-	c := CadenceOf(p.cfg.Settings.Interval, rate, aside, members)
+	c := CadenceOf(p.cfg.Settings.Interval, rate, aside, requests)
 	p.st.SetCadence(c)
 	p.m.Cadence(p.cfg.Spec.Name, p.cfg.Account, c)
 	p.rv.cfg.Settings.Interval = c.Every

@@ -37,11 +37,12 @@ func (r cadenceRun) requests(user, fn string) (int64, int64) {
 // whose buckets hold simLimit tokens an hour (C4) for two hours of the
 // bubble's time: dns and user_logins (three streams each, one
 // functionality each) and both edge sources (two streams sharing the
-// functionality edge; the alert re-ask off, so that each of their polls
-// is one request), each starting 10 minutes back. The collector's rate is
-// the default (480 an hour, reserve 0.1), recheck_share the default 0.1,
-// and interval is set to interval when not nil.
-func runCadence(t *testing.T, simLimit int, interval *catalog.Interval) cadenceRun {
+// functionality edge; the alert re-ask off unless alertUpdates, so that
+// each of their polls is one request), each starting 10 minutes back. The
+// collector's rate is the default (480 an hour, reserve 0.1),
+// recheck_share the default 0.1, and interval is set to interval when not
+// nil.
+func runCadence(t *testing.T, simLimit int, interval *catalog.Interval, alertUpdates bool) cadenceRun {
 	t.Helper()
 	srv, hc := startSimInMemory(t, func(c *apisim.Config) {
 		c.Accounts = cadenceAccounts
@@ -52,7 +53,9 @@ func runCadence(t *testing.T, simLimit int, interval *catalog.Interval) cadenceR
 	})
 	cfg := simConfigInMemory()
 	cfg.Accounts = cadenceAccounts
-	cfg.Edge.AlertUpdateLookback, cfg.Edge.AlertFollow = 0, 0
+	if !alertUpdates {
+		cfg.Edge.AlertUpdateLookback, cfg.Edge.AlertFollow = 0, 0
+	}
 	off := false
 	for _, s := range catalog.Specs() {
 		cfg.Sources[s.Name] = catalog.SourceOverride{Enabled: &off}
@@ -115,11 +118,12 @@ func checkCadence(t *testing.T, res cadenceRun, core, edge Cadence) {
 }
 
 // checkRequests checks that an hour of the streams of each functionality
-// (streams of them) spent at most what the budget refills less the reserve
-// (C4: limit*(1-reserve) an hour; the simulator's own bucket is at least
-// that), with no 429, and at least the polls their cadence makes: one
-// request a poll, less a tenth for the step's own time.
-func checkRequests(t *testing.T, res cadenceRun, limit int, cadence time.Duration, fn string, streams int) {
+// spent at most what the budget refills less the reserve (C4:
+// limit*(1-reserve) an hour; the simulator's own bucket is at least
+// that), with no 429, and at least the requests their cadence makes:
+// perPoll requests for a poll of every stream of fn, less a tenth for
+// the step's own time.
+func checkRequests(t *testing.T, res cadenceRun, limit int, cadence time.Duration, fn string, perPoll int) {
 	t.Helper()
 	user := "sim-admin"
 	if fn == api.FunctionalityEdge {
@@ -127,12 +131,12 @@ func checkRequests(t *testing.T, res cadenceRun, limit int, cadence time.Duratio
 	}
 	got, limited := res.requests(user, fn)
 	most := int64(float64(limit) * 0.9)
-	least := int64(float64(streams) * float64(time.Hour) / float64(cadence) * 0.9)
+	least := int64(float64(perPoll) * float64(time.Hour) / float64(cadence) * 0.9)
 	if limited != 0 || got > most || got < least {
-		t.Errorf("%s: %d requests in the hour measured (%d answered 429); want %d to %d (every %s for %d streams, at most %d of %d)",
-			fn, got, limited, least, most, cadence, streams, most, limit)
+		t.Errorf("%s: %d requests in the hour measured (%d answered 429); want %d to %d (every %s %d requests, at most %d of %d)",
+			fn, got, limited, least, most, cadence, perPoll, most, limit)
 	}
-	t.Logf("%s: %d requests an hour, %d streams polled every %s", fn, got, streams, cadence)
+	t.Logf("%s: %d requests an hour, %d requests every %s", fn, got, perPoll, cadence)
 }
 
 // interval: auto (the default), three accounts, the real budget (480 an
@@ -144,7 +148,7 @@ func checkRequests(t *testing.T, res cadenceRun, limit int, cadence time.Duratio
 func TestCadence_C4_AutoPollsAsOftenAsTheBudgetAllows(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		res := runCadence(t, 480, nil)
+		res := runCadence(t, 480, nil, false)
 		core := Cadence{Every: 28125 * time.Millisecond, Bound: CadenceBudget}
 		edge := Cadence{Every: 18750 * time.Millisecond, Bound: CadenceBudget}
 		checkCadence(t, res, core, edge)
@@ -161,7 +165,7 @@ func TestCadence_C4_AutoPollsAsOftenAsTheBudgetAllows(t *testing.T) {
 func TestCadence_C4_ALowerServerLimitSlowsTheCadence(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		res := runCadence(t, 240, nil)
+		res := runCadence(t, 240, nil, false)
 		core := Cadence{Every: 56250 * time.Millisecond, Bound: CadenceBudget}
 		edge := Cadence{Every: 37500 * time.Millisecond, Bound: CadenceBudget}
 		checkCadence(t, res, core, edge)
@@ -170,12 +174,30 @@ func TestCadence_C4_ALowerServerLimitSlowsTheCadence(t *testing.T) {
 	})
 }
 
+// An edge_alerts poll with edge.alert_update_lookback (the default 24h)
+// makes 2 requests, its newest window and the lookback re-asked (C6,
+// catalog.Spec.PollRequests), and the cadence counts them: the edge
+// bucket's 384 requests an hour left to polls are 128 polls of its two
+// streams (1 + 2 requests), one every 28.125 s each, not 192 every
+// 18.75 s (576 requests an hour, over the 432 of the budget). The hour
+// spends what the budget allows and no more, with no 429.
+func TestCadence_C4_EdgeAlertsCountTheirLookbackRequest(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		res := runCadence(t, 480, nil, true)
+		every := Cadence{Every: 28125 * time.Millisecond, Bound: CadenceBudget}
+		checkCadence(t, res, every, every)
+		checkRequests(t, res, 480, every.Every, api.FunctionalityEdge, 3)
+		checkRequests(t, res, 480, every.Every, catalog.SourceDNS, 3)
+	})
+}
+
 // A configured interval is kept as it is: every stream polls every 2
 // minutes, whatever the budget would allow.
 func TestCadence_AConfiguredIntervalIsKept(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		res := runCadence(t, 480, catalog.Every(2*time.Minute))
+		res := runCadence(t, 480, catalog.Every(2*time.Minute), false)
 		want := Cadence{Every: 2 * time.Minute, Bound: CadenceConfigured}
 		checkCadence(t, res, want, want)
 		got, limited := res.requests("sim-admin", catalog.SourceDNS)

@@ -64,7 +64,9 @@
 // A caught-up stream polls once per cadence (Poller.Run): with
 // sources.*.interval auto, the default, its share of its bucket after the
 // reserve and the recheck share (budget.Rate.Pace, with the limit the
-// server says and the streams the functionality's recheck.Limiter counts),
+// server says and the requests a poll of every stream of the
+// functionality makes, which its recheck.Limiter counts: catalog.Spec.
+// PollRequests, kept right across configuration reloads by Set.Update),
 // never below MinCadence; a configured interval as it is. Snapshot.Cadence
 // and collector_poll_cadence_seconds show it; the rechecks run in the
 // wait between polls.

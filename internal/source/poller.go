@@ -64,7 +64,8 @@ type PollerConfig struct {
 	// (C3, package recheck); the zero Config rechecks nothing.
 	// RecheckLimiter keeps the rechecks of the stream's functionality
 	// under their share of its budget and counts the streams that share
-	// the bucket (one per functionality, each stream Joins it): the poll
+	// the bucket (one per functionality, told by the Set who shares it,
+	// recheck.Limiter.Share; kept across reloads): the poll
 	// cadence of interval auto is reckoned with it; nil: no rechecks, no
 	// window log, and the stream paces as if it had its bucket alone.
 	// RecheckMetrics may be nil. RecheckCounts are the stream's

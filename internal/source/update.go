@@ -30,8 +30,12 @@ func (c Changes) Empty() bool { return len(c.Added)+len(c.Removed)+len(c.Changed
 // edge with api for the edge client) did not change, so that their
 // tokens go on; new ones spend the same budget (C4: one budget per
 // process). Update validates cfg as Build does; on error s is unchanged.
-// The rechecks of the new pollers share a limiter of their own per
-// functionality. The rates themselves (api.rate, edge.rate) are the
+// The new pollers share the running limiter of their functionality
+// (recheck.Limiter), which counts from then on the streams of the set
+// returned: the added ones with those running, the removed ones no
+// more, so that every stream's cadence (interval: auto) and recheck
+// sweeps share the bucket with the streams that spend it (C4). The set
+// returned takes s's place: s must not be updated again. The rates themselves (api.rate, edge.rate) are the
 // budget's buckets, made at their first use: a change needs a restart,
 // which the caller says.
 func (s *Set) Update(cfg catalog.Config, o Options, once bool) (*Set, Changes, error) {
@@ -54,7 +58,7 @@ func (s *Set) Update(cfg catalog.Config, o Options, once bool) (*Set, Changes, e
 			kept[k] = running[k]
 		}
 	}
-	next := &Set{cfg: cfg, budget: s.budget}
+	next := &Set{cfg: cfg, budget: s.budget, limiters: s.limiters}
 	if reflect.DeepEqual(cfg.API, s.cfg.API) {
 		next.Core = s.Core
 		if reflect.DeepEqual(cfg.Edge, s.cfg.Edge) {

@@ -156,13 +156,15 @@ type InFlightState struct {
 type estimator struct {
 	cfg    catalog.Config
 	shares map[string]int // streams per functionality
+	polls  map[string]int // requests a poll of each of them makes, in all (catalog.Spec.PollRequests)
 }
 
 func newEstimator(cfg catalog.Config, streams []record.Stream) *estimator {
-	e := &estimator{cfg: cfg, shares: map[string]int{}}
+	e := &estimator{cfg: cfg, shares: map[string]int{}, polls: map[string]int{}}
 	for _, k := range streams {
 		if spec, ok := catalog.LookupSpec(k.Source); ok {
 			e.shares[spec.Functionality]++
+			e.polls[spec.Functionality] += spec.PollRequests(cfg.Sources.Resolve(spec.Name), cfg.Edge)
 		}
 	}
 	return e
@@ -214,7 +216,7 @@ func (e *estimator) fill(s *StreamState, density float64, now time.Time) {
 		aside = set.RecheckShare
 	}
 	c := source.CadenceOf(set.Interval, budget.Rate{Limit: rate.Limit, Period: rate.Period, Reserve: rate.Reserve},
-		aside, e.shares[spec.Functionality])
+		aside, e.polls[spec.Functionality])
 	s.CadenceSeconds, s.CadenceBound = c.Every.Seconds(), c.Bound
 }
 

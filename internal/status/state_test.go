@@ -207,3 +207,27 @@ func TestStateShowsEachStreamsCadenceAndWhatBoundsIt(t *testing.T) {
 		t.Errorf("the JSON shows no cadence:\n%.800s", b.String())
 	}
 }
+
+// The state of a stopped collector reckons the edge bucket as the running
+// streams do (catalog.Spec.PollRequests): an edge_alerts poll re-asks the
+// alert lookback (C6), so the two edge streams share 384 requests an
+// hour as 1 + 2 requests a poll: 3600 s / (384 / 3) = 28.125 s each,
+// not the 18.75 s of one request a poll each.
+func TestStateCountsTheRequestsOfAnEdgeAlertsPoll(t *testing.T) {
+	cfg := stateConfig(t)
+	cfg.Edge.BaseURL, cfg.Edge.Token = "http://127.0.0.1:1", secret.New("t")
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	edge := 0
+	for _, s := range FromCheckpoint(cfg, nil, source.Streams(cfg), now) {
+		if spec, _ := catalog.LookupSpec(s.Source); !spec.Edge {
+			continue
+		}
+		edge++
+		if s.CadenceSeconds != 28.125 || s.CadenceBound != source.CadenceBudget {
+			t.Errorf("%s/%s: cadence %v s (%s), want 28.125 s (budget)", s.Source, s.Account, s.CadenceSeconds, s.CadenceBound)
+		}
+	}
+	if edge != 2 {
+		t.Fatalf("%d edge streams, want 2", edge)
+	}
+}

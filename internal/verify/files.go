@@ -44,12 +44,12 @@ func (f FileSink) Pruned(ctx context.Context, targets []Target) (map[Key]bool, e
 	for _, x := range targets {
 		ps, ok := byStream[x.Stream]
 		if !ok {
-			account := x.Stream.Account
+			k := x.Stream // its tenant's record alone (issue 32)
 			if x.Edge {
-				account = "" // an edge stream holds every account's files (C6)
+				k.Account = "" // an edge stream holds every account's files (C6)
 			}
 			var err error
-			if ps, err = file.ReadPruned(f.Dir, x.Stream.Source, account); err != nil {
+			if ps, err = file.ReadPruned(f.Dir, k); err != nil {
 				return nil, fmt.Errorf("file sink %s: %w", f.Dir, err)
 			}
 			byStream[x.Stream] = ps

@@ -418,7 +418,7 @@ func TestVerifyReportsTheDaysTheFileSinkPrunedAsPruned(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.deliver(t, sk)
-	if left, _ := file.ReadPruned(dir, logins.Source, logins.Account); len(left) != 0 {
+	if left, _ := file.ReadPruned(dir, logins); len(left) != 0 {
 		t.Fatalf("pruned without retention: %v", left)
 	}
 	// The next run keeps the newest 2 files of each stream: day 0 goes
@@ -435,7 +435,7 @@ func TestVerifyReportsTheDaysTheFileSinkPrunedAsPruned(t *testing.T) {
 	if err := sk2.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if ps, _ := file.ReadPruned(dir, logins.Source, logins.Account); len(ps) != 2 {
+	if ps, _ := file.ReadPruned(dir, logins); len(ps) != 2 {
 		t.Fatalf("%d audit-log files pruned, want 2: %+v", len(ps), ps)
 	}
 

@@ -12,7 +12,8 @@
 // # Layout
 //
 //	DIR/.lock                                    flock: one collector per DIR
-//	DIR/.pruned/SOURCE/ACCOUNT.ndjson            what retention deleted (PrunedFile lines)
+//	DIR/.pruned/SOURCE/ACCOUNT.ndjson            what retention deleted (PrunedFile lines;
+//	                                             DIR/.pruned/TENANT/SOURCE/ACCOUNT.ndjson with tenants)
 //	DIR/SOURCE/ACCOUNT/SOURCE-ACCOUNT-20261122T153000.123Z-000001.ndjson
 //	DIR/SOURCE/ACCOUNT/SOURCE-ACCOUNT-20261122T154512.004Z-000002.ndjson.part
 //	(gzip: *.ndjson.gz, and *.ndjson.gz.part while written)
@@ -96,7 +97,8 @@
 // were either committed then or are fetched and written again now, so no
 // commit depends on them. Each deleted file is first recorded, with its
 // record-time range and line count, in DIR/.pruned/SOURCE/ACCOUNT.ndjson
-// (fsynced before the file goes), which collector verify reads to report
+// (under DIR/.pruned/TENANT/ for a tenant's stream; ReadPruned reads one
+// tenant's) (fsynced before the file goes), which collector verify reads to report
 // such days as pruned instead of gaps. Passes run after each rotation and
 // commit, every minute, and at Start; each deletion counts in
 // collector_sink_files_pruned_total{sink,reason} and

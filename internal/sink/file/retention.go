@@ -65,7 +65,9 @@ const (
 )
 
 // prunedDir is the directory below DIR of the records of pruned files:
-// DIR/.pruned/SOURCE/ACCOUNT.ndjson (escaped names), one PrunedFile per line.
+// DIR/.pruned/SOURCE/ACCOUNT.ndjson, and for a tenant's stream
+// DIR/.pruned/TENANT/SOURCE/ACCOUNT.ndjson (escaped names), one
+// PrunedFile per line.
 const prunedDir = ".pruned"
 
 // PrunedFile is a file that retention deleted: one line of the stream's
@@ -86,13 +88,16 @@ type PrunedFile struct {
 	Reason   string    `json:"reason"`
 }
 
-// ReadPruned returns what retention deleted of the stream (source,
-// account) under root; an empty account takes every account of source.
-// A torn last line (a crash while it was written) is left out.
-func ReadPruned(root, source, account string) ([]PrunedFile, error) {
-	base := filepath.Join(root, prunedDir, escapeName(source))
-	paths := []string{filepath.Join(base, escapeName(account)+".ndjson")}
-	if account == "" {
+// ReadPruned returns what retention deleted of stream k under root: of
+// its tenant's record alone (issue 32: two tenants' streams of the same
+// source and account are apart); an empty k.Account takes every account
+// of the tenant's source. A torn last line (a crash while it was written)
+// is left out.
+func ReadPruned(root string, k record.Stream) ([]PrunedFile, error) {
+	key := prunedKeyOf(k)
+	base := filepath.Join(root, prunedDir, key.ten, key.src)
+	paths := []string{filepath.Join(base, key.acct+".ndjson")}
+	if k.Account == "" {
 		var err error
 		if paths, err = filepath.Glob(filepath.Join(base, "*.ndjson")); err != nil {
 			return nil, err
@@ -333,7 +338,14 @@ func (s *Sink) pruneFile(c *candidate, reason string, now time.Time) error {
 
 // prunedKey names a stream's record of pruned files: its escaped names
 // (ten "" without tenants: DIR/.pruned/SOURCE/ACCOUNT.ndjson as ever).
+// The writer (prune) has them from the directories it walks, a reader
+// from the stream (prunedKeyOf): both escape the names alike.
 type prunedKey struct{ ten, src, acct string }
+
+// prunedKeyOf is the key of stream k's record of pruned files.
+func prunedKeyOf(k record.Stream) prunedKey {
+	return prunedKey{ten: escapeName(k.Tenant), src: escapeName(k.Source), acct: escapeName(k.Account)}
+}
 
 // appendPruned appends line to the stream's record of pruned files and
 // fsyncs it: the record is durable before the file goes, so a reader never

@@ -84,7 +84,7 @@ func retentionConfig(dir string, r RetentionConfig) Config {
 // pruned reads what the sink recorded of the files it deleted.
 func pruned(t *testing.T, dir, source, account string) []PrunedFile {
 	t.Helper()
-	ps, err := ReadPruned(dir, source, account)
+	ps, err := ReadPruned(dir, record.Stream{Source: source, Account: account})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,32 @@ type Spec struct {
 	Inventory bool
 	// EntityKey is the member naming an Inventory source's entity.
 	EntityKey string
+	// Updates marks the source whose records change after creation (C6:
+	// edge_alerts): besides its new records, every poll asks again for
+	// those created in the trailing edge.alert_update_lookback (see
+	// PollRequests).
+	Updates bool
+}
+
+// PollRequests is how many requests one poll of a caught-up stream of
+// the source makes with settings s and edge: its newest window (one
+// request), and for a source with Updates the windows of at most
+// max_window that cover edge.alert_update_lookback. The cadence of
+// interval: auto shares a bucket among the streams by it (package
+// source), so that what they spend is what the budget allows (C4). What
+// is not asked every poll (the following of older alerts every
+// edge.alert_follow_interval, pages past the first, windows split
+// because an answer was full) is left to the reserve.
+func (spec Spec) PollRequests(s SourceSettings, edge EdgeConfig) int {
+	n := 1
+	if spec.Updates && edge.AlertUpdateLookback > 0 {
+		span := MaxWindowLimit
+		if s.MaxWindow > 0 {
+			span = min(s.MaxWindow, span)
+		}
+		n += int((edge.AlertUpdateLookback + span - 1) / span)
+	}
+	return n
 }
 
 // Source names (C3, C6).
@@ -57,7 +83,7 @@ var specs = [...]Spec{
 	{Name: SourceAuditLogs, Functionality: SourceAuditLogs, Method: http.MethodPost, Path: "/api/v2/AuditLogs/search", TimeField: "createdTime", DataKey: "data", OrgLevel: true},
 	{Name: SourceCloudActivities, Functionality: SourceCloudActivities, Method: http.MethodGet, Path: "/api/v2/CloudActivities", TimeField: "startTime", DataKey: "data"},
 	{Name: SourceEdgeAuditEvents, Functionality: api.FunctionalityEdge, Method: http.MethodGet, Path: "/api/v1/audit_events", TimeField: "create_time", DataKey: "audit_events", Edge: true},
-	{Name: SourceEdgeAlerts, Functionality: api.FunctionalityEdge, Method: http.MethodGet, Path: "/api/v1/alerts", TimeField: "create_time", DataKey: "alerts", Edge: true},
+	{Name: SourceEdgeAlerts, Functionality: api.FunctionalityEdge, Method: http.MethodGet, Path: "/api/v1/alerts", TimeField: "create_time", DataKey: "alerts", Edge: true, Updates: true},
 }
 
 // Specs returns the specs of every source, core first, in a fixed order.
