@@ -21,24 +21,26 @@ type Rate struct {
 // DefaultRate is 480 tokens per hour with 10% reserve (seed, C4).
 func DefaultRate() Rate { return Rate{Limit: 480, Period: time.Hour, Reserve: 0.1} }
 
-// Pace is how often each of members streams that share a bucket of r may
-// ask, so that together they spend what the bucket refills: the period
-// over each one's part of the limit left after the reserve and after
-// aside (the fraction of the limit set apart for other work, such as the
-// rechecks of older windows):
+// Pace is how often a round of requests may come, when the streams that
+// share a bucket of r make perRound requests between them each round (one
+// per poll for most streams; an edge_alerts poll makes more), so that
+// together they spend what the bucket refills: the period over the
+// rounds the limit allows after the reserve and after aside (the
+// fraction of the limit set apart for other work, such as the rechecks of
+// older windows):
 //
-//	period / ((limit*(1-reserve) - aside*limit) / members)
+//	period / ((limit*(1-reserve) - aside*limit) / perRound)
 //
-// 480 an hour, reserve 0.1, aside 0.1 and 3 streams: 3600 s / (384 / 3),
-// one request about every 28 s. When aside leaves less than one token a
-// period, one token is shared. A zero rate or no member gives 0.
-func (r Rate) Pace(aside float64, members int) time.Duration {
-	if r.Limit <= 0 || r.Period <= 0 || members <= 0 {
+// 480 an hour, reserve 0.1, aside 0.1 and 3 one-request polls: 3600 s /
+// (384 / 3), a round about every 28 s. When aside leaves less than one
+// token a period, one token is shared. A zero rate or no request gives 0.
+func (r Rate) Pace(aside float64, perRound int) time.Duration {
+	if r.Limit <= 0 || r.Period <= 0 || perRound <= 0 {
 		return 0
 	}
 	left := float64(r.Limit) * (1 - r.Reserve - max(aside, 0))
 	left = max(left, 1)
-	return time.Duration(float64(r.Period) / (left / float64(members)))
+	return time.Duration(float64(r.Period) / (left / float64(perRound)))
 }
 
 // Observer receives what a budget measures, by functionality: the local
