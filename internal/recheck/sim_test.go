@@ -41,7 +41,7 @@ type simStream struct {
 	sim     *apisim.Server
 	source  string
 	edge    bool
-	cfg     recheck.Config
+	plan    recheck.Plan
 	lim     *recheck.Limiter
 	log     []cursor.LoggedWindow
 	windows []*fetched         // by start
@@ -68,9 +68,9 @@ func (s *simStream) step(now time.Time) {
 	if !s.learn {
 		return
 	}
-	s.cfg = s.base.Learnt(s.delays, cursor.Delays{}, s.cadence)
+	s.plan = s.base.Learnt(s.delays, cursor.Delays{}, s.cadence)
 	if now.Sub(s.swept) >= s.cadence {
-		s.cfg.Sweep, s.swept = true, now
+		s.plan.Sweep, s.swept = true, now
 	}
 }
 
@@ -117,7 +117,7 @@ func (s *simStream) fetchNew(start, end, now time.Time) {
 	if s.edge {
 		digest = d.Hex()
 	}
-	if e := s.cfg.Entry(start, end, d.Count, digest, now); !s.cfg.Done(e) {
+	if e := s.plan.Entry(start, end, d.Count, digest, now); !s.plan.Done(e) {
 		s.log = append(s.log, e)
 	}
 }
@@ -156,13 +156,13 @@ func (s *simStream) finish(r recheck.Result, now time.Time) {
 
 // recheck spends what the limiter allows on due units, oldest first.
 func (s *simStream) recheck(now time.Time) {
-	exp := s.cfg.Expired(s.log, now)
+	exp := s.plan.Expired(s.log, now)
 	s.expired += len(exp)
-	cut := s.cfg.PruneBefore(now)
+	cut := s.plan.Config().PruneBefore(now)
 	s.log = slices.DeleteFunc(s.log, func(w cursor.LoggedWindow) bool { return !w.End.After(cut) })
 	for {
 		if s.pending == nil {
-			units := s.cfg.Due(s.log, now)
+			units := s.plan.Due(s.log, now)
 			if len(units) == 0 {
 				return
 			}
@@ -176,7 +176,7 @@ func (s *simStream) recheck(now time.Time) {
 				for i, w := range u.Windows {
 					got[i] = s.truth(w.Start, w.End)
 				}
-				r := u.CompareEdge(got)
+				r := s.plan.Settle(u.CompareEdge(got))
 				for _, f := range r.Refetch {
 					s.refetch(f.Start(), f.End(), now)
 					s.apply(f.Update)
@@ -195,7 +195,7 @@ func (s *simStream) recheck(now time.Time) {
 			s.counts++
 			s.pending.Observe(s.truth(q.Start, q.End).Count)
 		}
-		s.finish(s.pending.Result(), now)
+		s.finish(s.plan.Settle(s.pending.Result()), now)
 		s.pending = nil
 	}
 }
@@ -224,7 +224,7 @@ func recheckScenario(t *testing.T, step time.Duration) {
 	cfg := recheck.DefaultConfig()
 	cfg.Auto, cfg.Offsets = false, recheck.DefaultOffsets()
 	mk := func(source string, edge bool) *simStream {
-		return &simStream{t: t, sim: sim, source: source, edge: edge, cfg: cfg,
+		return &simStream{t: t, sim: sim, source: source, edge: edge, plan: cfg.Plan(),
 			lim: recheck.NewLimiter(cfg.Share, 480, time.Hour, clk.now)}
 	}
 	streams := []*simStream{mk(apisim.SourceUserLogins, false), mk(apisim.SourceEdgeAuditEvents, true)}
@@ -305,7 +305,7 @@ func TestALearntScheduleWhoseDelaysGrowKeepsThePointsOfOlderWindows(t *testing.T
 		// points alone.
 		base := recheck.DefaultConfig()
 		base.RefetchRows, base.MaxRequests = 0, 1000
-		s := &simStream{t: t, sim: sim, source: apisim.SourceDNS, cfg: base, base: base, learn: true, cadence: 2 * time.Minute,
+		s := &simStream{t: t, sim: sim, source: apisim.SourceDNS, plan: base.Plan(), base: base, learn: true, cadence: 2 * time.Minute,
 			lim: recheck.NewLimiter(1, 480, time.Hour, time.Now), deaf: sw}
 		const step, lag = time.Minute, time.Minute
 		end := sw.Add(6*time.Hour + 30*time.Minute)
@@ -314,12 +314,12 @@ func TestALearntScheduleWhoseDelaysGrowKeepsThePointsOfOlderWindows(t *testing.T
 			time.Sleep(time.Until(now))
 			s.step(now)
 			if now.Equal(sw) {
-				before = s.cfg.Offsets
+				before = s.plan.Points
 			}
 			s.fetchNew(now.Add(-lag-step), now.Add(-lag), now)
 			s.recheck(now)
 		}
-		after = s.cfg.Offsets
+		after = s.plan.Points
 		t.Logf("points before the delays grew %v, at the end %v; %d count requests, %d extra pages, %d expired", before, after, s.counts, s.pages, s.expired)
 		if len(before) != 5 || len(after) != 3 || s.expired != 0 {
 			t.Fatalf("points %v before the growth, %v after, %d windows expired: want the prior's five, then three, none expired", before, after, s.expired)
