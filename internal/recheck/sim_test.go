@@ -3,6 +3,9 @@ package recheck_test
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -354,6 +357,120 @@ func TestALearntScheduleWhoseDelaysGrowKeepsThePointsOfOlderWindows(t *testing.T
 		}
 		if missing != 0 {
 			t.Errorf("%d records of the windows logged before the delays grew were never fetched, %d of them 2-5 h late", missing, missingLate)
+		}
+	})
+}
+
+// Issue 31 (one schedule), C3: the plan a stream learns changes between
+// two asks of a window: its points shrink, grow and move (here the
+// cadence the budget affords changes at random every step, and with it
+// the dense phase, 10m to 1h, and the sparse points, [20m 40m 1h 6h 24h]
+// to [1h 6h 24h]). Every window is asked at or before the due it was
+// promised at its last ask (its end plus the first point after that ask
+// of the plan then in force, which the test computes from the plan's
+// points, and which the entry stores), none leaves the log before it was
+// asked at 24h (the last point of every plan) and none expires; and every
+// record of the windows whose points all came is delivered. Without the
+// stored due a window promised its 40m point under a short dense phase
+// waited for the 1h point of a longer one learnt meanwhile. Thirty-six
+// hours of API time in a testing/synctest bubble, windows of 5 minutes.
+func TestALearntScheduleThatChangesBetweenTwoAsksKeepsEveryPromisedDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		begin := time.Now()
+		sim, _ := simtest.StartInMemory(t, func(c *apisim.Config) {
+			c.LateMax, c.LateShare = 3*time.Hour, 0.2
+			c.WaveAmplitude, c.BurstProbability = 0, 0
+			c.Rates[apisim.SourceDNS] = 600
+		})
+		base := recheck.DefaultConfig()
+		base.RefetchRows, base.MaxRequests = 0, 1000
+		// learn, with nothing to hear (deaf): the plan follows the cadence.
+		s := &simStream{t: t, sim: sim, source: apisim.SourceDNS, plan: base.Plan(), base: base, learn: true,
+			lim: recheck.NewLimiter(1, 1_000_000, time.Hour, time.Now), deaf: begin.Add(1000 * time.Hour)}
+		cadences := []time.Duration{5 * time.Minute, 10 * time.Minute, 25 * time.Minute, 55 * time.Minute}
+		rng := rand.New(rand.NewPCG(31, 1))
+		const step, lag = 5 * time.Minute, 5 * time.Minute
+		end := begin.Add(36 * time.Hour)
+		type track struct {
+			asked, promised time.Time // promised zero: no point left
+		}
+		tracks := map[time.Time]*track{}
+		promise := func(w cursor.LoggedWindow) time.Time {
+			i := slices.IndexFunc(s.plan.Points, func(p time.Duration) bool { return p > w.Passed })
+			if i < 0 {
+				return time.Time{}
+			}
+			return w.End.Add(s.plan.Points[i])
+		}
+		plans := map[string]bool{}
+		var early, late, moved int
+		for now := begin.Add(step); !now.After(end); now = now.Add(step) {
+			time.Sleep(time.Until(now))
+			s.cadence = cadences[rng.IntN(len(cadences))]
+			s.step(now)
+			plans[fmt.Sprint(s.plan.Points)] = true
+			s.fetchNew(now.Add(-lag-step), now.Add(-lag), now)
+			s.recheck(now)
+			in := map[time.Time]bool{}
+			for _, w := range s.log {
+				in[w.Start] = true
+				tr := tracks[w.Start]
+				if tr == nil {
+					tr = &track{}
+					tracks[w.Start] = tr
+				}
+				if !w.Checked().After(tr.asked) {
+					continue
+				}
+				if !tr.asked.IsZero() { // asked again now: by its promise?
+					switch {
+					case tr.promised.IsZero() || now.After(tr.promised):
+						late++
+						t.Errorf("window [%v, %v) asked %v after its end, promised %v at its ask at %v",
+							w.Start.Sub(begin), w.End.Sub(begin), now.Sub(w.End), tr.promised.Sub(w.End), tr.asked.Sub(w.End))
+					case now.Before(tr.promised):
+						early++
+					}
+				}
+				tr.asked, tr.promised = w.Checked(), promise(w)
+				if !w.Due.Equal(tr.promised) {
+					t.Errorf("window [%v, %v) asked at %v stores due %v, want %v", w.Start.Sub(begin), w.End.Sub(begin),
+						w.Checked().Sub(w.End), w.Due.Sub(w.End), tr.promised.Sub(w.End))
+				}
+			}
+			for start, tr := range tracks {
+				if in[start] {
+					continue
+				}
+				// It left the log (the horizon): asked at its last point.
+				if e := start.Add(step); tr.asked.Sub(e) < 24*time.Hour {
+					t.Errorf("window [%v, %v) left the log last asked %v after its end, before its 24h point", start.Sub(begin), e.Sub(begin), tr.asked.Sub(e))
+				}
+				delete(tracks, start)
+				moved++
+			}
+		}
+		t.Logf("%d plans %v; %d asks before their promised due (a point learnt sooner or a sweep), %d after; %d windows done; %d count requests, %d extra pages",
+			len(plans), slices.Sorted(maps.Keys(plans)), early, late, moved, s.counts, s.pages)
+		if len(plans) < 3 || moved < 100 || s.expired != 0 {
+			t.Fatalf("%d plans, %d windows done, %d expired: the scenario proves nothing, or windows expired", len(plans), moved, s.expired)
+		}
+		vs, err := sim.TruthList(context.Background(), s.source, "acme", begin.Add(-lag), end.Add(-25*time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var missing, lateRecords int
+		for _, v := range vs {
+			f := s.windows[int(v.Time.Sub(begin.Add(-lag))/step)]
+			if v.At.Sub(v.Time) > 30*time.Minute {
+				lateRecords++
+			}
+			if v.At.After(f.last) {
+				missing++
+			}
+		}
+		if lateRecords < 10 || missing != 0 {
+			t.Fatalf("%d records of the settled windows, %d of them late past 30m, %d never fetched", len(vs), lateRecords, missing)
 		}
 	})
 }
