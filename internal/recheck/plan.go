@@ -10,8 +10,9 @@ import (
 // Plan is the schedule in force at one step of a stream: what is learnt
 // at run time, apart from the settings (Config). Config.Learnt computes it
 // from the delays a stream learnt (recheck: auto) at every step;
-// Config.Plan is that of fixed points. Due, Pending, NextDue, Expired and
-// Recover read a window log under it.
+// Config.Plan is that of fixed points; the zero Plan has no settings and
+// rechecks nothing. Due, Pending, NextDue, Expired and Recover read a
+// window log under it.
 //
 // # Due times
 //
