@@ -293,7 +293,7 @@ func TestAWindowLogOfStageIndexesReadsWithEveryRemainingPoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	v2 := rawWindowValues(t, path, dnsAcme)
-	if !strings.Contains(v2[3], `"v":2,`) || !strings.Contains(v2[3], `"passed_ns":21601000000000`) || strings.Contains(v2[3], "stage") {
+	if !strings.Contains(v2[3], `"v":3,`) || !strings.Contains(v2[3], `"passed_ns":21601000000000`) || strings.Contains(v2[3], "stage") {
 		t.Errorf("the entry written back: %s", v2[3])
 	}
 	if v2[2] != v1[2] {

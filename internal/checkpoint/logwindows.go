@@ -15,13 +15,19 @@ import (
 )
 
 // windowVersion is the version of the encoding of a cursor.LoggedWindow
-// value. Version 2 stores how long after its end the window was last
-// asked ("passed_ns", cursor.LoggedWindow.Passed); version 1 stored
-// "stage", an index into the recheck points of the time, which a learnt
-// schedule recomputed at every step could make skip points. A version 1
-// value is still read (windowV1) and written back as version 2.
+// value. Version 3 stores when the window is next due ("due",
+// cursor.LoggedWindow.Due, absent when none), so that a schedule learnt
+// anew after a restart never moves a point later. Version 2 stored how
+// long after its end the window was last asked ("passed_ns",
+// cursor.LoggedWindow.Passed), which version 3 keeps; a version 2 value
+// reads with no due time, and the poller that loads it gives it one from
+// Passed (recheck.Plan.Load). Version 1 stored "stage", an index into the
+// recheck points of the time, which a learnt schedule recomputed at every
+// step could make skip points. Versions 1 and 2 are still read (windowV1,
+// wireWindowV2) and written back as version 3.
 const (
-	windowVersion   = 2
+	windowVersion   = 3
+	windowVersionV2 = 2
 	windowVersionV1 = 1
 )
 
@@ -36,6 +42,19 @@ type wireWindow struct {
 	FetchedAt time.Time `json:"fetched_at"`
 	// PassedNs is cursor.LoggedWindow.Passed in nanoseconds.
 	PassedNs int64 `json:"passed_ns"`
+	// Due is cursor.LoggedWindow.Due, absent when zero.
+	Due time.Time `json:"due,omitzero"`
+}
+
+// wireWindowV2 is the stored form of version 2: version 3 without due.
+type wireWindowV2 struct {
+	V         int       `json:"v"`
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	Count     int64     `json:"count"`
+	Digest    string    `json:"digest,omitempty"`
+	FetchedAt time.Time `json:"fetched_at"`
+	PassedNs  int64     `json:"passed_ns"`
 }
 
 // wireWindowV1 is the stored form of version 1.
@@ -101,6 +120,8 @@ func validWindow(w cursor.LoggedWindow) error {
 		return fmt.Errorf("window [%v, %v) is outside the years 1678-2262", w.Start, w.End)
 	case w.Count < 0 || w.Passed < 0:
 		return fmt.Errorf("window [%v, %v): negative count %d or passed %v", w.Start, w.End, w.Count, w.Passed)
+	case !w.Due.IsZero() && (!w.Due.After(w.End) || w.Due.After(maxKeyTime)):
+		return fmt.Errorf("window [%v, %v): due at %v, not after its end or past 2262", w.Start, w.End, w.Due)
 	}
 	return nil
 }
@@ -108,7 +129,7 @@ func validWindow(w cursor.LoggedWindow) error {
 func encodeWindow(w cursor.LoggedWindow) ([]byte, error) {
 	b, err := json.Marshal(wireWindow{
 		V: windowVersion, Start: utc(w.Start), End: utc(w.End), Count: w.Count,
-		Digest: w.Digest, FetchedAt: utc(w.FetchedAt), PassedNs: int64(w.Passed),
+		Digest: w.Digest, FetchedAt: utc(w.FetchedAt), PassedNs: int64(w.Passed), Due: utc(w.Due),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encode window: %w", err)
@@ -123,23 +144,30 @@ func decodeWindow(key, b []byte) (cursor.LoggedWindow, error) {
 		return cursor.LoggedWindow{}, fmt.Errorf("window key %x is not 8 bytes: %w", key, ErrCorrupt)
 	}
 	v, err := readVersion(b)
-	if err == nil && v != windowVersion && v != windowVersionV1 {
-		err = fmt.Errorf("value has version %d, this collector reads versions %d and %d: %w", v, windowVersionV1, windowVersion, ErrUnknownVersion)
+	if err == nil && v != windowVersion && v != windowVersionV2 && v != windowVersionV1 {
+		err = fmt.Errorf("value has version %d, this collector reads versions %d to %d: %w", v, windowVersionV1, windowVersion, ErrUnknownVersion)
 	}
 	if err != nil {
 		return cursor.LoggedWindow{}, fmt.Errorf("window %s: %w", keyTime(key).Format(time.RFC3339Nano), err)
 	}
 	var out cursor.LoggedWindow
-	if v == windowVersionV1 {
+	switch v {
+	case windowVersionV1:
 		var w wireWindowV1
 		if err = decodeStrict(b, &w); err == nil {
 			out, err = windowV1(w)
 		}
-	} else {
-		var w wireWindow
+	case windowVersionV2:
+		var w wireWindowV2
 		if err = decodeStrict(b, &w); err == nil {
 			out = cursor.LoggedWindow{Start: utc(w.Start), End: utc(w.End), Count: w.Count, Digest: w.Digest, FetchedAt: utc(w.FetchedAt),
 				Passed: time.Duration(w.PassedNs)}
+		}
+	default:
+		var w wireWindow
+		if err = decodeStrict(b, &w); err == nil {
+			out = cursor.LoggedWindow{Start: utc(w.Start), End: utc(w.End), Count: w.Count, Digest: w.Digest, FetchedAt: utc(w.FetchedAt),
+				Passed: time.Duration(w.PassedNs), Due: utc(w.Due)}
 		}
 	}
 	if err != nil {

@@ -31,7 +31,7 @@ func windowsEqual(t testing.TB, got, want []cursor.LoggedWindow) {
 	for i := range got {
 		g, w := got[i], want[i]
 		if !g.Start.Equal(w.Start) || !g.End.Equal(w.End) || !g.FetchedAt.Equal(w.FetchedAt) ||
-			g.Count != w.Count || g.Digest != w.Digest || g.Passed != w.Passed {
+			g.Count != w.Count || g.Digest != w.Digest || g.Passed != w.Passed || !g.Due.Equal(w.Due) {
 			t.Fatalf("entry %d = %+v, want %+v", i, g, w)
 		}
 		if g.Start.Location() != time.UTC || g.End.Location() != time.UTC {
@@ -56,6 +56,7 @@ func TestAWindowLogComesBackSortedByStartWithEveryField(t *testing.T) {
 	edge := hourWindow(2, 17)
 	edge.Digest = "00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff"
 	edge.Passed = 6*time.Hour + 123*time.Millisecond
+	edge.Due = edge.End.Add(24 * time.Hour).In(time.FixedZone("y", -7200)) // stored in UTC
 	local := hourWindow(1, 5)
 	local.Start, local.End = local.Start.In(time.FixedZone("x", 3600)), local.End.In(time.FixedZone("x", 3600))
 	put := []cursor.LoggedWindow{edge, hourWindow(0, 0), local}
@@ -279,7 +280,9 @@ func TestADamagedWindowLogEntryIsAnErrorAtOpen(t *testing.T) {
 	}{
 		{"not JSON", pinnedTimeKey(t0), "{", ErrCorrupt},
 		{"no version", pinnedTimeKey(t0), `{"start":"2026-11-20T00:00:00Z"}`, ErrCorrupt},
-		{"a newer version", pinnedTimeKey(t0), `{"v":3}`, ErrUnknownVersion},
+		{"a newer version", pinnedTimeKey(t0), `{"v":4}`, ErrUnknownVersion},
+		{"a version 2 value with a due time", pinnedTimeKey(t0), `{"v":2,"start":"2026-11-20T00:00:00Z","end":"2026-11-20T01:00:00Z","count":1,"fetched_at":"2026-11-20T01:00:00Z","passed_ns":1,"due":"2026-11-20T02:00:00Z"}`, ErrCorrupt},
+		{"a due time at the end", pinnedTimeKey(t0), `{"v":3,"start":"2026-11-20T00:00:00Z","end":"2026-11-20T01:00:00Z","count":1,"fetched_at":"2026-11-20T01:00:00Z","passed_ns":1,"due":"2026-11-20T01:00:00Z"}`, ErrCorrupt},
 		{"a version 2 value with a stage", pinnedTimeKey(t0), `{"v":2,"start":"2026-11-20T00:00:00Z","end":"2026-11-20T01:00:00Z","count":1,"fetched_at":"2026-11-20T01:00:00Z","stage":1}`, ErrCorrupt},
 		{"a version 1 value with passed_ns", pinnedTimeKey(t0), `{"v":1,"start":"2026-11-20T00:00:00Z","end":"2026-11-20T01:00:00Z","count":1,"fetched_at":"2026-11-20T01:00:00Z","passed_ns":1}`, ErrCorrupt},
 		{"a negative passed", pinnedTimeKey(t0), `{"v":2,"start":"2026-11-20T00:00:00Z","end":"2026-11-20T01:00:00Z","count":1,"fetched_at":"2026-11-20T01:00:00Z","passed_ns":-1}`, ErrCorrupt},

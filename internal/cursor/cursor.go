@@ -175,12 +175,16 @@ type LoggedWindow struct {
 	FetchedAt time.Time
 	// Passed is how long after End the window was last asked: fetched
 	// (FetchedAt minus End) or counted again by a recheck. Every recheck
-	// point at or before it is passed; the next is the first point of the
-	// current schedule after it (recheck.Config). A duration rather than
-	// an index into the points, so that a schedule learnt anew at every
-	// step (recheck: auto) moves the points still to come but never drops
-	// one.
+	// point at or before it is passed.
 	Passed time.Duration
+	// Due is when the window is next asked: End plus the first point
+	// after Passed of the schedule in force when it was last asked
+	// (recheck.Plan). Zero: that schedule had no point left; or the entry
+	// was stored by a version that kept no due time, and then the
+	// schedule in force when it is loaded gives it one from Passed. A
+	// schedule learnt anew later may bring it earlier, never later
+	// (CONTRACT C3: a window promised a point is asked by then).
+	Due time.Time
 }
 
 // Checked is when w was last asked: End plus Passed.

@@ -109,6 +109,19 @@ func testRechecksRecoverLateRecords(t *testing.T) {
 	if err != nil || len(ws) == 0 {
 		t.Fatalf("window log after the first run: %d entries, %v", len(ws), err)
 	}
+	// Issue 31 (one schedule): every entry stored is due at its end plus
+	// the first point after its last ask, whichever ask stored it (the
+	// first fetch, a recheck that kept or refetched it).
+	for _, w := range ws {
+		want := w.End.Add(points[0])
+		if w.Passed >= points[0] {
+			want = w.End.Add(points[1])
+		}
+		if w.Passed >= points[1] || !w.Due.Equal(want) {
+			t.Errorf("entry [%s, %s) asked %v after its end stores due %v after it, want %v", record.FormatTime(w.Start), record.FormatTime(w.End),
+				w.Passed, w.Due.Sub(w.End), want.Sub(w.End))
+		}
+	}
 	recs = append(recs, recheckRun(t, hc, path, start, start.Add(42*time.Minute), reg2, points...)...)
 
 	seen, copies := delivered(recs)

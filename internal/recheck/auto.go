@@ -18,7 +18,7 @@ import (
 //
 //   - a dense phase: the windows that ended less than Dense ago. Every
 //     fresh poll asks it again with the new window, as far back as the
-//     poll's first page holds (Config.Recover: the once filter leaves out
+//     poll's first page holds (Plan.Recover: the once filter leaves out
 //     what was delivered, so a record late by less than that arrives with
 //     the next poll at no extra request); the windows of it no poll
 //     re-covered (a dense phase of more than a page) are counted again at
@@ -141,14 +141,16 @@ func LateShare(d cursor.Delays, after time.Duration) float64 {
 	return n / total
 }
 
-// Learnt returns c with the points of a stream that learnt own, in a
+// Learnt returns the plan of a step of a stream that learnt own, in a
 // source whose streams learnt pool together (own among them; the zero
-// Delays when the stream learns alone), and sweeps every cadence (see
-// the comment at the top of the file); c itself when it is not Auto. The
-// sweep is off: the caller sets Sweep for a step that sweeps.
-func (c Config) Learnt(own, pool cursor.Delays, cadence time.Duration) Config {
+// Delays when the stream learns alone), which sweeps every cadence (see
+// the comment at the top of the file); the plan of the configured points
+// (Plan) when c is not Auto. The sweep is off: the caller sets Sweep for
+// a step that sweeps. c itself is left as configured: the horizon and
+// every other setting stay what they are, whatever is learnt.
+func (c Config) Learnt(own, pool cursor.Delays, cadence time.Duration) Plan {
 	if !c.Auto {
-		return c
+		return c.Plan()
 	}
 	cadence = max(cadence, time.Second)
 	if pool.Empty() {
@@ -160,11 +162,8 @@ func (c Config) Learnt(own, pool cursor.Delays, cadence time.Duration) Config {
 		// slower part of the platform), its own view covers it.
 		tail = t
 	}
-	c.Dense = min(tail+cadence, autoMaxDense)
-	c.Cadence = cadence
-	c.Sweep = false
-	c.Offsets = autoOffsets(c.Dense)
-	return c
+	dense := min(tail+cadence, autoMaxDense)
+	return Plan{Points: autoOffsets(dense), Dense: dense, Cadence: cadence, cfg: c}
 }
 
 // fadingTail is the dense phase's tail of d: the 99th percentile of its
@@ -220,10 +219,10 @@ func autoOffsets(dense time.Duration) []time.Duration {
 // cadence ago or before the latest poll that re-covered the late phase
 // (Polled), which left it out. A window just fetched, or asked again by
 // that poll (Recover), has nothing new to show.
-func (c Config) sweeps(w cursor.LoggedWindow, now time.Time) bool {
+func (p Plan) sweeps(w cursor.LoggedWindow, now time.Time) bool {
 	asked := w.Checked()
 	if w.FetchedAt.After(asked) {
 		asked = w.FetchedAt
 	}
-	return c.Sweep && now.Sub(w.End) < c.Dense && (now.Sub(asked) >= c.Cadence || asked.Before(c.Polled))
+	return p.Sweep && now.Sub(w.End) < p.Dense && (now.Sub(asked) >= p.Cadence || asked.Before(p.Polled))
 }

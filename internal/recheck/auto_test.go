@@ -1,6 +1,7 @@
 package recheck
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -20,10 +21,15 @@ func TestLearntPointsFollowThePlatformsDelays(t *testing.T) {
 	var d cursor.Delays
 	cad := 30 * time.Second
 	l := c.Learnt(d, cursor.Delays{}, cad)
-	if l.Dense != autoPrior+cad || l.Offsets[len(l.Offsets)-1] != 24*time.Hour || l.Offsets[0] != 2*l.Dense {
-		t.Fatalf("prior: dense %v, points %v", l.Dense, l.Offsets)
+	if l.Dense != autoPrior+cad || l.Last() != 24*time.Hour || l.Points[0] != 2*l.Dense {
+		t.Fatalf("prior: dense %v, points %v", l.Dense, l.Points)
 	}
-	if err := l.Validate(); err != nil {
+	if v := l.Config(); !slices.Equal(v.Offsets, c.Offsets) || v.Horizon != c.Horizon {
+		t.Fatalf("learning changed the settings: %+v", v)
+	}
+	v := c
+	v.Offsets = l.Points
+	if err := v.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	ObserveFresh(&d, 10_000, now)
@@ -59,7 +65,7 @@ func TestLearntPointsFollowThePlatformsDelays(t *testing.T) {
 		t.Errorf("4 h later, records 1 min late: dense %v, want %v", l.Dense, time.Minute+cad)
 	}
 	fixed := fixedConfig()
-	if got := fixed.Learnt(d, cursor.Delays{}, cad); got.Dense != 0 || len(got.Offsets) != 3 {
+	if got := fixed.Learnt(d, cursor.Delays{}, cad); got.Dense != 0 || len(got.Points) != 3 {
 		t.Errorf("fixed points learnt: %+v", got)
 	}
 }

@@ -34,17 +34,23 @@ func DefaultOffsets() []time.Duration {
 	return []time.Duration{time.Hour, 6 * time.Hour, 24 * time.Hour}
 }
 
-// Config says when and how much to recheck. Build it with DefaultConfig;
-// the zero value has no recheck points and rechecks nothing.
+// Config is what sources.*.recheck* configure (Validate checks it): when
+// and how much to recheck. What a stream learns at run time is not here
+// but in the Plan of each step (Learnt, Plan), so that nothing learnt
+// moves a setting. Build it with DefaultConfig; the zero value has no
+// recheck points and rechecks nothing.
 type Config struct {
-	// Offsets are the recheck points: a window is asked again at each
-	// Offset after its end, in order (sources.*.recheck). Ascending and
-	// positive. Default 1h, 6h, 24h. Empty turns rechecks off.
+	// Offsets are the configured recheck points: a window is asked again
+	// at each Offset after its end, in order (sources.*.recheck).
+	// Ascending and positive. Default 1h, 6h, 24h. Empty turns rechecks
+	// off. With Auto, the points of the prior (before anything was
+	// learnt, DefaultConfig): Learnt computes those in force.
 	Offsets []time.Duration
 	// Horizon is how long after its end a window stays in the log; a
 	// window not rechecked by then (the budget was short) expires. After
 	// the last offset: a window leaving the log at its last point would
-	// never be asked at it. Default 0: the last offset plus 1h.
+	// never be asked at it. Default 0: the last offset plus 1h. Only this
+	// setting ends a window's points, never a learnt schedule (see Plan).
 	Horizon time.Duration
 	// Share is the most of each functionality's budget that rechecks may
 	// spend over the budget's period, in (0, 1]. Default 0.10.
@@ -63,24 +69,9 @@ type Config struct {
 	// merge into one request while their stored rows stay at most half of
 	// it, so that the answer is not cut. Default 10000.
 	EdgeMaxRows int64
-
 	// Auto: the points are learnt from the platform's delays
-	// (sources.*.recheck: auto, the default; see Learnt). Offsets then
-	// hold the sparse points of the last Learnt (DefaultConfig: of the
-	// prior).
+	// (sources.*.recheck: auto, the default; see Learnt).
 	Auto bool
-	// Dense, Cadence and Sweep are Learnt's: windows that ended less than
-	// Dense ago are counted again at every sweep, one every Cadence; Sweep
-	// is set by the caller for a step that sweeps (Due then returns them
-	// too, with the windows whose point is due).
-	Dense, Cadence time.Duration
-	Sweep          bool
-	// Polled is when the stream's latest fresh poll that re-covered the
-	// late phase began (Recover; zero: none), set by the caller like
-	// Sweep: a window that poll left out (past its page) is swept even
-	// when it was asked less than a cadence ago, and one it re-covered is
-	// not.
-	Polled time.Time
 }
 
 // DefaultConfig returns the defaults: points learnt (Auto), before
@@ -97,8 +88,9 @@ func DefaultConfig() Config {
 	}
 }
 
-// HorizonOrDefault is Horizon, or the last offset plus 1h when Horizon is
-// 0 (0 when there are no offsets).
+// HorizonOrDefault is Horizon, or the last configured offset plus 1h when
+// Horizon is 0 (0 when there are no offsets). A setting, never learnt: a
+// stored due time always lies before it (Plan).
 func (c Config) HorizonOrDefault() time.Duration {
 	switch {
 	case c.Horizon > 0:
@@ -151,40 +143,30 @@ func (c Config) Validate() error {
 // Enabled reports whether c has recheck points.
 func (c Config) Enabled() bool { return len(c.Offsets) > 0 || c.Auto }
 
-// next is the first recheck point after passed (how long after its end
-// a window was last asked), and false when no point is. Points are
-// durations after a window's end and a window keeps the time it was last
-// asked (cursor.LoggedWindow.Passed), never an index into the points: a
-// schedule learnt anew at every step (Learnt) may grow, shrink or move
-// its points, and a window still gets every point of the current
-// schedule later than its last ask; its last point always comes.
-func (c Config) next(passed time.Duration) (time.Duration, bool) {
-	i, _ := slices.BinarySearchFunc(c.Offsets, passed, func(o, d time.Duration) int {
-		if o <= d {
-			return -1
-		}
-		return 1
-	})
-	if i == len(c.Offsets) {
-		return 0, false
-	}
-	return c.Offsets[i], true
-}
-
-// dueAt is when w's next recheck is due, and false when it has none left.
-func (c Config) dueAt(w cursor.LoggedWindow) (time.Time, bool) {
-	o, ok := c.next(w.Passed)
-	if !ok {
-		return time.Time{}, false
-	}
-	return w.End.Add(o), true
-}
-
-// Last is the last recheck point, 0 when there is none: a window asked
-// at least this long after its end has no recheck to come.
+// Last is the last configured recheck point, 0 when there is none (with
+// Auto: the prior's, which every learnt schedule keeps).
 func (c Config) Last() time.Duration {
 	if len(c.Offsets) == 0 {
 		return 0
 	}
 	return c.Offsets[len(c.Offsets)-1]
+}
+
+// PruneBefore is the cut of the log at now: windows ending at or before it
+// are past the horizon and leave the log
+// (cursor.WindowChanges.PruneBefore). It reads the settings only: a
+// learnt schedule never moves it.
+func (c Config) PruneBefore(now time.Time) time.Time { return now.Add(-c.HorizonOrDefault()) }
+
+// Plan is the plan of the configured points: the one in force for fixed
+// points, and for Auto the prior's before anything was learnt (Learnt
+// computes the plan of each step).
+func (c Config) Plan() Plan {
+	return Plan{Points: slices.Clone(c.Offsets), cfg: c}
+}
+
+// Due is c.Plan().Due: the units due at now under the configured points,
+// for a caller that learns nothing.
+func (c Config) Due(log []cursor.LoggedWindow, now time.Time) []Unit {
+	return c.Plan().Due(log, now)
 }

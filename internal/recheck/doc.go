@@ -7,14 +7,21 @@
 //
 // # What it decides
 //
-//   - Config.Due: from a stream's window log (one cursor.LoggedWindow per fetched
-//     window: bounds, count when fetched, edge id digest, how long after
-//     its end it was last asked) and the recheck points (Config.Offsets
-//     after a window's end: a window is due at the first point after its
-//     last ask, so that a schedule learnt anew moves points but never
-//     drops one), the units due now: runs of adjacent due windows merged up to
-//     Config.MaxSpan, because counts add up over adjacent windows and one
-//     request counts the run. Units come oldest first (see Due).
+//   - Plan.Due: from a stream's window log (one cursor.LoggedWindow per
+//     fetched window: bounds, count when fetched, edge id digest, how long
+//     after its end it was last asked, when it is next due) and the plan
+//     of the step, the units due now: runs of adjacent due windows merged
+//     up to Config.MaxSpan, because counts add up over adjacent windows
+//     and one request counts the run. Units come oldest first (see Due).
+//   - One schedule (Plan): every ask of a window stores when it is next
+//     due, its end plus the first point after the ask of the plan in
+//     force then (Plan.Entry, Plan.Asked, Plan.Settle, Plan.Recovered). A
+//     plan learnt anew brings a due time earlier, never later, and never
+//     marks done a window whose due is still to come (CONTRACT C3: a
+//     record may become visible hours after its time); only the settings
+//     end a window's points (Config.HorizonOrDefault). A stored entry
+//     without a due time (an older version's) gets one from its last ask
+//     when it is loaded (Plan.Load).
 //   - Unit.Narrow: a state machine for a core unit. It asks for the
 //     unit's count (the first page's totalRows is the true size, C3); if
 //     the count changed it halves the run of windows, asks for the left
@@ -27,14 +34,16 @@
 //   - Unit.CompareEdge: edge windows have no totalRows (C6); a unit is
 //     fetched whole (one request) and compared window by window by count
 //     and id digest.
-//   - Config.Learnt (recheck: auto): the dense phase, cadence and sparse
-//     points from the delays a stream learnt, pooled with the other streams
-//     of its source (Pool), from the first late record on (a prior that
-//     fades).
-//   - Config.Recover: how far back a caught-up stream's fresh poll
+//   - Config and Plan: the settings (what sources.*.recheck* configure,
+//     Validate) apart from what is learnt at run time. Config.Learnt
+//     (recheck: auto) makes the Plan of a step: the dense phase, cadence
+//     and sparse points from the delays a stream learnt, pooled with the
+//     other streams of its source (Pool), from the first late record on
+//     (a prior that fades); Config.Plan is that of fixed points.
+//   - Plan.Recover: how far back a caught-up stream's fresh poll
 //     re-covers the dense phase, as far as its first page holds, so that
 //     records late by less than that come with the next poll at no extra
-//     request (Recovered: the log entries of the windows it re-covered);
+//     request (Plan.Recovered: the log entries of the windows it re-covered);
 //     a sweep counts only what that poll left out.
 //   - Config.CountOnly: a count request whose answer is never the first
 //     page of a refetch (its range holds more than RefetchRows), which the

@@ -110,7 +110,7 @@ func (m *Metrics) Expired(k record.Stream, n int) {
 }
 
 // SetPending sets the number of windows of k with a recheck due
-// (Config.Pending).
+// (Plan.Pending).
 func (m *Metrics) SetPending(k record.Stream, n int) {
 	if m == nil {
 		return
@@ -118,14 +118,14 @@ func (m *Metrics) SetPending(k record.Stream, n int) {
 	m.pending.WithLabelValues(k.Source, k.Account).Set(float64(n))
 }
 
-// Learnt publishes the points stream k uses (Config.Learnt) and the share
+// Learnt publishes the plan stream k uses (Config.Learnt) and the share
 // of its records found late past each of LateAfters.
-func (m *Metrics) Learnt(k record.Stream, c Config, d cursor.Delays) {
+func (m *Metrics) Learnt(k record.Stream, p Plan, d cursor.Delays) {
 	if m == nil {
 		return
 	}
-	m.dense.WithLabelValues(k.Source, k.Account).Set(c.Dense.Seconds())
-	m.cadence.WithLabelValues(k.Source, k.Account).Set(c.Cadence.Seconds())
+	m.dense.WithLabelValues(k.Source, k.Account).Set(p.Dense.Seconds())
+	m.cadence.WithLabelValues(k.Source, k.Account).Set(p.Cadence.Seconds())
 	for _, a := range LateAfters {
 		m.lateShare.WithLabelValues(k.Source, k.Account, AfterLabel(a)).Set(LateShare(d, a))
 	}

@@ -26,12 +26,12 @@ import (
 // Auto (fixed points keep their counts), no logged window ends at the
 // watermark, or not even the newest one fits in the page with the new
 // window.
-func (c Config) Recover(log []cursor.LoggedWindow, watermark, end time.Time, expect, pageRows int64) (time.Time, bool) {
-	if !c.Auto || c.Dense <= 0 || pageRows <= 0 {
+func (p Plan) Recover(log []cursor.LoggedWindow, watermark, end time.Time, expect, pageRows int64) (time.Time, bool) {
+	if !p.cfg.Auto || p.Dense <= 0 || pageRows <= 0 {
 		return time.Time{}, false
 	}
 	log = sorted(log)
-	reach := end.Add(-c.Dense)
+	reach := end.Add(-p.Dense)
 	from, at := time.Time{}, watermark
 	rows := max(expect, 0)
 	for i := len(log) - 1; i >= 0; i-- {
@@ -58,11 +58,12 @@ func (c Config) Recover(log []cursor.LoggedWindow, watermark, end time.Time, exp
 // and asked at asked: the chain delivered each of them (now, or the once
 // filter left it out as delivered before), so the count never exceeds
 // what was delivered (cursor.LoggedWindow.Count), and the window's points
-// up to asked are passed.
-func Recovered(w cursor.LoggedWindow, count int64, asked time.Time) cursor.LoggedWindow {
+// up to asked are passed; it is due at the plan's first point after
+// (Asked).
+func (p Plan) Recovered(w cursor.LoggedWindow, count int64, asked time.Time) cursor.LoggedWindow {
 	w.Count = count
 	w.Passed = max(w.Passed, asked.Sub(w.End), 0)
-	return w
+	return p.Asked(w)
 }
 
 // Pool is what the streams of one source learnt of the platform's delays,

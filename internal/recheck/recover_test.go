@@ -39,7 +39,7 @@ func TestRecoverReachesBackOverTheDensePhase(t *testing.T) {
 	if _, ok := c.Recover(log, wm, end, 95, 100); ok {
 		t.Error("re-covered with no window fitting in the page")
 	}
-	if _, ok := fixedConfig().Recover(log, wm, end, 10, 5000); ok {
+	if _, ok := fixedConfig().Plan().Recover(log, wm, end, 10, 5000); ok {
 		t.Error("fixed points re-covered")
 	}
 	if _, ok := c.Recover(log[:len(log)-1], wm, end, 10, 5000); ok {
@@ -49,7 +49,7 @@ func TestRecoverReachesBackOverTheDensePhase(t *testing.T) {
 	if from, ok := c.Recover(gap, wm, end, 0, 5000); !ok || !from.Equal(wm.Add(-90*time.Second)) {
 		t.Errorf("over a gap: %v %v, want back to the gap (-1m30s)", from.Sub(wm), ok)
 	}
-	w := Recovered(log[len(log)-1], 12, wm.Add(time.Minute))
+	w := c.Recovered(log[len(log)-1], 12, wm.Add(time.Minute))
 	if w.Count != 12 || w.Passed != time.Minute || !w.Checked().Equal(wm.Add(time.Minute)) {
 		t.Errorf("Recovered: %+v", w)
 	}
@@ -70,7 +70,7 @@ func TestASweepSkipsWhatAPollReCovered(t *testing.T) {
 	}
 	swept := len(us[0].Windows)
 	for i := range log {
-		log[i] = Recovered(log[i], 10, now.Add(-10*time.Second))
+		log[i] = c.Recovered(log[i], 10, now.Add(-10*time.Second))
 	}
 	c.Polled = now.Add(-15 * time.Second)
 	if us := c.Due(log, now); len(us) != 0 {

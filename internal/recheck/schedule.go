@@ -15,12 +15,16 @@ type Unit struct {
 	// the previous one's End).
 	Windows []cursor.LoggedWindow
 	// At is when the unit was found due: the entries its result stores
-	// were asked at At (cursor.LoggedWindow.Passed).
+	// were asked at At (cursor.LoggedWindow.Passed), and are due again at
+	// the first point after At of the plan in force when they are stored
+	// (Plan.Settle).
 	At time.Time
 	// Final: some window of the unit makes its last recheck: no later
 	// point will see what this one misses.
 	Final bool
 
+	// cfg are the settings of the plan that found the unit due: the
+	// narrowing reads them (RefetchRows, MaxRequests).
 	cfg Config
 }
 
@@ -68,14 +72,15 @@ func sorted(log []cursor.LoggedWindow) []cursor.LoggedWindow {
 func byStart(a, b cursor.LoggedWindow) int { return a.Start.Compare(b.Start) }
 
 // due reports whether w has a recheck due at now and has not expired.
-func (c Config) due(w cursor.LoggedWindow, now time.Time) bool {
-	at, ok := c.dueAt(w)
-	return (c.sweeps(w, now) || ok && !now.Before(at)) && !c.expired(w, now)
+func (p Plan) due(w cursor.LoggedWindow, now time.Time) bool {
+	at, ok := p.dueAt(w)
+	return (p.sweeps(w, now) || ok && !now.Before(at)) && !p.expired(w, now)
 }
 
-// expired reports whether w is past the horizon.
-func (c Config) expired(w cursor.LoggedWindow, now time.Time) bool {
-	return !w.End.After(now.Add(-c.HorizonOrDefault()))
+// expired reports whether w is past the horizon, a setting: no plan
+// moves it.
+func (p Plan) expired(w cursor.LoggedWindow, now time.Time) bool {
+	return !w.End.After(p.cfg.PruneBefore(now))
 }
 
 // Due returns the units of log due at now: each run of adjacent windows
@@ -85,6 +90,9 @@ func (c Config) expired(w cursor.LoggedWindow, now time.Time) bool {
 // EdgeMaxRows stored rows (a single window always makes a unit). log need
 // not be sorted; Due does not change it.
 //
+// A window is due at the earlier of its stored due and the plan's first
+// point after its last ask (see Plan), or at a sweep of the dense phase.
+//
 // Units come oldest first: a window leaves the log at End plus the
 // horizon whatever its points, so the oldest window is the one closest to
 // expiring without its recheck (earliest deadline first, which misses no
@@ -93,8 +101,8 @@ func (c Config) expired(w cursor.LoggedWindow, now time.Time) bool {
 // their rechecks find the most per request. While the budget is short the
 // newer due windows wait and merge with the windows that fall due after
 // them into larger units, which costs fewer requests per window.
-func (c Config) Due(log []cursor.LoggedWindow, now time.Time) []Unit {
-	if !c.Enabled() {
+func (p Plan) Due(log []cursor.LoggedWindow, now time.Time) []Unit {
+	if !p.cfg.Enabled() {
 		return nil
 	}
 	log = sorted(log)
@@ -105,9 +113,9 @@ func (c Config) Due(log []cursor.LoggedWindow, now time.Time) []Unit {
 		if g < 0 {
 			return
 		}
-		u := Unit{Windows: slices.Clone(log[g:end]), At: now, cfg: c}
+		u := Unit{Windows: slices.Clone(log[g:end]), At: now, cfg: p.cfg}
 		for _, w := range u.Windows {
-			if _, ok := c.next(now.Sub(w.End)); !ok {
+			if _, ok := p.next(now.Sub(w.End)); !ok {
 				u.Final = true
 			}
 		}
@@ -115,15 +123,15 @@ func (c Config) Due(log []cursor.LoggedWindow, now time.Time) []Unit {
 		g = -1
 	}
 	for i, w := range log {
-		if !c.due(w, now) {
+		if !p.due(w, now) {
 			flush(i)
 			continue
 		}
 		if g >= 0 {
 			last := log[i-1]
-			fits := last.End.Equal(w.Start) && last.Edge() == w.Edge() && w.End.Sub(log[g].Start) <= c.MaxSpan
+			fits := last.End.Equal(w.Start) && last.Edge() == w.Edge() && w.End.Sub(log[g].Start) <= p.cfg.MaxSpan
 			if fits && w.Edge() {
-				fits = rows+w.Count <= c.EdgeMaxRows/2
+				fits = rows+w.Count <= p.cfg.EdgeMaxRows/2
 			}
 			if !fits {
 				flush(i)
@@ -140,10 +148,10 @@ func (c Config) Due(log []cursor.LoggedWindow, now time.Time) []Unit {
 
 // Pending returns how many windows of log have a recheck due at now: the
 // backlog the metrics and the state show.
-func (c Config) Pending(log []cursor.LoggedWindow, now time.Time) int {
+func (p Plan) Pending(log []cursor.LoggedWindow, now time.Time) int {
 	n := 0
 	for _, w := range log {
-		if c.due(w, now) {
+		if p.due(w, now) {
 			n++
 		}
 	}
@@ -152,12 +160,12 @@ func (c Config) Pending(log []cursor.LoggedWindow, now time.Time) int {
 
 // NextDue returns the earliest time a window of log falls due (at or
 // before now when one is due already), and false when none ever will.
-func (c Config) NextDue(log []cursor.LoggedWindow, now time.Time) (time.Time, bool) {
+func (p Plan) NextDue(log []cursor.LoggedWindow, now time.Time) (time.Time, bool) {
 	var next time.Time
 	found := false
 	for _, w := range log {
-		at, ok := c.dueAt(w)
-		if !ok || c.expired(w, now) {
+		at, ok := p.dueAt(w)
+		if !ok || p.expired(w, now) {
 			continue
 		}
 		if !found || at.Before(next) {
@@ -169,41 +177,19 @@ func (c Config) NextDue(log []cursor.LoggedWindow, now time.Time) (time.Time, bo
 
 // Expired returns the windows of log past the horizon at now that still
 // had a recheck point to go: rechecks the budget could not afford, or a
-// point the schedule put at or past the horizon. The caller counts them
+// configured point at or past a configured horizon (points configured
+// anew over a log that kept the due times of the old ones). The caller counts them
 // and prunes them (PruneBefore): a window leaves the log before its last
 // point only counted.
-func (c Config) Expired(log []cursor.LoggedWindow, now time.Time) []cursor.LoggedWindow {
-	if !c.Enabled() {
+func (p Plan) Expired(log []cursor.LoggedWindow, now time.Time) []cursor.LoggedWindow {
+	if !p.cfg.Enabled() {
 		return nil
 	}
 	var out []cursor.LoggedWindow
 	for _, w := range log {
-		if !c.Done(w) && c.expired(w, now) {
+		if !p.Done(w) && p.expired(w, now) {
 			out = append(out, w)
 		}
 	}
 	return out
-}
-
-// PruneBefore is the cut of the log at now: windows ending at or before it
-// are past the horizon and leave the log
-// (cursor.WindowChanges.PruneBefore).
-func (c Config) PruneBefore(now time.Time) time.Time { return now.Add(-c.HorizonOrDefault()) }
-
-// Entry is the log entry of a window just fetched for the first time,
-// with the first page's totalRows (core) or the rows and digest delivered
-// (edge, digest non-empty), asked at fetchedAt: the recheck points before
-// it are passed already. A window fetched a day after its end (a
-// backfill) has nothing left to recheck, and rechecking it would cost a
-// request for nothing.
-func (c Config) Entry(start, end time.Time, count int64, digest string, fetchedAt time.Time) cursor.LoggedWindow {
-	return cursor.LoggedWindow{Start: start, End: end, Count: count, Digest: digest, FetchedAt: fetchedAt, Passed: max(fetchedAt.Sub(end), 0)}
-}
-
-// Done reports whether w has no recheck point left in the current
-// schedule: it was last asked at or after the last point. Such an entry
-// only the horizon removes, and a poller need not write it at all.
-func (c Config) Done(w cursor.LoggedWindow) bool {
-	_, ok := c.next(w.Passed)
-	return !ok
 }

@@ -138,21 +138,21 @@ func TestPendingExpiredNextDueAndPruning(t *testing.T) {
 	done.Passed = 24 * time.Hour
 	log := []cursor.LoggedWindow{done, win(10, 20, 1), win(20, 30, 1), win(1000, 1010, 1)}
 	now := at(20 + 25*60) // [10,20) is past the 25h horizon
-	if n := c.Pending(log, now); n != 2 {
+	if n := c.Plan().Pending(log, now); n != 2 {
 		t.Fatalf("Pending = %d, want 2 ([20,30) and [1000,1010))", n)
 	}
-	exp := c.Expired(log, now)
+	exp := c.Plan().Expired(log, now)
 	if len(exp) != 1 || !exp[0].Start.Equal(at(10)) {
 		t.Fatalf("Expired = %v, want [10,20) alone (the done window is no loss)", exp)
 	}
 	if cut := c.PruneBefore(now); !cut.Equal(at(20)) {
 		t.Fatalf("PruneBefore = %v", cut)
 	}
-	next, ok := c.NextDue(log[3:], at(1000))
+	next, ok := c.Plan().NextDue(log[3:], at(1000))
 	if !ok || !next.Equal(at(1010+60)) {
 		t.Fatalf("NextDue = %v %v, want the end plus 1h", next, ok)
 	}
-	if _, ok := c.NextDue([]cursor.LoggedWindow{done}, now); ok {
+	if _, ok := c.Plan().NextDue([]cursor.LoggedWindow{done}, now); ok {
 		t.Fatal("a done window falls due")
 	}
 }
@@ -170,10 +170,10 @@ func TestANewEntryStartsPastThePointsItsFetchAlreadyCovered(t *testing.T) {
 		{-time.Second, time.Hour},      // a clock step back: nothing passed
 	}
 	for _, tc := range cases {
-		w := c.Entry(at(0), at(10), 5, "", at(10).Add(tc.fetched))
-		at, ok := c.dueAt(w)
-		if w.Passed != max(tc.fetched, 0) || c.Done(w) != (tc.next == 0) || w.Count != 5 || ok && !at.Equal(w.End.Add(tc.next)) {
-			t.Errorf("fetched %v after the end: %+v, done %v, due at %v; want the point %v next", tc.fetched, w, c.Done(w), at, tc.next)
+		w := c.Plan().Entry(at(0), at(10), 5, "", at(10).Add(tc.fetched))
+		at, ok := c.Plan().dueAt(w)
+		if w.Passed != max(tc.fetched, 0) || c.Plan().Done(w) != (tc.next == 0) || w.Count != 5 || ok && !at.Equal(w.End.Add(tc.next)) {
+			t.Errorf("fetched %v after the end: %+v, done %v, due at %v; want the point %v next", tc.fetched, w, c.Plan().Done(w), at, tc.next)
 		}
 	}
 }
@@ -190,12 +190,20 @@ func TestIndexPlacesATimeInItsWindow(t *testing.T) {
 	}
 }
 
-// recheckAt asks the one window of log again at now with cfg, its count
-// unchanged, and returns the log with its kept entry; it fails t unless
-// exactly that window is due.
-func recheckAt(t *testing.T, cfg Config, log []cursor.LoggedWindow, now time.Time) (Unit, []cursor.LoggedWindow) {
+// planOf is the plan of c with the points ps in force, as Learnt makes
+// them.
+func planOf(c Config, ps []time.Duration) Plan {
+	p := c.Plan()
+	p.Points = ps
+	return p
+}
+
+// recheckAt asks the one window of log again at now under p, its count
+// unchanged, and returns the log with its kept entry, stored as the
+// poller stores it (Settle); it fails t unless exactly that window is due.
+func recheckAt(t *testing.T, p Plan, log []cursor.LoggedWindow, now time.Time) (Unit, []cursor.LoggedWindow) {
 	t.Helper()
-	us := cfg.Due(log, now)
+	us := p.Due(log, now)
 	if len(us) != 1 || len(us[0].Windows) != 1 {
 		t.Fatalf("at %v after the end: %d units due, want the window", now.Sub(log[0].End), len(us))
 	}
@@ -203,7 +211,7 @@ func recheckAt(t *testing.T, cfg Config, log []cursor.LoggedWindow, now time.Tim
 	for _, ok := n.Next(); ok; _, ok = n.Next() {
 		n.Observe(log[0].Count)
 	}
-	r := n.Result()
+	r := p.Settle(n.Result())
 	if len(r.Keep) != 1 {
 		t.Fatalf("recheck at %v: %+v", now.Sub(log[0].End), r)
 	}
@@ -218,19 +226,19 @@ func recheckAt(t *testing.T, cfg Config, log []cursor.LoggedWindow, now time.Tim
 // reaches the horizon before its points came counts as expired.
 func TestAWindowKeepsItsLaterPointsWhenTheLearntPointsShrink(t *testing.T) {
 	t.Parallel()
-	fast, slow := DefaultConfig(), DefaultConfig()
-	fast.Offsets, slow.Offsets = autoOffsets(6*time.Minute), autoOffsets(46*time.Minute)
-	want := func(c Config, ds ...time.Duration) {
+	c := DefaultConfig()
+	fast, slow := planOf(c, autoOffsets(6*time.Minute)), planOf(c, autoOffsets(46*time.Minute))
+	want := func(p Plan, ds ...time.Duration) {
 		t.Helper()
-		if !slices.Equal(c.Offsets, ds) {
-			t.Fatalf("points %v, want %v", c.Offsets, ds)
+		if !slices.Equal(p.Points, ds) {
+			t.Fatalf("points %v, want %v", p.Points, ds)
 		}
 	}
 	want(fast, 12*time.Minute, 24*time.Minute, time.Hour, 6*time.Hour, 24*time.Hour)
 	want(slow, time.Hour, 6*time.Hour, 24*time.Hour)
 	e := fast.Entry(at(0), at(5), 10, "", at(5).Add(30*time.Second))
 	log := []cursor.LoggedWindow{e}
-	for _, p := range fast.Offsets[:3] {
+	for _, p := range fast.Points[:3] {
 		_, log = recheckAt(t, fast, log, e.End.Add(p))
 	}
 	// The delays grew: the points are [1h 6h 24h].
@@ -244,7 +252,7 @@ func TestAWindowKeepsItsLaterPointsWhenTheLearntPointsShrink(t *testing.T) {
 		t.Fatalf("due again before its 6h point: %v", spans(us))
 	}
 	// Expiry: left unasked past the horizon, the window is counted.
-	if exp := slow.Expired(log, e.End.Add(slow.HorizonOrDefault())); len(exp) != 1 {
+	if exp := slow.Expired(log, e.End.Add(c.HorizonOrDefault())); len(exp) != 1 {
 		t.Fatalf("a window with points to go reached the horizon: %d expired, want 1", len(exp))
 	}
 	u, log := recheckAt(t, slow, log, e.End.Add(6*time.Hour))
@@ -255,15 +263,18 @@ func TestAWindowKeepsItsLaterPointsWhenTheLearntPointsShrink(t *testing.T) {
 	if !u.Final || !slow.Done(log[0]) || !fast.Done(log[0]) {
 		t.Fatalf("the 24h point: final %v, done %v", u.Final, slow.Done(log[0]))
 	}
-	if exp := slow.Expired(log, e.End.Add(slow.HorizonOrDefault())); len(exp) != 0 {
+	if exp := slow.Expired(log, e.End.Add(c.HorizonOrDefault())); len(exp) != 0 {
 		t.Fatalf("a window done at its last point expired: %v", exp)
 	}
 }
 
-// Issue 29 item 3: whatever the points were when a window was last asked
-// and whatever they are now, its next point is the first of the current
-// ones after that ask: a schedule that grows, shrinks or moves its points
-// never drops one still to come (nor asks again one passed).
+// Issue 31 (one schedule): whatever the points were when a window was
+// last asked and whatever they are now, it is due at the earlier of the
+// due it stored (the first point after that ask of the points then) and
+// the first of the current points after that ask: a schedule that grows,
+// shrinks or moves its points brings a point sooner but never pushes one
+// later, never marks done a window with a point promised, and never asks
+// again one passed.
 func TestEveryChangeOfThePointsKeepsThePointsStillToCome(t *testing.T) {
 	t.Parallel()
 	lists := [][]time.Duration{
@@ -274,29 +285,38 @@ func TestEveryChangeOfThePointsKeepsThePointsStillToCome(t *testing.T) {
 		{10 * time.Minute, 3 * time.Hour},
 		DefaultOffsets(),
 	}
+	first := func(ps []time.Duration, after time.Duration) (time.Duration, bool) {
+		i := slices.IndexFunc(ps, func(p time.Duration) bool { return p > after })
+		if i < 0 {
+			return 0, false
+		}
+		return ps[i], true
+	}
 	for _, from := range lists {
 		for k := range len(from) + 1 {
 			asked := 30 * time.Second // fetched, no point passed
 			if k > 0 {
 				asked = from[k-1] // asked at its k-th point
 			}
-			a := fixedConfig()
-			a.Offsets = from
+			a := planOf(fixedConfig(), from)
 			w := a.Entry(at(0), at(5), 10, "", at(5).Add(asked))
+			promised, pok := first(from, asked)
 			for _, to := range lists {
-				b := fixedConfig()
-				b.Offsets = to
-				i := slices.IndexFunc(to, func(p time.Duration) bool { return p > asked })
-				next, ok := b.NextDue([]cursor.LoggedWindow{w}, w.End.Add(asked))
-				got := "no point"
-				if ok {
-					got = next.Sub(w.End).String()
+				b := planOf(fixedConfig(), to)
+				want, ok := first(to, asked)
+				if pok && (!ok || promised < want) {
+					want, ok = promised, true
+				}
+				next, got := b.NextDue([]cursor.LoggedWindow{w}, w.End.Add(asked))
+				desc := "no point"
+				if got {
+					desc = next.Sub(w.End).String()
 				}
 				switch {
-				case i < 0 && (ok || !b.Done(w)):
-					t.Errorf("asked at %v of %v, now %v: next %s (done %v), want done", asked, from, to, got, b.Done(w))
-				case i >= 0 && (!ok || !next.Equal(w.End.Add(to[i])) || b.Done(w)):
-					t.Errorf("asked at %v of %v, now %v: next %s (done %v), want %v", asked, from, to, got, b.Done(w), to[i])
+				case !ok && (got || !b.Done(w)):
+					t.Errorf("asked at %v of %v, now %v: next %s (done %v), want done", asked, from, to, desc, b.Done(w))
+				case ok && (!got || !next.Equal(w.End.Add(want)) || b.Done(w)):
+					t.Errorf("asked at %v of %v, now %v: next %s (done %v), want %v", asked, from, to, desc, b.Done(w), want)
 				}
 			}
 		}

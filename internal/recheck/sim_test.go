@@ -3,6 +3,9 @@ package recheck_test
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -41,7 +44,7 @@ type simStream struct {
 	sim     *apisim.Server
 	source  string
 	edge    bool
-	cfg     recheck.Config
+	plan    recheck.Plan
 	lim     *recheck.Limiter
 	log     []cursor.LoggedWindow
 	windows []*fetched         // by start
@@ -68,9 +71,9 @@ func (s *simStream) step(now time.Time) {
 	if !s.learn {
 		return
 	}
-	s.cfg = s.base.Learnt(s.delays, cursor.Delays{}, s.cadence)
+	s.plan = s.base.Learnt(s.delays, cursor.Delays{}, s.cadence)
 	if now.Sub(s.swept) >= s.cadence {
-		s.cfg.Sweep, s.swept = true, now
+		s.plan.Sweep, s.swept = true, now
 	}
 }
 
@@ -117,7 +120,7 @@ func (s *simStream) fetchNew(start, end, now time.Time) {
 	if s.edge {
 		digest = d.Hex()
 	}
-	if e := s.cfg.Entry(start, end, d.Count, digest, now); !s.cfg.Done(e) {
+	if e := s.plan.Entry(start, end, d.Count, digest, now); !s.plan.Done(e) {
 		s.log = append(s.log, e)
 	}
 }
@@ -156,13 +159,13 @@ func (s *simStream) finish(r recheck.Result, now time.Time) {
 
 // recheck spends what the limiter allows on due units, oldest first.
 func (s *simStream) recheck(now time.Time) {
-	exp := s.cfg.Expired(s.log, now)
+	exp := s.plan.Expired(s.log, now)
 	s.expired += len(exp)
-	cut := s.cfg.PruneBefore(now)
+	cut := s.plan.Config().PruneBefore(now)
 	s.log = slices.DeleteFunc(s.log, func(w cursor.LoggedWindow) bool { return !w.End.After(cut) })
 	for {
 		if s.pending == nil {
-			units := s.cfg.Due(s.log, now)
+			units := s.plan.Due(s.log, now)
 			if len(units) == 0 {
 				return
 			}
@@ -176,7 +179,7 @@ func (s *simStream) recheck(now time.Time) {
 				for i, w := range u.Windows {
 					got[i] = s.truth(w.Start, w.End)
 				}
-				r := u.CompareEdge(got)
+				r := s.plan.Settle(u.CompareEdge(got))
 				for _, f := range r.Refetch {
 					s.refetch(f.Start(), f.End(), now)
 					s.apply(f.Update)
@@ -195,7 +198,7 @@ func (s *simStream) recheck(now time.Time) {
 			s.counts++
 			s.pending.Observe(s.truth(q.Start, q.End).Count)
 		}
-		s.finish(s.pending.Result(), now)
+		s.finish(s.plan.Settle(s.pending.Result()), now)
 		s.pending = nil
 	}
 }
@@ -224,7 +227,7 @@ func recheckScenario(t *testing.T, step time.Duration) {
 	cfg := recheck.DefaultConfig()
 	cfg.Auto, cfg.Offsets = false, recheck.DefaultOffsets()
 	mk := func(source string, edge bool) *simStream {
-		return &simStream{t: t, sim: sim, source: source, edge: edge, cfg: cfg,
+		return &simStream{t: t, sim: sim, source: source, edge: edge, plan: cfg.Plan(),
 			lim: recheck.NewLimiter(cfg.Share, 480, time.Hour, clk.now)}
 	}
 	streams := []*simStream{mk(apisim.SourceUserLogins, false), mk(apisim.SourceEdgeAuditEvents, true)}
@@ -305,7 +308,7 @@ func TestALearntScheduleWhoseDelaysGrowKeepsThePointsOfOlderWindows(t *testing.T
 		// points alone.
 		base := recheck.DefaultConfig()
 		base.RefetchRows, base.MaxRequests = 0, 1000
-		s := &simStream{t: t, sim: sim, source: apisim.SourceDNS, cfg: base, base: base, learn: true, cadence: 2 * time.Minute,
+		s := &simStream{t: t, sim: sim, source: apisim.SourceDNS, plan: base.Plan(), base: base, learn: true, cadence: 2 * time.Minute,
 			lim: recheck.NewLimiter(1, 480, time.Hour, time.Now), deaf: sw}
 		const step, lag = time.Minute, time.Minute
 		end := sw.Add(6*time.Hour + 30*time.Minute)
@@ -314,12 +317,12 @@ func TestALearntScheduleWhoseDelaysGrowKeepsThePointsOfOlderWindows(t *testing.T
 			time.Sleep(time.Until(now))
 			s.step(now)
 			if now.Equal(sw) {
-				before = s.cfg.Offsets
+				before = s.plan.Points
 			}
 			s.fetchNew(now.Add(-lag-step), now.Add(-lag), now)
 			s.recheck(now)
 		}
-		after = s.cfg.Offsets
+		after = s.plan.Points
 		t.Logf("points before the delays grew %v, at the end %v; %d count requests, %d extra pages, %d expired", before, after, s.counts, s.pages, s.expired)
 		if len(before) != 5 || len(after) != 3 || s.expired != 0 {
 			t.Fatalf("points %v before the growth, %v after, %d windows expired: want the prior's five, then three, none expired", before, after, s.expired)
@@ -354,6 +357,120 @@ func TestALearntScheduleWhoseDelaysGrowKeepsThePointsOfOlderWindows(t *testing.T
 		}
 		if missing != 0 {
 			t.Errorf("%d records of the windows logged before the delays grew were never fetched, %d of them 2-5 h late", missing, missingLate)
+		}
+	})
+}
+
+// Issue 31 (one schedule), C3: the plan a stream learns changes between
+// two asks of a window: its points shrink, grow and move (here the
+// cadence the budget affords changes at random every step, and with it
+// the dense phase, 10m to 1h, and the sparse points, [20m 40m 1h 6h 24h]
+// to [1h 6h 24h]). Every window is asked at or before the due it was
+// promised at its last ask (its end plus the first point after that ask
+// of the plan then in force, which the test computes from the plan's
+// points, and which the entry stores), none leaves the log before it was
+// asked at 24h (the last point of every plan) and none expires; and every
+// record of the windows whose points all came is delivered. Without the
+// stored due a window promised its 40m point under a short dense phase
+// waited for the 1h point of a longer one learnt meanwhile. Thirty-six
+// hours of API time in a testing/synctest bubble, windows of 5 minutes.
+func TestALearntScheduleThatChangesBetweenTwoAsksKeepsEveryPromisedDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		begin := time.Now()
+		sim, _ := simtest.StartInMemory(t, func(c *apisim.Config) {
+			c.LateMax, c.LateShare = 3*time.Hour, 0.2
+			c.WaveAmplitude, c.BurstProbability = 0, 0
+			c.Rates[apisim.SourceDNS] = 600
+		})
+		base := recheck.DefaultConfig()
+		base.RefetchRows, base.MaxRequests = 0, 1000
+		// learn, with nothing to hear (deaf): the plan follows the cadence.
+		s := &simStream{t: t, sim: sim, source: apisim.SourceDNS, plan: base.Plan(), base: base, learn: true,
+			lim: recheck.NewLimiter(1, 1_000_000, time.Hour, time.Now), deaf: begin.Add(1000 * time.Hour)}
+		cadences := []time.Duration{5 * time.Minute, 10 * time.Minute, 25 * time.Minute, 55 * time.Minute}
+		rng := rand.New(rand.NewPCG(31, 1))
+		const step, lag = 5 * time.Minute, 5 * time.Minute
+		end := begin.Add(36 * time.Hour)
+		type track struct {
+			asked, promised time.Time // promised zero: no point left
+		}
+		tracks := map[time.Time]*track{}
+		promise := func(w cursor.LoggedWindow) time.Time {
+			i := slices.IndexFunc(s.plan.Points, func(p time.Duration) bool { return p > w.Passed })
+			if i < 0 {
+				return time.Time{}
+			}
+			return w.End.Add(s.plan.Points[i])
+		}
+		plans := map[string]bool{}
+		var early, late, moved int
+		for now := begin.Add(step); !now.After(end); now = now.Add(step) {
+			time.Sleep(time.Until(now))
+			s.cadence = cadences[rng.IntN(len(cadences))]
+			s.step(now)
+			plans[fmt.Sprint(s.plan.Points)] = true
+			s.fetchNew(now.Add(-lag-step), now.Add(-lag), now)
+			s.recheck(now)
+			in := map[time.Time]bool{}
+			for _, w := range s.log {
+				in[w.Start] = true
+				tr := tracks[w.Start]
+				if tr == nil {
+					tr = &track{}
+					tracks[w.Start] = tr
+				}
+				if !w.Checked().After(tr.asked) {
+					continue
+				}
+				if !tr.asked.IsZero() { // asked again now: by its promise?
+					switch {
+					case tr.promised.IsZero() || now.After(tr.promised):
+						late++
+						t.Errorf("window [%v, %v) asked %v after its end, promised %v at its ask at %v",
+							w.Start.Sub(begin), w.End.Sub(begin), now.Sub(w.End), tr.promised.Sub(w.End), tr.asked.Sub(w.End))
+					case now.Before(tr.promised):
+						early++
+					}
+				}
+				tr.asked, tr.promised = w.Checked(), promise(w)
+				if !w.Due.Equal(tr.promised) {
+					t.Errorf("window [%v, %v) asked at %v stores due %v, want %v", w.Start.Sub(begin), w.End.Sub(begin),
+						w.Checked().Sub(w.End), w.Due.Sub(w.End), tr.promised.Sub(w.End))
+				}
+			}
+			for start, tr := range tracks {
+				if in[start] {
+					continue
+				}
+				// It left the log (the horizon): asked at its last point.
+				if e := start.Add(step); tr.asked.Sub(e) < 24*time.Hour {
+					t.Errorf("window [%v, %v) left the log last asked %v after its end, before its 24h point", start.Sub(begin), e.Sub(begin), tr.asked.Sub(e))
+				}
+				delete(tracks, start)
+				moved++
+			}
+		}
+		t.Logf("%d plans %v; %d asks before their promised due (a point learnt sooner or a sweep), %d after; %d windows done; %d count requests, %d extra pages",
+			len(plans), slices.Sorted(maps.Keys(plans)), early, late, moved, s.counts, s.pages)
+		if len(plans) < 3 || moved < 100 || s.expired != 0 {
+			t.Fatalf("%d plans, %d windows done, %d expired: the scenario proves nothing, or windows expired", len(plans), moved, s.expired)
+		}
+		vs, err := sim.TruthList(context.Background(), s.source, "acme", begin.Add(-lag), end.Add(-25*time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var missing, lateRecords int
+		for _, v := range vs {
+			f := s.windows[int(v.Time.Sub(begin.Add(-lag))/step)]
+			if v.At.Sub(v.Time) > 30*time.Minute {
+				lateRecords++
+			}
+			if v.At.After(f.last) {
+				missing++
+			}
+		}
+		if lateRecords < 10 || missing != 0 {
+			t.Fatalf("%d records of the settled windows, %d of them late past 30m, %d never fetched", len(vs), lateRecords, missing)
 		}
 	})
 }

@@ -65,16 +65,15 @@ type rechecks struct {
 	knownOnly bool
 	pending   atomic.Int64
 	// delays are what the stream learnt of the platform's delays (seeded
-	// from the cursor Run starts from, Load); points is the recheck
-	// configuration of the current step (recheck.Config.Learnt), set is
-	// whether it was computed; swept is when the last sweep of recent
-	// windows began.
+	// from the cursor Run starts from, Load); points is the recheck plan
+	// of the current step (recheck.Config.Learnt), set is whether it was
+	// computed; swept is when the last sweep of recent windows began.
 	delays cursor.Delays
-	points recheck.Config
+	points recheck.Plan
 	set    bool
 	swept  time.Time
 	// polled is when the latest fresh poll that re-covered the late
-	// phase began (recheck.Config.Polled).
+	// phase began (recheck.Plan.Polled).
 	polled time.Time
 	// view is what learn last published, for Snapshot (any goroutine).
 	view atomic.Pointer[learntView]
@@ -121,11 +120,17 @@ func (r *rechecks) StartAt(st time.Time) {
 }
 
 // Load takes the window log, alert marks and learnt delays of the cursor
-// Run starts from, once.
+// Run starts from, once. The entries keep the due times they stored, and
+// those stored by a version that kept none get one from the plan the
+// loaded delays give (recheck.Plan.Load): a restart or an upgrade moves
+// no point later.
 func (r *rechecks) Load(log []cursor.LoggedWindow, marks map[string]cursor.AlertMark, delays cursor.Delays) {
 	if r.wlog == nil {
 		r.delays = delays.Clone()
 		r.wlog = wlog{}
+		if r.rechecking() {
+			log = r.pts().Load(log)
+		}
 		for _, w := range log {
 			r.wlog[w.Start] = w
 		}

@@ -43,17 +43,17 @@ func (l wlog) list() []cursor.LoggedWindow {
 	return out
 }
 
-// pts is the recheck configuration of the current step: the configured
-// one, with learnt points when it is auto (see learn).
-func (r *rechecks) pts() recheck.Config {
+// pts is the recheck plan of the current step: the configured points, or
+// the learnt ones when they are auto (see learn).
+func (r *rechecks) pts() recheck.Plan {
 	if !r.set {
 		r.learn()
 	}
 	return r.points
 }
 
-// learn computes the points of the step from what the stream learnt and
-// the cadence the budget affords, and publishes them.
+// learn computes the plan of the step from what the stream learnt and
+// the cadence the budget affords, and publishes it.
 func (r *rechecks) learn() {
 	cadence := r.cfg.Settings.Interval
 	if r.cfg.Limiter != nil {
@@ -176,7 +176,7 @@ func (r *rechecks) LogWindow(lc *cursor.LogChanges, w window.Window, total, rows
 	}
 	cfg := r.pts()
 	e := cfg.Entry(w.Start, w.End, count, digest, fetched)
-	lc.Windows.PruneBefore = cfg.PruneBefore(r.cfg.Clock.Now())
+	lc.Windows.PruneBefore = r.cfg.Recheck.PruneBefore(r.cfg.Clock.Now())
 	if cfg.Done(e) {
 		return
 	}
@@ -191,9 +191,9 @@ func (r *rechecks) prune(now time.Time) {
 	if n := len(cfg.Expired(r.wlog.list(), now)); n > 0 {
 		r.cfg.RecheckMetrics.Expired(r.cfg.Stream, n)
 		r.log.Warn("windows left the recheck log with rechecks still to go: the recheck share could not afford them",
-			"windows", n, "horizon", cfg.HorizonOrDefault().String())
+			"windows", n, "horizon", r.cfg.Recheck.HorizonOrDefault().String())
 	}
-	cut := cfg.PruneBefore(now)
+	cut := r.cfg.Recheck.PruneBefore(now)
 	for s, w := range r.wlog {
 		if !w.End.After(cut) {
 			delete(r.wlog, s)
@@ -236,7 +236,7 @@ func (r *rechecks) Recheck(ctx context.Context, a *run) error {
 	}
 	now := r.cfg.Clock.Now()
 	r.learn()
-	if r.points.Auto && now.Sub(r.swept) >= r.points.Cadence {
+	if r.points.Auto() && now.Sub(r.swept) >= r.points.Cadence {
 		// The windows of the dense phase are all counted again: one
 		// request for the run of them (recheck.Config.Learnt).
 		r.points.Sweep, r.swept = true, now
@@ -247,7 +247,7 @@ func (r *rechecks) Recheck(ctx context.Context, a *run) error {
 	// neighbours into one count; at every step of a stream polling every
 	// half minute, each of its small windows would cost a count per point
 	// and the share would be spent before the sweeps.
-	if r.points.Auto && !r.points.Sweep {
+	if r.points.Auto() && !r.points.Sweep {
 		return nil
 	}
 	r.prune(now)
@@ -333,7 +333,7 @@ func (r *rechecks) recheckCore(ctx, rctx context.Context, a *run, u recheck.Unit
 		if err := r.allow(); err != nil {
 			return err
 		}
-		countOnly := r.pts().CountOnly(q)
+		countOnly := r.cfg.Recheck.CountOnly(q)
 		f, err := count(rctx, a, q, countOnly)
 		if err != nil {
 			return err
@@ -342,7 +342,8 @@ func (r *rechecks) recheckCore(ctx, rctx context.Context, a *run, u recheck.Unit
 			firsts[[2]time.Time{q.Start, q.End}] = f
 		}
 	}
-	res := n.Result()
+	// Its entries are due at the points of the plan in force now.
+	res := r.pts().Settle(n.Result())
 	unstored := map[time.Time]bool{}
 	for _, f := range res.Refetch {
 		first := firsts[[2]time.Time{f.Start(), f.End()}]
@@ -374,14 +375,14 @@ func countOf(f *fetched) int64 {
 func (r *rechecks) refetchGrown(ctx, rctx context.Context, a *run, u recheck.Unit, f recheck.Refetch, first *fetched,
 	res *recheck.Result, unstored map[time.Time]bool) error {
 	var wn *recheck.WindowNarrowing
-	if f.Grew > 0 && len(f.Replaces) == 1 && f.Entry.Count > r.pts().RefetchRows && r.cfg.Counts != nil {
+	if f.Grew > 0 && len(f.Replaces) == 1 && f.Entry.Count > r.cfg.Recheck.RefetchRows && r.cfg.Counts != nil {
 		// As committed: records still in the pipeline are left out, which
 		// only costs a range fetched again, never a record.
 		counts, err := r.cfg.Counts.DeliveredCounts(ctx, r.cfg.Stream, f.Start(), f.End())
 		if err != nil {
 			return fmt.Errorf("read the delivered set: %w", err)
 		}
-		wn, _ = f.NarrowWindow(counts, r.pts(), u.Final, r.pts().MaxRequests-res.Requests)
+		wn, _ = f.NarrowWindow(counts, r.cfg.Recheck, u.Final, r.cfg.Recheck.MaxRequests-res.Requests)
 	}
 	if wn == nil {
 		res.Refetched += max(f.Entry.Count, 0)
@@ -399,7 +400,7 @@ func (r *rechecks) refetchGrown(ctx, rctx context.Context, a *run, u recheck.Uni
 			wn.Cap()
 			break
 		}
-		countOnly := r.pts().CountOnly(q)
+		countOnly := r.cfg.Recheck.CountOnly(q)
 		pg, err := count(ctx, a, q, countOnly)
 		if err != nil {
 			return err
@@ -421,7 +422,9 @@ func (r *rechecks) refetchGrown(ctx, rctx context.Context, a *run, u recheck.Uni
 		complete = complete && done
 	}
 	if complete && len(wr.Update.Replaces) > 0 {
-		res.Keep = append(res.Keep, wr.Update)
+		up := wr.Update
+		up.Entry = r.pts().Asked(up.Entry)
+		res.Keep = append(res.Keep, up)
 	}
 	r.log.Info("recheck narrowed a grown window below its bounds", "window_start", record.FormatTime(f.Start()),
 		"window_end", record.FormatTime(f.End()), "rows", f.Entry.Count, "grew", f.Grew, "parts", len(wr.Parts),
@@ -514,7 +517,7 @@ func (r *rechecks) recheckEdge(ctx, rctx context.Context, a *run, u recheck.Unit
 		byWin[x] = append(byWin[x], i)
 	}
 	envs = nil
-	res := u.CompareEdge(got)
+	res := r.pts().Settle(u.CompareEdge(got))
 	for _, rf := range res.Refetch {
 		x := u.Index(rf.Start())
 		recs := make([]json.RawMessage, 0, len(byWin[x]))

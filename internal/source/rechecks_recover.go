@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/svcexport/collector/internal/cursor"
-	"github.com/svcexport/collector/internal/recheck"
 	"github.com/svcexport/collector/internal/record"
 	"github.com/svcexport/collector/internal/window"
 )
@@ -13,7 +12,7 @@ import (
 // Every poll re-covers the late phase (issue 31). A fresh poll of a
 // caught-up stream asks from the start of its dense phase rather than from
 // its watermark, as far back as its first page holds
-// (recheck.Config.Recover): a record late by less than that arrives with
+// (recheck.Plan.Recover): a record late by less than that arrives with
 // the next poll, at no extra request; the older part of a dense phase of
 // more than a page keeps its counts. What the window holds
 // below the watermark goes out as a Revisit page asked as late
@@ -133,7 +132,7 @@ func (r *rechecks) logRecovered(lc *cursor.LogChanges, w window.Window, t *recov
 		started = now
 	}
 	cfg := r.pts()
-	lc.Windows.PruneBefore = cfg.PruneBefore(now)
+	lc.Windows.PruneBefore = r.cfg.Recheck.PruneBefore(now)
 	if w.End.After(t.below) {
 		var n int64
 		if c, ok := t.in(t.below); ok && !t.partial {
@@ -153,7 +152,7 @@ func (r *rechecks) logRecovered(lc *cursor.LogChanges, w window.Window, t *recov
 		if !ok || e.Start.Equal(t.below) {
 			continue
 		}
-		ne := recheck.Recovered(e, n, started)
+		ne := cfg.Recovered(e, n, started)
 		if cfg.Done(ne) {
 			delete(r.wlog, e.Start)
 			lc.Windows.Delete = append(lc.Windows.Delete, e.Start)

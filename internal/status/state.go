@@ -371,8 +371,8 @@ func StartingHandler(cfg catalog.Config, stored map[record.Stream]checkpoint.Sta
 }
 
 // AddRecheckPending sets RecheckPending of each state line from the
-// stream's stored window log (windows) and its source's recheck points in
-// cfg, at now.
+// stream's stored window log (windows: each entry's stored due time) and
+// its source's configured recheck points in cfg, at now.
 func AddRecheckPending(ctx context.Context, cfg catalog.Config, states []StreamState, windows func(context.Context, record.Stream) ([]cursor.LoggedWindow, error), now time.Time) error {
 	for i := range states {
 		k := record.Stream{Tenant: states[i].Tenant, Source: states[i].Source, Account: states[i].Account}
@@ -380,7 +380,7 @@ func AddRecheckPending(ctx context.Context, cfg catalog.Config, states []StreamS
 		if err != nil {
 			return err
 		}
-		states[i].RecheckPending = cfg.Sources.Resolve(k.Source).RecheckConfig(cfg.Edge.MaxRows).Pending(ws, now)
+		states[i].RecheckPending = cfg.Sources.Resolve(k.Source).RecheckConfig(cfg.Edge.MaxRows).Plan().Pending(ws, now)
 	}
 	return nil
 }
