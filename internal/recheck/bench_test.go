@@ -18,7 +18,7 @@ func BenchmarkDue(b *testing.B) {
 	now := log[len(log)-1].End.Add(90 * time.Minute)
 	b.ReportAllocs()
 	for b.Loop() {
-		if us := cfg.Due(log, now); len(us) == 0 {
+		if us := cfg.Plan().Due(log, now); len(us) == 0 {
 			b.Fatal("nothing due")
 		}
 	}
@@ -40,7 +40,7 @@ func BenchmarkNarrowing(b *testing.B) {
 	for i := range 10 {
 		truth[i*287] += 3
 	}
-	u := cfg.Due(log, log[len(log)-1].End.Add(2*time.Hour))[0]
+	u := cfg.Plan().Due(log, log[len(log)-1].End.Add(2*time.Hour))[0]
 	b.ReportAllocs()
 	var reqs int
 	for b.Loop() {

@@ -6,8 +6,6 @@ import (
 	"math"
 	"slices"
 	"time"
-
-	"github.com/svcexport/collector/internal/cursor"
 )
 
 // Defaults of Config.
@@ -163,10 +161,4 @@ func (c Config) PruneBefore(now time.Time) time.Time { return now.Add(-c.Horizon
 // computes the plan of each step).
 func (c Config) Plan() Plan {
 	return Plan{Points: slices.Clone(c.Offsets), cfg: c}
-}
-
-// Due is c.Plan().Due: the units due at now under the configured points,
-// for a caller that learns nothing.
-func (c Config) Due(log []cursor.LoggedWindow, now time.Time) []Unit {
-	return c.Plan().Due(log, now)
 }

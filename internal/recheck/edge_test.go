@@ -31,7 +31,7 @@ func TestC6EdgeWindowsAreComparedByCountAndIDDigest(t *testing.T) {
 		w.Digest = d.Hex()
 		log = append(log, w)
 	}
-	u := fixedConfig().Due(log, at(200))[0]
+	u := fixedConfig().Plan().Due(log, at(200))[0]
 	if !u.Edge() || len(u.Windows) != 4 {
 		t.Fatalf("unit %+v", u)
 	}

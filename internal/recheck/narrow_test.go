@@ -32,7 +32,7 @@ func unitOf(t testing.TB, cfg Config, log []cursor.LoggedWindow, final bool) Uni
 		}
 		now = end.Add(cfg.Offsets[len(cfg.Offsets)-1] + time.Minute)
 	}
-	us := cfg.Due(log, now)
+	us := cfg.Plan().Due(log, now)
 	if len(us) != 1 || len(us[0].Windows) != len(log) {
 		t.Fatalf("the log makes %d units, want one of %d windows", len(us), len(log))
 	}

@@ -79,7 +79,7 @@ func TestConfigDefaultsAreValidAndBadValuesNameTheirKey(t *testing.T) {
 	if err := off.Validate(); err != nil || off.Enabled() {
 		t.Fatalf("no points: %v, enabled %v", err, off.Enabled())
 	}
-	if due := off.Due([]cursor.LoggedWindow{win(0, 1, 1)}, at(10_000)); len(due) != 0 {
+	if due := off.Plan().Due([]cursor.LoggedWindow{win(0, 1, 1)}, at(10_000)); len(due) != 0 {
 		t.Fatalf("due without points: %v", spans(due))
 	}
 }
@@ -112,7 +112,7 @@ func TestDue(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := spans(c.Due(tc.log, tc.now))
+			got := spans(c.Plan().Due(tc.log, tc.now))
 			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
 				t.Fatalf("Due = %v, want %v", got, tc.want)
 			}
@@ -123,11 +123,11 @@ func TestDue(t *testing.T) {
 func TestAUnitIsFinalWhenAWindowMakesItsLastRecheck(t *testing.T) {
 	c := fixedConfig()
 	log := []cursor.LoggedWindow{win(0, 10, 1), win(10, 20, 1)}
-	if u := c.Due(log, at(20+60)); len(u) != 1 || u[0].Final {
+	if u := c.Plan().Due(log, at(20+60)); len(u) != 1 || u[0].Final {
 		t.Fatalf("first point: %+v", u)
 	}
 	log[0].Passed, log[1].Passed = 6*time.Hour, 6*time.Hour
-	if u := c.Due(log, at(10+24*60)); len(u) != 1 || !u[0].Final || len(u[0].Windows) != 1 {
+	if u := c.Plan().Due(log, at(10+24*60)); len(u) != 1 || !u[0].Final || len(u[0].Windows) != 1 {
 		t.Fatalf("last point of the first window: %+v", u)
 	}
 }
@@ -179,7 +179,7 @@ func TestANewEntryStartsPastThePointsItsFetchAlreadyCovered(t *testing.T) {
 }
 
 func TestIndexPlacesATimeInItsWindow(t *testing.T) {
-	u := fixedConfig().Due([]cursor.LoggedWindow{win(0, 10, 1), win(10, 20, 1)}, at(200))[0]
+	u := fixedConfig().Plan().Due([]cursor.LoggedWindow{win(0, 10, 1), win(10, 20, 1)}, at(200))[0]
 	for _, tc := range []struct {
 		t    time.Time
 		want int
