@@ -234,7 +234,7 @@ valid one is applied stream by stream without a restart, a bad one is refused
 					bars.Close() // done already when the run got going; the lines below go straight out
 				}
 				return err
-			}, loadFlags{progress: !noProgress, reload: true, shard: shardSpec}))
+			}, loadFlags{progress: !noProgress, reload: true, shard: shardSpec, emptyShard: true}))
 		},
 	}
 	configFlag(cmd, &cfgPath)
@@ -321,7 +321,7 @@ shard's checkpoint after the import.`,
 				so.Notes = stderr
 				so.Terminal = isTerminal(stdout)
 				return app.State(ctx, cfg, opts, so)
-			}, loadFlags{secretsOptional: true}))
+			}, loadFlags{secretsOptional: true, emptyShard: true}))
 		},
 	}
 	configFlag(cmd, &cfgPath)

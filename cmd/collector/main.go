@@ -52,6 +52,7 @@ type loadFlags struct {
 	progress        bool   // run: bars on a terminal
 	reload          bool   // run: SIGHUP reloads the configuration (app.Options.Reload)
 	shard           string // run --shard: over the key shard (COLLECTOR_SHARD)
+	emptyShard      bool   // run, state: a shard that owns no tenant is served (idle, or shown empty)
 }
 
 // runWith finds the configuration (configPath of the --config flag cfgFlag),
@@ -132,6 +133,11 @@ func loadConfig(path string, lf loadFlags) (config.Config, []string, error) {
 		// StatefulSet pod's is its name).
 		host, _ := os.Hostname()
 		cfg, err = cfg.ForShard(host)
+	}
+	if sh, ok := cfg.Sharding(); err == nil && ok && sh.Empty() && !lf.emptyShard {
+		// run idles and state shows it; the other commands have nothing
+		// to check, verify or tap.
+		err = &config.KeyError{Key: "shard", Msg: fmt.Sprintf("%s: this command has nothing to do on a shard that owns no tenant (run serves it idle)", sh)}
 	}
 	if err == nil || isProblems(err) {
 		// simulator.settings, checked with the rest, in the same report.

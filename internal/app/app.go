@@ -63,6 +63,9 @@ func (o Options) withDefaults() Options {
 func Run(ctx context.Context, cfg config.Config, o Options, once bool) error {
 	o = o.withDefaults()
 	log := o.Log
+	if sh, ok := cfg.Sharding(); ok && sh.Empty() {
+		return runEmptyShard(ctx, cfg, o, sh, once)
+	}
 
 	srcCfgs, sim, err := resolveSources(cfg, log)
 	if err != nil {

@@ -410,6 +410,10 @@ func states(ctx context.Context, cfg config.Config, o Options) ([]status.StreamS
 	if live, err := status.Live(ctx, cfg.Metrics.Listen); err == nil {
 		return live, "live, from the running collector at " + cfg.Metrics.Listen, nil
 	}
+	if cfg.OwnsNoTenant() {
+		// The shard's line (State) says which shard and of how many.
+		return nil, "this shard owns no tenant: it has no stream", nil
+	}
 	keys, err := configuredStreams(cfg)
 	if err != nil {
 		return nil, "", err
@@ -464,6 +468,10 @@ func reset(ctx context.Context, cfg config.Config, o Options, tenant, what strin
 		names = append(names, t.Name)
 	}
 	switch {
+	case cfg.OwnsNoTenant():
+		// Its empty tenants are not the one-tenant form: nothing of
+		// "default" to forget (--drop-tenant removes a moved tenant's).
+		return fmt.Errorf("--reset %s: this shard owns no tenant; reset on the shard that owns it (or --drop-tenant NAME here)", what)
 	case tenant == "" && len(names) > 0:
 		return fmt.Errorf("--reset %s: give --tenant NAME: each tenant has its own streams (%s)", what, strings.Join(names, ", "))
 	case tenant != "" && len(names) == 0:

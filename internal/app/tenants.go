@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -157,4 +158,51 @@ func shardHeaders(sh config.Sharding, h http.Handler) http.Handler {
 		w.Header().Set("Collector-Shard-Tenants", tenants)
 		h.ServeHTTP(w, r)
 	})
+}
+
+// runEmptyShard runs a shard that owns none of the tenants
+// (config.Sharding.Empty: more shards than tenants, or a StatefulSet
+// scaled before the tenants were added) as a production daemon idles,
+// rather than refusing to start (in Kubernetes, a crash loop): it logs
+// one warning and, on metrics.listen, serves /metrics (with
+// collector_shard_owned_tenants at 0), /readyz ready (its check "shard"
+// names the empty shard without failing it) and /state with no stream and
+// the headers of its shard, until ctx ends. It opens no checkpoint and no
+// sink: there is nothing to write. A restart with more tenants or fewer
+// shards gives it tenants; a reload is refused as for every collector of
+// tenants. With once, there is nothing to catch up: it returns nil.
+func runEmptyShard(ctx context.Context, cfg config.Config, o Options, sh config.Sharding, once bool) error {
+	log := o.Log
+	log.Warn("this shard owns none of the tenants: it runs idle until a restart with more tenants or fewer shards (docs/tenants.md, Shards)",
+		"shard", sh.Shard.String(), "of_tenants", sh.Of, "once", once)
+	if once {
+		return nil
+	}
+	reg := telemetry.NewRegistry(o.Version, o.Commit)
+	if err := registerShard(reg, cfg); err != nil {
+		return err
+	}
+	if cfg.Metrics.Listen != "" {
+		tel := telemetry.New(cfg.Metrics.Listen, reg, log)
+		if cfg.Metrics.Pprof {
+			tel.ServeProfiles()
+		}
+		tel.AddDegraded("shard", func(context.Context) error {
+			return fmt.Errorf("%s: nothing to collect until a restart with more tenants or fewer shards", sh)
+		})
+		tel.AddHandler("/state", shardHeaders(sh, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, "[]\n")
+		})))
+		if err := tel.Start(ctx); err != nil {
+			return err
+		}
+		defer shutdownTelemetry(tel)
+	}
+	if o.Reloads != nil {
+		go refuseReloads(ctx, o.Reloads, log)
+	}
+	log.Info("collector started", "streams", 0, "shard", sh.Shard.String(), "owned_tenants", "", "of_tenants", sh.Of)
+	<-ctx.Done()
+	return nil
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,11 +25,7 @@ func TestForShardRunsEachTenantInExactlyOneShard(t *testing.T) {
 			host := fmt.Sprintf("collector-%d", i)
 			cut, err := cfg.ForShard(host)
 			if err != nil {
-				// A shard that owns no tenant refuses to run.
-				if !strings.Contains(err.Error(), "owns none") {
-					t.Fatalf("%s of %d: %v", host, n, err)
-				}
-				continue
+				t.Fatalf("%s of %d: %v", host, n, err)
 			}
 			s, ok := cut.Sharding()
 			if !ok || s.Shard != (shard.Shard{Index: i, Count: n}) || s.Of != 3 || len(s.Owned) != len(cut.Tenants) {
@@ -61,7 +58,7 @@ func TestForShardRunsEachTenantInExactlyOneShard(t *testing.T) {
 
 // The one-tenant form refuses a COUNT above 1 (two collectors would read
 // one tenant twice); a bad spec, an ordinal-less host name and a shard
-// that owns nothing are errors of key shard.
+// are errors of key shard.
 func TestForShardRefuses(t *testing.T) {
 	t.Parallel()
 	yaml, env := threeTenants(t)
@@ -78,7 +75,6 @@ func TestForShardRefuses(t *testing.T) {
 		{tenants, "3/2", "h", "INDEX"},
 		{tenants, "ordinal/3", "collector", "ordinal"},
 		{tenants, "ordinal/3", "collector-5", "INDEX"},
-		{tenants, "0/64", "h", "owns none"},
 	} {
 		c.cfg.Shard = c.spec
 		_, err := c.cfg.ForShard(c.host)
@@ -89,5 +85,49 @@ func TestForShardRefuses(t *testing.T) {
 	one.Shard = "0/1"
 	if _, err := one.ForShard("h"); err != nil {
 		t.Errorf("0/1 of the one-tenant form: %v", err)
+	}
+}
+
+// A shard that owns none of the tenants (more shards than tenants, or a
+// StatefulSet scaled before the tenants were added) is no error: it runs
+// idle (app.Run) instead of crash-looping. Its configuration has no
+// streams: its empty tenants are not read as the one-tenant form (whose
+// top-level api is unset here).
+func TestForShardEmptyShard(t *testing.T) {
+	t.Parallel()
+	yaml, env := threeTenants(t)
+	cfg, err := Load(writeFile(t, yaml), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := -1
+	for i := range 64 {
+		if !slices.ContainsFunc(cfg.Tenants, func(tc TenantConfig) bool { return shard.Owner(tc.Name, 64) == i }) {
+			empty = i
+			break
+		}
+	}
+	cfg.Shard = fmt.Sprintf("%d/64", empty)
+	cut, err := cfg.ForShard("h")
+	if err != nil {
+		t.Fatalf("%s: %v", cfg.Shard, err)
+	}
+	s, ok := cut.Sharding()
+	if !ok || !s.Empty() || s.Of != 3 || !cut.OwnsNoTenant() {
+		t.Fatalf("%s: sharding %+v, %v; OwnsNoTenant %v", cfg.Shard, s, ok, cut.OwnsNoTenant())
+	}
+	if want := fmt.Sprintf("shard %d/64: none of 3 tenants", empty); s.String() != want {
+		t.Errorf("String: %q, want %q", s, want)
+	}
+	if sc := cut.SourceConfigs(); len(sc) != 0 {
+		t.Errorf("SourceConfigs of an empty shard: %d (tenant %q), want none", len(sc), sc[0].Tenant)
+	}
+	if sc := cut.PlannedSourceConfigs(); len(sc) != 0 {
+		t.Errorf("PlannedSourceConfigs of an empty shard: %d (tenant %q), want none", len(sc), sc[0].Tenant)
+	}
+	// A shard that owns a tenant, and an unsharded one, own some.
+	cfg.Shard = ""
+	if all, err := cfg.ForShard("h"); err != nil || all.OwnsNoTenant() {
+		t.Errorf("unsharded: OwnsNoTenant %v, %v", all.OwnsNoTenant(), err)
 	}
 }

@@ -161,8 +161,12 @@ func (c Config) tenantSourceConfig(t TenantConfig) catalog.Config {
 
 // SourceConfigs returns the part of the configuration the pollers use,
 // one per tenant in the order of "tenants", or SourceConfig alone for
-// the one-tenant form.
+// the one-tenant form; none for a shard that owns no tenant
+// (OwnsNoTenant).
 func (c Config) SourceConfigs() []catalog.Config {
+	if c.OwnsNoTenant() {
+		return nil
+	}
 	if len(c.Tenants) == 0 {
 		return []catalog.Config{c.SourceConfig()}
 	}
@@ -176,7 +180,7 @@ func (c Config) SourceConfigs() []catalog.Config {
 // PlannedSourceConfigs is SourceConfigs for what needs the streams but
 // no running API (see PlannedSourceConfig).
 func (c Config) PlannedSourceConfigs() []catalog.Config {
-	if len(c.Tenants) == 0 {
+	if len(c.Tenants) == 0 && !c.OwnsNoTenant() {
 		return []catalog.Config{c.PlannedSourceConfig()}
 	}
 	return c.SourceConfigs()

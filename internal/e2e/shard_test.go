@@ -13,8 +13,9 @@ import (
 )
 
 // shardNames returns three tenant names that two shards and three shards
-// both split with no empty shard (a shard that owns nothing refuses to
-// run), found from fixed candidates: the test is deterministic.
+// both split with no empty shard (a shard that owns nothing would idle:
+// the test would prove less), found from fixed candidates: the test is
+// deterministic.
 func shardNames(t *testing.T) []string {
 	t.Helper()
 	cand := make([]string, 16)

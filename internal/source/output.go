@@ -14,9 +14,11 @@ type Output interface {
 	// and holds that room for the stream's next Emit, so that a page is
 	// counted against the pipeline's bound before it is fetched (DESIGN
 	// item 5). It returns ctx's error when ctx ends first. Reserve of 0
-	// rows gives back the room held: Run calls it before it waits after
-	// a failed fetch, so that a stream refused for good (a revoked key of
-	// one tenant, a 403) or in backoff holds no room the others need.
+	// rows gives back the room held: Run calls it before every wait (after
+	// a failed fetch, and between the polls of a stream that caught up),
+	// so that a stream refused for good (a revoked key of one tenant, a
+	// 403), in backoff or asleep until its next poll holds no room the
+	// others need.
 	Reserve(ctx context.Context, rows int) error
 	// Emit hands a page on, with every record fetched: the pipeline
 	// leaves out what the stream delivered before. It blocks while the
