@@ -205,6 +205,7 @@ func (d *DB) apply(ctx context.Context, c Changes, what string) error {
 	wkeys := slices.SortedFunc(maps.Keys(c.Windows), compareStreams)
 	akeys := slices.SortedFunc(maps.Keys(c.Alerts), compareStreams)
 	var droppedW, droppedA int
+	var mapped int64
 	err := d.update(func(tx *bolt.Tx) error {
 		droppedW, droppedA = 0, 0
 		b, err := d.states(tx)
@@ -254,6 +255,7 @@ func (d *DB) apply(ctx context.Context, c Changes, what string) error {
 				return fmt.Errorf("the sinks' held sets of %s: %w", k, err)
 			}
 		}
+		mapped = commitMapped(tx)
 		return nil
 	})
 	if err != nil {
@@ -261,22 +263,53 @@ func (d *DB) apply(ctx context.Context, c Changes, what string) error {
 	}
 	d.droppedWindows.Add(int64(droppedW))
 	d.droppedAlerts.Add(int64(droppedA))
-	d.unmap()
+	d.committed(mapped)
 	return nil
 }
 
-// unmap lets go of the pages of the file that reads since the last commit
-// mapped into the process (unmapPages). A delivered set is read where it
-// is asked again (DeliveredOf, DeliveredCounts), and a backfill asks
-// again within every window it has begun: without this, every page of
-// the sets the run ever read stays mapped, and counts in the collector's
-// resident memory, so that a 2-day backfill's grew with the backlog
-// (about 19 bytes a record, 50 MiB at 2.7 million records); with it, what
-// is mapped is what the reads between two commits touch. The pages stay
-// in the page cache, which the kernel reclaims as it needs. A failure
-// costs nothing but the memory; it is not reported.
-func (d *DB) unmap() {
-	_ = d.view(func(tx *bolt.Tx) error { return unmapPages(d.bdb.Info().Data, tx.Size()) })
+// unmapAfter is how much of the file (bytes, as estimated) reads and
+// commits may map into the process before its pages are let go of
+// (letGo).
+const unmapAfter = 1 << 20
+
+// letGo lets go of the pages of the file that reads and commits mapped
+// into the process (unmapPages) once they mapped unmapAfter bytes or
+// more since the last time; n is what the read or commit of tx just
+// mapped, as estimated. A delivered set is read where it is asked again
+// (DeliveredOf, DeliveredCounts), and a backfill asks again within every
+// window it has begun: without letting go, every page of the sets the
+// run ever read stays mapped, and counts in the collector's resident
+// memory, so that a 2-day backfill's grew with the backlog (about 19
+// bytes a record, 50 MiB at 2.7 million records); with it, what is
+// mapped stays about unmapAfter. Letting go at every read and commit
+// bounded it lower, but a tailing stream's reads and commits touch a
+// few pages each, and every one faulted the tree's top back in: with 180
+// caught-up streams, the madvise calls and the faults after them were a
+// fifth of the collector's CPU (docs/performance.md, "What a tailing
+// poll costs"). The pages stay in the page cache, which the kernel
+// reclaims as it needs. A failure costs nothing but the memory; it is
+// not reported. Call it inside tx.
+func (d *DB) letGo(tx *bolt.Tx, n int64) {
+	if d.mapped.Add(n) < unmapAfter {
+		return
+	}
+	d.mapped.Store(0)
+	_ = unmapPages(d.bdb.Info().Data, tx.Size())
+}
+
+// committed is letGo after a commit (apply) that mapped n bytes.
+func (d *DB) committed(n int64) {
+	_ = d.view(func(tx *bolt.Tx) error {
+		d.letGo(tx, n)
+		return nil
+	})
+}
+
+// commitMapped estimates what the commit of tx mapped of the file: a
+// page for each node it read to change and for each cursor's path.
+func commitMapped(tx *bolt.Tx) int64 {
+	st := tx.Stats()
+	return (st.GetNodeCount() + 4*st.GetCursorCount() + 4) * int64(tx.DB().Info().PageSize)
 }
 
 func compareStreams(a, b record.Stream) int {

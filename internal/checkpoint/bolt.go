@@ -44,6 +44,11 @@ type DB struct {
 	damagedSeen   map[string]struct{}
 	damagedValues atomic.Int64
 
+	// mapped is what the reads since the pages were last let go of
+	// (letGo) mapped of the file, as estimated (bytes): they are let go
+	// of once it reaches unmapAfter.
+	mapped atomic.Int64
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error

@@ -338,8 +338,12 @@ func (d *DB) eachSpan(ctx context.Context, k record.Stream, lo, hi int64, fn fun
 		}
 		// Every span is at most an hour and starts on its own length, so
 		// no value before lo's hour reaches lo.
+		// What the read maps: the path to its first span, then its spans
+		// (letGo).
+		mapped := 4 * int64(d.bdb.Info().PageSize)
 		c := b.Cursor()
 		for key, v := c.Seek(spanKey(lo, hourMillis)); len(key) >= 8; key, v = c.Next() {
+			mapped += int64(len(key) + len(v))
 			start := int64(binary.BigEndian.Uint64(key[:8]))
 			if start >= hi {
 				break
@@ -353,11 +357,11 @@ func (d *DB) eachSpan(ctx context.Context, k record.Stream, lo, hi int64, fn fun
 				fn(s)
 			}
 		}
-		// The pages this read mapped are let go of now, not at the next
-		// commit: a backfill reads a set again for every page it asks
-		// again, and what those reads map between two commits (up to 40
-		// MiB at full scale) counted in resident memory (DB.unmap).
-		_ = unmapPages(d.bdb.Info().Data, tx.Size()) // failing costs memory only
+		// The pages the reads mapped are let go of as they add up, not
+		// at the next commit: a backfill reads a set again for every page
+		// it asks again, and what those reads map between two commits (up
+		// to 40 MiB at full scale) counted in resident memory (DB.letGo).
+		d.letGo(tx, mapped)
 		return nil
 	})
 	if err != nil {

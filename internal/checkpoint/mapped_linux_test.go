@@ -127,3 +127,46 @@ func slicesOf(s []cursor.Delivered, parts int) func(func([]cursor.Delivered) boo
 		}
 	}
 }
+
+// A small read, such as a tailing stream's once filter makes at every
+// poll, leaves the few pages it mapped mapped, so that the next read and
+// commit do not fault the tree's top back in (an madvise and its faults
+// at every read and commit were a fifth of an idle collector's CPU); the
+// pages of many such reads are let go of as they add up, so that what
+// stays mapped stays about unmapAfter (DB.letGo), however many reads.
+func TestSmallReadsKeepTheirPagesMappedUpToABound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, path := openTemp(t)
+	k := record.Stream{Source: "dns", Account: "acme"}
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	const n = 200_000 // about 2.4 MB of entries over 48 hours
+	keys := make([]cursor.Delivered, 0, n)
+	for i := range n {
+		keys = append(keys, cursor.Delivered{Hash: uint64(i) * 0x9e3779b97f4a7c15, Time: base.Add(time.Duration(i) * 864 * time.Millisecond).UnixMilli()})
+	}
+	state := map[record.Stream]State{k: {Cursor: cursor.Cursor{Watermark: base}}}
+	for c := range slicesOf(keys, 8) {
+		if err := db.Apply(ctx, Changes{States: state, Delivered: map[record.Stream][]cursor.Delivered{k: c}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := mappedKiB(t, path)
+	if got, err := db.DeliveredOf(ctx, k, keys[n/2:n/2+5]); err != nil || len(got) != 5 || got[0] != 1 {
+		t.Fatalf("DeliveredOf: %v, %v", got, err)
+	}
+	if after := mappedKiB(t, path); after <= before {
+		t.Errorf("a read of 5 keys let go of the pages it mapped: %d KiB mapped before, %d after", before, after)
+	}
+	// Reads all over the set: 2.4 MB of it, more than unmapAfter.
+	most := 256 + 2*unmapAfter/1024
+	for i := 0; i < n; i += 97 {
+		got, err := db.DeliveredOf(ctx, k, keys[i:i+1])
+		if err != nil || got[0] != 1 {
+			t.Fatalf("DeliveredOf key %d: %v, %v", i, got, err)
+		}
+		if m := mappedKiB(t, path); m > most {
+			t.Fatalf("after %d small reads %d KiB of the file stay mapped (at most %d)", i/97+1, m, most)
+		}
+	}
+}
