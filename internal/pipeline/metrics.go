@@ -202,25 +202,40 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// onceSeries are the series of one stream its re-ask filter (once)
+// counts in at every page.
+type onceSeries struct {
+	refetched, suppressedRecheck, suppressedRefetch prometheus.Counter
+	// recordDelay is collector_record_delay_seconds (no account),
+	// lateDelivery collector_late_delivery_seconds.
+	recordDelay, lateDelivery prometheus.Observer
+}
+
+// onceSeries binds stream k's series of its re-ask filter.
+func (m *metrics) onceSeries(k record.Stream) onceSeries {
+	lv := m.lv(k)
+	return onceSeries{
+		refetched:         m.refetched.WithLabelValues(lv...),
+		suppressedRecheck: m.suppressed.WithLabelValues(m.lv(k, SuppressedRecheck)...),
+		suppressedRefetch: m.suppressed.WithLabelValues(m.lv(k, SuppressedRefetch)...),
+		recordDelay:       m.recordDelay.WithLabelValues(lv[:len(lv)-1]...), // no account
+		lateDelivery:      m.lateDelivery.WithLabelValues(lv...),
+	}
+}
+
 // delays observes how long after its record time each record of kept was
 // fetched (at fetched): in collector_record_delay_seconds, and, for late
 // records a recheck recovered, in collector_late_delivery_seconds. A
 // page without a fetch time teaches nothing.
-func (m *metrics) delays(k record.Stream, kept []record.Envelope, fetched time.Time, late bool) {
+func (s onceSeries) delays(kept []record.Envelope, fetched time.Time, late bool) {
 	if fetched.IsZero() || len(kept) == 0 {
 		return
 	}
-	lv := m.lv(k)
-	all := m.recordDelay.WithLabelValues(lv[:len(lv)-1]...) // no account
-	var lt prometheus.Observer
-	if late {
-		lt = m.lateDelivery.WithLabelValues(lv...)
-	}
 	for _, e := range kept {
 		d := max(fetched.Sub(e.Time), 0).Seconds()
-		all.Observe(d)
-		if lt != nil {
-			lt.Observe(d)
+		s.recordDelay.Observe(d)
+		if late {
+			s.lateDelivery.Observe(d)
 		}
 	}
 }

@@ -53,6 +53,9 @@ type once struct {
 	stream record.Stream
 	learn  recheck.Observer // nil: none
 	m      *metrics
+	// sm are the stream's series, bound once (not looked up by label
+	// values at every page).
+	sm onceSeries
 
 	mu sync.Mutex
 	// pending are the keys of the pages emitted and not yet committed,
@@ -77,7 +80,7 @@ type pendingPage struct {
 }
 
 func newOnce(store Store, k record.Stream, learn recheck.Observer, m *metrics) *once {
-	return &once{store: store, stream: k, learn: learn, m: m}
+	return &once{store: store, stream: k, learn: learn, m: m, sm: m.onceSeries(k)}
 }
 
 // filter returns pg with only the records the stream does not hold, its
@@ -102,14 +105,18 @@ func (o *once) filter(ctx context.Context, pg cursor.Page) (cursor.Page, error) 
 		if pg.Asked != cursor.AskedForward {
 			cause = SuppressedRecheck
 		}
-		o.m.refetched.WithLabelValues(o.m.lv(o.stream)...).Add(float64(len(envs)))
-		o.m.suppressed.WithLabelValues(o.m.lv(o.stream, cause)...).Add(float64(left))
+		o.sm.refetched.Add(float64(len(envs)))
+		if cause == SuppressedRecheck {
+			o.sm.suppressedRecheck.Add(float64(left))
+		} else {
+			o.sm.suppressedRefetch.Add(float64(left))
+		}
 	}
 	pg.Batch.Envelopes, pg.Delivered = kept, keys
 	if pg.Asked == cursor.AskedForward || pg.Asked == cursor.AskedLate {
 		// Every new record, on time or late: how long after its record
 		// time it was fetched (alert updates are not new records).
-		o.m.delays(o.stream, kept, pg.FetchedAt, pg.Asked == cursor.AskedLate)
+		o.sm.delays(kept, pg.FetchedAt, pg.Asked == cursor.AskedLate)
 	}
 	if o.learn != nil {
 		switch pg.Asked {
