@@ -33,6 +33,11 @@
 // that changed to source.Set.Update, the pipeline (Add, Remove, Restart),
 // the status reporter and the tap; every other stream goes on.
 //
+// A shard that owns no tenant (shard: with more shards than tenants) runs
+// idle rather than exit: it serves /metrics, /readyz (ready, with a check
+// named shard) and an empty /state, opens no checkpoint and no sink, and
+// takes its tenants at the next restart.
+//
 // It holds no logic of polling, delivering, checkpointing, counting or
 // reporting: that lives in the package that owns it, and a function here
 // that grows such logic belongs there. Only cmd/collector imports it.

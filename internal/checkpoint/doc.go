@@ -29,7 +29,11 @@
 //   - the platform's delays each stream learnt (recheck: auto).
 //
 // The logs and sets are pruned by the caller as its horizon moves, and
-// bounded per stream (WithWindowLimit, WithAlertLimit).
+// bounded per stream (WithWindowLimit, WithAlertLimit). The window log
+// stores each window's next due time (version 3; older entries get theirs
+// from their last ask at load). What reads and commits map of the file is
+// let go once about 1 MiB was mapped, so that the resident set stays
+// bounded without a release at every small read of a tailing poll.
 //
 // The values it stores are package cursor's: the same types the poller
 // produces and the pipeline passes on. Their stored form is this

@@ -13,5 +13,7 @@
 // own api, edge, accounts and sources overrides (TenantConfig; errors name
 // the entry, tenants[3].api.key_id); it and the top-level one-tenant form
 // exclude each other. shard: (ForShard) cuts the list down to the tenants
-// a shard owns by rendezvous hashing (package shard).
+// a shard owns by rendezvous hashing (package shard); a shard that owns
+// none gets an empty list, never read as the one-tenant form (Sharding
+// says so, and the app runs it idle).
 package config

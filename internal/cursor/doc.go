@@ -11,8 +11,9 @@
 // transit. A Page says why it was asked (Asked), and carries the keys its
 // records join the delivered set under (Delivered, set by the pipeline's
 // once filter). A LoggedWindow keeps how long after its end
-// it was last asked (Passed), so that a recheck schedule learnt anew moves
-// its points but never drops one.
+// it was last asked (Passed) and when it is next due (Due, set at every
+// ask by the recheck plan in force), so that a recheck schedule learnt
+// anew brings a point sooner but never drops or postpones one.
 //
 // Package source produces these values, package pipeline passes them
 // through and package checkpoint stores them with its own codec (the file

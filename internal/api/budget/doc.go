@@ -8,8 +8,9 @@
 // the newest window first.
 //
 // A bucket's Rate is its limit as the server last said it (RateLimit-Limit)
-// or as configured; Rate.Pace is how often each of the streams that share
-// a bucket may ask so that together they spend what it refills after the
+// or as configured; Rate.Pace is how often a round of the polls that share
+// a bucket may come, counted in the requests they make (an edge_alerts
+// poll makes two), so that together they spend what it refills after the
 // reserve and what is set aside (the pollers' cadence, package source).
 //
 // It owns only the buckets. The API client spends it through the small
